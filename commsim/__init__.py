@@ -1,0 +1,35 @@
+"""commsim: write a collective-communication algorithm once, as a schedule; verify it, predict
+its cost, and run it for real.
+
+Examples:
+    >>> import commsim
+    >>> s = commsim.build("allreduce", "ring", nranks=8)
+    >>> commsim.verify(s).ntransfers
+    112
+"""
+
+from commsim import algorithms
+from commsim._collectives import SPECS, CollectiveSpec
+from commsim._ir import COLLECTIVES, Collective, Schedule, Step
+from commsim._verify import Verified, verify
+from commsim.algorithms import available, build
+from commsim.errors import CommsimError, ScheduleError, UnknownNameError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "COLLECTIVES",
+    "SPECS",
+    "Collective",
+    "CollectiveSpec",
+    "CommsimError",
+    "Schedule",
+    "ScheduleError",
+    "Step",
+    "UnknownNameError",
+    "Verified",
+    "algorithms",
+    "available",
+    "build",
+    "verify",
+]

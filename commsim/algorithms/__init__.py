@@ -1,0 +1,23 @@
+"""The algorithm library: schedule factories for every collective, and combinators.
+
+Use :func:`commsim.build` (or :func:`build` here) by name; :func:`available` lists the names.
+Each factory's docstring states its α-β-γ cost and the paper it comes from.
+"""
+
+# importing the algorithm modules registers their factories
+from commsim.algorithms import bruck, direct, recursive, ring, trees  # noqa: F401
+from commsim.algorithms._combinators import concat, lazy, relabel, with_root
+from commsim.algorithms._registry import REGISTRY, AlgorithmInfo, available, build, info, register
+
+__all__ = [
+    "REGISTRY",
+    "AlgorithmInfo",
+    "available",
+    "build",
+    "concat",
+    "info",
+    "lazy",
+    "register",
+    "relabel",
+    "with_root",
+]

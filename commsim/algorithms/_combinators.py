@@ -1,0 +1,124 @@
+"""Combinators: bigger schedules from smaller ones, without materializing any step.
+
+* :func:`concat` runs schedules one after another on the same ranks and slots (Rabenseifner is
+  ``concat(recursive-halving reduce-scatter, recursive-doubling allgather)``).
+* :func:`relabel` renames ranks (a schedule on ``p'`` virtual ranks placed on ``p`` real ones).
+* :func:`with_root` rotates ranks so a root-0 schedule runs from any root.
+* :func:`lazy` wraps a step function with the bookkeeping a factory would otherwise repeat.
+
+All of them keep steps lazy: a combined step is computed from the parts' steps when asked for.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from commsim._ir import Collective, Schedule, Step
+from commsim.errors import ScheduleError
+
+__all__ = ["concat", "lazy", "relabel", "with_root"]
+
+
+def lazy(
+    kind: str,
+    nranks: int,
+    nsteps: int,
+    step_fn: Callable[[int], Step],
+    *,
+    slot_units: int | Sequence[int] | np.ndarray,
+    name: str,
+    params: dict[str, Any] | None = None,
+    ndata: int | None = None,
+    ntransfers: int | None = None,
+    max_step_transfers: int | None = None,
+) -> Schedule:
+    """A schedule for root 0 of collective ``kind`` from its step function."""
+    return Schedule(
+        collective=Collective(kind),
+        nranks=nranks,
+        slot_units=slot_units,
+        nsteps=nsteps,
+        step_fn=step_fn,
+        ndata=ndata,
+        name=name,
+        params=params,
+        ntransfers=ntransfers,
+        max_step_transfers=max_step_transfers,
+    )
+
+
+def concat(
+    *parts: Schedule,
+    collective: Collective | str | None = None,
+    name: str | None = None,
+    params: dict[str, Any] | None = None,
+) -> Schedule:
+    """Run ``parts`` one after another. They must share ranks and slot layout.
+
+    The result computes ``collective`` (default: the last part's). Per-rank program order carries
+    across the seam: a rank starts the second part when it has finished its own steps of the first.
+    """
+    if not parts:
+        raise ScheduleError("concat needs at least one schedule")
+    first = parts[0]
+    for s in parts[1:]:
+        if s.nranks != first.nranks:
+            raise ScheduleError(f"concat: nranks differ ({first.nranks} vs {s.nranks})")
+        if not np.array_equal(s.slot_units, first.slot_units):
+            raise ScheduleError(f"concat: slot layouts of {first.name!r} and {s.name!r} differ")
+    if isinstance(collective, str):
+        collective = Collective(collective)
+    offsets = np.cumsum([0] + [s.nsteps for s in parts]).tolist()
+
+    def step_fn(i: int) -> Step:
+        k = bisect.bisect_right(offsets, i) - 1
+        return parts[k].step(i - offsets[k])
+
+    known = [s._ntransfers for s in parts]
+    maxes = [s._max_step_transfers for s in parts]
+    return Schedule(
+        collective=collective or parts[-1].collective,
+        nranks=first.nranks,
+        slot_units=first.slot_units,
+        nsteps=offsets[-1],
+        step_fn=step_fn,
+        ndata=parts[-1].ndata,
+        name=name or "+".join(s.name for s in parts),
+        params=params if params is not None else {},
+        ntransfers=None if None in known else sum(known),  # type: ignore[arg-type]
+        max_step_transfers=None if None in maxes else max(maxes),  # type: ignore[type-var]
+    )
+
+
+def relabel(
+    schedule: Schedule,
+    rank_map: np.ndarray | Sequence[int],
+    nranks: int,
+    *,
+    collective: Collective | None = None,
+) -> Schedule:
+    """Place a schedule's ranks on ``nranks`` ranks: virtual rank ``v`` becomes ``rank_map[v]``."""
+    rank_map = np.asarray(rank_map, dtype=np.int64)
+    if rank_map.shape != (schedule.nranks,):
+        raise ScheduleError(f"rank_map needs {schedule.nranks} entries, got {rank_map.shape}")
+    if len(np.unique(rank_map)) != len(rank_map) or rank_map.min(initial=0) < 0:
+        raise ScheduleError("rank_map must map virtual ranks to distinct ranks >= 0")
+    if len(rank_map) and rank_map.max() >= nranks:
+        raise ScheduleError(f"rank_map points past nranks={nranks}")
+    return schedule.replace(
+        nranks=nranks,
+        collective=collective or schedule.collective,
+        step_fn=lambda i: schedule.step(i).relabel(rank_map),
+    )
+
+
+def with_root(schedule: Schedule, root: int) -> Schedule:
+    """Rotate ranks by ``root``: a schedule rooted at 0 becomes one rooted at ``root``."""
+    p = schedule.nranks
+    rank_map = (np.arange(p) + root) % p
+    out = relabel(schedule, rank_map, p, collective=Collective(schedule.kind, root))
+    return out.replace(params={**schedule.params, "root": root})

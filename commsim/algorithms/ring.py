@@ -1,0 +1,104 @@
+r"""Ring algorithms: reduce-scatter, allgather, and allreduce as their concatenation.
+
+Every rank ``r`` sends only to ``r + 1`` and receives only from ``r - 1`` (mod ``p``), so each step
+is one perfect matching and the ring is bandwidth-optimal for any ``p``, at the price of ``p - 1``
+latencies per phase. References: Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for
+clusters of workstations", JPDC 69(2), 2009; Thakur, Rabenseifner & Gropp, "Optimization of
+collective communication operations in MPICH", IJHPCA 19(1), 2005 (ring allgather).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commsim._ir import Schedule, Step
+from commsim.algorithms._combinators import concat, lazy
+from commsim.algorithms._registry import register
+
+__all__ = ["ring_allgather", "ring_allreduce", "ring_reduce_scatter"]
+
+
+def _ring_step(p: int, shift: int, reduce: bool) -> Step:
+    """Rank ``r`` sends block ``(r - shift) mod p`` to ``r + 1``."""
+    r = np.arange(p)
+    block = (r - shift) % p
+    return Step.make(src=r, dst=(r + 1) % p, src_slot=block, dst_slot=block, reduce=reduce)
+
+
+@register(
+    "reduce_scatter",
+    "ring",
+    cost="(p-1)α + (p-1)/p·nβ + (p-1)/p·nγ",
+    reference="Patarasuk & Yuan 2009",
+)
+def ring_reduce_scatter(nranks: int) -> Schedule:
+    r"""Ring reduce-scatter: ``p - 1`` steps, in step ``s`` rank ``r`` adds block ``r - s - 1`` into ``r + 1``.
+
+    .. math:: T = (p-1)\,\alpha + \frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+
+    Examples:
+        >>> s = ring_reduce_scatter(4)
+        >>> s.nsteps, s.ntransfers, s.nslots
+        (3, 12, 4)
+    """
+    p = nranks
+    return lazy(
+        "reduce_scatter",
+        p,
+        p - 1,
+        lambda s: _ring_step(p, s + 1, True),
+        slot_units=p,
+        name="ring",
+        ntransfers=p * (p - 1),
+        max_step_transfers=p if p > 1 else 0,
+    )
+
+
+@register(
+    "allgather",
+    "ring",
+    cost="(p-1)α + (p-1)/p·nβ",
+    reference="Thakur, Rabenseifner & Gropp 2005",
+)
+def ring_allgather(nranks: int) -> Schedule:
+    r"""Ring allgather: ``p - 1`` steps, in step ``s`` rank ``r`` forwards block ``r - s`` to ``r + 1``.
+
+    .. math:: T = (p-1)\,\alpha + \frac{p-1}{p}\,n\beta
+
+    Examples:
+        >>> s = ring_allgather(5)
+        >>> s.nsteps, s.ntransfers
+        (4, 20)
+    """
+    p = nranks
+    return lazy(
+        "allgather",
+        p,
+        p - 1,
+        lambda s: _ring_step(p, s, False),
+        slot_units=p,
+        name="ring",
+        ntransfers=p * (p - 1),
+        max_step_transfers=p if p > 1 else 0,
+    )
+
+
+@register(
+    "allreduce",
+    "ring",
+    cost="2(p-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ",
+    reference="Patarasuk & Yuan 2009",
+)
+def ring_allreduce(nranks: int) -> Schedule:
+    r"""Ring allreduce = ring reduce-scatter followed by ring allgather, on ``p`` blocks.
+
+    .. math:: T = 2(p-1)\,\alpha + 2\frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+
+    Examples:
+        >>> s = ring_allreduce(4)
+        >>> s.nsteps, s.ntransfers  # 2(p-1) steps, 2p(p-1) transfers
+        (6, 24)
+    """
+    return concat(
+        ring_reduce_scatter(nranks), ring_allgather(nranks), collective="allreduce", name="ring"
+    )

@@ -1,0 +1,35 @@
+"""Exceptions raised by commsim. Each carries one readable line for the user."""
+
+from __future__ import annotations
+
+__all__ = ["CommsimError", "ScheduleError", "UnknownNameError"]
+
+
+class CommsimError(Exception):
+    """Base class of every error commsim raises on purpose (the CLI prints it as one line)."""
+
+
+class ScheduleError(CommsimError, ValueError):
+    """A schedule is malformed or does not compute its collective.
+
+    The message names the step, rank and slot involved where there is one; the same facts are
+    kept as attributes (``None`` where not applicable) so tools can act on them.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        step: int | None = None,
+        rank: int | None = None,
+        slot: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.step, self.rank, self.slot = step, rank, slot
+
+
+class UnknownNameError(CommsimError, KeyError):
+    """An unknown collective or algorithm name; the message suggests the closest names."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
