@@ -8,9 +8,10 @@ Examples:
     112
 """
 
-from commsim import algorithms
+from commsim import algorithms, models
 from commsim._collectives import SPECS, CollectiveSpec
 from commsim._ir import COLLECTIVES, Collective, Schedule, Step
+from commsim._serialize import load, save
 from commsim._verify import Verified, verify
 from commsim.algorithms import available, build
 from commsim.errors import CommsimError, ScheduleError, UnknownNameError
@@ -29,7 +30,10 @@ __all__ = [
     "UnknownNameError",
     "Verified",
     "algorithms",
+    "models",
+    "save",
     "available",
     "build",
+    "load",
     "verify",
 ]

@@ -204,6 +204,7 @@ class Schedule:
         self._ntransfers = ntransfers
         self._max_step_transfers = max_step_transfers
         self._slot_offsets = np.concatenate([[0], np.cumsum(units)]).astype(_I)
+        self.uniform_slots = bool((units == units[0]).all())
 
     # -- construction -----------------------------------------------------------------------
     @classmethod
@@ -322,10 +323,6 @@ class Schedule:
     def range_units(self, slot: np.ndarray, count: np.ndarray) -> np.ndarray:
         """Units in the slot ranges ``[slot, slot + count)`` (vectorized)."""
         return self._slot_offsets[slot + count] - self._slot_offsets[slot]
-
-    @property
-    def uniform_slots(self) -> bool:
-        return bool((self.slot_units == self.slot_units[0]).all())
 
     def estimate_bytes(self) -> dict[str, int]:
         """Rough peak memory of the verifier (state arrays) and of one step (transfer arrays)."""

@@ -18,11 +18,22 @@ from commsim.algorithms._registry import register
 __all__ = ["ring_allgather", "ring_allreduce", "ring_reduce_scatter"]
 
 
-def _ring_step(p: int, shift: int, reduce: bool) -> Step:
-    """Rank ``r`` sends block ``(r - shift) mod p`` to ``r + 1``."""
+def _ring_steps(p: int, first_shift: int, reduce: bool):
+    """Step function: in step ``s`` rank ``r`` sends block ``(r - s - first_shift) mod p`` to ``r + 1``.
+
+    The rank, neighbour, count and reduce arrays are shared by all steps (steps are read-only).
+    """
     r = np.arange(p)
-    block = (r - shift) % p
-    return Step.make(src=r, dst=(r + 1) % p, src_slot=block, dst_slot=block, reduce=reduce)
+    nxt = (r + 1) % p
+    ones = np.ones(p, dtype=np.int64)
+    red = np.full(p, reduce)
+
+    def step(s: int) -> Step:
+        k = (s + first_shift) % p  # block = (r - k) mod p, without a modulo over p elements
+        block = np.concatenate([r[p - k :], r[: p - k]])
+        return Step(r, nxt, block, block, ones, red)
+
+    return step
 
 
 @register(
@@ -46,7 +57,7 @@ def ring_reduce_scatter(nranks: int) -> Schedule:
         "reduce_scatter",
         p,
         p - 1,
-        lambda s: _ring_step(p, s + 1, True),
+        _ring_steps(p, 1, True),
         slot_units=p,
         name="ring",
         ntransfers=p * (p - 1),
@@ -75,7 +86,7 @@ def ring_allgather(nranks: int) -> Schedule:
         "allgather",
         p,
         p - 1,
-        lambda s: _ring_step(p, s, False),
+        _ring_steps(p, 0, False),
         slot_units=p,
         name="ring",
         ntransfers=p * (p - 1),

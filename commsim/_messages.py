@@ -1,0 +1,132 @@
+"""From transfers to messages to matchings: the one decomposition every consumer shares.
+
+* :func:`messages` groups a step's transfers by ``(src, dst)`` (the IR's "one message per
+  ``(step, src, dst)``" rule) and sums their data units; local transfers (``src == dst``) are kept
+  apart, since they are memory operations, not messages.
+* :func:`matchings` splits a step's messages into rounds in which every rank sends at most one
+  and receives at most one message. The cost models charge each rank's messages in that order,
+  the JAX backend issues one ``ppermute`` per round, and the MPI backend one ``sendrecv`` per
+  round, so all three agree on what a step means.
+
+Rounds are built from **shift classes**: messages with the same ``(dst - src) mod p`` never share
+a sender or a receiver, so each class is a matching. Classes are taken in increasing shift and
+merged into an earlier round when their senders and receivers are disjoint from it (a butterfly
+exchange ``r <-> r xor 2^k`` is two shift classes but one round). Only the last
+``MERGE_WINDOW`` rounds are tried, which keeps the split ``O(classes)`` for many-to-one steps.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from commsim._ir import Schedule, Step
+
+__all__ = ["MERGE_WINDOW", "Messages", "matchings", "messages"]
+
+MERGE_WINDOW = 8
+
+
+class Messages(NamedTuple):
+    """The messages of one step (``M`` of them) and its local work.
+
+    Attributes:
+        src, dst: sender and receiver per message.
+        units: data units per message (all its transfers).
+        reduce_units: units of its transfers that reduce at the receiver.
+        local_rank, local_reduce_units: ranks with local reducing transfers, and their units.
+        unique_ports: every rank sends at most one and receives at most one message.
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    units: np.ndarray
+    reduce_units: np.ndarray
+    local_rank: np.ndarray
+    local_reduce_units: np.ndarray
+    unique_ports: bool
+
+
+def _max_count(a: np.ndarray) -> int:
+    return int(np.bincount(a, minlength=1).max()) if len(a) else 0
+
+
+def messages(step: Step, schedule: Schedule) -> Messages:
+    """Group ``step``'s transfers into messages, with their sizes in slot units."""
+    src, dst = step.src, step.dst
+    if schedule.uniform_slots and (step.count == 1).all():
+        units = np.full(len(src), schedule.slot_units[0], dtype=np.int64)
+    else:
+        units = schedule.range_units(step.src_slot, step.count)
+    red_units = np.where(step.reduce, units, 0)
+    local = src == dst
+    if local.any():
+        lr = src[local]
+        lred = red_units[local]
+        keep = lred > 0
+        local_rank, local_red = lr[keep], lred[keep]
+        remote = ~local
+        src, dst, units, red_units = src[remote], dst[remote], units[remote], red_units[remote]
+    else:
+        local_rank = local_red = np.zeros(0, dtype=np.int64)
+    p = schedule.nranks
+    if _max_count(src) <= 1:  # one transfer per sender: transfers are the messages
+        unique = _max_count(dst) <= 1
+        return Messages(src, dst, units, red_units, local_rank, local_red, unique)
+    key = src * p + dst
+    order = np.argsort(key, kind="stable")
+    skey = key[order]
+    starts = np.flatnonzero(np.concatenate([[True], skey[1:] != skey[:-1]]))
+    msrc, mdst = src[order][starts], dst[order][starts]
+    munits = np.add.reduceat(units[order], starts)
+    mred = np.add.reduceat(red_units[order], starts)
+    unique = _max_count(msrc) <= 1 and _max_count(mdst) <= 1
+    return Messages(msrc, mdst, munits, mred, local_rank, local_red, unique)
+
+
+def matchings(src: np.ndarray, dst: np.ndarray, nranks: int) -> list[np.ndarray]:
+    """Split messages ``(src[i], dst[i])`` (pairs distinct) into rounds of index arrays.
+
+    In each round every rank sends at most one and receives at most one message.
+
+    Examples:
+        >>> import numpy as np
+        >>> r = np.arange(4)
+        >>> [len(m) for m in matchings(r, r ^ 1, 4)]  # butterfly exchange: one round
+        [4]
+        >>> [m.tolist() for m in matchings(np.array([1, 2, 3]), np.array([0, 0, 0]), 4)]
+        [[2], [1], [0]]
+    """
+    n = len(src)
+    if n == 0:
+        return []
+    if _max_count(src) <= 1 and _max_count(dst) <= 1:
+        return [np.arange(n)]
+    shift = (dst - src) % nranks
+    order = np.argsort(shift, kind="stable")
+    sshift = shift[order]
+    bounds = np.flatnonzero(np.concatenate([[True], sshift[1:] != sshift[:-1], [True]]))
+    rounds: list[list[np.ndarray]] = []
+    used: list[tuple[np.ndarray, np.ndarray]] = []
+    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+        group = order[a:b]
+        gs, gd = src[group], dst[group]
+        placed = False
+        if len(group) < nranks:
+            for k in range(len(rounds) - 1, max(-1, len(rounds) - 1 - MERGE_WINDOW), -1):
+                send_used, recv_used = used[k]
+                if not send_used[gs].any() and not recv_used[gd].any():
+                    rounds[k].append(group)
+                    send_used[gs] = True
+                    recv_used[gd] = True
+                    placed = True
+                    break
+        if not placed:
+            send_used = np.zeros(nranks, dtype=bool)
+            recv_used = np.zeros(nranks, dtype=bool)
+            send_used[gs] = True
+            recv_used[gd] = True
+            rounds.append([group])
+            used.append((send_used, recv_used))
+    return [np.sort(np.concatenate(r)) for r in rounds]

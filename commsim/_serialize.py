@@ -1,0 +1,191 @@
+"""Save and load schedules: versioned JSON (readable) or NPZ (compact, for large schedules).
+
+JSON layout (``version`` 1)::
+
+    {"format": "commsim.schedule", "version": 1,
+     "name": "ring", "collective": "allreduce", "root": 0, "nranks": 4,
+     "slot_units": [1, 1, 1, 1], "ndata": 4, "params": {},
+     "steps": [{"src": [...], "dst": [...], "src_slot": [...], "dst_slot": [...],
+                "count": [...], "reduce": [...]}, ...]}
+
+The NPZ form holds the same metadata as a JSON string (``meta``) plus each transfer field
+concatenated over all steps and ``step_ptr`` (step ``i`` is ``[step_ptr[i], step_ptr[i+1])``).
+
+Loading validates everything a user's hand-written file can get wrong and names the field, the
+step and the transfer at fault; it does not check that the schedule computes its collective
+(that is :func:`commsim.verify`'s job).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from commsim._ir import COLLECTIVES, Collective, Schedule, Step
+from commsim.errors import ScheduleError
+
+__all__ = ["FORMAT", "VERSION", "from_dict", "load", "save", "to_dict"]
+
+FORMAT = "commsim.schedule"
+VERSION = 1
+_INT_FIELDS = ("src", "dst", "src_slot", "dst_slot", "count")
+
+
+def _meta(schedule: Schedule) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "name": schedule.name,
+        "collective": schedule.kind,
+        "root": schedule.root,
+        "nranks": schedule.nranks,
+        "slot_units": schedule.slot_units.tolist(),
+        "ndata": schedule.ndata,
+        "params": {k: v if isinstance(v, (int, float, str, bool)) else str(v)
+                   for k, v in schedule.params.items()},
+    }  # fmt: skip
+
+
+def to_dict(schedule: Schedule) -> dict[str, Any]:
+    """The JSON-ready form of a schedule (materializes every step)."""
+    out = _meta(schedule)
+    out["steps"] = [
+        {f: getattr(st, f).tolist() for f in Step._fields} for st in schedule.steps()
+    ]
+    return out
+
+
+def save(schedule: Schedule, path: str | os.PathLike[str]) -> Path:
+    """Write ``schedule`` to ``path`` (``.npz`` for the binary form, anything else JSON)."""
+    path = Path(path)
+    if path.suffix == ".npz":
+        steps = list(schedule.steps())
+        ptr = np.cumsum([0] + [st.ntransfers for st in steps])
+        cols = {f: np.concatenate([getattr(st, f) for st in steps]) if steps else np.zeros(0)
+                for f in Step._fields}  # fmt: skip
+        np.savez_compressed(path, meta=json.dumps(_meta(schedule)), step_ptr=ptr, **cols)
+    else:
+        path.write_text(json.dumps(to_dict(schedule), separators=(",", ":")))
+    return path
+
+
+def load(path: str | os.PathLike[str]) -> Schedule:
+    """Read a schedule written by :func:`save` (or by hand); raise ScheduleError if malformed."""
+    path = Path(path)
+    if not path.exists():
+        raise ScheduleError(f"{path}: no such file")
+    if path.suffix == ".npz":
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                meta = json.loads(str(z["meta"]))
+                ptr = z["step_ptr"]
+                cols = {f: z[f] for f in Step._fields}
+        except (OSError, ValueError, KeyError) as e:
+            raise ScheduleError(f"{path}: not a commsim NPZ schedule ({e})") from None
+        steps = [
+            {f: cols[f][a:b] for f in Step._fields}
+            for a, b in zip(ptr[:-1], ptr[1:], strict=True)
+        ]
+        return from_dict({**meta, "steps": steps}, source=str(path))
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScheduleError(f"{path}: cannot read ({e})") from None
+    except json.JSONDecodeError as e:
+        raise ScheduleError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    return from_dict(data, source=str(path))
+
+
+def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    if key not in data:
+        raise ScheduleError(f"{where}: missing field {key!r}")
+    value = data[key]
+    if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ScheduleError(f"{where}: field {key!r} must be {name}, got {value!r:.60}")
+    return value
+
+
+def _int_array(value: Any, where: str) -> np.ndarray:
+    arr = np.asarray(value)
+    if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
+        raise ScheduleError(f"{where} must be a list of integers")
+    return arr.astype(np.int64)
+
+
+def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
+    """Build a materialized schedule from its dict form, validating every field."""
+    if not isinstance(data, dict):
+        raise ScheduleError(f"{source}: expected a JSON object at the top level")
+    if data.get("format") != FORMAT:
+        raise ScheduleError(f"{source}: field 'format' must be {FORMAT!r}")
+    version = _field(data, "version", int, source)
+    if version != VERSION:
+        raise ScheduleError(f"{source}: unsupported version {version} (this commsim reads {VERSION})")
+    kind = _field(data, "collective", str, source)
+    if kind not in COLLECTIVES:
+        raise ScheduleError(f"{source}: field 'collective' must be one of {', '.join(COLLECTIVES)}")
+    p = _field(data, "nranks", int, source)
+    if p < 1:
+        raise ScheduleError(f"{source}: field 'nranks' must be >= 1, got {p}")
+    root = data.get("root", 0)
+    if not isinstance(root, int) or not 0 <= root < p:
+        raise ScheduleError(f"{source}: field 'root' must be an integer in [0, {p})")
+    units = _int_array(_field(data, "slot_units", list, source), f"{source}: field 'slot_units'")
+    if len(units) == 0 or (units <= 0).any():
+        raise ScheduleError(f"{source}: field 'slot_units' must be a non-empty list of positive ints")
+    S = len(units)
+    ndata = data.get("ndata", S)
+    if not isinstance(ndata, int) or not 1 <= ndata <= S:
+        raise ScheduleError(f"{source}: field 'ndata' must be an integer in [1, {S}]")
+    raw_steps = _field(data, "steps", list, source)
+    steps = []
+    for i, raw in enumerate(raw_steps):
+        where = f"{source}: step {i}"
+        if not isinstance(raw, dict):
+            raise ScheduleError(f"{where}: expected an object with fields {', '.join(Step._fields)}")
+        cols = {f: _int_array(_field(raw, f, (list, np.ndarray), where), f"{where}: field {f!r}")
+                for f in _INT_FIELDS}  # fmt: skip
+        red = np.asarray(_field(raw, "reduce", (list, np.ndarray), where))
+        if red.ndim != 1 or (red.size and red.dtype != bool and not np.isin(red, [0, 1]).all()):
+            raise ScheduleError(f"{where}: field 'reduce' must be a list of booleans")
+        n = len(cols["src"])
+        for f, col in [*cols.items(), ("reduce", red)]:
+            if len(col) != n:
+                raise ScheduleError(f"{where}: field {f!r} has {len(col)} entries, 'src' has {n}")
+        _check_ranges(cols, p, S, where)
+        steps.append(Step(**cols, reduce=red.astype(bool)))
+    params = data.get("params", {})
+    return Schedule.from_steps(
+        steps,
+        collective=Collective(kind, root),
+        nranks=p,
+        slot_units=units,
+        ndata=ndata,
+        name=str(data.get("name", Path(source).stem)),
+        params=params if isinstance(params, dict) else {},
+    )
+
+
+def _check_ranges(cols: dict[str, np.ndarray], p: int, S: int, where: str) -> None:
+    for f in ("src", "dst"):
+        bad = np.flatnonzero((cols[f] < 0) | (cols[f] >= p))
+        if len(bad):
+            t = int(bad[0])
+            raise ScheduleError(f"{where}: transfer {t}: {f} = {int(cols[f][t])} not in [0, {p})")
+    bad = np.flatnonzero(cols["count"] < 1)
+    if len(bad):
+        raise ScheduleError(f"{where}: transfer {int(bad[0])}: count must be >= 1")
+    for f in ("src_slot", "dst_slot"):
+        end = cols[f] + cols["count"]
+        bad = np.flatnonzero((cols[f] < 0) | (end > S))
+        if len(bad):
+            t = int(bad[0])
+            raise ScheduleError(
+                f"{where}: transfer {t}: {f} range [{int(cols[f][t])}, {int(end[t])}) "
+                f"not in [0, {S})"
+            )

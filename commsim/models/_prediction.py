@@ -1,0 +1,72 @@
+"""What a model returns: a :class:`Prediction`."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Prediction"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Prediction:
+    """A model's prediction for one schedule over one or more message sizes.
+
+    Sizes are along the last axis; when the model was given a scalar ``nbytes`` the size axis is
+    dropped, so ``pred.time`` is a float.
+
+    Attributes:
+        name, collective, nranks: what was predicted.
+        model: a short description of the model and its parameters.
+        nbytes: message size(s) in bytes (the collective's ``nbytes`` convention).
+        time: completion time in seconds (the last rank's clock).
+        rank_time: per-rank finish times, shape ``(p, ...)``.
+        step_time: time at which each step's last participant finished, shape ``(nsteps, ...)``.
+        busbw_factor: nccl-tests' bus-bandwidth factor for this collective and ``p``.
+    """
+
+    name: str
+    collective: str
+    nranks: int
+    model: str
+    nbytes: Any
+    time: Any
+    rank_time: np.ndarray
+    step_time: np.ndarray
+    busbw_factor: float
+
+    @property
+    def algbw(self) -> Any:
+        """Algorithm bandwidth, bytes/s: ``nbytes / time`` (nccl-tests)."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(self.time > 0, np.asarray(self.nbytes) / self.time, np.inf)
+        return float(out) if np.ndim(out) == 0 else out
+
+    @property
+    def busbw(self) -> Any:
+        """Bus bandwidth, bytes/s: ``algbw × factor`` (nccl-tests), comparable across collectives."""
+        return self.algbw * self.busbw_factor
+
+    @property
+    def slowest_rank(self) -> Any:
+        out = np.argmax(self.rank_time, axis=0)
+        return int(out) if np.ndim(out) == 0 else out
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for ``--json`` (no per-rank/per-step arrays)."""
+
+        def plain(x: Any) -> Any:
+            return x.tolist() if isinstance(x, np.ndarray) else x
+
+        return {
+            "name": self.name,
+            "collective": self.collective,
+            "nranks": self.nranks,
+            "model": self.model,
+            "nbytes": plain(self.nbytes),
+            "time_s": plain(self.time),
+            "algbw_Bps": plain(self.algbw),
+            "busbw_Bps": plain(self.busbw),
+        }
