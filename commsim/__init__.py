@@ -8,7 +8,7 @@ Examples:
     112
 """
 
-from commsim import algorithms, models
+from commsim import algorithms, exec, models
 from commsim._collectives import SPECS, CollectiveSpec
 from commsim._ir import COLLECTIVES, Collective, Schedule, Step
 from commsim._serialize import load, save
@@ -34,6 +34,7 @@ __all__ = [
     "save",
     "available",
     "build",
+    "exec",
     "load",
     "verify",
 ]

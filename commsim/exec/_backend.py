@@ -1,0 +1,74 @@
+"""What every execution backend provides, and the registry of backends.
+
+A backend lowers *any* schedule (it never looks at the algorithm's name) and hands back a
+:class:`Compiled`: ``put`` moves per-rank buffers ``[p, nelems]`` to where the backend computes,
+``run`` executes the whole schedule once and returns when it is done (so it can be timed), and
+``get`` brings the buffers back. ``native`` gives the same for the backend's own collective
+(``MPI_Allreduce``, ``jax.lax.psum``, ...), the baseline the harness compares against.
+
+Backends are imported lazily (``get_backend("mpi")`` imports mpi4py only then), so
+``import commsim`` works where MPI, CUDA or extra JAX devices are absent; ``unavailable()``
+returns one line saying why a backend cannot run here and how to fix it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import numpy as np
+
+from commsim._ir import Schedule
+from commsim.errors import CommsimError, UnknownNameError
+from commsim.exec._layout import Layout
+
+__all__ = ["BACKENDS", "Backend", "Compiled", "get_backend"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Compiled:
+    """A schedule (or native collective) ready to run on one backend for one layout and dtype."""
+
+    put: Callable[[np.ndarray], Any]
+    run: Callable[[Any], Any]
+    get: Callable[[Any], np.ndarray]
+
+
+class Backend(Protocol):
+    name: str
+
+    def unavailable(self) -> str | None:
+        """``None`` when usable here, else one line: why not, and how to fix it."""
+
+    def compile(self, schedule: Schedule, layout: Layout, dtype: np.dtype) -> Compiled:
+        """Lower ``schedule`` for buffers of ``layout`` and ``dtype``."""
+
+    def native(self, schedule: Schedule, layout: Layout, dtype: np.dtype) -> Compiled | None:
+        """The backend's own implementation of ``schedule``'s collective, or ``None``."""
+
+
+# name -> "module:attribute"; modules are imported on first use
+BACKENDS: dict[str, str] = {
+    "numpy": "commsim.exec.reference:NumpyBackend",
+    "jax": "commsim.exec.jax_mesh:JaxMeshBackend",
+    "mpi": "commsim.exec.mpi:MpiBackend",
+    "cuda": "commsim.exec.cuda:CudaBackend",
+}
+
+
+def get_backend(name: str, **options: Any) -> Backend:
+    """Instantiate backend ``name`` (raises a one-line error if unknown or unusable here)."""
+    if name not in BACKENDS:
+        raise UnknownNameError(f"unknown backend {name!r}; available: {', '.join(BACKENDS)}")
+    module, attr = BACKENDS[name].split(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except ImportError as e:
+        raise CommsimError(f"backend {name!r} cannot be imported here: {e}") from None
+    backend = cls(**options)
+    why = backend.unavailable()
+    if why:
+        raise CommsimError(f"backend {name!r} is not usable here: {why}")
+    return backend
