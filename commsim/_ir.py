@@ -114,7 +114,8 @@ class Step(NamedTuple):
         reduce: Any = False,
     ) -> Step:
         """Build a step from arrays or scalars (scalars are broadcast to the transfer count)."""
-        n = max(np.size(x) for x in (src, dst, src_slot, dst_slot, count, reduce))
+        arrays = [x for x in (src, dst, src_slot, dst_slot, count, reduce) if np.ndim(x) > 0]
+        n = max((np.size(x) for x in arrays), default=1)
         fields = [_as_index(x, n) for x in (src, dst, src_slot, dst_slot, count)]
         red = np.asarray(reduce, dtype=bool)
         if red.ndim == 0:
@@ -324,10 +325,18 @@ class Schedule:
         """Units in the slot ranges ``[slot, slot + count)`` (vectorized)."""
         return self._slot_offsets[slot + count] - self._slot_offsets[slot]
 
+    @property
+    def known_max_step_transfers(self) -> int | None:
+        """The largest step's transfer count if known without iterating the steps, else None."""
+        return self._max_step_transfers
+
     def estimate_bytes(self) -> dict[str, int]:
-        """Rough peak memory of the verifier (state arrays) and of one step (transfer arrays)."""
-        state = self.nranks * self.nslots * (8 + 1 + 4)
-        per_step = (self.max_step_transfers if self._max_step_transfers is not None else 0) * 8 * 12
+        """Rough peak memory, without iterating: the verifier's state plus one step's arrays.
+
+        ``step`` is 0 when the builder did not say how large its steps get.
+        """
+        state = self.nranks * self.nslots * (8 + 1 + 4 + 4)
+        per_step = (self._max_step_transfers or 0) * 8 * 12
         return {"verify": state + per_step, "step": per_step}
 
     def __repr__(self) -> str:

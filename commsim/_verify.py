@@ -25,10 +25,10 @@ from commsim._collectives import spec_of
 from commsim._ir import Schedule, Step
 from commsim.errors import ScheduleError
 
-__all__ = ["Verified", "verify"]
+__all__ = ["MEMORY_LIMIT", "Verified", "verify"]
 
 _DIAGNOSE_LIMIT = 20_000_000  # p * nslots * p counters for the contribution-count pass
-_MEMORY_LIMIT = 12 * 2**30
+MEMORY_LIMIT = 12 * 2**30  # bytes of verifier state beyond which verify() refuses
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,6 +57,7 @@ class _Interpreter:
         self.defined = defined
         self.last_step = np.full(len(defined), -1, dtype=np.int32)
         self.last_src = np.full(len(defined), -1, dtype=np.int32)
+        self.writer = np.zeros(len(defined), dtype=np.int64)  # scratch for the race check
 
     def _fail(self, msg: str, step: int, rank: int | None = None, slot: int | None = None) -> None:
         raise ScheduleError(f"{_where(self.s)}: step {step}: {msg}", step=step, rank=rank, slot=slot)
@@ -126,15 +127,17 @@ class _Interpreter:
                         int(d_idx[e]),
                     )
         vals = self.values[sk]
-        order = np.argsort(dk, kind="stable")
-        sdk = dk[order]
-        dup = sdk[1:] == sdk[:-1]
-        has_dup = bool(dup.any())
+        # write-race check in O(writes): every write stamps its index; a write whose stamp was
+        # overwritten shares its (rank, slot) with a later write (the stamp's "winner")
+        idx = np.arange(len(dk))
+        self.writer[dk] = idx
+        winner = self.writer[dk]
+        lost = winner != idx
+        has_dup = bool(lost.any())
         if has_dup and check:
-            sred = red[order]
-            race = dup & ~(sred[1:] & sred[:-1])
+            race = lost & ~(red & red[winner])
             if race.any():
-                e = int(order[int(np.argmax(race)) + 1])
+                e = int(np.argmax(race))
                 r, sl = int(dst[e]), int(d_idx[e])
                 self._fail(
                     f"two transfers write rank {r} slot {sl} and not both reduce (a write race)",
@@ -175,11 +178,11 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
     t0 = time.perf_counter()
     spec = spec_of(schedule)
     p, S, D = schedule.nranks, schedule.nslots, schedule.ndata
-    need = p * S * (8 + 1 + 4 + 4)
-    if need > _MEMORY_LIMIT:
+    need = p * S * (8 + 1 + 4 + 4 + 8)
+    if need > MEMORY_LIMIT:
         raise ScheduleError(
             f"{_where(schedule)}: verifying needs about {need / 2**30:.1f} GiB of state "
-            f"({p} ranks x {S} slots), over the {_MEMORY_LIMIT / 2**30:.0f} GiB limit"
+            f"({p} ranks x {S} slots), over the {MEMORY_LIMIT / 2**30:.0f} GiB limit"
         )
     try:
         pre = spec.initial(p, D, schedule.root)

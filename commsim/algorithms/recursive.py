@@ -1,1 +1,397 @@
-"""(being written)"""
+r"""Recursive halving and doubling: reduce-scatter, allgather, allreduce, Rabenseifner, reduce.
+
+On ``p' = 2^L`` ranks every step pairs rank ``v`` with ``v xor h``: **recursive halving**
+(``h = p'/2, p'/4, ..., 1``) halves the blocks a rank is responsible for and reduces the half it
+keeps; **recursive doubling** (``h = 1, 2, ..., p'/2``) doubles the blocks a rank holds.
+Rabenseifner's allreduce is literally halving reduce-scatter followed by doubling allgather
+(:func:`commsim.algorithms.concat`), and his reduce is halving followed by a binomial gather.
+
+The cores are written once, over **virtual ranks with block boundaries**: virtual rank ``v`` owns
+the slot range ``[bounds[v], bounds[v+1])`` and a step sends the range of a whole aligned group of
+virtual ranks, so one code path serves equal blocks and the 1-or-2-block virtual ranks below.
+
+**Non-powers of two** (``p = p' + r``, ``0 < r < p'``) use the MPICH fold (Thakur, Rabenseifner &
+Gropp 2005): the first ``2r`` ranks pair up, the even rank ``2i`` sends its data to ``2i + 1`` (for
+reduce, the odd one sends to the even one, so that root 0 stays in the core), the core runs on the
+``p'`` remaining virtual ranks (virtual ``v < r`` is real ``2v + 1``, standing for blocks ``2v``
+and ``2v + 1``; virtual ``v >= r`` is real ``v + r``), and a last step (none for reduce) hands the
+even ranks their result. The fold costs two latencies (one for reduce) and up to
+:math:`2n\beta + n\gamma` more than the core on ``p'`` ranks; each factory states its exact time.
+
+Against the lower bounds of Chan et al. 2007 (:func:`commsim.models.lower_bound`): for powers of
+two, halving reduce-scatter and doubling allgather attain them exactly, Rabenseifner's allreduce
+attains the :math:`\beta` and :math:`\gamma` terms but pays ``2 lg p`` latencies where ``lg p``
+suffice, and Rabenseifner's reduce attains :math:`\gamma` only (``2 lg p·α + 2(p-1)/p·nβ`` against
+``lg p·α + nβ``); the fold puts every non-power of two above the bounds.
+
+References: Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+MPICH", IJHPCA 19(1), 2005; Rabenseifner, "Optimization of collective reduction operations", ICCS
+2004; Chan, Heimlich, Purkayastha & van de Geijn, "Collective communication: theory, practice, and
+experience", CCPE 19(13), 2007.
+
+In the formulas below ``p' = 2^L`` is the largest power of two ``<= p``, ``r = p - p'`` and
+:math:`S = \sum_{k=0}^{L-1} \min(r, 2^k)` (the extra blocks of the largest group in each step).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+
+from commsim._ir import Collective, Schedule, Step
+from commsim.algorithms._combinators import concat, lazy, relabel
+from commsim.algorithms._registry import register
+
+__all__ = [
+    "rabenseifner_allreduce",
+    "rabenseifner_reduce",
+    "recursive_doubling_allgather",
+    "recursive_doubling_allreduce",
+    "recursive_halving_reduce_scatter",
+]
+
+StepFn = Callable[[int], Step]
+
+
+# -- cores on p' = 2^L virtual ranks ------------------------------------------------------------
+def _halving(pv: int, bounds: np.ndarray) -> StepFn:
+    """Step ``k``: ``v`` adds the half that its partner ``v xor p'/2^(k+1)`` keeps into it."""
+    v = np.arange(pv)
+
+    def step(k: int) -> Step:
+        h = pv >> (k + 1)
+        partner = v ^ h
+        lo = partner & ~(h - 1)  # first virtual rank of the half the partner keeps
+        start = bounds[lo]
+        return Step.make(v, partner, start, start, bounds[lo + h] - start, reduce=True)
+
+    return step
+
+
+def _doubling(pv: int, bounds: np.ndarray) -> StepFn:
+    """Step ``k``: ``v`` sends the blocks of its aligned group of ``2^k`` to ``v xor 2^k``."""
+    v = np.arange(pv)
+
+    def step(k: int) -> Step:
+        h = 1 << k
+        lo = v & ~(h - 1)
+        start = bounds[lo]
+        return Step.make(v, v ^ h, start, start, bounds[lo + h] - start)
+
+    return step
+
+
+def _gather(pv: int, bounds: np.ndarray) -> StepFn:
+    """Binomial gather to 0: in step ``k``, ``v = 2^k mod 2^(k+1)`` sends to ``v - 2^k``."""
+
+    def step(k: int) -> Step:
+        h = 1 << k
+        v = np.arange(h, pv, 2 * h)
+        start = bounds[v]
+        return Step.make(v, v - h, start, start, bounds[v + h] - start)
+
+    return step
+
+
+def _core(
+    kind: str, pv: int, step_fn: StepFn, nslots: int, name: str, gather: bool = False
+) -> Schedule:
+    """A ``lg p'``-step core on ``p'`` virtual ranks (``p'`` transfers a step; gather fewer)."""
+    nsteps = pv.bit_length() - 1
+    return lazy(
+        kind,
+        pv,
+        nsteps,
+        step_fn,
+        slot_units=nslots,
+        name=name,
+        ntransfers=pv - 1 if gather else pv * nsteps,
+        max_step_transfers=(pv // 2 if gather else pv) if nsteps else 0,
+    )
+
+
+def _bounds(pv: int, r: int) -> np.ndarray:
+    """Slot boundaries of the virtual ranks: ``v < r`` owns blocks ``2v, 2v+1``, others one."""
+    v = np.arange(pv + 1)
+    return v + np.minimum(v, r)
+
+
+# -- the fold for non-powers of two -------------------------------------------------------------
+class _Folding(NamedTuple):
+    """``p = p' + r``: ``extra[i]`` -> ``keep[i]``; virtual ``v`` is ``rank_map[v]``."""
+
+    nranks: int
+    pv: int
+    extra: np.ndarray
+    keep: np.ndarray
+    rank_map: np.ndarray
+
+
+def _folding(p: int, *, into_odd: bool = True) -> _Folding:
+    pv = 1 << (p.bit_length() - 1)
+    i = np.arange(p - pv)
+    extra, keep = (2 * i, 2 * i + 1) if into_odd else (2 * i + 1, 2 * i)
+    return _Folding(p, pv, extra, keep, np.concatenate([keep, np.arange(2 * len(i), p)]))
+
+
+def _fold(
+    core: Schedule,
+    f: _Folding,
+    *,
+    fold_in: Callable[[], Step],
+    fold_out: Callable[[], Step] | None,
+    kind: str,
+    name: str,
+) -> Schedule:
+    """``fold_in()``, then ``core`` placed on the virtual ranks' real ranks, then ``fold_out()``.
+
+    The edge steps are thunks: they are only built when ``p`` is not a power of two.
+    """
+    if f.pv == f.nranks:
+        return core.replace(collective=Collective(kind), name=name)
+    placed = relabel(core, f.rank_map, f.nranks, collective=Collective(kind))
+    edges = [fold_in()] + ([fold_out()] if fold_out is not None else [])
+    one = [
+        Schedule.from_steps(
+            [s], collective=Collective(kind), nranks=f.nranks, slot_units=core.slot_units
+        )
+        for s in edges
+    ]
+    return concat(one[0], placed, *one[1:], collective=kind, name=name)
+
+
+def _whole(src: np.ndarray, dst: np.ndarray, nslots: int, reduce: bool) -> Step:
+    return Step.make(src, dst, 0, 0, nslots, reduce=reduce)
+
+
+# -- the algorithms -----------------------------------------------------------------------------
+@register(
+    "reduce_scatter",
+    "recursive_halving",
+    cost="pow2: lg p·α + (p-1)/p·n(β+γ); else (L+2)α + (n + (p'-1+S)n/p)(β+γ) + n/p·β",
+    constraints="any p; non-powers of two fold r = p - p' ranks in and out (2 more steps)",
+    reference="Thakur, Rabenseifner & Gropp 2005",
+)
+def recursive_halving_reduce_scatter(nranks: int) -> Schedule:
+    r"""Recursive-halving reduce-scatter: ``lg p`` steps, step ``k`` exchanges ``p/2^(k+1)`` blocks.
+
+    In step ``k`` rank ``v`` pairs with ``v xor p/2^(k+1)``, sends the half of its current blocks
+    that the partner keeps and adds the half it keeps. Non-powers of two: fold (the even rank of
+    each of the first ``r`` pairs adds its whole vector into the odd one), halving over ``p'``
+    virtual ranks owning 1 or 2 blocks, then the odd rank sends the even one its block. Exact
+    time, for :math:`p = 2^L` and otherwise (virtual rank 0 is on the critical path: it starts
+    last and always receives the largest half):
+
+    .. math::
+        T = L\alpha + \frac{p-1}{p}n(\beta+\gamma), \qquad
+        T = (L+2)\alpha + \Bigl(n + (p'-1+S)\frac{n}{p}\Bigr)(\beta+\gamma) + \frac{n}{p}\beta
+
+    Examples:
+        >>> s = recursive_halving_reduce_scatter(8)
+        >>> s.nsteps, s.ntransfers  # lg p steps of p transfers
+        (3, 24)
+        >>> s = recursive_halving_reduce_scatter(6)  # p' = 4, r = 2
+        >>> s.nsteps, s.ntransfers  # fold, 2 halving steps, unfold
+        (4, 12)
+    """
+    f = _folding(nranks)
+    pv, r = f.pv, nranks - f.pv
+    core = _core("reduce_scatter", pv, _halving(pv, _bounds(pv, r)), nranks, "recursive_halving")
+    return _fold(
+        core,
+        f,
+        fold_in=lambda: _whole(f.extra, f.keep, nranks, True),
+        fold_out=lambda: Step.make(f.keep, f.extra, f.extra, f.extra),
+        kind="reduce_scatter",
+        name="recursive_halving",
+    )
+
+
+@register(
+    "allgather",
+    "recursive_doubling",
+    cost="pow2: lg p·α + (p-1)/p·nβ; else (L+2)α + (p+p'-1+S)·n/p·β",
+    constraints="any p; non-powers of two fold r = p - p' ranks in and out (2 more steps)",
+    reference="Thakur, Rabenseifner & Gropp 2005",
+)
+def recursive_doubling_allgather(nranks: int) -> Schedule:
+    r"""Recursive-doubling allgather: ``lg p`` steps; in step ``k``, ``v``, ``v xor 2^k`` swap all.
+
+    Non-powers of two: fold (the even rank of each of the first ``r`` pairs sends its block to the
+    odd one), doubling over ``p'`` virtual ranks holding 1 or 2 blocks, then the odd rank sends the
+    even one every block but its own (one message of ``p - 1`` blocks, two transfers). Exact time,
+    for :math:`p = 2^L` and otherwise:
+
+    .. math::
+        T = L\alpha + \frac{p-1}{p}n\beta, \qquad
+        T = (L+2)\alpha + (p + p' - 1 + S)\frac{n}{p}\beta
+
+    Examples:
+        >>> s = recursive_doubling_allgather(8)
+        >>> s.nsteps, s.ntransfers
+        (3, 24)
+        >>> s = recursive_doubling_allgather(6)  # fold 2, doubling 4·2, unfold 1 + 2
+        >>> s.nsteps, s.ntransfers
+        (4, 13)
+    """
+    f = _folding(nranks)
+    pv, r = f.pv, nranks - f.pv
+    core = _core("allgather", pv, _doubling(pv, _bounds(pv, r)), nranks, "recursive_doubling")
+
+    def fold_out() -> Step:  # every block but the even rank's own: [0, 2i) and [2i+1, p)
+        high = Step.make(f.keep, f.extra, f.keep, f.keep, nranks - f.keep)
+        low = f.extra > 0  # rank 0 has no blocks below its own
+        if not low.any():  # (Step.make cannot build an empty step from scalars)
+            return high
+        return Step.cat([Step.make(f.keep[low], f.extra[low], 0, 0, f.extra[low]), high])
+
+    return _fold(
+        core,
+        f,
+        fold_in=lambda: Step.make(f.extra, f.keep, f.extra, f.extra),
+        fold_out=fold_out,
+        kind="allgather",
+        name="recursive_doubling",
+    )
+
+
+@register(
+    "allreduce",
+    "recursive_doubling",
+    cost="pow2: lg p·(α + nβ + nγ); else (L+2)(α + nβ) + (L+1)nγ",
+    constraints="any p; latency-optimal for small n; non-powers of two fold (2 more steps)",
+    reference="Thakur, Rabenseifner & Gropp 2005",
+)
+def recursive_doubling_allreduce(nranks: int) -> Schedule:
+    r"""Recursive-doubling allreduce: ``lg p`` steps of exchange-and-add with ``v xor 2^k``.
+
+    One data slot. Non-powers of two (MPICH): the even rank of each of the first ``r`` pairs adds
+    its vector into the odd one, the ``p'`` others run the doubling, the odd rank sends the result
+    back. Exact time, for :math:`p = 2^L` and otherwise:
+
+    .. math::
+        T = L(\alpha + n\beta + n\gamma), \qquad T = (L+2)(\alpha + n\beta) + (L+1)n\gamma
+
+    Examples:
+        >>> s = recursive_doubling_allreduce(8)
+        >>> s.nsteps, s.ntransfers, s.nslots
+        (3, 24, 1)
+        >>> recursive_doubling_allreduce(5).nsteps  # fold, 2 steps on 4 ranks, unfold
+        4
+    """
+    f = _folding(nranks)
+    pv = f.pv
+    v = np.arange(pv)
+    core = _core(
+        "allreduce",
+        pv,
+        lambda k: Step.make(v, v ^ (1 << k), 0, 0, reduce=True),
+        1,
+        "recursive_doubling",
+    )
+    return _fold(
+        core,
+        f,
+        fold_in=lambda: _whole(f.extra, f.keep, 1, True),
+        fold_out=lambda: _whole(f.keep, f.extra, 1, False),
+        kind="allreduce",
+        name="recursive_doubling",
+    )
+
+
+@register(
+    "allreduce",
+    "rabenseifner",
+    cost=(
+        "pow2: 2lg p·α + 2(p-1)/p·nβ + (p-1)/p·nγ; "
+        "else (2L+2)α + (2+2(p'-1)/p')nβ + (1+(p'-1)/p')nγ"
+    ),
+    constraints="any p; vector cut into p' slots; non-powers of two fold (2 more steps)",
+    reference="Rabenseifner 2004; Thakur, Rabenseifner & Gropp 2005",
+)
+def rabenseifner_allreduce(nranks: int) -> Schedule:
+    r"""Rabenseifner's allreduce: recursive-halving reduce-scatter, recursive-doubling allgather.
+
+    ``fold(concat(halving, doubling))`` on ``p'`` virtual ranks, the vector cut into ``p'`` equal
+    slots; the fold is the same as :func:`recursive_doubling_allreduce`'s. Exact time, for
+    :math:`p = 2^L` (Thakur et al. 2005) and otherwise:
+
+    .. math::
+        T = 2L\alpha + 2\frac{p-1}{p}n\beta + \frac{p-1}{p}n\gamma, \qquad
+        T = (2L+2)\alpha + \Bigl(2 + 2\frac{p'-1}{p'}\Bigr)n\beta
+            + \Bigl(1 + \frac{p'-1}{p'}\Bigr)n\gamma
+
+    Examples:
+        >>> s = rabenseifner_allreduce(8)
+        >>> s.nsteps, s.ntransfers, s.nslots  # 2 lg p steps of p transfers
+        (6, 48, 8)
+        >>> s = rabenseifner_allreduce(12)  # p' = 8
+        >>> s.nsteps, s.nslots
+        (8, 8)
+    """
+    f = _folding(nranks)
+    pv = f.pv
+    bounds = np.arange(pv + 1)
+    core = concat(
+        _core("reduce_scatter", pv, _halving(pv, bounds), pv, "recursive_halving"),
+        _core("allgather", pv, _doubling(pv, bounds), pv, "recursive_doubling"),
+        collective="allreduce",
+    )
+    return _fold(
+        core,
+        f,
+        fold_in=lambda: _whole(f.extra, f.keep, pv, True),
+        fold_out=lambda: _whole(f.keep, f.extra, pv, False),
+        kind="allreduce",
+        name="rabenseifner",
+    )
+
+
+@register(
+    "reduce",
+    "rabenseifner",
+    cost=(
+        "pow2: 2lg p·α + 2(p-1)/p·nβ + (p-1)/p·nγ; "
+        "else (2L+1)α + (1+2(p'-1)/p')nβ + (1+(p'-1)/p')nγ"
+    ),
+    constraints="any p, any root; vector cut into p' slots; non-powers of two fold (1 more step)",
+    reference="Rabenseifner 2004; Thakur, Rabenseifner & Gropp 2005",
+)
+def rabenseifner_reduce(nranks: int) -> Schedule:
+    r"""Rabenseifner's reduce: recursive-halving reduce-scatter then a binomial gather to the root.
+
+    On ``p'`` virtual ranks, the vector cut into ``p'`` equal slots; in gather step ``k`` virtual
+    rank ``v = 2^k (mod 2^(k+1))`` sends its ``2^k`` slots to ``v - 2^k``. Non-powers of two: the
+    odd rank of each of the first ``r`` pairs adds its vector into the even one first (so root 0 is
+    virtual rank 0; no unfold is needed). Exact time, for :math:`p = 2^L` and otherwise:
+
+    .. math::
+        T = 2L\alpha + 2\frac{p-1}{p}n\beta + \frac{p-1}{p}n\gamma, \qquad
+        T = (2L+1)\alpha + \Bigl(1 + 2\frac{p'-1}{p'}\Bigr)n\beta
+            + \Bigl(1 + \frac{p'-1}{p'}\Bigr)n\gamma
+
+    Examples:
+        >>> s = rabenseifner_reduce(8)
+        >>> s.nsteps, s.ntransfers  # lg p halving steps of p transfers, gather of p - 1
+        (6, 31)
+        >>> rabenseifner_reduce(7).nsteps  # fold, 2 + 2 steps on 4 ranks
+        5
+    """
+    f = _folding(nranks, into_odd=False)
+    pv = f.pv
+    bounds = np.arange(pv + 1)
+    core = concat(
+        _core("reduce_scatter", pv, _halving(pv, bounds), pv, "recursive_halving"),
+        _core("reduce", pv, _gather(pv, bounds), pv, "binomial_gather", gather=True),
+        collective="reduce",
+    )
+    return _fold(
+        core,
+        f,
+        fold_in=lambda: _whole(f.extra, f.keep, pv, True),
+        fold_out=None,
+        kind="reduce",
+        name="rabenseifner",
+    )

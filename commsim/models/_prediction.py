@@ -47,6 +47,8 @@ class Prediction:
     @property
     def busbw(self) -> Any:
         """Bus bandwidth, bytes/s: ``algbw × factor`` (nccl-tests), comparable across collectives."""
+        if self.busbw_factor == 0.0:  # p = 1: nothing crosses the bus
+            return 0.0 if np.ndim(self.time) == 0 else np.zeros(np.shape(self.time))
         return self.algbw * self.busbw_factor
 
     @property

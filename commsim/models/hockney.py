@@ -34,7 +34,6 @@ import numpy as np
 from commsim._collectives import spec_of
 from commsim._ir import Schedule
 from commsim._messages import matchings, messages
-from commsim.models._kernels import fast_single_port_step, participants_max, single_port_round
 from commsim.models._prediction import Prediction
 
 __all__ = ["Hockney"]
@@ -84,6 +83,8 @@ class Hockney:
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Time ``schedule`` for message size(s) ``nbytes`` (a number or a 1-D array of bytes)."""
+        from commsim.models import _kernels  # numba: imported on first use, not with commsim
+
         sizes, scalar = _as_sizes(nbytes)
         p = schedule.nranks
         per_unit = sizes / schedule.nbytes_units  # bytes per slot unit, one per size
@@ -93,7 +94,7 @@ class Hockney:
         step_time = np.zeros((schedule.nsteps, len(sizes)))
         last = np.zeros(len(sizes))  # running max of participants' clocks
         single = self.ports == "single"
-        tmp = np.empty((max(schedule.max_step_transfers, 1), len(sizes)))
+        tmp = np.empty((max(schedule.known_max_step_transfers or p, 1), len(sizes)))
         seen_s = np.zeros(p, dtype=np.int64)
         seen_d = np.zeros(p, dtype=np.int64)
         offsets = schedule._slot_offsets
@@ -101,7 +102,9 @@ class Hockney:
             if len(st.src) == 0:
                 step_time[i] = last
                 continue
-            if single and fast_single_port_step(
+            if len(st.src) > len(tmp):
+                tmp = np.empty((len(st.src), len(sizes)))
+            if single and _kernels.fast_single_port_step(
                 clock, st.src, st.dst, st.src_slot, st.count, st.reduce, offsets,
                 self.alpha, bw, gw, tmp, seen_s, seen_d, i + 1, last,
             ):  # fmt: skip
@@ -129,7 +132,7 @@ class Hockney:
                 red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=p)
                 clock += np.multiply.outer(red, gw)
                 last = np.maximum(last, clock[msg.local_rank].max(axis=0))
-            participants_max(clock, msg.src, msg.dst, last)
+            _kernels.participants_max(clock, msg.src, msg.dst, last)
             step_time[i] = last
         total = clock.max(axis=0)
         factor = spec_of(schedule).busbw_factor(p)
@@ -163,6 +166,8 @@ class Hockney:
     ) -> None:
         if len(src) > len(tmp):
             tmp = np.empty((len(src), clock.shape[1]))
+        from commsim.models._kernels import single_port_round
+
         single_port_round(clock, src, dst, units, red, self.alpha, bw, gw, tmp)
 
     def _multi(self, clock: np.ndarray, msg: Any, bw: np.ndarray, gw: np.ndarray) -> None:
