@@ -50,13 +50,17 @@ def _where(schedule: Schedule) -> str:
 class _Interpreter:
     """Applies steps to a flat ``[p * nslots, *extra]`` state with the IR's semantics."""
 
-    def __init__(self, schedule: Schedule, values: np.ndarray, defined: np.ndarray) -> None:
+    def __init__(
+        self, schedule: Schedule, values: np.ndarray, defined: np.ndarray, track: bool = False
+    ) -> None:
         self.s = schedule
         self.S = schedule.nslots
         self.values = values
         self.defined = defined
-        self.last_step = np.full(len(defined), -1, dtype=np.int32)
-        self.last_src = np.full(len(defined), -1, dtype=np.int32)
+        self.track = track  # remember the last writer of every slot (for error messages)
+        if track:
+            self.last_step = np.full(len(defined), -1, dtype=np.int32)
+            self.last_src = np.full(len(defined), -1, dtype=np.int32)
         self.writer = np.zeros(len(defined), dtype=np.int64)  # scratch for the race check
 
     def _fail(self, msg: str, step: int, rank: int | None = None, slot: int | None = None) -> None:
@@ -68,6 +72,13 @@ class _Interpreter:
             if np.shape(f) != (n,):
                 self._fail(f"field {name!r} has shape {np.shape(f)}, expected ({n},)", i)
         p, S = self.s.nranks, self.S
+        if n and (  # fast path: all in range; else find the culprit below
+            min(st.src.min(), st.dst.min(), st.src_slot.min(), st.dst_slot.min()) >= 0
+            and max(st.src.max(), st.dst.max()) < p
+            and st.count.min() >= 1
+            and max((st.src_slot + st.count).max(), (st.dst_slot + st.count).max()) <= S
+        ):
+            return
         for name, f, hi in (("src", st.src, p), ("dst", st.dst, p)):
             bad = (f < 0) | (f >= hi)
             if bad.any():
@@ -153,8 +164,9 @@ class _Interpreter:
             else:
                 self.values[dk[red]] += vals[red]
         self.defined[dk] = True
-        self.last_step[dk] = i
-        self.last_src[dk] = src
+        if self.track:
+            self.last_step[dk] = i
+            self.last_src[dk] = src
 
 
 def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
@@ -194,10 +206,27 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
     defined = np.zeros((p, S), dtype=bool)
     values[:, :D][pre] = init[pre]
     defined[:, :D] = pre
-    it = _Interpreter(schedule, values.reshape(-1), defined.reshape(-1))
+    from commsim import _verify_kernel as kern  # numba: imported on first use
+
+    flat_values, flat_defined = values.reshape(-1), defined.reshape(-1)
+    it = _Interpreter(schedule, flat_values, flat_defined)
+    stamp = kern.scratch(p * S)
+    buf = np.empty(0, dtype=np.uint64)
     ntransfers = 0
     for i, st in enumerate(schedule.steps()):
-        it.apply(st, i)
+        if len(st.src) == 0:
+            continue
+        it._check_fields(st, i)  # ranges first: the kernel trusts them
+        moved = int(st.count.sum())
+        if moved > len(buf):
+            buf = np.empty(moved, dtype=np.uint64)
+        code = kern.apply_step(
+            flat_values, flat_defined, stamp, st.src, st.dst, st.src_slot, st.dst_slot,
+            st.count, st.reduce, S, i + 1, buf,
+        )  # fmt: skip
+        if code != kern.OK:
+            it.apply(st, i)  # the numpy interpreter raises the error with its message
+            raise AssertionError(f"verifier kernel reported fault {code} the interpreter missed")
         ntransfers += len(st.src)
 
     want, mask = spec.expected(init, schedule.root)
@@ -205,6 +234,14 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
     bad = mask & ((got != want) | ~defined[:, :D])
     if bad.any():
         r, j = (int(x) for x in np.argwhere(bad)[0])
+        # a second pass that remembers who last wrote each slot, for the error message
+        values[:] = 0
+        values[:, :D][pre] = init[pre]
+        defined[:] = False
+        defined[:, :D] = pre
+        it = _Interpreter(schedule, values.reshape(-1), defined.reshape(-1), track=True)
+        for i, st in enumerate(schedule.steps()):
+            it.apply(st, i, check=False)
         _report(schedule, it, init, pre, r, j)
     return Verified(
         schedule.name, schedule.kind, p, schedule.nsteps, ntransfers, time.perf_counter() - t0
