@@ -30,11 +30,11 @@ __all__ = [
     "UnknownNameError",
     "Verified",
     "algorithms",
-    "models",
-    "save",
     "available",
     "build",
     "exec",
     "load",
+    "models",
+    "save",
     "verify",
 ]

@@ -71,7 +71,9 @@ class Collective:
 
     def __post_init__(self) -> None:
         if self.kind not in COLLECTIVES:
-            raise ScheduleError(f"unknown collective {self.kind!r}; known: {', '.join(COLLECTIVES)}")
+            raise ScheduleError(
+                f"unknown collective {self.kind!r}; known: {', '.join(COLLECTIVES)}"
+            )
         if self.root != 0 and self.kind not in _ROOTED:
             raise ScheduleError(f"{self.kind} has no root (got root={self.root})")
 

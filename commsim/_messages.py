@@ -17,6 +17,7 @@ exchange ``r <-> r xor 2^k`` is two shift classes but one round). Only the last
 
 from __future__ import annotations
 
+import itertools
 from typing import NamedTuple
 
 import numpy as np
@@ -109,7 +110,7 @@ def matchings(src: np.ndarray, dst: np.ndarray, nranks: int) -> list[np.ndarray]
     bounds = np.flatnonzero(np.concatenate([[True], sshift[1:] != sshift[:-1], [True]]))
     rounds: list[list[np.ndarray]] = []
     used: list[tuple[np.ndarray, np.ndarray]] = []
-    for a, b in zip(bounds[:-1], bounds[1:], strict=True):
+    for a, b in itertools.pairwise(bounds):
         group = order[a:b]
         gs, gd = src[group], dst[group]
         placed = False

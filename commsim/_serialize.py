@@ -2,11 +2,28 @@
 
 JSON layout (``version`` 1)::
 
-    {"format": "commsim.schedule", "version": 1,
-     "name": "ring", "collective": "allreduce", "root": 0, "nranks": 4,
-     "slot_units": [1, 1, 1, 1], "ndata": 4, "params": {},
-     "steps": [{"src": [...], "dst": [...], "src_slot": [...], "dst_slot": [...],
-                "count": [...], "reduce": [...]}, ...]}
+    {
+        "format": "commsim.schedule",
+        "version": 1,
+        "name": "ring",
+        "collective": "allreduce",
+        "root": 0,
+        "nranks": 4,
+        "slot_units": [1, 1, 1, 1],
+        "ndata": 4,
+        "params": {},
+        "steps": [
+            {
+                "src": [...],
+                "dst": [...],
+                "src_slot": [...],
+                "dst_slot": [...],
+                "count": [...],
+                "reduce": [...],
+            },
+            ...,
+        ],
+    }
 
 The NPZ form holds the same metadata as a JSON string (``meta``) plus each transfer field
 concatenated over all steps and ``step_ptr`` (step ``i`` is ``[step_ptr[i], step_ptr[i+1])``).
@@ -18,6 +35,7 @@ step and the transfer at fault; it does not check that the schedule computes its
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -53,9 +71,7 @@ def _meta(schedule: Schedule) -> dict[str, Any]:
 def to_dict(schedule: Schedule) -> dict[str, Any]:
     """The JSON-ready form of a schedule (materializes every step)."""
     out = _meta(schedule)
-    out["steps"] = [
-        {f: getattr(st, f).tolist() for f in Step._fields} for st in schedule.steps()
-    ]
+    out["steps"] = [{f: getattr(st, f).tolist() for f in Step._fields} for st in schedule.steps()]
     return out
 
 
@@ -87,8 +103,7 @@ def load(path: str | os.PathLike[str]) -> Schedule:
         except (OSError, ValueError, KeyError) as e:
             raise ScheduleError(f"{path}: not a commsim NPZ schedule ({e})") from None
         steps = [
-            {f: cols[f][a:b] for f in Step._fields}
-            for a, b in zip(ptr[:-1], ptr[1:], strict=True)
+            {f: cols[f][a:b] for f in Step._fields} for a, b in itertools.pairwise(ptr)
         ]
         return from_dict({**meta, "steps": steps}, source=str(path))
     try:
@@ -104,7 +119,7 @@ def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...], where:
     if key not in data:
         raise ScheduleError(f"{where}: missing field {key!r}")
     value = data[key]
-    if not isinstance(value, kind) or isinstance(value, bool) and kind is int:
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
         name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise ScheduleError(f"{where}: field {key!r} must be {name}, got {value!r:.60}")
     return value
@@ -125,7 +140,9 @@ def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
         raise ScheduleError(f"{source}: field 'format' must be {FORMAT!r}")
     version = _field(data, "version", int, source)
     if version != VERSION:
-        raise ScheduleError(f"{source}: unsupported version {version} (this commsim reads {VERSION})")
+        raise ScheduleError(
+            f"{source}: unsupported version {version} (this commsim reads {VERSION})"
+        )
     kind = _field(data, "collective", str, source)
     if kind not in COLLECTIVES:
         raise ScheduleError(f"{source}: field 'collective' must be one of {', '.join(COLLECTIVES)}")
@@ -137,7 +154,9 @@ def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
         raise ScheduleError(f"{source}: field 'root' must be an integer in [0, {p})")
     units = _int_array(_field(data, "slot_units", list, source), f"{source}: field 'slot_units'")
     if len(units) == 0 or (units <= 0).any():
-        raise ScheduleError(f"{source}: field 'slot_units' must be a non-empty list of positive ints")
+        raise ScheduleError(
+            f"{source}: field 'slot_units' must be a non-empty list of positive ints"
+        )
     S = len(units)
     ndata = data.get("ndata", S)
     if not isinstance(ndata, int) or not 1 <= ndata <= S:
@@ -147,7 +166,9 @@ def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
     for i, raw in enumerate(raw_steps):
         where = f"{source}: step {i}"
         if not isinstance(raw, dict):
-            raise ScheduleError(f"{where}: expected an object with fields {', '.join(Step._fields)}")
+            raise ScheduleError(
+                f"{where}: expected an object with fields {', '.join(Step._fields)}"
+            )
         cols = {f: _int_array(_field(raw, f, (list, np.ndarray), where), f"{where}: field {f!r}")
                 for f in _INT_FIELDS}  # fmt: skip
         red = np.asarray(_field(raw, "reduce", (list, np.ndarray), where))

@@ -64,7 +64,9 @@ class _Interpreter:
         self.writer = np.zeros(len(defined), dtype=np.int64)  # scratch for the race check
 
     def _fail(self, msg: str, step: int, rank: int | None = None, slot: int | None = None) -> None:
-        raise ScheduleError(f"{_where(self.s)}: step {step}: {msg}", step=step, rank=rank, slot=slot)
+        raise ScheduleError(
+            f"{_where(self.s)}: step {step}: {msg}", step=step, rank=rank, slot=slot
+        )
 
     def _check_fields(self, st: Step, i: int) -> None:
         n = len(st.src)

@@ -221,7 +221,7 @@ def parse_size(text: str | int | float) -> int:
         Traceback (most recent call last):
             ...
         commsim.units.UnitError: ambiguous size '64K': write KiB (powers of 1024) or KB (powers of 1000)
-    """  # noqa: E501
+    """
     if isinstance(text, str):
         return _size_from_text(text)
     value = _real(text, "size")

@@ -20,7 +20,9 @@ P_SMALL = [*range(1, 34), 64, 100, 127, 128]
 @pytest.mark.parametrize(("collective", "name"), ROWS, ids=IDS)
 def test_verifies_for_p_1_to_33_and_more(collective, name):
     for p in P_SMALL:
-        commsim.verify(commsim.build(collective, name, nranks=p))
+        s = commsim.build(collective, name, nranks=p)
+        declared = s.ntransfers  # what the factory says (or a count of its steps)
+        assert commsim.verify(s).ntransfers == declared, f"p={p}: declared transfer count is off"
 
 
 @pytest.mark.parametrize(("collective", "name"), ROWS, ids=IDS)
@@ -30,7 +32,9 @@ def test_verifies_at_large_p(collective, name, p):
     assert v.nranks == p
 
 
-@pytest.mark.parametrize(("collective", "name"), [r for r in ROWS if commsim.Collective(r[0]).rooted])
+@pytest.mark.parametrize(
+    ("collective", "name"), [r for r in ROWS if commsim.Collective(r[0]).rooted]
+)
 @pytest.mark.parametrize("p", [2, 7, 16, 33])
 def test_rooted_collectives_work_from_every_root(collective, name, p):
     for root in range(p):

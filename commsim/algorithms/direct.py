@@ -1,1 +1,265 @@
-"""(being written)"""
+r"""Direct and pairwise-exchange algorithms: every rank talks to every other rank directly.
+
+* **Direct**: one step in which every rank sends all its messages at once. Under the single-port
+  model a rank's ``p - 1`` messages still go one after another (the model splits the step into
+  ``p - 1`` shift rounds, ``r → r + 1``, then ``r → r + 2``, …), so a direct algorithm costs what
+  its pairwise counterpart does; it differs under a multi-port model and in how executors issue
+  it.
+* **Pairwise exchange** (Thakur, Rabenseifner & Gropp, "Optimization of collective communication
+  operations in MPICH", IJHPCA 19(1), 2005, §3–4): ``p - 1`` steps; in step ``k`` rank ``r``
+  sends to ``r + k`` and receives from ``r - k`` (mod ``p``), for any ``p`` (MPICH's alltoall
+  pairs ``r`` with ``r xor k`` instead when ``p`` is a power of two, which costs the same
+  here).
+
+Layouts are those of :mod:`commsim._collectives` with one slot per block: reduce-scatter and
+allgather have ``p`` slots (block ``r`` belongs to rank ``r``), alltoall ``2p`` (input blocks, then
+output blocks). ``n`` is the collective's ``nbytes``, so every message carries one block of ``n/p``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commsim._ir import Schedule, Step
+from commsim.algorithms._combinators import concat, lazy
+from commsim.algorithms._registry import register
+
+__all__ = [
+    "direct_allgather",
+    "direct_allreduce",
+    "direct_alltoall",
+    "direct_reduce_scatter",
+    "pairwise_alltoall",
+    "pairwise_reduce_scatter",
+]
+
+
+def _all_pairs(p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Senders and receivers of every ordered pair ``r → r + k``, ``k = 1 … p-1``, by shift."""
+    shift = np.repeat(np.arange(1, p), p)
+    src = np.tile(np.arange(p), p - 1)
+    return src, (src + shift) % p
+
+
+def _shift_pairs(p: int, k: int) -> tuple[np.ndarray, np.ndarray]:
+    r = np.arange(p)
+    return r, (r + k) % p
+
+
+@register(
+    "reduce_scatter",
+    "direct",
+    cost="(p-1)(α + nβ/p + nγ/p)",
+    reference="Thakur, Rabenseifner & Gropp 2005",
+)
+def direct_reduce_scatter(nranks: int) -> Schedule:
+    r"""Direct reduce-scatter: in one step every rank adds its block ``j`` into rank ``j``.
+
+    Single-port: each rank sends ``p - 1`` blocks and receives (and reduces) ``p - 1``, one round
+    at a time, all ranks in lockstep, so
+
+    .. math:: T = (p-1)\left(\alpha + \frac{n}{p}\beta + \frac{n}{p}\gamma\right)
+
+    Examples:
+        >>> s = direct_reduce_scatter(4)
+        >>> s.nsteps, s.ntransfers
+        (1, 12)
+    """
+    p = nranks
+
+    def step(_: int) -> Step:
+        src, dst = _all_pairs(p)
+        return Step.make(src, dst, dst, dst, reduce=np.ones(len(src), dtype=bool))
+
+    return lazy(
+        "reduce_scatter",
+        p,
+        1 if p > 1 else 0,
+        step,
+        slot_units=p,
+        name="direct",
+        ntransfers=p * (p - 1),
+        max_step_transfers=p * (p - 1),
+    )
+
+
+@register(
+    "reduce_scatter",
+    "pairwise",
+    cost="(p-1)α + (p-1)/p·nβ + (p-1)/p·nγ",
+    reference="Thakur, Rabenseifner & Gropp 2005",
+)
+def pairwise_reduce_scatter(nranks: int) -> Schedule:
+    r"""Pairwise-exchange reduce-scatter: in step ``k = 1 … p-1`` rank ``r`` adds its block
+    ``r + k`` into rank ``r + k`` (and receives block ``r`` from ``r - k``).
+
+    Every step is one perfect matching of ``n/p``-byte reducing messages, so for every ``p``
+
+    .. math:: T = (p-1)\,\alpha + \frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+
+    Examples:
+        >>> s = pairwise_reduce_scatter(5)
+        >>> s.nsteps, s.ntransfers
+        (4, 20)
+    """
+    p = nranks
+
+    def step(i: int) -> Step:
+        src, dst = _shift_pairs(p, i + 1)
+        return Step.make(src, dst, dst, dst, reduce=np.ones(p, dtype=bool))
+
+    return lazy(
+        "reduce_scatter",
+        p,
+        p - 1,
+        step,
+        slot_units=p,
+        name="pairwise",
+        ntransfers=p * (p - 1),
+        max_step_transfers=p if p > 1 else 0,
+    )
+
+
+@register(
+    "allgather",
+    "direct",
+    cost="(p-1)(α + nβ/p)",
+    reference="Thakur, Rabenseifner & Gropp 2005",
+)
+def direct_allgather(nranks: int) -> Schedule:
+    r"""Direct allgather: in one step every rank sends its block to every other rank.
+
+    Single-port: ``p - 1`` rounds of ``n/p``-byte messages, so
+
+    .. math:: T = (p-1)\left(\alpha + \frac{n}{p}\beta\right)
+
+    Examples:
+        >>> s = direct_allgather(4)
+        >>> s.nsteps, s.ntransfers
+        (1, 12)
+    """
+    p = nranks
+
+    def step(_: int) -> Step:
+        src, dst = _all_pairs(p)
+        return Step.make(src, dst, src, src)
+
+    return lazy(
+        "allgather",
+        p,
+        1 if p > 1 else 0,
+        step,
+        slot_units=p,
+        name="direct",
+        ntransfers=p * (p - 1),
+        max_step_transfers=p * (p - 1),
+    )
+
+
+@register(
+    "allreduce",
+    "direct",
+    cost="2(p-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ",
+    reference="Thakur, Rabenseifner & Gropp 2005",
+)
+def direct_allreduce(nranks: int) -> Schedule:
+    r"""Direct reduce-scatter, then direct allgather, on ``p`` blocks (two steps).
+
+    All ranks finish the reduce-scatter together, so the costs add:
+
+    .. math:: T = 2(p-1)\,\alpha + 2\,\frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+
+    Examples:
+        >>> s = direct_allreduce(4)
+        >>> s.nsteps, s.ntransfers
+        (2, 24)
+    """
+    return concat(
+        direct_reduce_scatter(nranks),
+        direct_allgather(nranks),
+        collective="allreduce",
+        name="direct",
+    )
+
+
+def _own_block_copy(p: int) -> Step:
+    """Every rank copies its own input block ``r`` to its output block ``r`` (local: free)."""
+    r = np.arange(p)
+    return Step.make(r, r, r, p + r)
+
+
+@register(
+    "alltoall",
+    "pairwise",
+    cost="(p-1)(α + nβ/p)",
+    reference="Thakur, Rabenseifner & Gropp 2005",
+)
+def pairwise_alltoall(nranks: int) -> Schedule:
+    r"""Pairwise-exchange alltoall: in step ``k = 1 … p-1`` rank ``r`` sends input block ``r + k``
+    to rank ``r + k``, which stores it as output block ``r``; the own block is copied locally
+    (free) in the first step.
+
+    Every step is one perfect matching of ``n/p``-byte messages (``n`` = a rank's send buffer):
+
+    .. math:: T = (p-1)\left(\alpha + \frac{n}{p}\beta\right)
+
+    Examples:
+        >>> s = pairwise_alltoall(4)
+        >>> s.nsteps, s.ntransfers  # p - 1 steps; p(p-1) messages + p local copies
+        (3, 16)
+    """
+    p = nranks
+
+    def step(i: int) -> Step:
+        src, dst = _shift_pairs(p, i + 1)
+        msgs = Step.make(src, dst, dst, p + src) if p > 1 else Step.empty()
+        return Step.cat([_own_block_copy(p), msgs]) if i == 0 else msgs
+
+    return lazy(
+        "alltoall",
+        p,
+        max(p - 1, 1),
+        step,
+        slot_units=2 * p,
+        name="pairwise",
+        ntransfers=p * p,
+        max_step_transfers=2 * p if p > 1 else 1,
+    )
+
+
+@register(
+    "alltoall",
+    "direct",
+    cost="(p-1)(α + nβ/p)",
+    reference="Thakur, Rabenseifner & Gropp 2005",
+)
+def direct_alltoall(nranks: int) -> Schedule:
+    r"""Direct alltoall: in one step every rank sends input block ``q`` to rank ``q`` (output block
+    ``r`` there) for all ``q ≠ r``, and copies its own block locally.
+
+    Single-port: ``p - 1`` rounds of ``n/p``-byte messages, so
+
+    .. math:: T = (p-1)\left(\alpha + \frac{n}{p}\beta\right)
+
+    Examples:
+        >>> s = direct_alltoall(4)
+        >>> s.nsteps, s.ntransfers
+        (1, 16)
+    """
+    p = nranks
+
+    def step(_: int) -> Step:
+        src, dst = _all_pairs(p)
+        msgs = Step.make(src, dst, dst, p + src) if p > 1 else Step.empty()
+        return Step.cat([_own_block_copy(p), msgs])
+
+    return lazy(
+        "alltoall",
+        p,
+        1,
+        step,
+        slot_units=2 * p,
+        name="direct",
+        ntransfers=p * p,
+        max_step_transfers=p * p,
+    )

@@ -21,9 +21,7 @@ def random_inputs(lay: Layout, dtype: Any, seed: int = 0) -> np.ndarray:
     return rng.integers(-8, 9, size=lay.input_shape()).astype(dtype)
 
 
-def check_outputs(
-    schedule: Schedule, lay: Layout, inputs: np.ndarray, outputs: np.ndarray
-) -> None:
+def check_outputs(schedule: Schedule, lay: Layout, inputs: np.ndarray, outputs: np.ndarray) -> None:
     """Compare backend ``outputs`` with the reference interpreter's; raise naming rank and element.
 
     Integers must match exactly; floats within float32/float64 reassociation tolerance.

@@ -31,7 +31,9 @@ _TERMS = {  # (beta factor f(p), gamma factor g(p))
 }
 
 
-def lower_bound(collective: str, p: int, n: float, alpha: float, beta: float, gamma: float) -> float:
+def lower_bound(
+    collective: str, p: int, n: float, alpha: float, beta: float, gamma: float
+) -> float:
     """The Chan et al. 2007 lower bound for ``collective`` on ``p`` ranks and ``n`` bytes.
 
     Examples:

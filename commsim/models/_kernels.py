@@ -111,6 +111,19 @@ def warm_up() -> None:
     single_port_round(c, i, i, i, i, 0.0, f, f, np.zeros((1, 1)))
     participants_max(c, i, i, f)
     fast_single_port_step(
-        c, i, i + 1, i, i + 1, np.zeros(1, dtype=np.bool_), np.arange(3), 0.0, f, f,
-        np.zeros((1, 1)), np.zeros(2, dtype=np.int64), np.zeros(2, dtype=np.int64), 1, f,
+        c,
+        i,
+        i + 1,
+        i,
+        i + 1,
+        np.zeros(1, dtype=np.bool_),
+        np.arange(3),
+        0.0,
+        f,
+        f,
+        np.zeros((1, 1)),
+        np.zeros(2, dtype=np.int64),
+        np.zeros(2, dtype=np.int64),
+        1,
+        f,
     )

@@ -73,7 +73,12 @@ class Hockney:
                 raise ValueError(f"{name} must be finite and >= 0, got {v}")
         if ports not in ("single", "multi"):
             raise ValueError(f"ports must be 'single' or 'multi', got {ports!r}")
-        self.alpha, self.beta, self.gamma, self.ports = float(alpha), float(beta), float(gamma), ports
+        self.alpha, self.beta, self.gamma, self.ports = (
+            float(alpha),
+            float(beta),
+            float(gamma),
+            ports,
+        )
 
     def __repr__(self) -> str:
         return (
