@@ -59,7 +59,7 @@ from typing import Any, NoReturn, TextIO
 import numpy as np
 
 import commsim
-from commsim import units
+from commsim import _cli_run, units
 from commsim._ir import COLLECTIVES, Schedule
 from commsim.algorithms import REGISTRY, available, build, info
 from commsim.errors import CommsimError, ScheduleError
@@ -1037,8 +1037,14 @@ COMMANDS: tuple[_Command, ...] = (
         _compare_args,
         _cmd_compare,
     ),
-    # `run` (execution backends) slots in here: add_arguments = _add_schedule_args plus the
-    # backend options; run(args) builds with _build, checks memory, executes and times.
+    _Command(
+        "run",
+        _cli_run.HELP,
+        _cli_run.DESCRIPTION,
+        _cli_run.EXAMPLES,
+        _cli_run.add_arguments,
+        _cli_run.main,
+    ),
 )
 
 

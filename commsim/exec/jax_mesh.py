@@ -1,0 +1,519 @@
+r"""The JAX mesh backend: a whole schedule as one jitted ``shard_map`` over ``p`` devices.
+
+Rank ``r`` is device ``r`` of a 1-D mesh (axis ``"ranks"``); its buffer is row ``r`` of a
+``[p, nelems]`` array sharded over the mesh. The schedule is unrolled at trace time into one
+jitted function, so XLA sees (and schedules) every step at once.
+
+Lowering of one step (the IR's semantics, made static):
+
+1. The step's remote transfers are grouped into **messages** by ``(src, dst)`` and the messages
+   split into **rounds** by :func:`commsim._messages.matchings` (each rank sends ≤ 1 and receives
+   ≤ 1 message per round): **one** ``lax.ppermute`` **per round**. Local transfers
+   (``src == dst``) form one extra round without a ``ppermute``.
+2. A message's transfers, sorted and merged where contiguous on both sides, are its
+   **segments**; segment ``k`` of every message of a round forms a segment column of static
+   length ``L_k`` (the longest one). The sender's payload is the concatenation over ``k`` of
+   ``lax.dynamic_slice(buf, start_k[me], L_k)``: windows of the buffer, no per-element index
+   arrays. Where some device's segment is shorter than ``L_k`` (or absent), its window is shifted
+   to stay inside the buffer and the receiver **masks** the write to the real range; only if no
+   shift fits is the working buffer padded (one copy in, one out).
+3. All payloads of a step are sliced from the pre-step buffer, then all writes are applied
+   (the local round's first): ``lax.dynamic_update_slice`` of ``x`` (overwrite) or ``old + x``
+   (reduce), so several reductions into one place add up and exchanges work.
+
+Per-device values (window starts, mask bounds, reduce flags) live in one small static table
+``[p, ncols]`` (int32) whose row is picked once with ``lax.axis_index``. Cost per round: one
+slice (copy) of the payload on the sender, one ``ppermute``, and one read-modify-write of the
+destination window on the receiver; masked or mixed segments add one select. The buffer itself
+is updated in place: XLA is compiled with region-based copy insertion
+(:func:`commsim._compat.compiler_options`), which proves that a step's reads precede its writes
+even when the step has several rounds; without it such a step costs two copies of the buffer.
+
+Compiled functions are cached on the backend per (schedule object, count, dtype): a second
+``compile`` of the same schedule does not retrace. ``run`` donates its input buffer (the schedule
+runs in place, like the reference interpreter: no copy of the buffer per run), so call it as
+``buf = run(buf)``; the native collectives do not donate.
+
+:meth:`JaxMeshBackend.native` gives JAX's own collectives on the same buffers: ``psum``
+(allreduce), ``psum`` (reduce: every rank gets the sum, the root keeps it), ``psum`` of the root's
+data masked to zero elsewhere (broadcast: what JAX programs write; it costs an allreduce),
+``psum_scatter(tiled=True)`` (reduce-scatter), ``all_gather(tiled=True)`` (allgather) and
+``all_to_all(tiled=True)`` (alltoall). Its ``put`` uploads only the collective's input and its
+``get`` puts the result back where the schedule would leave it, so the timed ``run`` is the bare
+collective and :func:`commsim.exec.check_outputs` checks both the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import weakref
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from commsim._compat import compiler_options, shard_map, x64_enabled
+from commsim._ir import Schedule, Step
+from commsim._messages import matchings
+from commsim.errors import CommsimError
+from commsim.exec._backend import Compiled
+from commsim.exec._layout import Layout
+
+__all__ = ["AXIS", "JaxMeshBackend", "Plan", "plan"]
+
+AXIS = "ranks"
+
+
+# ---------------------------------------------------------------------------------------------
+# validate
+
+
+def _check_dtype(dtype: Any) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt.itemsize == 8 and dt.kind in "iuf" and not x64_enabled():
+        raise CommsimError(
+            f"dtype {dt} needs JAX's 64-bit mode: set JAX_ENABLE_X64=1 before JAX starts "
+            "(or use a 32-bit dtype)"
+        )
+    if dt.kind not in "iufc":
+        raise CommsimError(f"the jax backend runs numeric dtypes, got {dt}")
+    return dt
+
+
+# ---------------------------------------------------------------------------------------------
+# lower: a static plan (numpy only)
+
+
+class Segment(NamedTuple):
+    """One segment column of a round: each device moves at most one window of ``length``.
+
+    ``send``, ``recv``, ``lo``, ``hi``, ``red`` are columns of :attr:`Plan.table` (``-1``: unused):
+    the window start in the sender's and the receiver's buffer, the receiver's mask bounds within
+    the window, and its reduce flag (only for ``mode == "mixed"``).
+    """
+
+    length: int
+    offset: int  # start of this segment in the round's payload
+    mode: str  # "set" (overwrite), "add" (reduce) or "mixed" (per-device flag)
+    masked: bool
+    send: int
+    recv: int
+    lo: int
+    hi: int
+    red: int
+
+
+class Round(NamedTuple):
+    """One ``ppermute`` (``perm`` is its ``(src, dst)`` pairs) or the local round (``None``)."""
+
+    perm: tuple[tuple[int, int], ...] | None
+    segments: tuple[Segment, ...]
+    size: int  # payload elements
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """A schedule lowered to rounds of windows, for one layout."""
+
+    nranks: int
+    nelems: int
+    pad: int  # extra elements appended to the working buffer (0 unless windows do not fit)
+    steps: tuple[tuple[Round, ...], ...]
+    table: np.ndarray  # [p, ncols] int32: per-device window starts, mask bounds, flags
+
+    @property
+    def nppermutes(self) -> int:
+        return sum(r.perm is not None for st in self.steps for r in st)
+
+    @property
+    def nmasked(self) -> int:
+        return sum(s.masked for st in self.steps for r in st for s in r.segments)
+
+    def summary(self) -> dict[str, int]:
+        return {
+            "steps": len(self.steps),
+            "ppermutes": self.nppermutes,
+            "segments": sum(len(r.segments) for st in self.steps for r in st),
+            "masked_segments": self.nmasked,
+            "pad": self.pad,
+            "table_cols": int(self.table.shape[1]),
+        }
+
+
+class _Raw(NamedTuple):
+    """A segment column before windows are placed: one entry per participating message."""
+
+    s: np.ndarray  # sender
+    r: np.ndarray  # receiver
+    off: np.ndarray  # source start (elements)
+    doff: np.ndarray  # destination start
+    ln: np.ndarray  # length
+    red: np.ndarray  # reduce flag
+    length: int  # L, the column's window length
+
+
+def _merge(sa: np.ndarray, ln: np.ndarray, da: np.ndarray, red: np.ndarray) -> list[tuple]:
+    """A message's transfers as segments ``(src, len, dst, reduce)``, contiguous runs merged."""
+    order = np.argsort(sa, kind="stable")
+    segs: list[list] = []
+    for i in order:
+        a, n, d, f = int(sa[i]), int(ln[i]), int(da[i]), bool(red[i])
+        if segs:
+            pa, pn, pd, pf = segs[-1]
+            if pa + pn == a and pd + pn == d and pf == f:
+                segs[-1][1] += n
+                continue
+        segs.append([a, n, d, f])
+    return [tuple(s) for s in segs]
+
+
+def _columns(groups: list[tuple[int, int, list[tuple]]]) -> list[_Raw]:
+    """Segment columns of one round from its messages ``(sender, receiver, segments)``."""
+    ncols = max((len(g[2]) for g in groups), default=0)
+    cols = []
+    for k in range(ncols):
+        rows = [(s, r, *segs[k]) for s, r, segs in groups if len(segs) > k]
+        s, r, off, ln, doff, red = (np.array(c) for c in zip(*rows, strict=True))
+        cols.append(_Raw(s, r, off, doff, ln, red.astype(bool), int(ln.max())))
+    return cols
+
+
+def _step_rounds(step: Step, off: np.ndarray, p: int) -> list[tuple[Any, list[_Raw]]]:
+    sa = off[step.src_slot]
+    ln = off[step.src_slot + step.count] - sa
+    da = off[step.dst_slot]
+    keep = ln > 0
+    src, dst, red = step.src[keep], step.dst[keep], step.reduce[keep]
+    sa, ln, da = sa[keep], ln[keep], da[keep]
+    rounds: list[tuple[Any, list[_Raw]]] = []
+    remote = src != dst
+    if remote.any():
+        idx = np.flatnonzero(remote)
+        key = src[idx] * p + dst[idx]
+        order = np.argsort(key, kind="stable")
+        idx, skey = idx[order], key[order]
+        starts = np.flatnonzero(np.concatenate([[True], skey[1:] != skey[:-1]]))
+        msgs = np.split(idx, starts[1:])  # transfer indices of each message
+        msrc, mdst = src[idx[starts]], dst[idx[starts]]
+        for rnd in matchings(msrc, mdst, p):
+            groups = [
+                (int(msrc[m]), int(mdst[m]), _merge(sa[t], ln[t], da[t], red[t]))
+                for m in rnd.tolist()
+                for t in [msgs[m]]
+            ]
+            perm = tuple((s, r) for s, r, _ in groups)
+            rounds.append((perm, _columns(groups)))
+    local = np.flatnonzero(~remote)
+    if len(local):
+        groups = []
+        for d in np.unique(src[local]).tolist():
+            t = local[src[local] == d]
+            groups.append((d, d, _merge(sa[t], ln[t], da[t], red[t])))
+        # first: its writes then come first, and XLA, which fuses a local payload's read into
+        # its write, sees every read of the buffer before any write of the step
+        rounds.insert(0, (None, _columns(groups)))
+    return rounds
+
+
+def _shifts(raw: _Raw, n: int) -> np.ndarray | None:
+    """Per-entry window shifts keeping both windows inside ``[0, n)``, or ``None`` if impossible."""
+    lo = np.maximum(0, np.maximum(raw.off, raw.doff) + raw.length - n)
+    hi = np.minimum(raw.length - raw.ln, np.minimum(raw.off, raw.doff))
+    return lo if (lo <= hi).all() else None
+
+
+def plan(schedule: Schedule, layout: Layout) -> Plan:
+    """Lower ``schedule`` for ``layout`` into rounds of windows (no JAX needed).
+
+    Examples:
+        >>> import commsim
+        >>> from commsim.exec import layout
+        >>> s = commsim.build("allreduce", "ring", nranks=4)
+        >>> pl = plan(s, layout(s, 400))
+        >>> pl.nppermutes, pl.nmasked, pl.pad  # one full-cycle ppermute per step, no masks
+        (6, 0, 0)
+    """
+    p, n = schedule.nranks, layout.nelems
+    raw_steps = [_step_rounds(st, layout.offsets, p) for st in schedule.steps()]
+    pad = 0
+    for rounds in raw_steps:
+        for _, cols in rounds:
+            for c in cols:
+                if _shifts(c, n) is None:
+                    pad = max(pad, int((np.maximum(c.off, c.doff) + c.length - n).max()))
+    table: list[np.ndarray] = []
+
+    def column(values: np.ndarray, at: np.ndarray) -> int:
+        col = np.zeros(p, dtype=np.int64)
+        col[at] = values
+        table.append(col)
+        return len(table) - 1
+
+    steps = []
+    for rounds in raw_steps:
+        out = []
+        for perm, cols in rounds:
+            receivers = {r for _, r in perm} if perm is not None else set(range(p))
+            segs, offset = [], 0
+            for c in cols:
+                shift = _shifts(c, n + pad)
+                assert shift is not None
+                full = (c.ln == c.length).all()
+                if c.red.all():
+                    mode = "add"
+                    # non-receivers of a ppermute get zeros: adding them is harmless
+                    masked = not full or set(c.r.tolist()) != receivers
+                else:
+                    mode = "set" if not c.red.any() else "mixed"
+                    masked = not full or len(c.r) < p
+                lo = hi = red = -1
+                if masked:
+                    lo = column(shift, c.r)
+                    hi = column(shift + c.ln, c.r)
+                if mode == "mixed":
+                    red = column(c.red.astype(np.int64), c.r)
+                send = column(c.off - shift, c.s)
+                recv = column(c.doff - shift, c.r)
+                segs.append(Segment(c.length, offset, mode, masked, send, recv, lo, hi, red))
+                offset += c.length
+            out.append(Round(perm, tuple(segs), offset))
+        steps.append(tuple(out))
+    if n + pad >= 2**31:
+        raise CommsimError(f"buffers of {n + pad} elements are too large for the jax backend")
+    tab = np.stack(table, axis=1) if table else np.zeros((p, 1), dtype=np.int64)
+    return Plan(p, n, pad, tuple(steps), tab.astype(np.int32))
+
+
+# ---------------------------------------------------------------------------------------------
+# run: the traced program
+
+
+def _lower(pl: Plan, on_trace: Any) -> Any:
+    """The per-device program of plan ``pl`` (called inside ``shard_map``)."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    def body(x: Any) -> Any:
+        on_trace()
+        b = x  # [1, nelems]: kept 2-D so that the output aliases the donated input
+        if pl.pad:
+            b = jnp.pad(b, ((0, 0), (0, pl.pad)))
+        row = jnp.asarray(pl.table)[lax.axis_index(AXIS)]
+        for rounds in pl.steps:
+            if not rounds:
+                continue
+            # every payload of the step from the pre-step buffer ...
+            payloads = []
+            for rnd in rounds:
+                parts = [
+                    lax.dynamic_slice(b, (0, row[s.send]), (1, s.length)) for s in rnd.segments
+                ]
+                payload = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=1)
+                if rnd.perm is not None:
+                    payload = lax.ppermute(payload, AXIS, list(rnd.perm))
+                payloads.append(payload)
+            payloads, b = lax.optimization_barrier((payloads, b))
+            # ... then every write
+            for rnd, payload in zip(rounds, payloads, strict=True):
+                for s in rnd.segments:
+                    v = (
+                        payload
+                        if len(rnd.segments) == 1
+                        else payload[:, s.offset : s.offset + s.length]
+                    )
+                    start = row[s.recv]
+                    if s.mode != "set" or s.masked:
+                        old = lax.dynamic_slice(b, (0, start), (1, s.length))
+                        if s.mode == "add":
+                            v = old + v
+                        elif s.mode == "mixed":
+                            v = jnp.where(row[s.red] != 0, old + v, v)
+                        if s.masked:
+                            i = lax.broadcasted_iota(np.int32, (1, s.length), 1)
+                            v = jnp.where((i >= row[s.lo]) & (i < row[s.hi]), v, old)
+                    b = lax.dynamic_update_slice(b, v, (0, start))
+        return b[:, : pl.nelems] if pl.pad else b
+
+    return body
+
+
+def _native_body(kind: str, root: int, p: int) -> Any:
+    import jax.numpy as jnp
+    from jax import lax
+
+    def body(x: Any) -> Any:
+        v = x.reshape(-1)
+        if kind in ("allreduce", "reduce"):
+            out = lax.psum(v, AXIS)
+        elif kind == "broadcast":
+            out = lax.psum(jnp.where(lax.axis_index(AXIS) == root, v, jnp.zeros_like(v)), AXIS)
+        elif kind == "reduce_scatter":
+            out = lax.psum_scatter(v, AXIS, scatter_dimension=0, tiled=True)
+        elif kind == "allgather":
+            out = lax.all_gather(v, AXIS, axis=0, tiled=True)
+        else:  # alltoall
+            out = lax.all_to_all(v, AXIS, 0, 0, tiled=True)
+        return out.reshape(1, -1)
+
+    return body
+
+
+_NATIVE_NAMES = {
+    "allreduce": "lax.psum",
+    "reduce": "lax.psum",
+    "broadcast": "lax.psum (masked)",
+    "reduce_scatter": "lax.psum_scatter",
+    "allgather": "lax.all_gather",
+    "alltoall": "lax.all_to_all",
+}
+
+
+def _native_io(kind: str, lay: Layout) -> tuple[Any, Any]:
+    """Host-side ``(input region of [p, nelems], place result back into [p, nelems])``."""
+    p, c = lay.nranks, lay.count
+    b = c // p
+
+    def take(host: np.ndarray) -> np.ndarray:
+        if kind == "allgather":
+            return np.stack([host[r, r * b : (r + 1) * b] for r in range(p)])
+        return host[:, :c]
+
+    def place(out: np.ndarray) -> np.ndarray:
+        buf = np.zeros((p, lay.nelems), dtype=out.dtype)
+        if kind == "reduce_scatter":
+            for r in range(p):
+                buf[r, r * b : (r + 1) * b] = out[r]
+        elif kind == "alltoall":
+            buf[:, c : 2 * c] = out
+        else:
+            buf[:, :c] = out
+        return buf
+
+    return take, place
+
+
+# ---------------------------------------------------------------------------------------------
+# register: the backend object
+
+
+class JaxMeshBackend:
+    """Runs schedules on ``p`` JAX devices (the first ``p`` of ``devices``, default all).
+
+    Args:
+        devices: the devices to use, in rank order; ``None``: ``jax.devices()``.
+        donate: donate the input buffer to ``run`` (in place, no copy of the buffer per run).
+    """
+
+    name = "jax"
+
+    def __init__(self, devices: Any = None, donate: bool = True) -> None:
+        self._devices = None if devices is None else list(devices)
+        self.donate = donate
+        self.traces = 0  # how many times a program was traced (the no-recompile tests read it)
+        self._cache: weakref.WeakKeyDictionary[Schedule, dict[tuple, Compiled]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._meshes: dict[int, Any] = {}
+
+    # -- validate --------------------------------------------------------------------------
+    def unavailable(self) -> str | None:
+        try:
+            import jax  # noqa: F401
+        except ImportError as e:
+            return f"JAX cannot be imported ({e}); install it with `pip install jax`"
+        return None
+
+    def _mesh(self, p: int) -> Any:
+        if p in self._meshes:
+            return self._meshes[p]
+        import jax
+        from jax.sharding import Mesh
+
+        devs = self._devices if self._devices is not None else jax.devices()
+        if self._devices is not None and len(devs) != p:
+            raise CommsimError(
+                f"schedule has p={p} ranks but the jax backend was given {len(devs)} devices"
+            )
+        if len(devs) < p:
+            raise CommsimError(
+                f"schedule has p={p} ranks but only {len(devs)} JAX devices are visible "
+                f"(on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count={p} "
+                "before JAX starts)"
+            )
+        self._meshes[p] = Mesh(np.array(devs[:p]), (AXIS,))
+        return self._meshes[p]
+
+    # -- lower and run ---------------------------------------------------------------------
+    def _build(
+        self, mesh: Any, body: Any, shape: tuple[int, int], dtype: np.dtype, donate: bool
+    ) -> Compiled:
+        import jax
+        from jax.sharding import NamedSharding
+        from jax.sharding import PartitionSpec as P
+
+        sharding = NamedSharding(mesh, P(AXIS))
+        fn = jax.jit(
+            shard_map(body, mesh=mesh, in_specs=P(AXIS), out_specs=P(AXIS)),
+            donate_argnums=0 if donate else (),
+        )
+        lowered = fn.lower(jax.ShapeDtypeStruct(shape, dtype, sharding=sharding))
+        options = compiler_options(mesh.devices.flat[0].platform)
+        try:
+            exe = lowered.compile(compiler_options=options)
+        except Exception:  # an XLA without the option: compile as is
+            if not options:
+                raise
+            exe = lowered.compile()
+
+        def put(host: np.ndarray) -> Any:
+            return jax.device_put(np.ascontiguousarray(host, dtype=dtype), sharding)
+
+        def run(buf: Any) -> Any:
+            out = exe(buf)
+            out.block_until_ready()
+            return out
+
+        return Compiled(put=put, run=run, get=lambda buf: np.asarray(jax.device_get(buf)))
+
+    def _cached(self, schedule: Schedule, key: tuple, make: Any) -> Compiled:
+        entry = self._cache.setdefault(schedule, {})
+        if key not in entry:
+            entry[key] = make()
+        return entry[key]
+
+    def compile(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled:
+        """Lower ``schedule`` to one jitted ``shard_map`` (cached per schedule, count, dtype)."""
+        dt = _check_dtype(dtype)
+        mesh = self._mesh(schedule.nranks)
+
+        def make() -> Compiled:
+            pl = plan(schedule, layout)
+            body = _lower(pl, self._count_trace)
+            return self._build(mesh, body, (schedule.nranks, layout.nelems), dt, self.donate)
+
+        return self._cached(schedule, ("schedule", layout.count, dt.str), make)
+
+    def native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
+        """JAX's own collective for ``schedule``'s kind on the same ``[p, nelems]`` buffers."""
+        dt = _check_dtype(dtype)
+        p, kind = schedule.nranks, schedule.kind
+        mesh = self._mesh(p)
+
+        def make() -> Compiled:
+            take, place = _native_io(kind, layout)
+            width = layout.count // p if kind == "allgather" else layout.count
+            body = _native_body(kind, schedule.root, p)
+            inner = self._build(mesh, body, (p, width), dt, donate=False)
+            return Compiled(
+                put=lambda host: inner.put(take(np.asarray(host))),
+                run=inner.run,
+                get=lambda buf: place(inner.get(buf)),
+            )
+
+        return self._cached(schedule, ("native", layout.count, dt.str), make)
+
+    def native_name(self, kind: str) -> str:
+        """The JAX collective :meth:`native` uses for ``kind``."""
+        return _NATIVE_NAMES[kind]
+
+    def _count_trace(self) -> None:
+        self.traces += 1

@@ -1,0 +1,241 @@
+"""The JAX mesh backend against the reference interpreter, on 8 CPU devices.
+
+Compilation dominates the cost (about 0.2-3 s per schedule), so the fast sweep is: every registry
+row at p = 3 (int32) and p = 8 (float32); a representative subset (different step shapes:
+full-cycle rounds, non-power-of-two folding, multi-segment messages with local rounds, masked
+partial rounds) at every other p in 1..8; every rooted row with a non-zero root; random schedules
+that exercise the IR's semantics directly (exchanges, several reductions into one slot, local
+copies, mixed reduce flags, unequal slot sizes) compared buffer for buffer. The remaining rows at
+the remaining p (completing every row × p = 1..8) are marked ``slow``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+if "jax" not in sys.modules and "device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=8"
+    ).strip()
+jax = pytest.importorskip("jax")
+
+import commsim  # noqa: E402
+from commsim import COLLECTIVES, Collective, Schedule, Step  # noqa: E402
+from commsim._cli_run import add_parser  # noqa: E402
+from commsim.algorithms import REGISTRY  # noqa: E402
+from commsim.errors import CommsimError  # noqa: E402
+from commsim.exec import check_outputs, execute, interpret, layout, random_inputs  # noqa: E402
+from commsim.exec.jax_mesh import JaxMeshBackend, plan  # noqa: E402
+
+NDEV = len(jax.devices())
+pytestmark = pytest.mark.skipif(NDEV < 8, reason=f"needs 8 JAX devices, {NDEV} visible")
+
+ROWS = sorted(REGISTRY)
+ROOTED = [r for r in ROWS if Collective(r[0]).rooted]
+SUBSET = [
+    r
+    for r in [
+        ("allreduce", "ring"),
+        ("allreduce", "rabenseifner"),
+        ("alltoall", "bruck"),
+        ("broadcast", "scatter_allgather"),
+        ("reduce_scatter", "recursive_halving"),
+    ]
+    if r in REGISTRY
+]
+
+
+@pytest.fixture(scope="module")
+def backend() -> JaxMeshBackend:
+    return JaxMeshBackend()  # shared: its compile cache is part of what is tested
+
+
+def run_row(backend, collective, name, p, dtype, **params):
+    s = commsim.build(collective, name, nranks=p, **params)
+    lay = layout(s, 2 * s.nbytes_units)
+    inputs = random_inputs(lay, dtype, seed=p)
+    out = execute(s, inputs, backend)  # checks against the reference interpreter
+    assert out.dtype == np.dtype(dtype)
+
+
+@pytest.mark.parametrize(("p", "dtype"), [(3, "int32"), (8, "float32")])
+@pytest.mark.parametrize("row", ROWS, ids="/".join)
+def test_every_algorithm_matches_the_reference(backend, row, p, dtype):
+    run_row(backend, *row, p, dtype)
+
+
+@pytest.mark.parametrize("p", [1, 2, 4, 5, 6, 7])
+@pytest.mark.parametrize("row", SUBSET, ids="/".join)
+def test_every_rank_count(backend, row, p):
+    run_row(backend, *row, p, "int32")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("p", [1, 2, 4, 5, 6, 7])
+@pytest.mark.parametrize("row", [r for r in ROWS if r not in SUBSET], ids="/".join)
+def test_every_algorithm_at_every_rank_count(backend, row, p):
+    # with the two sweeps above: every row at every p in 1..8 (about 100 s of compiling)
+    run_row(backend, *row, p, "int32")
+
+
+@pytest.mark.parametrize("row", ROOTED, ids="/".join)
+def test_nonzero_root(backend, row):
+    run_row(backend, *row, 6, "int32", root=4)
+
+
+@pytest.mark.parametrize("p", [1, 3, 8])
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_native_collectives_match_the_reference(backend, collective, p):
+    name = commsim.available(collective)[0]
+    rooted = Collective(collective).rooted
+    s = commsim.build(collective, name, nranks=p, **({"root": p - 1} if rooted else {}))
+    lay = layout(s, 2 * s.nbytes_units)
+    for dtype in ("int32", "float32"):
+        inputs = random_inputs(lay, dtype)
+        nat = backend.native(s, lay, dtype)
+        out = lay.unpack(nat.get(nat.run(nat.put(lay.pack(inputs)))))
+        check_outputs(s, lay, inputs, out)
+    assert backend.native_name(collective).startswith("lax.")
+
+
+def test_refuses_more_ranks_than_devices():
+    s = commsim.build("allreduce", "ring", nranks=NDEV + 1)
+    lay = layout(s, s.nbytes_units)
+    with pytest.raises(CommsimError, match=rf"p={NDEV + 1} .* only {NDEV} JAX devices") as e:
+        JaxMeshBackend().compile(s, lay, np.float32)
+    assert "xla_force_host_platform_device_count" in str(e.value)
+    s3 = commsim.build("allreduce", "ring", nranks=3)
+    with pytest.raises(CommsimError, match=r"p=3 .* given 2 devices"):
+        JaxMeshBackend(devices=jax.devices()[:2]).compile(s3, layout(s3, 3), np.float32)
+
+
+def test_64_bit_dtypes_need_x64_mode():
+    if jax.config.read("jax_enable_x64"):
+        pytest.skip("JAX 64-bit mode is on")
+    s = commsim.build("allreduce", "ring", nranks=2)
+    with pytest.raises(CommsimError, match="JAX_ENABLE_X64"):
+        JaxMeshBackend().compile(s, layout(s, 2), np.float64)
+
+
+def test_second_compile_and_runs_do_not_retrace():
+    be = JaxMeshBackend()
+    s = commsim.build("allreduce", "ring", nranks=4)
+    lay = layout(s, 8)
+    first = be.compile(s, lay, np.int32)
+    assert be.traces == 1
+    assert be.compile(s, lay, np.int32) is first
+    inputs = random_inputs(lay, np.int32)
+    for _ in range(3):
+        execute(s, inputs, be)
+    buf = first.put(lay.pack(inputs))
+    for _ in range(3):
+        buf = first.run(buf)  # donated and chained: runs in place
+    assert be.traces == 1
+    be.compile(s, layout(s, 16), np.int32)  # another size is another program
+    be.compile(s, lay, np.float32)  # and so is another dtype
+    assert be.traces == 3
+
+
+def test_execute_by_backend_name():
+    s = commsim.build("allgather", "ring", nranks=4)
+    out = execute(s, np.arange(8, dtype=np.int32).reshape(4, 2), "jax")
+    assert (out == np.arange(8)).all()
+
+
+# -- the IR's semantics, on schedules no algorithm would write ---------------------------------
+
+
+def random_schedule(seed: int, p: int = 4, units=(1, 2, 1, 3, 1, 1), nsteps: int = 4) -> Schedule:
+    """Random legal steps: any transfers, reduce or not, but no conflicting writes in a step."""
+    rng = np.random.default_rng(seed)
+    nslots = len(units)
+    steps = []
+    for _ in range(nsteps):
+        written: dict[tuple[int, int], bool] = {}
+        rows = []
+        for _ in range(int(rng.integers(1, 4 * p))):
+            src, dst = (int(x) for x in rng.integers(p, size=2))
+            count = int(rng.integers(1, 3))
+            a = int(rng.integers(0, nslots - count + 1))
+            size = sum(units[a : a + count])
+            fits = [b for b in range(nslots - count + 1) if sum(units[b : b + count]) == size]
+            b = int(rng.choice(fits))  # a range of as many units (a itself fits)
+            red = bool(rng.integers(2))
+            cells = [(dst, b + i) for i in range(count)]
+            if any(c in written and not (red and written[c]) for c in cells):
+                continue
+            written.update(dict.fromkeys(cells, red))
+            rows.append((src, dst, a, b, count, red))
+        steps.append(Step.make(*(np.array(c) for c in zip(*rows, strict=True))))
+    return Schedule.from_steps(
+        steps, collective=Collective("allreduce"), nranks=p, slot_units=list(units), name="random"
+    )
+
+
+def same_as_interpreter(backend, s, per_unit=3, dtype=np.int32):
+    lay = layout(s, per_unit * s.nbytes_units)
+    rng = np.random.default_rng(0)
+    buf = rng.integers(-50, 50, size=(s.nranks, lay.nelems)).astype(dtype)
+    want = interpret(s, lay, buf.copy())
+    c = backend.compile(s, lay, dtype)
+    got = c.get(c.run(c.put(buf)))
+    np.testing.assert_array_equal(got, want)
+    return lay
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_schedules_match_the_interpreter(backend, seed):
+    same_as_interpreter(backend, random_schedule(seed))
+
+
+def test_exchange_multiple_reductions_and_local_copies(backend):
+    step = Step.make(
+        src=[0, 1, 2, 3, 1, 2, 2, 0],
+        dst=[1, 0, 0, 0, 1, 2, 2, 0],
+        src_slot=[0, 0, 1, 1, 2, 0, 1, 2],
+        dst_slot=[0, 0, 1, 1, 3, 2, 3, 2],
+        reduce=[False, False, True, True, False, True, False, True],
+    )
+    s = Schedule.from_steps([step], collective=Collective("allreduce"), nranks=4, nslots=4)
+    same_as_interpreter(backend, s)
+
+
+def test_window_that_cannot_shift_pads_the_buffer(backend):
+    # one round, one column: 0->1 moves 3 units, 2->3 moves the last unit into the first slot;
+    # no shift keeps both of the short transfer's windows inside the buffer
+    step = Step.make(src=[0, 2], dst=[1, 3], src_slot=[0, 1], dst_slot=[0, 0])
+    s = Schedule.from_steps([step], collective=Collective("allreduce"), nranks=4, slot_units=[3, 1])
+    lay = layout(s, 4 * 2)
+    pl = plan(s, lay)
+    assert pl.pad == 2 * 2 and pl.nmasked == 1
+    same_as_interpreter(backend, s, per_unit=2)
+
+
+def test_ring_lowers_to_one_unmasked_ppermute_per_step():
+    s = commsim.build("allreduce", "ring", nranks=8)
+    pl = plan(s, layout(s, 8 * 1024))
+    assert pl.summary() | {"table_cols": 0} == {
+        "steps": 14,
+        "ppermutes": 14,
+        "segments": 14,
+        "masked_segments": 0,
+        "pad": 0,
+        "table_cols": 0,
+    }
+
+
+def test_cli_run_on_the_mesh_against_psum(capsys):
+    top = argparse.ArgumentParser(prog="commsim")
+    add_parser(top.add_subparsers(dest="command"))
+    argv = ["run", "-c", "allreduce", "-a", "ring", "-p", "4", "-s", "4KiB", "--iters", "2"]
+    args = top.parse_args([*argv, "--warmup", "1", "--json"])
+    assert args._run(args) == 0
+    [m] = json.loads(capsys.readouterr().out)["measurements"]
+    assert (m["backend"], m["native"], m["check"]) == ("jax", "lax.psum", "ok")
+    assert m["ratio"] == pytest.approx(m["busbw_Bps"] / m["native_busbw_Bps"])
