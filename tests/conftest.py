@@ -1,0 +1,33 @@
+"""Shared pytest setup.
+
+The environment defaults below must be in place before anything imports ``jax`` or ``numba``
+(both read them once, at import time), so they sit at the very top of this module, which pytest
+imports before any test module. ``scripts/test.sh`` exports the same values; an explicit setting in
+the caller's environment always wins.
+"""
+
+import os
+
+# 8 fake CPU devices for the JAX-mesh executor (appended to any XLA_FLAGS the caller set, unless
+# they already choose a count); CPU even on a machine with a GPU, so results do not depend on it.
+_xla_flags = os.environ.get("XLA_FLAGS", "")
+if "xla_force_host_platform_device_count" not in _xla_flags:
+    os.environ["XLA_FLAGS"] = f"{_xla_flags} --xla_force_host_platform_device_count=8".strip()
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# Numba-CUDA kernels run under the CUDA simulator unless the caller sets NUMBA_ENABLE_CUDASIM=0.
+os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
+# mpi4jax warns on import when JAX is newer than the newest version it was tested with.
+os.environ.setdefault("MPI4JAX_NO_WARN_JAX_VERSION", "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def rng() -> np.random.Generator:
+    """A numpy Generator seeded with 0, shared by the whole session.
+
+    Shared state means a test's draws depend on which tests ran before it; tests that need
+    reproducible data on their own should call ``np.random.default_rng(seed)`` themselves.
+    """
+    return np.random.default_rng(0)
