@@ -102,9 +102,7 @@ def load(path: str | os.PathLike[str]) -> Schedule:
                 cols = {f: z[f] for f in Step._fields}
         except (OSError, ValueError, KeyError) as e:
             raise ScheduleError(f"{path}: not a commsim NPZ schedule ({e})") from None
-        steps = [
-            {f: cols[f][a:b] for f in Step._fields} for a, b in itertools.pairwise(ptr)
-        ]
+        steps = [{f: cols[f][a:b] for f in Step._fields} for a, b in itertools.pairwise(ptr)]
         return from_dict({**meta, "steps": steps}, source=str(path))
     try:
         data = json.loads(path.read_text())
