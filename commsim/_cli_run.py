@@ -96,6 +96,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--no-baseline", action="store_true", help="do not time the backend's native collective"
     )
+    g.add_argument(
+        "--timeout",
+        type=cli._int_arg("timeout", 1),
+        default=300,
+        metavar="SECONDS",
+        help="--backend mpi: end mpirun with an error after this long, e.g. on a deadlock or a "
+        "hung rank (default: 300)",
+    )
     out = p.add_argument_group("output")
     out.add_argument(
         "--json", action="store_true", help="print one JSON document instead of a table"

@@ -45,7 +45,7 @@ from commsim.exec._execute import check_outputs, random_inputs
 from commsim.exec._layout import Layout, layout
 from commsim.units import format_bandwidth, format_size, format_time
 
-__all__ = ["Measurement", "format_table", "measure"]
+__all__ = ["Measurement", "format_table", "layout_for_size", "measure", "timing_stats"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,7 +90,8 @@ def _backend(backend: str | Backend) -> Backend:
     return backend
 
 
-def _layout_for(schedule: Schedule, size: int, dt: np.dtype) -> Layout:
+def layout_for_size(schedule: Schedule, size: int, dt: np.dtype) -> Layout:
+    """The layout for ``size`` bytes of ``dt`` (count rounded down like nccl-tests), or an error."""
     smallest = schedule.nbytes_units * dt.itemsize
     if size < smallest:
         raise CommsimError(
@@ -113,7 +114,8 @@ def _checked(
     return None
 
 
-def _stats(times: Sequence[float]) -> tuple[float, float, float, float]:
+def timing_stats(times: Sequence[float]) -> tuple[float, float, float, float]:
+    """``(median, min, max, spread)`` of run times; spread is the interquartile range / median."""
     t = np.asarray(times, dtype=np.float64)
     med = float(np.median(t))
     q1, q3 = np.percentile(t, [25, 75])
@@ -167,7 +169,7 @@ def measure(
     sizes = [int(s) for s in sizes_bytes]
     if any(s < 0 for s in sizes):
         raise CommsimError(f"sizes must be >= 0 bytes, got {min(sizes)}")
-    layouts = [_layout_for(schedule, s, dt) for s in sizes]  # refuse bad sizes before running
+    layouts = [layout_for_size(schedule, s, dt) for s in sizes]  # refuse bad sizes before running
     factor = SPECS[schedule.kind].busbw_factor(schedule.nranks)
     native_name = getattr(be, "native_name", None)
     label = f"{schedule.kind}/{schedule.name} p={schedule.nranks} {be.name}"
@@ -198,12 +200,12 @@ def measure(
                         ntimes.append(nt)
                 bar.update(1)
             del buf, nbuf
-            med, tmin, tmax, spread = _stats(times)
+            med, tmin, tmax, spread = timing_stats(times)
             nbytes = lay.count * dt.itemsize
             algbw = nbytes / med if med > 0 else float("inf")
             n_med = n_busbw = ratio = n_name = None
             if ntimes:
-                n_med = _stats(ntimes)[0]
+                n_med = timing_stats(ntimes)[0]
                 n_busbw = nbytes / n_med * factor if n_med > 0 else float("inf")
                 ratio = n_med / med if med > 0 else float("inf")
                 n_name = native_name(schedule.kind) if native_name else "native"

@@ -1,0 +1,847 @@
+r"""The mpi4jax backend: one process per rank, each running its own transfers as MPI messages.
+
+Rank ``r`` is MPI rank ``r`` of a communicator of exactly ``p`` processes (a private clone of
+``COMM_WORLD`` by default); it holds only its own flat buffer ``[nelems]``. Run it under
+``mpirun`` (``commsim run --backend mpi`` starts ``mpirun`` itself: :func:`launch`).
+
+Lowering (:func:`plan`, numpy only, then :func:`_program`): for each step, every rank computes
+the same global decomposition the cost models use, :func:`commsim._messages.matchings` of the
+step's messages (its remote transfers grouped by ``(src, dst)``), and keeps its part of each
+round: at most one message to send and one to receive. Per round it issues
+
+* ``mpi4jax.sendrecv`` when it both sends and receives, else ``mpi4jax.send`` or ``mpi4jax.recv``,
+  tagged with the step index (mod 32768);
+* the payload of a message is the concatenation of its transfers' element ranges (contiguous
+  runs merged), read from the **pre-step** buffer; the receiver splits it the same way.
+
+After the step's last round, the received pieces and the local transfers (``src == dst``) are
+written: overwrite or add (several reductions into one place add up). All reads of a step come
+before all of its writes (an ``optimization_barrier`` keeps XLA from reordering them), which is
+the IR's semantics. The whole schedule is one ``jax.jit`` function of the rank's buffer, donated,
+so it runs in place: call ``buf = run(buf)``. Cost per round: a copy of the payload into a send
+buffer (one slice, or a concatenation), the MPI transfer, and one read-modify-write of each
+received range.
+
+Why this cannot deadlock, for any schedule the verifier accepts. Every rank walks the same list
+of (step, round) pairs in the same order, doing nothing in rounds it has no part in. Within a
+round each rank sends at most one and receives at most one message, so the round's messages
+form disjoint simple paths and cycles. Take the first round, in that global order, in which
+some operation never completes. Every rank finishes its earlier operations, so it reaches this
+round and posts its operation in it. Each message ``a → b`` of the round is then posted on both
+sides: ``a``'s send (or the send half of its ``sendrecv``) and ``b``'s receive (``recv``, or the
+receive half of its ``sendrecv``, which MPI progresses concurrently with its send half, so a
+``sendrecv`` never waits for its own send before receiving). A send whose matching receive is
+posted completes, even in synchronous mode, and so does the receive; hence every operation of
+the round completes, including along a cycle ``a → b → … → a`` of ``sendrecv`` s, which is what a
+blocking ``send`` then ``recv`` would deadlock on. Contradiction. Matching is also unambiguous:
+one message per ``(step, src, dst)``, and MPI does not let messages between a pair on one
+communicator overtake each other, so the receive of step ``s`` gets step ``s``'s message even
+when tags wrap. (``tests/mpi`` replays every registered schedule's rank programs with
+rendezvous sends, the worst case, and checks that they finish and compute the reference.)
+
+:meth:`MpiBackend.native` is the MPI library's own collective on the same data:
+``mpi4jax.allreduce`` (MPI_Allreduce), ``reduce`` (MPI_Reduce), ``bcast`` (MPI_Bcast),
+``allgather`` (MPI_Allgather), ``alltoall`` (MPI_Alltoall) inside ``jax.jit``, and, since mpi4jax
+has no reduce-scatter, mpi4py's ``Reduce_scatter_block`` (MPI_Reduce_scatter_block) on host
+numpy buffers (not an allreduce then a slice, which would cost twice the data).
+
+Heavy imports (``mpi4py``, which initializes MPI, and ``mpi4jax``) happen only when a backend is
+created; ``import commsim`` never needs MPI. The launcher side (:func:`launch`) only looks for the
+packages and ``mpirun`` and never initializes MPI itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import weakref
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from commsim._compat import x64_enabled
+from commsim._ir import Schedule, Step
+from commsim._messages import matchings
+from commsim.errors import CommsimError
+from commsim.exec._backend import Compiled
+from commsim.exec._layout import Layout
+
+__all__ = [
+    "INSTALL_HINT",
+    "MpiBackend",
+    "RankPlan",
+    "find_mpirun",
+    "launch",
+    "missing",
+    "plan",
+    "run_mpirun",
+]
+
+INSTALL_HINT = (
+    "run scripts/bootstrap.sh (installs the mpich wheel, mpi4py and mpi4jax into .venv), or "
+    "`pip install mpich mpi4py` then `MPI4JAX_BUILD_MPICC=$(which mpicc) "
+    "pip install --no-build-isolation mpi4jax`"
+)
+TAG_LIMIT = 32768  # MPI guarantees tags 0..32767
+_DTYPES = frozenset(
+    ["float32", "float64", "complex64", "complex128"]
+    + [f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64)]
+)
+_NATIVE_NAMES = {
+    "allreduce": "MPI_Allreduce",
+    "reduce": "MPI_Reduce",
+    "broadcast": "MPI_Bcast",
+    "allgather": "MPI_Allgather",
+    "alltoall": "MPI_Alltoall",
+    "reduce_scatter": "MPI_Reduce_scatter_block",
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# validate
+
+
+def find_mpirun() -> str | None:
+    """``mpirun`` beside the running interpreter (the venv's mpich wheel), else on ``PATH``."""
+    here = Path(sys.executable).parent / "mpirun"
+    if here.is_file() and os.access(here, os.X_OK):
+        return str(here)
+    return shutil.which("mpirun")
+
+
+def missing(need_mpirun: bool = True) -> str | None:
+    """One line when mpi4py, mpi4jax (or ``mpirun``) are absent, else ``None``; imports nothing."""
+    absent = [m for m in ("mpi4py", "mpi4jax") if importlib.util.find_spec(m) is None]
+    if need_mpirun and find_mpirun() is None:
+        absent.append("mpirun")
+    if absent:
+        return f"MPI is not installed ({', '.join(absent)} not found): {INSTALL_HINT}"
+    return None
+
+
+def _check_dtype(dtype: Any) -> np.dtype:
+    dt = np.dtype(dtype)
+    if dt.name not in _DTYPES:
+        raise CommsimError(f"the mpi backend runs {', '.join(sorted(_DTYPES))}; got {dt}")
+    if dt.itemsize == 8 and dt.kind in "iuf" and not x64_enabled():
+        raise CommsimError(
+            f"dtype {dt} needs JAX's 64-bit mode: set JAX_ENABLE_X64=1 before JAX starts "
+            "(or use a 32-bit dtype)"
+        )
+    return dt
+
+
+def _check_world(schedule: Schedule, size: int) -> None:
+    if schedule.nranks != size:
+        raise CommsimError(
+            f"schedule {schedule.name!r} has p={schedule.nranks} ranks but MPI runs {size} "
+            f"processes; start it with `mpirun -n {schedule.nranks}`"
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# lower: each rank's program, as a static plan (numpy only)
+
+
+class Segment(NamedTuple):
+    """``length`` elements from ``src`` (sender's buffer) to ``dst`` (receiver's), or added."""
+
+    src: int
+    length: int
+    dst: int
+    reduce: bool
+
+
+class Message(NamedTuple):
+    """One message of a round, seen from one side: the other rank and the payload's segments."""
+
+    peer: int
+    segments: tuple[Segment, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(s.length for s in self.segments)
+
+
+class Round(NamedTuple):
+    """This rank's part of one round: at most one send and one receive."""
+
+    send: Message | None
+    recv: Message | None
+
+
+class StepPlan(NamedTuple):
+    """This rank's rounds in one step (global round order), then its local transfers."""
+
+    tag: int
+    rounds: tuple[Round, ...]
+    local: tuple[Segment, ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class RankPlan:
+    """The program of one rank: per step, its rounds and local transfers."""
+
+    rank: int
+    nranks: int
+    nelems: int
+    steps: tuple[StepPlan, ...]
+
+    def summary(self) -> dict[str, int]:
+        rounds = [r for st in self.steps for r in st.rounds]
+        return {
+            "steps": len(self.steps),
+            "sendrecv": sum(r.send is not None and r.recv is not None for r in rounds),
+            "send": sum(r.send is not None and r.recv is None for r in rounds),
+            "recv": sum(r.send is None and r.recv is not None for r in rounds),
+            "elements_sent": sum(r.send.size for r in rounds if r.send is not None),
+        }
+
+
+def _segments(sa: np.ndarray, ln: np.ndarray, da: np.ndarray, red: np.ndarray) -> tuple:
+    """Transfers as segments, sorted by source start, contiguous runs on both sides merged."""
+    segs: list[list[Any]] = []
+    for i in np.argsort(sa, kind="stable").tolist():
+        a, n, d, f = int(sa[i]), int(ln[i]), int(da[i]), bool(red[i])
+        if segs:
+            pa, pn, pd, pf = segs[-1]
+            if pa + pn == a and pd + pn == d and pf == f:
+                segs[-1][1] += n
+                continue
+        segs.append([a, n, d, f])
+    return tuple(Segment(*s) for s in segs)
+
+
+def _lower_step(step: Step, off: np.ndarray, p: int, ranks: list[int], tag: int) -> list[StepPlan]:
+    """The plans of ``ranks`` for one step (the same global rounds for everyone)."""
+    sa = off[step.src_slot]
+    ln = off[step.src_slot + step.count] - sa
+    da = off[step.dst_slot]
+    keep = ln > 0
+    src, dst, red = step.src[keep], step.dst[keep], step.reduce[keep]
+    sa, ln, da = sa[keep], ln[keep], da[keep]
+    sends: dict[int, list[Message | None]] = {r: [] for r in ranks}
+    recvs: dict[int, list[Message | None]] = {r: [] for r in ranks}
+    wanted = set(ranks)
+    remote = np.flatnonzero(src != dst)
+    if len(remote):
+        key = src[remote] * p + dst[remote]
+        order = np.argsort(key, kind="stable")
+        idx, skey = remote[order], key[order]
+        starts = np.flatnonzero(np.concatenate([[True], skey[1:] != skey[:-1]]))
+        ends = [*starts[1:].tolist(), len(idx)]
+        msrc, mdst = src[idx[starts]], dst[idx[starts]]
+        for rnd in matchings(msrc, mdst, p):
+            snd: dict[int, Message] = {}
+            rcv: dict[int, Message] = {}
+            for m in rnd.tolist():
+                s, d = int(msrc[m]), int(mdst[m])
+                if s not in wanted and d not in wanted:
+                    continue
+                t = idx[starts[m] : ends[m]]
+                segs = _segments(sa[t], ln[t], da[t], red[t])
+                if s in wanted:
+                    snd[s] = Message(d, segs)
+                if d in wanted:
+                    rcv[d] = Message(s, segs)
+            for r in ranks:
+                sends[r].append(snd.get(r))
+                recvs[r].append(rcv.get(r))
+    local = np.flatnonzero(src == dst)
+    out = []
+    for r in ranks:
+        rounds = tuple(
+            Round(s, v)
+            for s, v in zip(sends[r], recvs[r], strict=True)
+            if s is not None or v is not None
+        )
+        mine = local[src[local] == r]
+        segs = _segments(sa[mine], ln[mine], da[mine], red[mine]) if len(mine) else ()
+        out.append(StepPlan(tag, rounds, segs))
+    return out
+
+
+def plan(schedule: Schedule, layout: Layout, ranks: list[int] | None = None) -> list[RankPlan]:
+    """The programs of ``ranks`` (default: all) for ``schedule`` on ``layout`` (no MPI needed).
+
+    Every rank derives its program from the whole schedule, so all ranks agree on the rounds.
+
+    Examples:
+        >>> import commsim
+        >>> from commsim.exec import layout
+        >>> s = commsim.build("allreduce", "ring", nranks=4)
+        >>> [pl] = plan(s, layout(s, 400), ranks=[0])
+        >>> pl.summary()  # one sendrecv per step, a quarter of the vector each
+        {'steps': 6, 'sendrecv': 6, 'send': 0, 'recv': 0, 'elements_sent': 600}
+    """
+    p = schedule.nranks
+    ranks = list(range(p)) if ranks is None else [int(r) for r in ranks]
+    per_rank: list[list[StepPlan]] = [[] for _ in ranks]
+    for i, st in enumerate(schedule.steps()):
+        plans = _lower_step(st, layout.offsets, p, ranks, i % TAG_LIMIT)
+        for acc, sp in zip(per_rank, plans, strict=True):
+            acc.append(sp)
+    return [
+        RankPlan(r, p, layout.nelems, tuple(steps))
+        for r, steps in zip(ranks, per_rank, strict=True)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# run: the traced program of one rank, and the native collectives
+
+
+def _program(pl: RankPlan, comm: Any, dtype: np.dtype) -> Any:
+    """The jittable function ``buf -> buf`` of plan ``pl`` (``buf`` is this rank's ``[nelems]``)."""
+    import jax.numpy as jnp
+    import mpi4jax
+    from jax import lax
+
+    def read(buf: Any, segs: tuple[Segment, ...], attr: str) -> Any:
+        parts = [lax.slice(buf, (getattr(s, attr),), (getattr(s, attr) + s.length,)) for s in segs]
+        return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
+
+    def body(buf: Any) -> Any:
+        for st in pl.steps:
+            if not st.rounds and not st.local:
+                continue
+            old = buf
+            sent, pieces = [], []  # pieces: (segment, value) to write after the step's reads
+            for rnd in st.rounds:
+                payload = read(old, rnd.send.segments, "src") if rnd.send is not None else None
+                if rnd.recv is None:
+                    assert rnd.send is not None and payload is not None
+                    mpi4jax.send(payload, rnd.send.peer, tag=st.tag, comm=comm)
+                    sent.append(payload)
+                    continue
+                like = jnp.empty((rnd.recv.size,), dtype)
+                if rnd.send is not None:
+                    got = mpi4jax.sendrecv(
+                        payload,
+                        like,
+                        rnd.recv.peer,
+                        rnd.send.peer,
+                        sendtag=st.tag,
+                        recvtag=st.tag,
+                        comm=comm,
+                    )
+                else:
+                    got = mpi4jax.recv(like, rnd.recv.peer, tag=st.tag, comm=comm)
+                at = 0
+                for s in rnd.recv.segments:
+                    v = got if len(rnd.recv.segments) == 1 else got[at : at + s.length]
+                    pieces.append((s, v))
+                    at += s.length
+            pieces += [(s, read(old, (s,), "src")) for s in st.local]
+            # every read of the step (payloads, local sources) before any write
+            values, buf, _ = lax.optimization_barrier(([v for _, v in pieces], old, sent))
+            for (s, _), v in zip(pieces, values, strict=True):
+                if s.reduce:
+                    v = lax.slice(buf, (s.dst,), (s.dst + s.length,)) + v
+                buf = lax.dynamic_update_slice(buf, v, (s.dst,))
+        return buf
+
+    return body
+
+
+def _native_body(kind: str, root: int, comm: Any) -> Any:
+    """The library collective on this rank's input (see :meth:`MpiBackend.native`)."""
+    import mpi4jax
+    from mpi4py import MPI
+
+    def body(x: Any) -> Any:
+        if kind == "allreduce":
+            return mpi4jax.allreduce(x, op=MPI.SUM, comm=comm)
+        if kind == "reduce":
+            return mpi4jax.reduce(x, op=MPI.SUM, root=root, comm=comm)
+        if kind == "broadcast":
+            return mpi4jax.bcast(x, root=root, comm=comm)
+        if kind == "allgather":
+            return mpi4jax.allgather(x, comm=comm)
+        return mpi4jax.alltoall(x, comm=comm)  # x: [p, block]
+
+    return body
+
+
+# ---------------------------------------------------------------------------------------------
+# register: the backend object
+
+
+class MpiBackend:
+    """Runs schedules with one MPI process per rank; create it on every rank (it clones ``comm``).
+
+    Args:
+        comm: the communicator whose ranks are the schedule's ranks (default: a clone of
+            ``COMM_WORLD``, so commsim's messages never match the application's).
+        donate: donate the buffer to ``run`` (in place, no copy per run): call ``buf = run(buf)``.
+    """
+
+    name = "mpi"
+
+    def __init__(self, comm: Any = None, donate: bool = True) -> None:
+        self._comm = comm
+        self.donate = donate
+        self._cache: weakref.WeakKeyDictionary[Schedule, dict[tuple, Compiled]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    # -- validate --------------------------------------------------------------------------
+    def unavailable(self) -> str | None:
+        why = missing(need_mpirun=False)
+        if why:
+            return why
+        try:
+            import mpi4jax  # noqa: F401
+            from mpi4py import MPI  # noqa: F401
+        except ImportError as e:  # installed but broken (e.g. built against another MPI)
+            return f"mpi4py/mpi4jax cannot be imported ({e}); {INSTALL_HINT}"
+        return None
+
+    @property
+    def comm(self) -> Any:
+        if self._comm is None:
+            from mpi4py import MPI
+
+            self._comm = MPI.COMM_WORLD.Clone()
+        return self._comm
+
+    @property
+    def rank(self) -> int:
+        return int(self.comm.Get_rank())
+
+    @property
+    def size(self) -> int:
+        return int(self.comm.Get_size())
+
+    @staticmethod
+    def native_name(kind: str) -> str:
+        return _NATIVE_NAMES[kind]
+
+    # -- lower and run ---------------------------------------------------------------------
+    def _mine(self, host: Any, dt: np.dtype, nelems: int) -> np.ndarray:
+        """This rank's row of ``[p, nelems]`` host buffers (or a ``[nelems]`` buffer as is)."""
+        a = np.asarray(host)
+        if a.ndim == 2:
+            a = a[self.rank]
+        if a.shape != (nelems,):
+            raise CommsimError(f"expected [p, {nelems}] or [{nelems}] buffers, got {a.shape}")
+        return np.ascontiguousarray(a, dtype=dt)
+
+    def _gather(self, row: np.ndarray) -> np.ndarray:
+        """Every rank's ``[nelems]`` row, on every rank: ``[p, nelems]``."""
+        row = np.ascontiguousarray(row)
+        out = np.empty((self.size, row.shape[0]), dtype=row.dtype)
+        self.comm.Allgather(row, out)
+        return out
+
+    def _cached(self, schedule: Schedule, key: tuple, make: Any) -> Compiled:
+        entry = self._cache.setdefault(schedule, {})
+        if key not in entry:
+            entry[key] = make()
+        return entry[key]
+
+    def compile(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled:
+        """This rank's program for ``schedule``, jitted once per (schedule, count, dtype).
+
+        ``put`` takes the ``[p, nelems]`` buffers of all ranks (or this rank's ``[nelems]``) and
+        keeps this rank's row; ``run`` runs the schedule in place; ``get`` gathers every rank's
+        buffer (``[p, nelems]``, on every rank), so :func:`commsim.exec.execute` works under
+        ``mpirun``.
+        """
+        dt = _check_dtype(dtype)
+        _check_world(schedule, self.size)
+
+        def make() -> Compiled:
+            import jax
+
+            [pl] = plan(schedule, layout, ranks=[self.rank])
+            # (called, not AOT-compiled: the ordered MPI effects add a token argument that
+            # only the jitted function's own call path supplies; it compiles on first call)
+            exe = jax.jit(_program(pl, self.comm, dt), donate_argnums=0 if self.donate else ())
+
+            def run(buf: Any) -> Any:
+                out = exe(buf)
+                out.block_until_ready()
+                return out
+
+            return Compiled(
+                put=lambda host: jax.device_put(self._mine(host, dt, layout.nelems)),
+                run=run,
+                get=lambda buf: self._gather(np.asarray(buf)),
+            )
+
+        return self._cached(schedule, ("schedule", layout.count, dt.str), make)
+
+    def native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
+        """The MPI library's collective for ``schedule``'s kind, on the same buffers.
+
+        ``put`` keeps only this rank's input, ``run`` is the bare collective (it does not consume
+        its argument), ``get`` puts the result where the schedule leaves it and gathers.
+        """
+        dt = _check_dtype(dtype)
+        _check_world(schedule, self.size)
+        kind, p, r = schedule.kind, schedule.nranks, self.rank
+        c, n = layout.count, layout.nelems
+        b = c // p
+
+        def take(host: Any) -> np.ndarray:
+            row = self._mine(host, dt, n)
+            if kind == "allgather":
+                return row[r * b : (r + 1) * b].copy()
+            if kind == "alltoall":
+                return row[:c].reshape(p, b).copy()
+            return row[:c].copy()
+
+        def place(out: Any) -> np.ndarray:
+            row = np.zeros(n, dtype=dt)
+            out = np.asarray(out).reshape(-1)
+            if kind == "reduce_scatter":
+                row[r * b : (r + 1) * b] = out
+            elif kind == "alltoall":
+                row[c : 2 * c] = out
+            else:
+                row[:c] = out
+            return self._gather(row)
+
+        def make() -> Compiled:
+            if kind == "reduce_scatter":  # not in mpi4jax: MPI_Reduce_scatter_block via mpi4py
+                from mpi4py import MPI
+
+                def rs(x: np.ndarray) -> np.ndarray:
+                    out = np.empty(b, dtype=dt)
+                    self.comm.Reduce_scatter_block(x, out, op=MPI.SUM)
+                    return out
+
+                return Compiled(put=take, run=rs, get=place)
+            import jax
+
+            exe = jax.jit(_native_body(kind, schedule.root, self.comm))
+
+            def run(x: Any) -> Any:
+                out = exe(x)
+                out.block_until_ready()
+                return out
+
+            return Compiled(put=lambda host: jax.device_put(take(host)), run=run, get=place)
+
+        return self._cached(schedule, ("native", layout.count, dt.str), make)
+
+
+# ---------------------------------------------------------------------------------------------
+# launch: `commsim run --backend mpi` starts mpirun, or runs as one rank under the user's mpirun
+
+_MPI_ENV = ("PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS")
+_EXIT_CODES = re.compile(r"Exit codes: \[[^\]]*\] ([-\d,]+)")
+_ABORT = re.compile(r"MPI_Abort\([^)]*\)[^\n]*? process (\d+)")
+DEFAULT_TIMEOUT = 300.0
+
+
+def under_mpirun() -> bool:
+    """Whether this process was started by an MPI launcher (its rank environment is set)."""
+    return any(v in os.environ for v in _MPI_ENV)
+
+
+class WorkerResult(NamedTuple):
+    """What one ``mpirun`` of the worker gave back: rank 0's results and the launch log."""
+
+    results: list[dict[str, Any]]
+    log: str
+
+
+def _signal_name(sig: int) -> str:
+    try:
+        return signal.Signals(sig).name
+    except ValueError:
+        return f"signal {sig}"
+
+
+def _who_failed(log: str, rc: int, errors: dict[int, str]) -> str:
+    """One line naming the rank that failed, from the workers' error files and mpirun's log."""
+    if errors:
+        rank = min(errors)
+        return f"rank {rank} failed: {errors[rank]}"
+    m = _EXIT_CODES.search(log)
+    if m:
+        codes = [int(x) for x in m.group(1).split(",") if x]
+        exited = [(r, c >> 8) for r, c in enumerate(codes) if c and c & 0x7F == 0]
+        killed = [(r, c & 0x7F) for r, c in enumerate(codes) if c and c & 0x7F]
+        if exited:
+            r, code = exited[0]
+            return f"rank {r} exited with code {code}"
+        # ranks killed by mpirun's cleanup get SIGTERM/SIGKILL too; other signals come first
+        killed.sort(key=lambda rc_: rc_[1] in (signal.SIGTERM, signal.SIGKILL))
+        if killed:
+            r, sig = killed[0]
+            return f"rank {r} was killed by {_signal_name(sig)}"
+    m = _ABORT.search(log)
+    if m:
+        return f"rank {m.group(1)} called MPI_Abort"
+    last = [line.strip() for line in log.splitlines() if line.strip()]
+    return f"mpirun exited with code {rc}" + (f": {last[-1]}" if last else "")
+
+
+def _kill_group(proc: subprocess.Popen[Any]) -> None:
+    """End ``mpirun`` and its ranks (its process group): SIGTERM, up to 5 s, then SIGKILL."""
+    with contextlib.suppress(ProcessLookupError, subprocess.TimeoutExpired):
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=5.0)
+    with contextlib.suppress(ProcessLookupError):  # stragglers, or an mpirun ignoring SIGTERM
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+def _mpirun_command(mpirun: str, nprocs: int) -> list[str]:
+    cmd = [mpirun]
+    try:
+        version = subprocess.run(
+            [mpirun, "--version"], capture_output=True, text=True, timeout=30
+        ).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        version = ""
+    if "HYDRA" in version:  # MPICH: report every rank's exit status on failure
+        cmd.append("-print-all-exitcodes")
+    elif "Open MPI" in version or "OpenRTE" in version:
+        cmd.append("--oversubscribe")
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            cmd.append("--allow-run-as-root")
+    return [*cmd, "-n", str(nprocs)]
+
+
+def run_mpirun(
+    config: dict[str, Any],
+    nprocs: int,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool | None = None,
+) -> WorkerResult:
+    """Run ``mpirun -n nprocs python -m commsim.exec._mpi_worker CONFIG`` and collect results.
+
+    ``config`` is the worker's JSON configuration (see :mod:`commsim.exec._mpi_worker`). Raises
+    a one-line :class:`CommsimError` when MPI is missing, when a rank fails (naming it), or when
+    the run exceeds ``timeout`` seconds (then every process is killed).
+    """
+    why = missing()
+    if why:
+        raise CommsimError(why)
+    mpirun = find_mpirun()
+    assert mpirun is not None
+    import commsim
+    from commsim._progress import Progress
+
+    with tempfile.TemporaryDirectory(prefix="commsim-mpi-") as tmp:
+        work = Path(tmp)
+        cfg = {**config, "dir": str(work)}
+        cmd = [
+            *_mpirun_command(mpirun, nprocs),
+            sys.executable,
+            "-m",
+            "commsim.exec._mpi_worker",
+            json.dumps(cfg),
+        ]
+        env = dict(os.environ)
+        root = str(Path(commsim.__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(x for x in (root, env.get("PYTHONPATH")) if x)
+        env.setdefault("JAX_PLATFORMS", "cpu")  # mpi4jax's CUDA bridge is optional
+        env.setdefault("MPI4JAX_NO_WARN_JAX_VERSION", "1")
+        logpath = work / "mpirun.log"
+        t0 = time.monotonic()
+        with open(logpath, "w") as log, Progress(1, f"mpirun -n {nprocs}", enabled=progress) as bar:
+            proc = subprocess.Popen(
+                cmd,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # its own process group: killed as a whole on timeout
+            )
+            try:
+                while True:
+                    try:
+                        rc = proc.wait(timeout=0.25)
+                        break
+                    except subprocess.TimeoutExpired:
+                        if time.monotonic() - t0 > timeout:
+                            _kill_group(proc)
+                            raise CommsimError(
+                                f"mpirun timed out after {timeout:g} s (deadlock or hung rank?)"
+                            ) from None
+                        _show_progress(work / "progress", bar)
+            except BaseException:
+                if proc.poll() is None:
+                    _kill_group(proc)
+                raise
+        text = logpath.read_text(errors="replace")
+        errors = {
+            int(f.stem.split("-")[1]): f.read_text().strip() for f in work.glob("error-*.txt")
+        }
+        out = work / "results.json"
+        if rc != 0 or errors or not out.exists():
+            error = CommsimError(_who_failed(text, rc, errors))
+            error.log = text  # type: ignore[attr-defined]  # the ranks' output, for diagnosis
+            raise error
+        return WorkerResult(json.loads(out.read_text()), text)
+
+
+def _show_progress(path: Path, bar: Any) -> None:
+    try:
+        done, total, note = path.read_text().split("\t", 2)
+    except (OSError, ValueError):
+        return
+    bar.total = max(int(total), 1)
+    bar.update(int(done) - bar.done, note=note.strip())
+
+
+def _request(args: argparse.Namespace) -> tuple[dict[str, Any], list[int]]:
+    """The worker configuration and rank counts from ``commsim run``'s arguments.
+
+    Accepts the CLI's raw strings (``nranks="4"``, ``sizes="1KiB..1MiB"``, ``param=["k=v"]``,
+    ``no_check``) or already parsed values (``nranks=[4]``, ``sizes=[1024]``, ``params={}``,
+    ``check``).
+    """
+    from commsim import cli, units  # cli: the other commands' checks and --param coercion
+
+    collective = cli._collective(args)
+    if isinstance(args.algorithm, (list, tuple)):
+        args = argparse.Namespace(**{**vars(args), "algorithm": ",".join(args.algorithm)})
+    algorithms = cli._algorithms(args, collective, default_all=False)
+    if len(algorithms) != 1:
+        raise CommsimError(f"run takes one algorithm, got {len(algorithms)} ({args.algorithm})")
+    [algorithm] = algorithms
+    nranks = args.nranks
+    if nranks is None:
+        raise CommsimError("give the rank count with -p (e.g. -p 4)")
+    ps = units.parse_int_list(nranks) if isinstance(nranks, (str, int)) else list(nranks)
+    sizes = args.sizes
+    sizes = units.parse_sizes(sizes) if isinstance(sizes, (str, int)) else list(sizes)
+    params = getattr(args, "params", None)
+    if params is None:
+        raw = cli._raw_params(getattr(args, "param", None) or [])
+        cli._check_params_known(collective, [algorithm], raw)
+        params = cli._params_for(collective, algorithm, raw)
+    root = getattr(args, "root", None)
+    check = getattr(args, "check", None)
+    if check is None:
+        check = not getattr(args, "no_check", False)
+    config = {
+        "rows": [[collective, algorithm, dict(params)]],
+        "root": int(root or 0),
+        "sizes": [int(s) for s in sizes],
+        "dtype": str(np.dtype(args.dtype)),
+        "iters": int(getattr(args, "iters", 20)),
+        "warmup": int(getattr(args, "warmup", 5)),
+        "check": bool(check),
+        "baseline": not getattr(args, "no_baseline", False),
+    }
+    return config, [int(p) for p in ps]
+
+
+def _print_results(results: list[dict[str, Any]], config: dict[str, Any], as_json: bool) -> None:
+    from commsim.exec.harness import Measurement, format_table
+
+    ms = [Measurement(**m) for m in results]
+    ps = list(dict.fromkeys(m.nranks for m in ms))
+    if as_json:
+        [[collective, algorithm, params]] = config["rows"]
+        doc = {
+            "collective": collective,
+            "algorithm": algorithm,
+            "params": params,
+            "root": config["root"],
+            "nranks": ps[0] if len(ps) == 1 else ps,
+            "backend": "mpi",
+            "dtype": config["dtype"],
+            "measurements": [
+                {
+                    k: (None if isinstance(v, float) and not np.isfinite(v) else v)
+                    for k, v in m.items()
+                }
+                for m in results
+            ],
+        }
+        print(json.dumps(doc, indent=2, allow_nan=False))
+        return
+    for p in ps:
+        rows = [m for m in ms if m.nranks == p]
+        native = rows[0].native
+        root = f" root={config['root']}" if rows[0].collective in ("broadcast", "reduce") else ""
+        print(
+            f"# {rows[0].collective}/{rows[0].algorithm} p={p}{root} on mpi, {config['dtype']}, "
+            f"median over {config['iters']} runs (slowest rank per run) after "
+            f"{config['warmup']} warm-up" + (f"; baseline {native}" if native else "")
+        )
+        print(format_table(rows))
+
+
+def launch(args: argparse.Namespace) -> int:
+    """``commsim run --backend mpi``: run on ``p`` MPI processes; 0 if every check passed, else 1.
+
+    Started normally, it runs ``mpirun -n p`` (from the interpreter's directory, else ``PATH``)
+    once per rank count, with ``--timeout`` seconds (default 300) each; a hang or a dead rank ends
+    in a one-line :class:`CommsimError`. Started under ``mpirun`` by the user, every process runs
+    its rank in place and only rank 0 prints; ``-p`` must then equal the number of processes.
+    """
+    config, ps = _request(args)
+    _validate(config, ps)
+    timeout = float(getattr(args, "timeout", None) or DEFAULT_TIMEOUT)
+    as_json = bool(getattr(args, "json", False))
+    if under_mpirun():
+        from commsim.exec import _mpi_worker
+
+        backend = MpiBackend()
+        why = backend.unavailable()
+        if why:
+            raise CommsimError(why)
+        for p in ps:
+            _check_world_size(p, backend.size)
+        try:
+            results = _mpi_worker.run_in_place(config, backend)
+        except Exception as e:  # one rank alone: end them all rather than leave the others waiting
+            print(f"commsim: error: rank {backend.rank}: {e}", file=sys.stderr, flush=True)
+            backend.comm.Abort(1)
+            raise
+        if backend.rank == 0:
+            _print_results(results, config, as_json)
+        failed = backend.comm.bcast(any(m["check"] == "FAILED" for m in results), root=0)
+        return 1 if failed else 0
+    results = []
+    progress = getattr(args, "progress", None)
+    for p in ps:
+        results += run_mpirun(config, p, timeout=timeout, progress=progress).results
+    _print_results(results, config, as_json)
+    return 1 if any(m["check"] == "FAILED" for m in results) else 0
+
+
+def _validate(config: dict[str, Any], ps: list[int]) -> None:
+    """Refuse bad requests here, before any process starts: dtype, and sizes too small for p."""
+    from commsim.algorithms import build
+    from commsim.exec.harness import layout_for_size
+
+    dt = np.dtype(config["dtype"])
+    if dt.name not in _DTYPES:
+        raise CommsimError(f"the mpi backend runs {', '.join(sorted(_DTYPES))}; got {dt}")
+    [[collective, algorithm, params]] = config["rows"]
+    for p in ps:
+        root = {"root": config["root"]} if collective in ("broadcast", "reduce") else {}
+        schedule = build(collective, algorithm, p, **params, **root)
+        for size in config["sizes"]:
+            layout_for_size(schedule, size, dt)
+
+
+def _check_world_size(p: int, size: int) -> None:
+    if p != size:
+        raise CommsimError(
+            f"-p {p} asks for {p} ranks but this mpirun started {size} processes; "
+            f"run `mpirun -n {p} ...` or drop mpirun (commsim starts it itself)"
+        )

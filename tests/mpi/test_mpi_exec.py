@@ -1,0 +1,288 @@
+"""The MPI backend against the reference interpreter, at p = the MPI world size.
+
+Run as ``mpirun -n 2 python -m pytest tests/mpi -q`` (and ``-n 4``); plain ``pytest`` runs the
+same file at world size 1. Two kinds of tests:
+
+* **Replays** (no MPI needed): every rank's program from :func:`commsim.exec.mpi.plan` for
+  every registry row at p = 1..9, and for random schedules, is executed by a small simulator in
+  which a send completes only when its receiver has posted the matching receive (MPI's
+  synchronous mode, the worst case for deadlocks). It must finish and leave buffers identical to
+  the reference interpreter's: the lowering's order is deadlock-free and its data movement right.
+* **Real runs** under MPI: every registry row, the MPI library's native collectives, random
+  schedules; and a schedule whose p differs from the world size is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+import pytest
+
+import commsim
+from commsim import Collective, Schedule, Step
+from commsim.algorithms import REGISTRY
+from commsim.errors import CommsimError
+from commsim.exec import check_outputs, execute, interpret, layout, random_inputs
+from commsim.exec.mpi import RankPlan, plan, under_mpirun
+
+pytestmark = pytest.mark.mpi
+
+ROWS = sorted(REGISTRY)
+
+
+def random_schedule(seed: int, p: int, units=(1, 2, 1, 3, 1, 1), nsteps: int = 4) -> Schedule:
+    """Random legal steps: any transfers (remote or local, reduce or not, several per message),
+    but no two writes to one place in a step unless both reduce."""
+    rng = np.random.default_rng(seed)
+    nslots = len(units)
+    steps = []
+    for _ in range(nsteps):
+        written: dict[tuple[int, int], bool] = {}
+        rows = []
+        for _ in range(int(rng.integers(1, 4 * p + 1))):
+            src, dst = (int(x) for x in rng.integers(p, size=2))
+            count = int(rng.integers(1, 3))
+            a = int(rng.integers(0, nslots - count + 1))
+            size = sum(units[a : a + count])
+            fits = [b for b in range(nslots - count + 1) if sum(units[b : b + count]) == size]
+            b = int(rng.choice(fits))
+            red = bool(rng.integers(2))
+            cells = [(dst, b + i) for i in range(count)]
+            if any(c in written and not (red and written[c]) for c in cells):
+                continue
+            written.update(dict.fromkeys(cells, red))
+            rows.append((src, dst, a, b, count, red))
+        steps.append(Step.make(*(np.array(c) for c in zip(*rows, strict=True))))
+    return Schedule.from_steps(
+        steps, collective=Collective("allreduce"), nranks=p, slot_units=list(units), name="random"
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# replays: the rank programs under rendezvous semantics (no MPI)
+
+
+def replay(plans: list[RankPlan], buffers: np.ndarray) -> np.ndarray:
+    """Run every rank's program; a send completes only when its receive is posted."""
+    p = len(plans)
+    ops = [
+        [(si, k) for si, st in enumerate(pl.steps) for k in range(len(st.rounds))] for pl in plans
+    ]
+    step = [0] * p  # the step each rank is in
+    pos = [0] * p  # index into ops[r] of its current round
+    old = [buffers[r].copy() for r in range(p)]  # pre-step state of the current step
+    pending: list[list] = [[] for _ in range(p)]  # (segment, values) to write at the step's end
+    sent = [False] * p
+    got = [False] * p
+
+    def current(r):
+        if pos[r] < len(ops[r]) and ops[r][pos[r]][0] == step[r]:
+            si, k = ops[r][pos[r]]
+            return plans[r].steps[si], plans[r].steps[si].rounds[k]
+        return None
+
+    def finish_steps(r) -> bool:
+        moved = False
+        while step[r] < len(plans[r].steps) and current(r) is None:
+            st = plans[r].steps[step[r]]
+            writes = pending[r] + [(s, old[r][s.src : s.src + s.length]) for s in st.local]
+            for s, v in writes:
+                if s.reduce:
+                    buffers[r, s.dst : s.dst + s.length] += v
+                else:
+                    buffers[r, s.dst : s.dst + s.length] = v
+            pending[r] = []
+            step[r] += 1
+            old[r] = buffers[r].copy()
+            moved = True
+        return moved
+
+    progress = True
+    while progress:
+        progress = False
+        for r in range(p):
+            progress |= finish_steps(r)
+            cur = current(r)
+            if cur is None:
+                continue
+            st, rnd = cur
+            if rnd.send is not None and not sent[r]:
+                d = rnd.send.peer
+                other = current(d)
+                # matched only by the receive of this very message: d in the same round
+                if other is not None and other[1].recv is not None and other[1].recv.peer == r:
+                    ost, orn = other
+                    assert not got[d]
+                    assert (ost.tag, orn.recv.size) == (st.tag, rnd.send.size)
+                    payload = np.concatenate(
+                        [old[r][s.src : s.src + s.length] for s in rnd.send.segments]
+                    )
+                    at = 0
+                    for s in orn.recv.segments:
+                        pending[d].append((s, payload[at : at + s.length]))
+                        at += s.length
+                    sent[r] = got[d] = True
+                    progress = True
+            if (rnd.send is None or sent[r]) and (rnd.recv is None or got[r]):
+                pos[r] += 1
+                sent[r] = got[r] = False
+                progress = True
+    stuck = [r for r in range(p) if step[r] < len(plans[r].steps)]
+    assert not stuck, f"deadlock: ranks {stuck} stuck in steps {[step[r] for r in stuck]}"
+    return buffers
+
+
+def replay_matches_interpreter(s: Schedule, per_unit: int = 2) -> None:
+    lay = layout(s, per_unit * s.nbytes_units)
+    rng = np.random.default_rng(s.nranks)
+    buf = rng.integers(-50, 50, size=(s.nranks, lay.nelems)).astype(np.int64)
+    want = interpret(s, lay, buf.copy())
+    np.testing.assert_array_equal(replay(plan(s, lay), buf.copy()), want)
+
+
+@pytest.mark.parametrize("row", ROWS, ids="/".join)
+def test_replay_of_every_row_is_deadlock_free_and_exact(row):
+    for p in range(1, 10):
+        root = {"root": p - 1} if Collective(row[0]).rooted else {}
+        replay_matches_interpreter(commsim.build(*row, nranks=p, **root))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_replay_of_random_schedules(seed):
+    replay_matches_interpreter(random_schedule(seed, p=2 + seed % 6), per_unit=1 + seed % 3)
+
+
+def test_plan_orders_rounds_like_the_shared_matchings():
+    s = (
+        commsim.build("allgather", "direct", nranks=4)
+        if ("allgather", "direct") in REGISTRY
+        else None
+    )
+    if s is None:
+        pytest.skip("no allgather/direct in the registry")
+    plans = plan(s, layout(s, 4 * s.nbytes_units))
+    for pl in plans:
+        [st] = [st for st in pl.steps if st.rounds]
+        assert len(st.rounds) == 3  # p - 1 messages out and in, one of each per round
+        assert all(r.send is not None and r.recv is not None for r in st.rounds)
+        assert {r.send.peer for r in st.rounds} == set(range(4)) - {pl.rank}
+
+
+# ---------------------------------------------------------------------------------------------
+# real runs at p = world size
+
+
+@pytest.mark.parametrize("row", ROWS, ids="/".join)
+def test_every_row_matches_the_reference(backend, world, row):
+    root = {"root": world - 1} if Collective(row[0]).rooted else {}
+    s = commsim.build(*row, nranks=world, **root)
+    lay = layout(s, 3 * s.nbytes_units)
+    inputs = random_inputs(lay, np.float32, seed=world)
+    out = execute(s, inputs, backend)  # raises, naming rank and element, if it differs
+    assert out.dtype == np.float32
+
+
+@pytest.mark.parametrize("collective", sorted({c for c, _ in ROWS}))
+def test_native_collective_matches_the_reference(backend, world, collective):
+    name = next(n for c, n in ROWS if c == collective)
+    s = commsim.build(collective, name, nranks=world)
+    lay = layout(s, 2 * s.nbytes_units)
+    for dtype in (np.int32, np.float32):
+        inputs = random_inputs(lay, dtype, seed=1)
+        nat = backend.native(s, lay, dtype)
+        out = nat.get(nat.run(nat.put(lay.pack(inputs))))
+        check_outputs(s, lay, inputs, lay.unpack(out))
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_random_schedules_match_the_interpreter(backend, world, seed):
+    s = random_schedule(100 + seed, p=world)
+    lay = layout(s, 2 * s.nbytes_units)
+    buf = np.random.default_rng(seed).integers(-50, 50, size=(world, lay.nelems)).astype(np.int32)
+    want = interpret(s, lay, buf.copy())
+    c = backend.compile(s, lay, np.int32)
+    np.testing.assert_array_equal(c.get(c.run(c.put(buf))), want)
+
+
+def test_compiled_once_per_schedule_and_size(backend, world):
+    s = commsim.build("allreduce", "ring", nranks=world)
+    lay = layout(s, 4 * s.nbytes_units)
+    assert backend.compile(s, lay, np.float32) is backend.compile(s, lay, np.float32)
+
+
+def test_a_schedule_for_another_p_is_refused(backend, world):
+    s = commsim.build("allreduce", "ring", nranks=world + 1)
+    lay = layout(s, s.nbytes_units)
+    with pytest.raises(CommsimError, match=rf"p={world + 1} ranks but MPI runs {world} processes"):
+        backend.compile(s, lay, np.float32)
+    with pytest.raises(CommsimError, match=rf"p={world + 1} ranks but MPI runs {world}"):
+        backend.native(s, lay, np.float32)
+
+
+def test_unsupported_dtype_is_refused(backend, world):
+    s = commsim.build("allreduce", "ring", nranks=world)
+    with pytest.raises(CommsimError, match="float16"):
+        backend.compile(s, layout(s, s.nbytes_units), np.float16)
+
+
+# ---------------------------------------------------------------------------------------------
+# `commsim run --backend mpi` started under mpirun: every rank runs in place, rank 0 prints
+
+
+def _args(p: int, **kw) -> argparse.Namespace:
+    base = dict(
+        collective="allreduce",
+        algorithm="ring",
+        nranks=str(p),
+        sizes="4KiB",
+        dtype="float32",
+        iters=2,
+        warmup=1,
+        no_check=False,
+        no_baseline=False,
+        json=True,
+        param=[],
+        root=None,
+        progress=False,
+    )
+    return argparse.Namespace(**{**base, **kw})
+
+
+@pytest.fixture
+def in_place(backend):
+    if not under_mpirun():
+        pytest.skip("launch() runs in place only under mpirun (plain pytest: it would start one)")
+
+
+def test_launch_in_place_runs_every_rank_and_prints_on_rank_0(backend, world, in_place, capsys):
+    assert __import__("commsim.exec.mpi", fromlist=["launch"]).launch(_args(world)) == 0
+    out = capsys.readouterr().out
+    if backend.rank == 0:
+        doc = json.loads(out)
+        [m] = doc["measurements"]
+        assert (m["nranks"], m["check"], m["native"]) == (world, "ok", "MPI_Allreduce")
+    else:
+        assert out == ""
+
+
+def test_launch_in_place_refuses_another_p(backend, world, in_place):
+    from commsim.exec.mpi import launch
+
+    with pytest.raises(CommsimError, match=rf"-p {world + 1} .* started {world} processes"):
+        launch(_args(world + 1))
+
+
+def test_the_replay_catches_a_deadlock():
+    """Two ranks that both send first and receive in a later round block forever."""
+    from commsim.exec.mpi import Message, Round, Segment, StepPlan
+
+    seg = (Segment(0, 1, 0, False),)
+
+    def prog(r: int) -> RankPlan:
+        rounds = (Round(Message(1 - r, seg), None), Round(None, Message(1 - r, seg)))
+        return RankPlan(r, 2, 1, (StepPlan(0, rounds, ()),))
+
+    with pytest.raises(AssertionError, match="deadlock"):
+        replay([prog(0), prog(1)], np.zeros((2, 1), dtype=np.int64))
