@@ -59,7 +59,7 @@ from typing import Any, NoReturn, TextIO
 import numpy as np
 
 import commsim
-from commsim import _cli_run, units
+from commsim import _cli_run, _cli_validate, units
 from commsim._ir import COLLECTIVES, Schedule
 from commsim.algorithms import REGISTRY, available, build, info
 from commsim.errors import CommsimError, ScheduleError
@@ -1036,6 +1036,14 @@ COMMANDS: tuple[_Command, ...] = (
         "  commsim compare -c allgather -p 128 --alpha 5us --beta 400Gb/s --json",
         _compare_args,
         _cmd_compare,
+    ),
+    _Command(
+        "validate",
+        _cli_validate.HELP,
+        _cli_validate.DESCRIPTION,
+        _cli_validate.EXAMPLES,
+        _cli_validate.add_arguments,
+        _cli_validate.main,
     ),
     _Command(
         "run",

@@ -1,0 +1,71 @@
+"""``commsim validate``: predicted winners run for real, measured beside predicted."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from commsim import cli
+from commsim.models import Hockney
+
+
+def _run(capsys, *argv):
+    rc = cli.main(["validate", *argv])
+    out = capsys.readouterr()
+    return rc, out.out, out.err
+
+
+def test_validate_runs_the_predicted_winners_on_numpy(capsys):
+    rc, out, _ = _run(
+        capsys, "-c", "allreduce", "-p", "4", "-s", "64,1MiB", "--backend", "numpy",
+        "--iters", "2", "--warmup", "0", "--json",
+    )  # fmt: skip
+    assert rc == 0
+    doc = json.loads(out)
+    small, big = doc["results"]
+    # under the default model: latency-bound at 64 B, bandwidth-bound at 1 MiB
+    assert small["predicted_best"] == "recursive_doubling"
+    assert big["predicted_best"] == "rabenseifner"
+    for r in doc["results"]:
+        assert r["check"] == "ok" and r["measured_s"] > 0
+        assert r["measured_over_predicted"] == pytest.approx(r["measured_s"] / r["predicted_s"])
+    # the prediction is the model's at the bytes that ran
+    import commsim
+
+    m = Hockney(alpha=2e-6, beta=1 / 25e9, gamma=1 / 100e9)
+    s = commsim.build("allreduce", "rabenseifner", nranks=4)
+    assert big["predicted_s"] == pytest.approx(m.predict(s, big["nbytes"]).time, rel=1e-12)
+
+
+def test_validate_all_measures_every_algorithm(capsys):
+    rc, out, _ = _run(
+        capsys, "-c", "allgather", "-p", "3", "-s", "3KiB", "--backend", "numpy", "--all",
+        "--iters", "1", "--warmup", "0", "--json",
+    )  # fmt: skip
+    assert rc == 0
+    [r] = json.loads(out)["results"]
+    assert set(r["measured"]) == set(commsim_available("allgather"))
+
+
+def commsim_available(c):
+    import commsim
+
+    return commsim.available(c)
+
+
+@pytest.mark.mpi
+def test_validate_on_mpi_processes_prints_measured_next_to_predicted(capsys):
+    pytest.importorskip("mpi4jax")
+    rc, out, _ = _run(
+        capsys, "-c", "allreduce", "-p", "2", "-s", "4KiB,256KiB", "--iters", "2", "--warmup", "1",
+        "--timeout", "120",
+    )  # fmt: skip
+    assert rc == 0, out
+    assert "MPI_Allreduce" in out and "measured/predicted" in out
+    assert out.count(" ok") == 2
+
+
+def test_validate_errors_are_one_line(capsys):
+    rc, _, err = _run(capsys, "-c", "allreduce", "-p", "4,8", "--backend", "numpy")
+    assert rc == 2 and err.count("\n") == 1
