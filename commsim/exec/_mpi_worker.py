@@ -70,13 +70,12 @@ def _measure(
     """Check and time ``schedule`` at one size; the :class:`Measurement` as a dict (all ranks)."""
     from mpi4py import MPI
 
-    from commsim._collectives import SPECS
     from commsim.errors import CommsimError
     from commsim.exec._execute import check_outputs, random_inputs
     from commsim.exec._layout import layout
-    from commsim.exec.harness import Measurement, layout_for_size, timing_stats
+    from commsim.exec.harness import Measurement, layout_for_size
 
-    comm, p = backend.comm, schedule.nranks
+    comm = backend.comm
     dt = np.dtype(config.get("dtype", "float32"))
     iters, warmup = int(config.get("iters", 20)), int(config.get("warmup", 5))
     if units is not None:
@@ -118,39 +117,17 @@ def _measure(
     slowest = np.empty_like(both)
     comm.Allreduce(both, slowest, op=MPI.MAX)
     times, ntimes = slowest
-    med, tmin, tmax, spread = timing_stats(times)
-    nbytes = lay.count * dt.itemsize
-    factor = SPECS[schedule.kind].busbw_factor(p)
-    algbw = nbytes / med if med > 0 else float("inf")
-    n_med = n_busbw = ratio = n_name = None
-    if native is not None:
-        n_med = timing_stats(ntimes)[0]
-        n_busbw = nbytes / n_med * factor if n_med > 0 else float("inf")
-        ratio = n_med / med if med > 0 else float("inf")
-        n_name = backend.native_name(schedule.kind)
-    check = ("FAILED" if found else "ok") if config.get("check", True) else "skipped"
-    return Measurement(
-        collective=schedule.kind,
-        algorithm=schedule.name,
-        backend="mpi",
-        nranks=p,
-        dtype=str(dt),
-        size=int(size),
-        nbytes=int(nbytes),
-        count=int(lay.count),
-        iters=iters,
+    return Measurement.from_times(
+        schedule,
+        "mpi",
+        lay,
+        dt,
+        size=size,
         warmup=warmup,
-        time_s=med,
-        time_min_s=tmin,
-        time_max_s=tmax,
-        spread=spread,
-        algbw_Bps=algbw,
-        busbw_Bps=algbw * factor,
-        native=n_name,
-        native_time_s=n_med,
-        native_busbw_Bps=n_busbw,
-        ratio=ratio,
-        check=check,
+        times=times,
+        native_times=ntimes if native is not None else None,
+        native=backend.native_name(schedule.kind) if native is not None else None,
+        check=("FAILED" if found else "ok") if config.get("check", True) else "skipped",
         error="; ".join(found) or None,
     ).to_dict()
 

@@ -78,6 +78,57 @@ class Measurement:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_times(
+        cls,
+        schedule: Schedule,
+        backend: str,
+        lay: Layout,
+        dt: np.dtype,
+        *,
+        size: int,
+        warmup: int,
+        times: Sequence[float],
+        native_times: Sequence[float] | None = None,
+        native: str | None = None,
+        check: str = "skipped",
+        error: str | None = None,
+    ) -> Measurement:
+        """Statistics of the timed runs (and the native ones): median, spread, algbw, busbw."""
+        med, tmin, tmax, spread = timing_stats(times)
+        nbytes = lay.count * dt.itemsize
+        factor = SPECS[schedule.kind].busbw_factor(schedule.nranks)
+        algbw = nbytes / med if med > 0 else float("inf")
+        n_med = n_busbw = ratio = None
+        if native_times is not None and len(native_times):
+            n_med = timing_stats(native_times)[0]
+            n_busbw = nbytes / n_med * factor if n_med > 0 else float("inf")
+            ratio = n_med / med if med > 0 else float("inf")
+        return cls(
+            collective=schedule.kind,
+            algorithm=schedule.name,
+            backend=backend,
+            nranks=schedule.nranks,
+            dtype=str(dt),
+            size=int(size),
+            nbytes=int(nbytes),
+            count=int(lay.count),
+            iters=len(times),
+            warmup=warmup,
+            time_s=med,
+            time_min_s=tmin,
+            time_max_s=tmax,
+            spread=spread,
+            algbw_Bps=algbw,
+            busbw_Bps=algbw * factor,
+            native=native if n_med is not None else None,
+            native_time_s=n_med,
+            native_busbw_Bps=n_busbw,
+            ratio=ratio,
+            check=check,
+            error=error,
+        )
+
 
 def _backend(backend: str | Backend) -> Backend:
     if isinstance(backend, str):
@@ -170,7 +221,6 @@ def measure(
     if any(s < 0 for s in sizes):
         raise CommsimError(f"sizes must be >= 0 bytes, got {min(sizes)}")
     layouts = [layout_for_size(schedule, s, dt) for s in sizes]  # refuse bad sizes before running
-    factor = SPECS[schedule.kind].busbw_factor(schedule.nranks)
     native_name = getattr(be, "native_name", None)
     label = f"{schedule.kind}/{schedule.name} p={schedule.nranks} {be.name}"
     results = []
@@ -200,37 +250,19 @@ def measure(
                         ntimes.append(nt)
                 bar.update(1)
             del buf, nbuf
-            med, tmin, tmax, spread = timing_stats(times)
-            nbytes = lay.count * dt.itemsize
-            algbw = nbytes / med if med > 0 else float("inf")
-            n_med = n_busbw = ratio = n_name = None
-            if ntimes:
-                n_med = timing_stats(ntimes)[0]
-                n_busbw = nbytes / n_med * factor if n_med > 0 else float("inf")
-                ratio = n_med / med if med > 0 else float("inf")
-                n_name = native_name(schedule.kind) if native_name else "native"
             results.append(
-                Measurement(
-                    collective=schedule.kind,
-                    algorithm=schedule.name,
-                    backend=be.name,
-                    nranks=schedule.nranks,
-                    dtype=str(dt),
+                Measurement.from_times(
+                    schedule,
+                    be.name,
+                    lay,
+                    dt,
                     size=size,
-                    nbytes=nbytes,
-                    count=lay.count,
-                    iters=iters,
                     warmup=warmup,
-                    time_s=med,
-                    time_min_s=tmin,
-                    time_max_s=tmax,
-                    spread=spread,
-                    algbw_Bps=algbw,
-                    busbw_Bps=algbw * factor,
-                    native=n_name,
-                    native_time_s=n_med,
-                    native_busbw_Bps=n_busbw,
-                    ratio=ratio,
+                    times=times,
+                    native_times=ntimes or None,
+                    native=(native_name(schedule.kind) if native_name else "native")
+                    if ntimes
+                    else None,
                     check=("FAILED" if found else "ok") if check else "skipped",
                     error="; ".join(found) or None,
                 )
