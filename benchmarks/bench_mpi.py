@@ -5,7 +5,7 @@ Target (issue: real execution): on 2 MPI ranks at 64 MiB float32, ring and Raben
 
 Each schedule is lowered by :class:`commsim.exec.mpi.MpiBackend` (one jitted program per rank,
 one ``sendrecv`` per round) and timed by the MPI worker under ``mpirun -n P`` started by
-:func:`commsim.exec.mpi.run_mpirun`: a barrier before each run, the slowest rank's time per run,
+:func:`commsim.exec.mpi_launch.run_mpirun`: a barrier before each run, the slowest rank's time per run,
 the median of ``--iters`` runs, the library's ``MPI_Allreduce`` interleaved with them. busbw
 follows nccl-tests: ``algbw = S / t``, ``busbw = algbw · 2(p-1)/p``; ``ratio = busbw /
 busbw(MPI_Allreduce) = t_MPI / t``.
@@ -50,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     import commsim
     from commsim.exec import layout
     from commsim.exec.harness import Measurement, format_table
-    from commsim.exec.mpi import plan, run_mpirun
+    from commsim.exec.mpi import plan
+    from commsim.exec.mpi_launch import run_mpirun
     from commsim.units import parse_sizes
 
     sizes = parse_sizes(args.sizes)

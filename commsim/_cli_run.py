@@ -2,7 +2,7 @@
 
 Single-process backends (``numpy``, ``jax``, ``cuda``) are timed here by
 :func:`commsim.exec.harness.measure`; ``--backend mpi`` hands the parsed arguments to
-``commsim.exec.mpi.launch``, which starts ``mpirun`` itself (or runs as one rank when already
+``commsim.exec.mpi_launch.launch``, which starts ``mpirun`` itself (or runs as one rank when already
 under ``mpirun``).
 
 The command line is hooked into :mod:`commsim.cli` through :func:`add_parser` (or
@@ -161,13 +161,10 @@ def _ensure_cpu_devices(p: int) -> None:
 
 def _launch_mpi(args: argparse.Namespace) -> int:
     try:
-        from commsim.exec import mpi
+        from commsim.exec import mpi_launch
     except ImportError as e:
         raise CommsimError(f"the mpi backend cannot be loaded here: {e}") from None
-    launch = getattr(mpi, "launch", None)
-    if launch is None:
-        raise CommsimError("the mpi backend has no launcher (commsim.exec.mpi.launch) yet")
-    return int(launch(args))
+    return int(mpi_launch.launch(args))
 
 
 def _finite(x: Any) -> Any:

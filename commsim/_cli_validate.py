@@ -73,9 +73,9 @@ def _measure(
 ) -> list[dict[str, Any]]:
     """Measurements (dicts of :class:`commsim.exec.harness.Measurement`) of every row."""
     if backend == "mpi":
-        from commsim.exec import mpi
+        from commsim.exec import mpi_launch
 
-        if mpi.under_mpirun():
+        if mpi_launch.under_mpirun():
             raise CommsimError("validate starts mpirun itself: run it without mpirun")
         config = {
             "rows": [[c, a, prm] for c, a, prm in rows],
@@ -87,7 +87,7 @@ def _measure(
             "check": True,
             "baseline": True,
         }
-        return mpi.run_mpirun(config, p, timeout=float(args.timeout)).results
+        return mpi_launch.run_mpirun(config, p, timeout=float(args.timeout)).results
     from commsim import _cli_run
     from commsim.exec import get_backend
     from commsim.exec.harness import measure

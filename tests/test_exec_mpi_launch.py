@@ -18,7 +18,8 @@ import pytest
 
 from commsim.algorithms import REGISTRY
 from commsim.errors import CommsimError
-from commsim.exec.mpi import missing, run_mpirun
+from commsim.exec.mpi import missing
+from commsim.exec.mpi_launch import run_mpirun
 
 pytestmark = [
     pytest.mark.mpi,
@@ -58,7 +59,7 @@ def _args(**kw) -> argparse.Namespace:
 
 
 def test_launch_prints_the_harness_table(capsys):
-    from commsim.exec.mpi import launch
+    from commsim.exec.mpi_launch import launch
 
     assert launch(_args()) == 0
     out = capsys.readouterr().out
@@ -67,7 +68,7 @@ def test_launch_prints_the_harness_table(capsys):
 
 
 def test_launch_json_with_params_and_root(capsys):
-    from commsim.exec.mpi import launch
+    from commsim.exec.mpi_launch import launch
 
     args = _args(
         collective="broadcast",
@@ -135,7 +136,7 @@ def test_without_mpirun_the_install_hint(tmp_path, monkeypatch):
 
 
 def test_launch_refuses_a_bad_request_before_starting_mpirun():
-    from commsim.exec.mpi import launch
+    from commsim.exec.mpi_launch import launch
 
     t0 = time.monotonic()
     with pytest.raises(CommsimError, match="below the smallest size"):

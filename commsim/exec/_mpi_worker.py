@@ -1,6 +1,6 @@
 """The program every rank runs under ``mpirun``: build, check and time schedules on MPI.
 
-``python -m commsim.exec._mpi_worker CONFIG`` (started by :func:`commsim.exec.mpi.run_mpirun`),
+``python -m commsim.exec._mpi_worker CONFIG`` (started by :func:`commsim.exec.mpi_launch.run_mpirun`),
 where ``CONFIG`` is a JSON object:
 
 ============== =====================================================================

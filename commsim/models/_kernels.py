@@ -9,7 +9,12 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["fast_single_port_step", "participants_max", "single_port_round"]
+__all__ = [
+    "fast_single_port_step",
+    "fast_single_port_step_1d",
+    "participants_max",
+    "single_port_round",
+]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -64,11 +69,14 @@ def fast_single_port_step(  # pragma: no cover
 
     Returns False, without touching ``clock``, when the step is not of that shape (a rank sends
     or receives twice, or a transfer is local); the caller then takes the general path.
-    Otherwise it does what :func:`single_port_round` and :func:`participants_max` do.
+    Otherwise it does what :func:`single_port_round` and :func:`participants_max` do. The step's
+    last finish (``out``) is the largest receiver finish: every message ends no earlier than both
+    of its ends' old clocks, so no participant's clock can exceed it.
+    ``tmp`` is ``[2 * transfers, sizes]``: end times, then receiver finish times.
     """
     m = src.shape[0]
     ns = clock.shape[1]
-    if tmp.shape[0] < m:
+    if tmp.shape[0] < 2 * m:
         return False
     for j in range(m):
         s = src[j]
@@ -78,28 +86,66 @@ def fast_single_port_step(  # pragma: no cover
         seen_s[s] = tag
         seen_d[d] = tag
         units = offsets[src_slot[j] + count[j]] - offsets[src_slot[j]]
+        r = reduce[j]
         for k in range(ns):
             a = clock[s, k]
             b = clock[d, k]
-            tmp[j, k] = (a if a > b else b) + alpha + units * bw[k]
+            e = (a if a > b else b) + alpha + units * bw[k]
+            tmp[j, k] = e
+            if r:
+                e = e + units * gw[k]
+            tmp[m + j, k] = e
+            if e > out[k]:
+                out[k] = e
     for j in range(m):
         s = src[j]
         d = dst[j]
-        units = offsets[src_slot[j] + count[j]] - offsets[src_slot[j]]
         for k in range(ns):
             e = tmp[j, k]
             if e > clock[s, k]:
                 clock[s, k] = e
-            if reduce[j]:
-                e = e + units * gw[k]
+            e = tmp[m + j, k]
             if e > clock[d, k]:
                 clock[d, k] = e
-            v = clock[s, k]
-            if v > out[k]:
-                out[k] = v
-            v = clock[d, k]
-            if v > out[k]:
-                out[k] = v
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def fast_single_port_step_1d(  # pragma: no cover
+    clock, src, dst, src_slot, count, reduce, offsets, alpha, bw, gw, tmp, seen_s, seen_d, tag, out
+):
+    """:func:`fast_single_port_step` for one message size (``clock`` is ``[p]``): no size loop."""
+    m = src.shape[0]
+    if tmp.shape[0] < 2 * m:
+        return False
+    mx = out[0]
+    for j in range(m):
+        s = src[j]
+        d = dst[j]
+        if s == d or seen_s[s] == tag or seen_d[d] == tag:
+            return False
+        seen_s[s] = tag
+        seen_d[d] = tag
+        units = offsets[src_slot[j] + count[j]] - offsets[src_slot[j]]
+        a = clock[s]
+        b = clock[d]
+        e = (a if a > b else b) + alpha + units * bw
+        tmp[j] = e
+        if reduce[j]:
+            e = e + units * gw
+        tmp[m + j] = e
+        if e > mx:
+            mx = e
+    for j in range(m):
+        e = tmp[j]
+        s = src[j]
+        if e > clock[s]:
+            clock[s] = e
+        e = tmp[m + j]
+        d = dst[j]
+        if e > clock[d]:
+            clock[d] = e
+    out[0] = mx
     return True
 
 

@@ -99,19 +99,30 @@ class Hockney:
         step_time = np.zeros((schedule.nsteps, len(sizes)))
         last = np.zeros(len(sizes))  # running max of participants' clocks
         single = self.ports == "single"
-        tmp = np.empty((max(schedule.known_max_step_transfers or p, 1), len(sizes)))
+        tmp = np.empty((2 * max(schedule.known_max_step_transfers or p, 1), len(sizes)))
         seen_s = np.zeros(p, dtype=np.int64)
         seen_d = np.zeros(p, dtype=np.int64)
         offsets = schedule._slot_offsets
+        one = len(sizes) == 1  # the common case gets a kernel without the loop over sizes
+        clock1, tmp1 = clock.reshape(-1), tmp.reshape(-1)  # contiguous views when one size
+        bw0, gw0 = float(bw[0]), float(gw[0])
         for i, st in enumerate(schedule.steps()):
             if len(st.src) == 0:
                 step_time[i] = last
                 continue
-            if len(st.src) > len(tmp):
-                tmp = np.empty((len(st.src), len(sizes)))
-            if single and _kernels.fast_single_port_step(
-                clock, st.src, st.dst, st.src_slot, st.count, st.reduce, offsets,
-                self.alpha, bw, gw, tmp, seen_s, seen_d, i + 1, last,
+            if 2 * len(st.src) > len(tmp):
+                tmp = np.empty((2 * len(st.src), len(sizes)))
+                tmp1 = tmp.reshape(-1)
+            if single and (
+                _kernels.fast_single_port_step_1d(
+                    clock1, st.src, st.dst, st.src_slot, st.count, st.reduce, offsets,
+                    self.alpha, bw0, gw0, tmp1, seen_s, seen_d, i + 1, last,
+                )
+                if one
+                else _kernels.fast_single_port_step(
+                    clock, st.src, st.dst, st.src_slot, st.count, st.reduce, offsets,
+                    self.alpha, bw, gw, tmp, seen_s, seen_d, i + 1, last,
+                )
             ):  # fmt: skip
                 step_time[i] = last
                 continue

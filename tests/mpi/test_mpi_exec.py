@@ -25,7 +25,8 @@ from commsim import Collective, Schedule, Step
 from commsim.algorithms import REGISTRY
 from commsim.errors import CommsimError
 from commsim.exec import check_outputs, execute, interpret, layout, random_inputs
-from commsim.exec.mpi import RankPlan, plan, under_mpirun
+from commsim.exec.mpi import RankPlan, plan
+from commsim.exec.mpi_launch import under_mpirun
 
 pytestmark = pytest.mark.mpi
 
@@ -257,7 +258,7 @@ def in_place(backend):
 
 
 def test_launch_in_place_runs_every_rank_and_prints_on_rank_0(backend, world, in_place, capsys):
-    assert __import__("commsim.exec.mpi", fromlist=["launch"]).launch(_args(world)) == 0
+    assert __import__("commsim.exec.mpi_launch", fromlist=["launch"]).launch(_args(world)) == 0
     out = capsys.readouterr().out
     if backend.rank == 0:
         doc = json.loads(out)
@@ -268,7 +269,7 @@ def test_launch_in_place_runs_every_rank_and_prints_on_rank_0(backend, world, in
 
 
 def test_launch_in_place_refuses_another_p(backend, world, in_place):
-    from commsim.exec.mpi import launch
+    from commsim.exec.mpi_launch import launch
 
     with pytest.raises(CommsimError, match=rf"-p {world + 1} .* started {world} processes"):
         launch(_args(world + 1))
