@@ -14,7 +14,7 @@ from commsim._ir import COLLECTIVES, Collective, Schedule, Step
 from commsim._serialize import load, save
 from commsim._verify import Verified, verify
 from commsim.algorithms import available, build
-from commsim.errors import CommsimError, ScheduleError, UnknownNameError
+from commsim.errors import CommsimError, ResourceError, ScheduleError, UnknownNameError
 
 __version__ = "0.1.0"
 
@@ -24,6 +24,7 @@ __all__ = [
     "Collective",
     "CollectiveSpec",
     "CommsimError",
+    "ResourceError",
     "Schedule",
     "ScheduleError",
     "Step",

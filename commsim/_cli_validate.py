@@ -107,9 +107,11 @@ def _measure(
 def main(args: argparse.Namespace) -> int:
     """Run ``commsim validate``; 0, or 1 if a run's output differed from the reference."""
     from commsim import cli
+    from commsim._cli_run import _dtype
     from commsim.algorithms import build
 
     collective = cli._collective(args)
+    args.dtype = str(_dtype(args.dtype))  # one-line error for a dtype that is not numeric
     algos = cli._algorithms(args, collective, default_all=True)
     [p] = cli._rank_counts(args, single=True)
     raw = cli._raw_params(args.param)

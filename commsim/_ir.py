@@ -24,6 +24,9 @@ Semantics (enforced by :func:`commsim.verify`):
    steps. A rank with nothing to do in a step does not wait for it: there are no global barriers.
 4. Reading a slot that holds no data yet (an output slot not yet received, scratch never written)
    is an error, and so is reducing into one.
+5. A transfer's source and destination ranges hold the same amount of data (equal
+   ``slot_units`` sums); ranks and slot ranges lie inside ``[0, nranks)`` and ``[0, nslots)``.
+   :meth:`Schedule.check_step` enforces this for every consumer.
 
 Scale: a ring allreduce on ``p`` ranks has ``2p(p-1)`` transfers (537 M at ``p = 16,384``), so steps
 are produced lazily by a function of the step index (:meth:`Schedule.step`), each ``O(p)`` arrays;
@@ -194,6 +197,8 @@ class Schedule:
             raise ScheduleError("slot_units must be a non-empty 1-D array of positive integers")
         if nranks < 1:
             raise ScheduleError(f"nranks must be >= 1, got {nranks}")
+        if not 0 <= collective.root < nranks:
+            raise ScheduleError(f"root {collective.root} is not a rank of {nranks}")
         self.collective = collective
         self.nranks = int(nranks)
         self.slot_units = units
@@ -327,18 +332,82 @@ class Schedule:
         """Units in the slot ranges ``[slot, slot + count)`` (vectorized)."""
         return self._slot_offsets[slot + count] - self._slot_offsets[slot]
 
+    def check_step(self, st: Step, i: int) -> None:
+        """Raise :class:`ScheduleError` naming step ``i`` and the transfer if ``st`` is malformed.
+
+        Checks field shapes, ranks in ``[0, p)``, ``count >= 1``, slot ranges inside
+        ``[0, nslots)`` (written ``slot <= nslots - count``, so huge values cannot overflow),
+        and equal data in each transfer's source and destination ranges. ``O(transfers)``.
+        """
+        n = len(st.src)
+        for name, f in zip(Step._fields, st, strict=True):
+            if np.shape(f) != (n,):
+                raise ScheduleError(
+                    f"step {i}: field {name!r} has shape {np.shape(f)}, expected ({n},)", step=i
+                )
+        if n == 0:
+            return
+        p, S = self.nranks, self.nslots
+        c = st.count
+        if (  # fast path: everything in range (reductions only; the culprit is found below)
+            min(st.src.min(), st.dst.min(), st.src_slot.min(), st.dst_slot.min()) >= 0
+            and max(st.src.max(), st.dst.max()) < p
+            and c.min() >= 1
+            and c.max() <= S
+            and (st.src_slot <= S - c).all()
+            and (st.dst_slot <= S - c).all()
+        ):
+            if self.uniform_slots:
+                return
+            bad = self.range_units(st.src_slot, c) != self.range_units(st.dst_slot, c)
+            if not bad.any():
+                return
+            t = int(np.argmax(bad))
+            raise ScheduleError(
+                f"step {i}: transfer {t}: source slots [{int(st.src_slot[t])}, "
+                f"{int(st.src_slot[t] + c[t])}) and destination slots [{int(st.dst_slot[t])}, "
+                f"{int(st.dst_slot[t] + c[t])}) hold different amounts of data",
+                step=i,
+            )
+        for name, f in (("src", st.src), ("dst", st.dst)):
+            bad = (f < 0) | (f >= p)
+            if bad.any():
+                t = int(np.argmax(bad))
+                raise ScheduleError(
+                    f"step {i}: transfer {t}: {name} rank {int(f[t])} out of range [0, {p})", step=i
+                )
+        bad = (c < 1) | (c > S)
+        if bad.any():
+            t = int(np.argmax(bad))
+            raise ScheduleError(
+                f"step {i}: transfer {t}: count {int(c[t])} not in [1, {S}]", step=i
+            )
+        for name, f in (("src_slot", st.src_slot), ("dst_slot", st.dst_slot)):
+            bad = (f < 0) | (f > S - c)
+            if bad.any():
+                t = int(np.argmax(bad))
+                raise ScheduleError(
+                    f"step {i}: transfer {t}: {name} range [{int(f[t])}, {int(f[t]) + int(c[t])}) "
+                    f"out of range [0, {S})",
+                    step=i,
+                )
+
     @property
     def known_max_step_transfers(self) -> int | None:
         """The largest step's transfer count if known without iterating the steps, else None."""
         return self._max_step_transfers
 
     def estimate_bytes(self) -> dict[str, int]:
-        """Rough peak memory, without iterating: the verifier's state plus one step's arrays.
+        """Peak memory estimates in bytes, without iterating the steps.
 
-        ``step`` is 0 when the builder did not say how large its steps get.
+        ``verify``: the verifier's state (per slot: a ``uint64`` value, a defined flag and an
+        ``int64`` write stamp; per data slot: the input, its mask and the expected result) plus
+        one step's transfer arrays; ``step``: one step's transfer arrays (0 when the builder did
+        not say how large its steps get). :func:`commsim.verify` and the CLI use this one figure.
         """
-        state = self.nranks * self.nslots * (8 + 1 + 4 + 4)
+        p, S, D = self.nranks, self.nslots, self.ndata
         per_step = (self._max_step_transfers or 0) * 8 * 12
+        state = p * S * (8 + 1 + 8) + p * D * (8 + 1 + 8 + 1 + 1)
         return {"verify": state + per_step, "step": per_step}
 
     def __repr__(self) -> str:

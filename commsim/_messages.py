@@ -7,6 +7,8 @@
   and receives at most one message. The cost models charge each rank's messages in that order,
   the JAX backend issues one ``ppermute`` per round, and the MPI backend one ``sendrecv`` per
   round, so all three agree on what a step means.
+* :func:`group` is the same grouping for the executors: per message the indices of its
+  transfers, and the message rounds from :func:`matchings`.
 
 Rounds are built from **shift classes**: messages with the same ``(dst - src) mod p`` never share
 a sender or a receiver, so each class is a matching. Classes are taken in increasing shift and
@@ -24,7 +26,7 @@ import numpy as np
 
 from commsim._ir import Schedule, Step
 
-__all__ = ["MERGE_WINDOW", "Messages", "matchings", "messages"]
+__all__ = ["MERGE_WINDOW", "Grouping", "Messages", "group", "matchings", "messages"]
 
 MERGE_WINDOW = 8
 
@@ -53,6 +55,13 @@ def _max_count(a: np.ndarray) -> int:
     return int(np.bincount(a, minlength=1).max()) if len(a) else 0
 
 
+def _runs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A stable sort of ``key`` and the start of each run of equal keys in the sorted order."""
+    order = np.argsort(key, kind="stable")
+    skey = key[order]
+    return order, np.flatnonzero(np.concatenate([[True], skey[1:] != skey[:-1]]))
+
+
 def messages(step: Step, schedule: Schedule) -> Messages:
     """Group ``step``'s transfers into messages, with their sizes in slot units."""
     src, dst = step.src, step.dst
@@ -75,15 +84,51 @@ def messages(step: Step, schedule: Schedule) -> Messages:
     if _max_count(src) <= 1:  # one transfer per sender: transfers are the messages
         unique = _max_count(dst) <= 1
         return Messages(src, dst, units, red_units, local_rank, local_red, unique)
-    key = src * p + dst
-    order = np.argsort(key, kind="stable")
-    skey = key[order]
-    starts = np.flatnonzero(np.concatenate([[True], skey[1:] != skey[:-1]]))
+    order, starts = _runs(src * p + dst)
     msrc, mdst = src[order][starts], dst[order][starts]
     munits = np.add.reduceat(units[order], starts)
     mred = np.add.reduceat(red_units[order], starts)
     unique = _max_count(msrc) <= 1 and _max_count(mdst) <= 1
     return Messages(msrc, mdst, munits, mred, local_rank, local_red, unique)
+
+
+class Grouping(NamedTuple):
+    """A step's transfers grouped into messages, as the executors lower them.
+
+    Attributes:
+        src, dst: sender and receiver per message, messages in ``(src, dst)`` order (as in
+            :func:`messages`' general case).
+        transfers: per message, the indices of its transfers, in their order in the step.
+        rounds: :func:`matchings` of the messages: per round, the indices of its messages.
+        local: indices of the local transfers (``src == dst``), in their order in the step.
+    """
+
+    src: np.ndarray
+    dst: np.ndarray
+    transfers: list[np.ndarray]
+    rounds: list[np.ndarray]
+    local: np.ndarray
+
+
+def group(src: np.ndarray, dst: np.ndarray, nranks: int) -> Grouping:
+    """Group transfers ``(src[i], dst[i])`` into messages by ``(src, dst)`` and split the rounds.
+
+    Examples:
+        >>> import numpy as np
+        >>> g = group(np.array([0, 1, 0, 2]), np.array([1, 0, 1, 2]), 4)
+        >>> [t.tolist() for t in g.transfers], [r.tolist() for r in g.rounds], g.local.tolist()
+        ([[0, 2], [1]], [[0, 1]], [3])
+    """
+    remote = np.flatnonzero(src != dst)
+    local = np.flatnonzero(src == dst)
+    if not len(remote):
+        none = np.zeros(0, dtype=np.int64)
+        return Grouping(none, none, [], [], local)
+    order, starts = _runs(src[remote] * nranks + dst[remote])
+    idx = remote[order]
+    msrc, mdst = src[idx[starts]], dst[idx[starts]]
+    transfers = np.split(idx, starts[1:])
+    return Grouping(msrc, mdst, transfers, matchings(msrc, mdst, nranks), local)
 
 
 def matchings(src: np.ndarray, dst: np.ndarray, nranks: int) -> list[np.ndarray]:

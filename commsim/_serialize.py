@@ -176,10 +176,9 @@ def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
         for f, col in [*cols.items(), ("reduce", red)]:
             if len(col) != n:
                 raise ScheduleError(f"{where}: field {f!r} has {len(col)} entries, 'src' has {n}")
-        _check_ranges(cols, p, S, where)
         steps.append(Step(**cols, reduce=red.astype(bool)))
     params = data.get("params", {})
-    return Schedule.from_steps(
+    schedule = Schedule.from_steps(
         steps,
         collective=Collective(kind, root),
         nranks=p,
@@ -188,23 +187,9 @@ def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
         name=str(data.get("name", Path(source).stem)),
         params=params if isinstance(params, dict) else {},
     )
-
-
-def _check_ranges(cols: dict[str, np.ndarray], p: int, S: int, where: str) -> None:
-    for f in ("src", "dst"):
-        bad = np.flatnonzero((cols[f] < 0) | (cols[f] >= p))
-        if len(bad):
-            t = int(bad[0])
-            raise ScheduleError(f"{where}: transfer {t}: {f} = {int(cols[f][t])} not in [0, {p})")
-    bad = np.flatnonzero(cols["count"] < 1)
-    if len(bad):
-        raise ScheduleError(f"{where}: transfer {int(bad[0])}: count must be >= 1")
-    for f in ("src_slot", "dst_slot"):
-        end = cols[f] + cols["count"]
-        bad = np.flatnonzero((cols[f] < 0) | (end > S))
-        if len(bad):
-            t = int(bad[0])
-            raise ScheduleError(
-                f"{where}: transfer {t}: {f} range [{int(cols[f][t])}, {int(end[t])}) "
-                f"not in [0, {S})"
-            )
+    for i, st in enumerate(steps):  # ranks, slot ranges, equal source/destination sizes
+        try:
+            schedule.check_step(st, i)
+        except ScheduleError as e:
+            raise ScheduleError(f"{source}: {e}", step=i) from None
+    return schedule

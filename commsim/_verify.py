@@ -23,7 +23,7 @@ import numpy as np
 
 from commsim._collectives import spec_of
 from commsim._ir import Schedule, Step
-from commsim.errors import ScheduleError
+from commsim.errors import ResourceError, ScheduleError
 
 __all__ = ["MEMORY_LIMIT", "Verified", "verify"]
 
@@ -69,36 +69,10 @@ class _Interpreter:
         )
 
     def _check_fields(self, st: Step, i: int) -> None:
-        n = len(st.src)
-        for name, f in zip(Step._fields, st, strict=True):
-            if np.shape(f) != (n,):
-                self._fail(f"field {name!r} has shape {np.shape(f)}, expected ({n},)", i)
-        p, S = self.s.nranks, self.S
-        if n and (  # fast path: all in range; else find the culprit below
-            min(st.src.min(), st.dst.min(), st.src_slot.min(), st.dst_slot.min()) >= 0
-            and max(st.src.max(), st.dst.max()) < p
-            and st.count.min() >= 1
-            and max((st.src_slot + st.count).max(), (st.dst_slot + st.count).max()) <= S
-        ):
-            return
-        for name, f, hi in (("src", st.src, p), ("dst", st.dst, p)):
-            bad = (f < 0) | (f >= hi)
-            if bad.any():
-                t = int(np.argmax(bad))
-                self._fail(f"transfer {t}: {name} rank {int(f[t])} out of range [0, {p})", i)
-        bad = st.count < 1
-        if bad.any():
-            t = int(np.argmax(bad))
-            self._fail(f"transfer {t}: count {int(st.count[t])} < 1", i)
-        for name, f in (("src_slot", st.src_slot), ("dst_slot", st.dst_slot)):
-            bad = (f < 0) | (f + st.count > S)
-            if bad.any():
-                t = int(np.argmax(bad))
-                self._fail(
-                    f"transfer {t}: {name} range [{int(f[t])}, {int(f[t] + st.count[t])}) "
-                    f"out of range [0, {S})",
-                    i,
-                )
+        try:
+            self.s.check_step(st, i)
+        except ScheduleError as e:
+            raise ScheduleError(f"{_where(self.s)}: {e}", step=i) from None
 
     def apply(self, st: Step, i: int, check: bool = True) -> None:
         if len(st.src) == 0:
@@ -192,10 +166,10 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
     t0 = time.perf_counter()
     spec = spec_of(schedule)
     p, S, D = schedule.nranks, schedule.nslots, schedule.ndata
-    need = p * S * (8 + 1 + 4 + 4 + 8)
+    need = schedule.estimate_bytes()["verify"]
     if need > MEMORY_LIMIT:
-        raise ScheduleError(
-            f"{_where(schedule)}: verifying needs about {need / 2**30:.1f} GiB of state "
+        raise ResourceError(
+            f"{_where(schedule)}: verifying needs about {need / 2**30:.1f} GiB "
             f"({p} ranks x {S} slots), over the {MEMORY_LIMIT / 2**30:.0f} GiB limit"
         )
     try:

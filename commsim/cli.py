@@ -27,7 +27,7 @@ bytes (``nbytes``), times in seconds (``*_s``), bandwidths in bytes/s (``*_Bps``
 a number that is not finite. A progress indicator goes to stderr for long runs (``--progress``).
 
 Memory: before a schedule is iterated, its footprint is estimated (the verifier's state is about
-``p · nslots · 17`` bytes; a prediction holds one step's transfers, about 100 bytes each, plus
+``Schedule.estimate_bytes()`` (17 to 46 bytes per slot per rank); a prediction holds one step's transfers, about 100 bytes each, plus
 ``O(p · sizes)`` clocks) against ``--memory-limit`` (default 75% of physical RAM). ``verify`` and
 ``predict`` refuse a ``p`` that would not fit; ``compare`` skips that algorithm with a note.
 
@@ -75,7 +75,6 @@ DEFAULT_SIZES = "1KiB..1GiB"
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 _RAM_FRACTION = 0.75
-_VERIFY_BYTES_PER_SLOT = 17  # the verifier's state: uint64 value, defined flag, two int32 tags
 _PREDICT_BYTES_PER_TRANSFER = 100  # one step's transfer and message arrays in the model
 _MIN_BYTES_PER_RANK = 64  # any schedule holds a few O(p) arrays
 _PLOT_FORMATS = (".png", ".pdf", ".svg")
@@ -294,6 +293,9 @@ def _raw_params(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
+_PARAM_LIMIT = 2**31  # numeric algorithm parameters (segments, ...): beyond it is a typo
+
+
 def _coerce(key: str, value: str, default: Any) -> Any:
     """Parse ``value`` like the parameter's default: bool, int (sizes allowed), float or text."""
     if isinstance(default, bool):
@@ -312,6 +314,8 @@ def _coerce(key: str, value: str, default: Any) -> Any:
             if not number.is_integer():
                 raise CLIError(f"parameter {key} is an integer, got {value!r}")
             number = int(number)
+        if not math.isfinite(number) or abs(number) > _PARAM_LIMIT:
+            raise CLIError(f"parameter {key}={value} is out of range (|value| <= {_PARAM_LIMIT})")
         return number
     if isinstance(default, int):
         try:
@@ -465,8 +469,7 @@ def _check_predict_memory(s: Schedule, nsizes: int, budget: _Budget) -> None:
 def _check_verify_memory(s: Schedule, budget: _Budget) -> None:
     from commsim import _verify
 
-    state = s.nranks * s.nslots * _VERIFY_BYTES_PER_SLOT
-    need = max(state, s.estimate_bytes()["verify"]) + _step_transfers(s) * 8 * 12
+    need = s.estimate_bytes()["verify"] + _step_transfers(s) * 8 * 12
     hard = _verify.MEMORY_LIMIT
     budget.check(s.nranks, need, f"{s.nranks} ranks x {s.nslots} slots of verifier state", hard)
 
@@ -998,7 +1001,7 @@ COMMANDS: tuple[_Command, ...] = (
         "Build each schedule and run it on random integers with the reference interpreter,\n"
         "checking every rank's final buffer, write races and reads of empty slots. Prints steps,\n"
         "transfers and the time taken; exit status 1 if any schedule fails (the error names the\n"
-        "step, rank and slot), 2 on bad input. Memory is about p x slots x 17 bytes; a p that\n"
+        "step, rank and slot), 2 on bad input. Memory is about p x slots x 17-46 bytes; a p that\n"
         "would not fit is refused before anything runs.",
         "  commsim verify -c allreduce -a ring -p 8\n"
         "  commsim verify -c allreduce -p 2..64              # every allreduce algorithm\n"

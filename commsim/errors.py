@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CommsimError", "ScheduleError", "UnknownNameError"]
+__all__ = ["CommsimError", "ResourceError", "ScheduleError", "UnknownNameError"]
 
 
 class CommsimError(Exception):
@@ -33,3 +33,7 @@ class UnknownNameError(CommsimError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0])
+
+
+class ResourceError(CommsimError, MemoryError):
+    """A request that would need more memory (or other resources) than allowed; says how much."""

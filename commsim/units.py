@@ -79,6 +79,8 @@ __all__ = [
 
 #: The most values one :func:`parse_sizes` / :func:`parse_int_list` call may expand to.
 MAX_LIST_VALUES = 10_000
+MAX_SIZE = 2**62  # bytes; beyond any machine, and safe from int64/float overflow downstream
+MAX_TIME = 1e9  # seconds (~32 years): larger is a typo
 
 
 class UnitError(CommsimError, ValueError):
@@ -192,7 +194,13 @@ def _size_from_text(text: str) -> int:
         raise UnitError(f"size must be >= 0, got {text!r}")
     if value.denominator != 1:
         raise UnitError(f"size {text!r} is not a whole number of bytes ({float(value):g} B)")
-    return int(value)
+    return _capped(int(value), text)
+
+
+def _capped(size: int, text: object) -> int:
+    if size > MAX_SIZE:
+        raise UnitError(f"size {_show(text)} is too large (the limit is 2**62 bytes, 4EiB)")
+    return size
 
 
 def parse_size(text: str | int | float) -> int:
@@ -229,7 +237,7 @@ def parse_size(text: str | int | float) -> int:
         raise UnitError(f"size must be >= 0, got {_show(text)}")
     if value.denominator != 1:
         raise UnitError(f"size {_show(text)} is not a whole number of bytes")
-    return int(value)
+    return _capped(int(value), text)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,6 +453,8 @@ def parse_time(text: str | float) -> float:
         value = parsed[0] * _TIME_UNITS.get(parsed[1].lower(), Fraction(1))
     if value < 0:
         raise UnitError(f"time must be >= 0, got {_show(text)}")
+    if value > MAX_TIME:
+        raise UnitError(f"time {_show(text)} is too large (the limit is {MAX_TIME:g} s)")
     return float(value)
 
 

@@ -145,3 +145,26 @@ def test_no_algorithm_beats_the_chan_lower_bound(row, p, n, a, b, g):
     s = commsim.build(collective, name, nranks=p)
     t = Hockney(a, b, g).predict(s, n).time
     assert t >= lower_bound(collective, p, n, a, b, g) * (1 - 1e-9) - 1e-300
+
+
+def test_predict_refuses_malformed_schedules():
+    p2 = _sched([Step.make(src=0, dst=7, src_slot=0, dst_slot=0)], kind="broadcast", p=2)
+    with pytest.raises(commsim.ScheduleError, match="dst rank 7 out of range"):
+        Hockney(A, B, G).predict(p2, 1e3)
+    huge = _sched([Step.make(src=0, dst=1, src_slot=0, dst_slot=0, count=50)], p=2)
+    with pytest.raises(commsim.ScheduleError, match=r"count 50 not in \[1, 1\]"):
+        Hockney(A, B, G).predict(huge, 1e3)
+    bad_layout = _sched([], kind="allgather", p=3, nslots=2)
+    with pytest.raises(commsim.ScheduleError, match="multiple of 3 data slots"):
+        Hockney(A, B, G).predict(bad_layout, 1e3)
+
+
+def test_step_time_is_a_running_maximum():
+    s = _sched(
+        [
+            Step.make(src=0, dst=1, src_slot=0, dst_slot=0),  # ends at A + 1e6 B
+            Step.make(src=2, dst=3, src_slot=0, dst_slot=0, count=1),  # ends earlier, elsewhere
+        ]
+    )
+    pred = Hockney(A, B, G).predict(s, 1e6)
+    assert pred.step_time.tolist() == pytest.approx([A + 1e6 * B] * 2)

@@ -180,7 +180,7 @@ def test_parse_sizes_cap() -> None:
     with pytest.raises(UnitError, match="expands to more than 10000 values"):
         parse_sizes(f"1..{MAX_LIST_VALUES + 1}:+1")
     with pytest.raises(UnitError, match="expands to more than 10000 values"):
-        parse_sizes("0..1e30:+1")  # refused before building anything
+        parse_sizes("0..1e15:+1")  # refused before building anything
     with pytest.raises(UnitError, match="expands to more than 10000 values"):
         parse_sizes(",".join(str(i) for i in range(MAX_LIST_VALUES + 1)))
 

@@ -58,7 +58,8 @@ def test_reduce_into_unwritten_scratch_is_rejected():
         ("dst", 7, "dst rank 7 out of range"),
         ("src", -1, "src rank -1 out of range"),
         ("dst_slot", 3, r"dst_slot range \[3, 4\) out of range"),
-        ("count", 0, "count 0 < 1"),
+        ("count", 0, r"count 0 not in \[1, 1\]"),
+        ("src_slot", 2**63 - 1, r"src_slot range \[9223372036854775807"),  # no int64 overflow
     ],
 )
 def test_out_of_range_fields_name_the_transfer(field, value, message):
@@ -67,6 +68,21 @@ def test_out_of_range_fields_name_the_transfer(field, value, message):
     with pytest.raises(ScheduleError, match=message) as e:
         commsim.verify(_one_step([bad]))
     assert "transfer 1" in str(e.value)
+
+
+def test_source_and_destination_ranges_must_hold_the_same_data():
+    # slot 0 holds 2 units, slot 1 one unit: moving slot 0 into slot 1 would lose data
+    st = Step.make(src=0, dst=1, src_slot=0, dst_slot=1)
+    s = Schedule.from_steps(
+        [st], collective=Collective("broadcast"), nranks=2, slot_units=[2, 1], ndata=1
+    )
+    with pytest.raises(ScheduleError, match="hold different amounts of data"):
+        commsim.verify(s)
+
+
+def test_root_must_be_a_rank():
+    with pytest.raises(ScheduleError, match="root 5 is not a rank of 2"):
+        _one_step([], kind="broadcast", p=2).replace(collective=Collective("broadcast", 5))
 
 
 def test_missing_contribution_is_named():

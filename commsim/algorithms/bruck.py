@@ -29,7 +29,7 @@ __all__ = ["bruck_allgather", "bruck_alltoall"]
 
 
 def _nsteps(p: int) -> int:
-    """:math:`\\lceil \\lg p \\rceil`."""
+    """:math:`\\lceil \\lg p \\rceil` (0 for ``p = 1``); the tree algorithms use it too."""
     return (p - 1).bit_length()
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from commsim._ir import Schedule, Step
 from commsim.algorithms._combinators import concat, lazy
 from commsim.algorithms._registry import register
+from commsim.algorithms.bruck import _nsteps as _lg
 from commsim.algorithms.ring import ring_allgather
 from commsim.errors import ScheduleError
 
@@ -40,11 +41,6 @@ __all__ = [
     "double_binary_tree_allreduce",
     "scatter_allgather_broadcast",
 ]
-
-
-def _lg(p: int) -> int:
-    """:math:`\\lceil \\lg p \\rceil` (0 for ``p = 1``)."""
-    return (p - 1).bit_length()
 
 
 def _check_segments(segments: int) -> int:

@@ -22,25 +22,29 @@ def random_inputs(lay: Layout, dtype: Any, seed: int = 0) -> np.ndarray:
 
 
 def check_outputs(schedule: Schedule, lay: Layout, inputs: np.ndarray, outputs: np.ndarray) -> None:
-    """Compare backend ``outputs`` with the reference interpreter's; raise naming rank and element.
+    """Compare backend ``outputs`` with the reference interpreter's, and with the collective
+    computed directly (:meth:`Layout.reference`, which does not look at the schedule); raise
+    naming rank and element.
 
     Integers must match exactly; floats within float32/float64 reassociation tolerance.
     """
-    ref = lay.unpack(interpret(schedule, lay, lay.pack(inputs)))
     rows = lay.checked_rows(schedule.root)
-    got, want = outputs[rows], ref[rows]
-    if np.issubdtype(want.dtype, np.integer):
-        bad = got != want
-    else:
-        eps = np.finfo(want.dtype).eps
-        tol = 4 * eps * schedule.nranks * np.maximum(np.abs(want), 1.0)
-        bad = ~(np.abs(got - want) <= tol)
-    if bad.any():
-        r, e = (int(x) for x in np.argwhere(bad)[0])
-        raise CommsimError(
-            f"{schedule.kind} {schedule.name!r} (p={schedule.nranks}): rank {int(rows[r])} "
-            f"element {e} is {got[r, e]!r}, the reference interpreter gives {want[r, e]!r}"
-        )
+    interpreted = lay.unpack(interpret(schedule, lay, lay.pack(inputs)))
+    direct = lay.reference(inputs, schedule.root)
+    for name, ref in (("the reference interpreter", interpreted), ("the collective", direct)):
+        got, want = outputs[rows], ref[rows]
+        if np.issubdtype(want.dtype, np.integer):
+            bad = got != want
+        else:
+            eps = np.finfo(want.dtype).eps
+            tol = 4 * eps * schedule.nranks * np.maximum(np.abs(want), 1.0)
+            bad = ~(np.abs(got - want) <= tol)
+        if bad.any():
+            r, e = (int(x) for x in np.argwhere(bad)[0])
+            raise CommsimError(
+                f"{schedule.kind} {schedule.name!r} (p={schedule.nranks}): rank {int(rows[r])} "
+                f"element {e} is {got[r, e]!r}, {name} gives {want[r, e]!r}"
+            )
 
 
 def execute(

@@ -46,17 +46,17 @@ collective and :func:`commsim.exec.check_outputs` checks both the same way.
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from typing import Any, NamedTuple
 
 import numpy as np
 
 from commsim._compat import compiler_options, shard_map, x64_enabled
 from commsim._ir import Schedule, Step
-from commsim._messages import matchings
+from commsim._messages import group
 from commsim.errors import CommsimError
 from commsim.exec._backend import Compiled
 from commsim.exec._layout import Layout
+from commsim.exec._lowering import CompileCache, merge_segments
 
 __all__ = ["AXIS", "JaxMeshBackend", "Plan", "plan"]
 
@@ -151,21 +151,6 @@ class _Raw(NamedTuple):
     length: int  # L, the column's window length
 
 
-def _merge(sa: np.ndarray, ln: np.ndarray, da: np.ndarray, red: np.ndarray) -> list[tuple]:
-    """A message's transfers as segments ``(src, len, dst, reduce)``, contiguous runs merged."""
-    order = np.argsort(sa, kind="stable")
-    segs: list[list] = []
-    for i in order:
-        a, n, d, f = int(sa[i]), int(ln[i]), int(da[i]), bool(red[i])
-        if segs:
-            pa, pn, pd, pf = segs[-1]
-            if pa + pn == a and pd + pn == d and pf == f:
-                segs[-1][1] += n
-                continue
-        segs.append([a, n, d, f])
-    return [tuple(s) for s in segs]
-
-
 def _columns(groups: list[tuple[int, int, list[tuple]]]) -> list[_Raw]:
     """Segment columns of one round from its messages ``(sender, receiver, segments)``."""
     ncols = max((len(g[2]) for g in groups), default=0)
@@ -185,29 +170,21 @@ def _step_rounds(step: Step, off: np.ndarray, p: int) -> list[tuple[Any, list[_R
     src, dst, red = step.src[keep], step.dst[keep], step.reduce[keep]
     sa, ln, da = sa[keep], ln[keep], da[keep]
     rounds: list[tuple[Any, list[_Raw]]] = []
-    remote = src != dst
-    if remote.any():
-        idx = np.flatnonzero(remote)
-        key = src[idx] * p + dst[idx]
-        order = np.argsort(key, kind="stable")
-        idx, skey = idx[order], key[order]
-        starts = np.flatnonzero(np.concatenate([[True], skey[1:] != skey[:-1]]))
-        msgs = np.split(idx, starts[1:])  # transfer indices of each message
-        msrc, mdst = src[idx[starts]], dst[idx[starts]]
-        for rnd in matchings(msrc, mdst, p):
-            groups = [
-                (int(msrc[m]), int(mdst[m]), _merge(sa[t], ln[t], da[t], red[t]))
-                for m in rnd.tolist()
-                for t in [msgs[m]]
-            ]
-            perm = tuple((s, r) for s, r, _ in groups)
-            rounds.append((perm, _columns(groups)))
-    local = np.flatnonzero(~remote)
+    g = group(src, dst, p)
+    for rnd in g.rounds:
+        groups = [
+            (int(g.src[m]), int(g.dst[m]), merge_segments(sa[t], ln[t], da[t], red[t]))
+            for m in rnd.tolist()
+            for t in [g.transfers[m]]
+        ]
+        perm = tuple((s, r) for s, r, _ in groups)
+        rounds.append((perm, _columns(groups)))
+    local = g.local
     if len(local):
         groups = []
         for d in np.unique(src[local]).tolist():
             t = local[src[local] == d]
-            groups.append((d, d, _merge(sa[t], ln[t], da[t], red[t])))
+            groups.append((d, d, merge_segments(sa[t], ln[t], da[t], red[t])))
         # first: its writes then come first, and XLA, which fuses a local payload's read into
         # its write, sees every read of the buffer before any write of the step
         rounds.insert(0, (None, _columns(groups)))
@@ -409,9 +386,7 @@ class JaxMeshBackend:
         self._devices = None if devices is None else list(devices)
         self.donate = donate
         self.traces = 0  # how many times a program was traced (the no-recompile tests read it)
-        self._cache: weakref.WeakKeyDictionary[Schedule, dict[tuple, Compiled]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._cache = CompileCache()
         self._meshes: dict[int, Any] = {}
 
     # -- validate --------------------------------------------------------------------------
@@ -474,12 +449,6 @@ class JaxMeshBackend:
 
         return Compiled(put=put, run=run, get=lambda buf: np.asarray(jax.device_get(buf)))
 
-    def _cached(self, schedule: Schedule, key: tuple, make: Any) -> Compiled:
-        entry = self._cache.setdefault(schedule, {})
-        if key not in entry:
-            entry[key] = make()
-        return entry[key]
-
     def compile(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled:
         """Lower ``schedule`` to one jitted ``shard_map`` (cached per schedule, count, dtype)."""
         dt = _check_dtype(dtype)
@@ -490,7 +459,7 @@ class JaxMeshBackend:
             body = _lower(pl, self._count_trace)
             return self._build(mesh, body, (schedule.nranks, layout.nelems), dt, self.donate)
 
-        return self._cached(schedule, ("schedule", layout.count, dt.str), make)
+        return self._cache.get(schedule, ("schedule", layout.count, dt.str), make)
 
     def native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
         """JAX's own collective for ``schedule``'s kind on the same ``[p, nelems]`` buffers."""
@@ -509,7 +478,7 @@ class JaxMeshBackend:
                 get=lambda buf: place(inner.get(buf)),
             )
 
-        return self._cached(schedule, ("native", layout.count, dt.str), make)
+        return self._cache.get(schedule, ("native", layout.count, dt.str), make)
 
     def native_name(self, kind: str) -> str:
         """The JAX collective :meth:`native` uses for ``kind``."""

@@ -57,7 +57,6 @@ import importlib.util
 import os
 import shutil
 import sys
-import weakref
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -65,10 +64,11 @@ import numpy as np
 
 from commsim._compat import x64_enabled
 from commsim._ir import Schedule, Step
-from commsim._messages import matchings
+from commsim._messages import group
 from commsim.errors import CommsimError
 from commsim.exec._backend import Compiled
 from commsim.exec._layout import Layout
+from commsim.exec._lowering import CompileCache, merge_segments
 
 __all__ = [
     "INSTALL_HINT",
@@ -202,16 +202,7 @@ class RankPlan:
 
 def _segments(sa: np.ndarray, ln: np.ndarray, da: np.ndarray, red: np.ndarray) -> tuple:
     """Transfers as segments, sorted by source start, contiguous runs on both sides merged."""
-    segs: list[list[Any]] = []
-    for i in np.argsort(sa, kind="stable").tolist():
-        a, n, d, f = int(sa[i]), int(ln[i]), int(da[i]), bool(red[i])
-        if segs:
-            pa, pn, pd, pf = segs[-1]
-            if pa + pn == a and pd + pn == d and pf == f:
-                segs[-1][1] += n
-                continue
-        segs.append([a, n, d, f])
-    return tuple(Segment(*s) for s in segs)
+    return tuple(Segment(*s) for s in merge_segments(sa, ln, da, red))
 
 
 def _lower_step(step: Step, off: np.ndarray, p: int, ranks: list[int], tag: int) -> list[StepPlan]:
@@ -225,31 +216,24 @@ def _lower_step(step: Step, off: np.ndarray, p: int, ranks: list[int], tag: int)
     sends: dict[int, list[Message | None]] = {r: [] for r in ranks}
     recvs: dict[int, list[Message | None]] = {r: [] for r in ranks}
     wanted = set(ranks)
-    remote = np.flatnonzero(src != dst)
-    if len(remote):
-        key = src[remote] * p + dst[remote]
-        order = np.argsort(key, kind="stable")
-        idx, skey = remote[order], key[order]
-        starts = np.flatnonzero(np.concatenate([[True], skey[1:] != skey[:-1]]))
-        ends = [*starts[1:].tolist(), len(idx)]
-        msrc, mdst = src[idx[starts]], dst[idx[starts]]
-        for rnd in matchings(msrc, mdst, p):
-            snd: dict[int, Message] = {}
-            rcv: dict[int, Message] = {}
-            for m in rnd.tolist():
-                s, d = int(msrc[m]), int(mdst[m])
-                if s not in wanted and d not in wanted:
-                    continue
-                t = idx[starts[m] : ends[m]]
-                segs = _segments(sa[t], ln[t], da[t], red[t])
-                if s in wanted:
-                    snd[s] = Message(d, segs)
-                if d in wanted:
-                    rcv[d] = Message(s, segs)
-            for r in ranks:
-                sends[r].append(snd.get(r))
-                recvs[r].append(rcv.get(r))
-    local = np.flatnonzero(src == dst)
+    g = group(src, dst, p)
+    for rnd in g.rounds:
+        snd: dict[int, Message] = {}
+        rcv: dict[int, Message] = {}
+        for m in rnd.tolist():
+            s, d = int(g.src[m]), int(g.dst[m])
+            if s not in wanted and d not in wanted:
+                continue
+            t = g.transfers[m]
+            segs = _segments(sa[t], ln[t], da[t], red[t])
+            if s in wanted:
+                snd[s] = Message(d, segs)
+            if d in wanted:
+                rcv[d] = Message(s, segs)
+        for r in ranks:
+            sends[r].append(snd.get(r))
+            recvs[r].append(rcv.get(r))
+    local = g.local
     out = []
     for r in ranks:
         rounds = tuple(
@@ -383,9 +367,7 @@ class MpiBackend:
     def __init__(self, comm: Any = None, donate: bool = True) -> None:
         self._comm = comm
         self.donate = donate
-        self._cache: weakref.WeakKeyDictionary[Schedule, dict[tuple, Compiled]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._cache = CompileCache()
 
     # -- validate --------------------------------------------------------------------------
     def unavailable(self) -> str | None:
@@ -436,12 +418,6 @@ class MpiBackend:
         self.comm.Allgather(row, out)
         return out
 
-    def _cached(self, schedule: Schedule, key: tuple, make: Any) -> Compiled:
-        entry = self._cache.setdefault(schedule, {})
-        if key not in entry:
-            entry[key] = make()
-        return entry[key]
-
     def compile(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled:
         """This rank's program for ``schedule``, jitted once per (schedule, count, dtype).
 
@@ -472,7 +448,7 @@ class MpiBackend:
                 get=lambda buf: self._gather(np.asarray(buf)),
             )
 
-        return self._cached(schedule, ("schedule", layout.count, dt.str), make)
+        return self._cache.get(schedule, ("schedule", layout.count, dt.str), make)
 
     def native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
         """The MPI library's collective for ``schedule``'s kind, on the same buffers.
@@ -526,4 +502,4 @@ class MpiBackend:
 
             return Compiled(put=lambda host: jax.device_put(take(host)), run=run, get=place)
 
-        return self._cached(schedule, ("native", layout.count, dt.str), make)
+        return self._cache.get(schedule, ("native", layout.count, dt.str), make)

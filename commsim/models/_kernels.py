@@ -7,7 +7,6 @@ compare the model against closed forms, so a kernel bug cannot hide.
 from __future__ import annotations
 
 import numba
-import numpy as np
 
 __all__ = [
     "fast_single_port_step",
@@ -63,29 +62,58 @@ def participants_max(clock, src, dst, out):  # pragma: no cover
 
 @numba.njit(cache=True, nogil=True)
 def fast_single_port_step(  # pragma: no cover
-    clock, src, dst, src_slot, count, reduce, offsets, alpha, bw, gw, tmp, seen_s, seen_d, tag, out
+    clock,
+    src,
+    dst,
+    src_slot,
+    dst_slot,
+    count,
+    reduce,
+    offsets,
+    alpha,
+    bw,
+    gw,
+    tmp,
+    seen_s,
+    seen_d,
+    tag,
+    out,
 ):
     """A whole step whose transfers are distinct messages on distinct ports, in one pass.
 
-    Returns False, without touching ``clock``, when the step is not of that shape (a rank sends
-    or receives twice, or a transfer is local); the caller then takes the general path.
-    Otherwise it does what :func:`single_port_round` and :func:`participants_max` do. The step's
+    Returns False, without touching ``clock`` or ``out``, when the step is not of that shape (a
+    rank sends or receives twice, a transfer is local) or not valid (a rank or slot range out of
+    bounds, source and destination sizes differ): the caller then takes the general path, which
+    checks the step and raises. Otherwise it does what :func:`single_port_round` and
+    :func:`participants_max` do. The step's
     last finish (``out``) is the largest receiver finish: every message ends no earlier than both
     of its ends' old clocks, so no participant's clock can exceed it.
     ``tmp`` is ``[2 * transfers, sizes]``: end times, then receiver finish times.
     """
     m = src.shape[0]
     ns = clock.shape[1]
+    p = clock.shape[0]
+    nslots = offsets.shape[0] - 1
     if tmp.shape[0] < 2 * m:
         return False
+    mx = out.copy()
     for j in range(m):
         s = src[j]
         d = dst[j]
+        c = count[j]
+        a0 = src_slot[j]
+        b0 = dst_slot[j]
+        if s < 0 or s >= p or d < 0 or d >= p or c < 1 or a0 < 0 or b0 < 0:
+            return False
+        if a0 > nslots - c or b0 > nslots - c:
+            return False
         if s == d or seen_s[s] == tag or seen_d[d] == tag:
             return False
         seen_s[s] = tag
         seen_d[d] = tag
-        units = offsets[src_slot[j] + count[j]] - offsets[src_slot[j]]
+        units = offsets[a0 + c] - offsets[a0]
+        if offsets[b0 + c] - offsets[b0] != units:
+            return False
         r = reduce[j]
         for k in range(ns):
             a = clock[s, k]
@@ -95,8 +123,8 @@ def fast_single_port_step(  # pragma: no cover
             if r:
                 e = e + units * gw[k]
             tmp[m + j, k] = e
-            if e > out[k]:
-                out[k] = e
+            if e > mx[k]:
+                mx[k] = e
     for j in range(m):
         s = src[j]
         d = dst[j]
@@ -107,26 +135,53 @@ def fast_single_port_step(  # pragma: no cover
             e = tmp[m + j, k]
             if e > clock[d, k]:
                 clock[d, k] = e
+    out[:] = mx
     return True
 
 
 @numba.njit(cache=True, nogil=True)
 def fast_single_port_step_1d(  # pragma: no cover
-    clock, src, dst, src_slot, count, reduce, offsets, alpha, bw, gw, tmp, seen_s, seen_d, tag, out
+    clock,
+    src,
+    dst,
+    src_slot,
+    dst_slot,
+    count,
+    reduce,
+    offsets,
+    alpha,
+    bw,
+    gw,
+    tmp,
+    seen_s,
+    seen_d,
+    tag,
+    out,
 ):
     """:func:`fast_single_port_step` for one message size (``clock`` is ``[p]``): no size loop."""
     m = src.shape[0]
+    p = clock.shape[0]
+    nslots = offsets.shape[0] - 1
     if tmp.shape[0] < 2 * m:
         return False
     mx = out[0]
     for j in range(m):
         s = src[j]
         d = dst[j]
+        c = count[j]
+        a0 = src_slot[j]
+        b0 = dst_slot[j]
+        if s < 0 or s >= p or d < 0 or d >= p or c < 1 or a0 < 0 or b0 < 0:
+            return False
+        if a0 > nslots - c or b0 > nslots - c:
+            return False
         if s == d or seen_s[s] == tag or seen_d[d] == tag:
             return False
         seen_s[s] = tag
         seen_d[d] = tag
-        units = offsets[src_slot[j] + count[j]] - offsets[src_slot[j]]
+        units = offsets[a0 + c] - offsets[a0]
+        if offsets[b0 + c] - offsets[b0] != units:
+            return False
         a = clock[s]
         b = clock[d]
         e = (a if a > b else b) + alpha + units * bw
@@ -147,29 +202,3 @@ def fast_single_port_step_1d(  # pragma: no cover
             clock[d] = e
     out[0] = mx
     return True
-
-
-def warm_up() -> None:
-    """Compile the kernels (or load them from the cache) once."""
-    c = np.zeros((2, 1))
-    i = np.zeros(1, dtype=np.int64)
-    f = np.zeros(1)
-    single_port_round(c, i, i, i, i, 0.0, f, f, np.zeros((1, 1)))
-    participants_max(c, i, i, f)
-    fast_single_port_step(
-        c,
-        i,
-        i + 1,
-        i,
-        i + 1,
-        np.zeros(1, dtype=np.bool_),
-        np.arange(3),
-        0.0,
-        f,
-        f,
-        np.zeros((1, 1)),
-        np.zeros(2, dtype=np.int64),
-        np.zeros(2, dtype=np.int64),
-        1,
-        f,
-    )

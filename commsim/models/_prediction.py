@@ -23,7 +23,9 @@ class Prediction:
         nbytes: message size(s) in bytes (the collective's ``nbytes`` convention).
         time: completion time in seconds (the last rank's clock).
         rank_time: per-rank finish times, shape ``(p, ...)``.
-        step_time: time at which each step's last participant finished, shape ``(nsteps, ...)``.
+        step_time: ``step_time[i]``: the time by which every rank had finished its part of steps
+            ``0..i`` (a running maximum: per-rank clocks let a later step end before an earlier
+            one on other ranks), shape ``(nsteps, ...)``.
         busbw_factor: nccl-tests' bus-bandwidth factor for this collective and ``p``.
     """
 

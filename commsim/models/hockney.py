@@ -92,6 +92,7 @@ class Hockney:
 
         sizes, scalar = _as_sizes(nbytes)
         p = schedule.nranks
+        spec_of(schedule).check_layout(p, schedule.ndata)  # e.g. allgather needs p·m data slots
         per_unit = sizes / schedule.nbytes_units  # bytes per slot unit, one per size
         bw = self.beta * per_unit
         gw = self.gamma * per_unit
@@ -115,17 +116,18 @@ class Hockney:
                 tmp1 = tmp.reshape(-1)
             if single and (
                 _kernels.fast_single_port_step_1d(
-                    clock1, st.src, st.dst, st.src_slot, st.count, st.reduce, offsets,
+                    clock1, st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce, offsets,
                     self.alpha, bw0, gw0, tmp1, seen_s, seen_d, i + 1, last,
                 )
                 if one
                 else _kernels.fast_single_port_step(
-                    clock, st.src, st.dst, st.src_slot, st.count, st.reduce, offsets,
+                    clock, st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce, offsets,
                     self.alpha, bw, gw, tmp, seen_s, seen_d, i + 1, last,
                 )
             ):  # fmt: skip
                 step_time[i] = last
                 continue
+            schedule.check_step(st, i)  # the general path: a malformed step is named here
             msg = messages(st, schedule)
             if single:
                 if msg.unique_ports:
