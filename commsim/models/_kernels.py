@@ -149,6 +149,7 @@ def fast_single_port_step_1d(  # pragma: no cover
     count,
     reduce,
     offsets,
+    unit,
     alpha,
     bw,
     gw,
@@ -158,7 +159,11 @@ def fast_single_port_step_1d(  # pragma: no cover
     tag,
     out,
 ):
-    """:func:`fast_single_port_step` for one message size (``clock`` is ``[p]``): no size loop."""
+    """:func:`fast_single_port_step` for one message size (``clock`` is ``[p]``): no size loop.
+
+    ``unit > 0`` says every slot holds ``unit`` units: sizes then follow from the counts, and
+    equal counts mean equal sizes, so the slot offsets are not read.
+    """
     m = src.shape[0]
     p = clock.shape[0]
     nslots = offsets.shape[0] - 1
@@ -179,9 +184,12 @@ def fast_single_port_step_1d(  # pragma: no cover
             return False
         seen_s[s] = tag
         seen_d[d] = tag
-        units = offsets[a0 + c] - offsets[a0]
-        if offsets[b0 + c] - offsets[b0] != units:
-            return False
+        if unit > 0:
+            units = c * unit
+        else:
+            units = offsets[a0 + c] - offsets[a0]
+            if offsets[b0 + c] - offsets[b0] != units:
+                return False
         a = clock[s]
         b = clock[d]
         e = (a if a > b else b) + alpha + units * bw

@@ -104,6 +104,7 @@ class Hockney:
         seen_s = np.zeros(p, dtype=np.int64)
         seen_d = np.zeros(p, dtype=np.int64)
         offsets = schedule._slot_offsets
+        unit = int(schedule.slot_units[0]) if schedule.uniform_slots else 0
         one = len(sizes) == 1  # the common case gets a kernel without the loop over sizes
         clock1, tmp1 = clock.reshape(-1), tmp.reshape(-1)  # contiguous views when one size
         bw0, gw0 = float(bw[0]), float(gw[0])
@@ -116,7 +117,7 @@ class Hockney:
                 tmp1 = tmp.reshape(-1)
             if single and (
                 _kernels.fast_single_port_step_1d(
-                    clock1, st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce, offsets,
+                    clock1, st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce, offsets, unit,
                     self.alpha, bw0, gw0, tmp1, seen_s, seen_d, i + 1, last,
                 )
                 if one
