@@ -61,9 +61,9 @@ EXAMPLES = """\
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The ``run`` options: schedule (shared with the other commands), backend, timing, output."""
-    from commsim import cli  # lazy: cli imports this module
+    from commsim import _cli_common
 
-    cli._add_schedule_args(p, many_algorithms=False, many_p=False, file=False)
+    _cli_common._add_schedule_args(p, many_algorithms=False, many_p=False, file=False)
     g = p.add_argument_group("execution and timing")
     g.add_argument(
         "--backend",
@@ -80,11 +80,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--dtype", default="float32", help="element type (default: float32)")
     g.add_argument(
-        "--iters", type=cli._int_arg("iters", 1), default=20, help="timed runs (default: 20)"
+        "--iters",
+        type=_cli_common._int_arg("iters", 1),
+        default=20,
+        help="timed runs (default: 20)",
     )
     g.add_argument(
         "--warmup",
-        type=cli._int_arg("warmup", 0),
+        type=_cli_common._int_arg("warmup", 0),
         default=5,
         help="untimed runs first (default: 5)",
     )
@@ -98,7 +101,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--timeout",
-        type=cli._int_arg("timeout", 1),
+        type=_cli_common._int_arg("timeout", 1),
         default=300,
         metavar="SECONDS",
         help="--backend mpi: end mpirun with an error after this long, e.g. on a deadlock or a "
@@ -173,13 +176,13 @@ def _finite(x: Any) -> Any:
 
 def main(args: argparse.Namespace) -> int:
     """Run ``commsim run`` with parsed ``args``; the exit status (0 ok, 1 a check failed)."""
-    from commsim import cli
+    from commsim import _cli_common
     from commsim.algorithms import build
     from commsim.exec import get_backend
     from commsim.exec.harness import format_table, measure
 
-    collective = cli._collective(args)
-    algorithms = cli._algorithms(args, collective, default_all=False)
+    collective = _cli_common._collective(args)
+    algorithms = _cli_common._algorithms(args, collective, default_all=False)
     if len(algorithms) != 1:
         raise CommsimError(
             f"run takes one algorithm (-a NAME), got {len(algorithms)}: {', '.join(algorithms)}; "
@@ -189,9 +192,9 @@ def main(args: argparse.Namespace) -> int:
         return _launch_mpi(args)
     [algorithm] = algorithms
     p = _nranks(args.nranks)
-    raw = cli._raw_params(args.param)
-    cli._check_params_known(collective, [algorithm], raw)
-    params = cli._params_for(collective, algorithm, raw)
+    raw = _cli_common._raw_params(args.param)
+    _cli_common._check_params_known(collective, [algorithm], raw)
+    params = _cli_common._params_for(collective, algorithm, raw)
     if args.root is not None:
         params["root"] = args.root
     sizes = parse_sizes(args.sizes)

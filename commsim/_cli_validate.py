@@ -33,10 +33,10 @@ DEFAULT_SIZES = "64KiB,1MiB,16MiB"
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from commsim import cli  # lazy: cli imports this module
+    from commsim import _cli_common
 
-    cli._add_schedule_args(p, many_algorithms=True, many_p=False, file=False)
-    cli._add_model_args(p)
+    _cli_common._add_schedule_args(p, many_algorithms=True, many_p=False, file=False)
+    _cli_common._add_model_args(p)
     p.set_defaults(sizes=DEFAULT_SIZES)
     g = p.add_argument_group("execution")
     g.add_argument(
@@ -46,11 +46,15 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="where to run (default: mpi, p local processes)",
     )
     g.add_argument("--dtype", default="float32", help="element type (default: float32)")
-    g.add_argument("--iters", type=cli._int_arg("iters", 1), default=10, help="timed runs (10)")
-    g.add_argument("--warmup", type=cli._int_arg("warmup", 0), default=3, help="untimed runs (3)")
+    g.add_argument(
+        "--iters", type=_cli_common._int_arg("iters", 1), default=10, help="timed runs (10)"
+    )
+    g.add_argument(
+        "--warmup", type=_cli_common._int_arg("warmup", 0), default=3, help="untimed runs (3)"
+    )
     g.add_argument(
         "--timeout",
-        type=cli._int_arg("timeout", 1),
+        type=_cli_common._int_arg("timeout", 1),
         default=300,
         metavar="SECONDS",
         help="--backend mpi: give up on mpirun after this long (default: 300)",
@@ -106,20 +110,20 @@ def _measure(
 
 def main(args: argparse.Namespace) -> int:
     """Run ``commsim validate``; 0, or 1 if a run's output differed from the reference."""
-    from commsim import cli
+    from commsim import _cli_common, _cli_output
     from commsim._cli_run import _dtype
     from commsim.algorithms import build
 
-    collective = cli._collective(args)
+    collective = _cli_common._collective(args)
     args.dtype = str(_dtype(args.dtype))  # one-line error for a dtype that is not numeric
-    algos = cli._algorithms(args, collective, default_all=True)
-    [p] = cli._rank_counts(args, single=True)
-    raw = cli._raw_params(args.param)
-    cli._check_params_known(collective, algos, raw)
+    algos = _cli_common._algorithms(args, collective, default_all=True)
+    [p] = _cli_common._rank_counts(args, single=True)
+    raw = _cli_common._raw_params(args.param)
+    _cli_common._check_params_known(collective, algos, raw)
     root = args.root or 0
-    params = {a: cli._params_for(collective, a, raw) for a in algos}
-    sizes = [int(s) for s in cli._sizes(args)]
-    model = cli._model(args)
+    params = {a: _cli_common._params_for(collective, a, raw) for a in algos}
+    sizes = [int(s) for s in _cli_common._sizes(args)]
+    model = _cli_common._model(args)
     kw = {"root": root} if root else {}
     schedules = {a: build(collective, a, p, **params[a], **kw) for a in algos}
     predicted = {a: model.predict(schedules[a], np.array(sizes, float)).time for a in algos}
@@ -166,12 +170,12 @@ def main(args: argparse.Namespace) -> int:
         )
     failed = any(r["check"] == "FAILED" for r in results)
     if args.json:
-        cli._print_json(
+        _cli_output._print_json(
             {
                 "collective": collective,
                 "nranks": p,
                 "backend": args.backend,
-                "model": cli._model_dict(model),
+                "model": _cli_common._model_dict(model),
                 "results": doc,
             }
         )
@@ -179,10 +183,10 @@ def main(args: argparse.Namespace) -> int:
     native_name = next((r.get("native") for r in results if r.get("native")), None)
     print(
         f"{collective}, p={p}, on {args.backend} ({args.dtype}, median of {args.iters}); "
-        f"predicted with {cli._model_label(model)}"
+        f"predicted with {_cli_common._model_label(model)}"
     )
     print(
-        cli._table(
+        _cli_output._table(
             [
                 "size",
                 "predicted best",

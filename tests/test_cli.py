@@ -11,7 +11,7 @@ import warnings
 import pytest
 
 import commsim
-from commsim import cli
+from commsim import _cli_output, cli
 from commsim.cli import main
 
 ALPHA, BETA, GAMMA = 2e-6, 1 / 25e9, 1 / 100e9  # the documented defaults
@@ -408,7 +408,7 @@ def test_progress_bar_on_a_terminal():
             return True
 
     stream = Terminal()
-    progress = cli._Progress(total=0, enabled=True, stream=stream)
+    progress = _cli_output._Progress(total=0, enabled=True, stream=stream)
     s = commsim.build("allreduce", "ring", 4)
     tracked, ntransfers = progress.track(s, "ring p=4")
     assert sum(st.ntransfers for st in tracked.steps()) == ntransfers[0] == 24

@@ -203,12 +203,12 @@ def _request(args: argparse.Namespace) -> tuple[dict[str, Any], list[int]]:
     ``no_check``) or already parsed values (``nranks=[4]``, ``sizes=[1024]``, ``params={}``,
     ``check``).
     """
-    from commsim import cli, units  # cli: the other commands' checks and --param coercion
+    from commsim import _cli_common, units  # the other commands' checks and --param coercion
 
-    collective = cli._collective(args)
+    collective = _cli_common._collective(args)
     if isinstance(args.algorithm, (list, tuple)):
         args = argparse.Namespace(**{**vars(args), "algorithm": ",".join(args.algorithm)})
-    algorithms = cli._algorithms(args, collective, default_all=False)
+    algorithms = _cli_common._algorithms(args, collective, default_all=False)
     if len(algorithms) != 1:
         raise CommsimError(f"run takes one algorithm, got {len(algorithms)} ({args.algorithm})")
     [algorithm] = algorithms
@@ -220,9 +220,9 @@ def _request(args: argparse.Namespace) -> tuple[dict[str, Any], list[int]]:
     sizes = units.parse_sizes(sizes) if isinstance(sizes, (str, int)) else list(sizes)
     params = getattr(args, "params", None)
     if params is None:
-        raw = cli._raw_params(getattr(args, "param", None) or [])
-        cli._check_params_known(collective, [algorithm], raw)
-        params = cli._params_for(collective, algorithm, raw)
+        raw = _cli_common._raw_params(getattr(args, "param", None) or [])
+        _cli_common._check_params_known(collective, [algorithm], raw)
+        params = _cli_common._params_for(collective, algorithm, raw)
     root = getattr(args, "root", None)
     check = getattr(args, "check", None)
     if check is None:
