@@ -175,7 +175,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
     top = _Parser(
         prog="commsim",
         description="Collective-communication algorithms as schedules: list them, verify them, "
-        "predict and compare their cost.",
+        "predict and compare their cost, run them for real.",
         epilog="commands:\n"
         + "\n".join(f"  {c.name:<12}{c.help}" for c in COMMANDS)
         + "\n\nRun 'commsim COMMAND --help' for a command's options and examples.\n"
