@@ -21,10 +21,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
+
+from _summary import finish  # benchmarks/ is on sys.path when run as a script
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -77,15 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(format_table(ms), flush=True)
         out += [m.to_dict() for m in ms]
-    last = max(sizes)
-    print(f"\n# ratio to lax.psum busbw at {last} bytes (target for ring: >= 0.5)")
-    for m in out:
-        if m["size"] == last:
-            print(f"{m['algorithm']:>14}: {m['ratio']:.2f}x")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
-    return 0 if all(m["check"] != "FAILED" for m in out) else 1
+    return finish(out, "lax.psum", "ring >= 0.5", args.json)
 
 
 if __name__ == "__main__":

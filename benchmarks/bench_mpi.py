@@ -23,10 +23,11 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
+
+from _summary import finish  # benchmarks/ is on sys.path when run as a script
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -77,15 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         print(f"\n## allreduce/{name} vs MPI_Allreduce")
         print(format_table([Measurement(**m) for m in out if m["algorithm"] == name]), flush=True)
-    last = max(sizes)
-    print(f"\n# ratio to MPI_Allreduce busbw at {last} bytes (target: >= 0.8)")
-    for m in out:
-        if m["size"] == last:
-            print(f"{m['algorithm']:>14}: {m['ratio']:.2f}x")
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
-    return 0 if all(m["check"] != "FAILED" for m in out) else 1
+    return finish(out, "MPI_Allreduce", ">= 0.8", args.json)
 
 
 if __name__ == "__main__":

@@ -207,10 +207,10 @@ def test_exchange_multiple_reductions_and_local_copies(backend):
 
 
 def test_window_that_cannot_shift_pads_the_buffer(backend):
-    # one round, one column: 0->1 moves 3 units, 2->3 moves the last unit into the first slot;
+    # one round, one column: 0->1 moves 3 slots, 2->3 moves the last slot into the first;
     # no shift keeps both of the short transfer's windows inside the buffer
-    step = Step.make(src=[0, 2], dst=[1, 3], src_slot=[0, 1], dst_slot=[0, 0])
-    s = Schedule.from_steps([step], collective=Collective("allreduce"), nranks=4, slot_units=[3, 1])
+    step = Step.make(src=[0, 2], dst=[1, 3], src_slot=[0, 3], dst_slot=[0, 0], count=[3, 1])
+    s = Schedule.from_steps([step], collective=Collective("allreduce"), nranks=4, nslots=4)
     lay = layout(s, 4 * 2)
     pl = plan(s, lay)
     assert pl.pad == 2 * 2 and pl.nmasked == 1

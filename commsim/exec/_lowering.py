@@ -1,5 +1,8 @@
 """Lowering helpers shared by the executors (numpy only).
 
+* :func:`checked_steps`: the steps, each validated by the IR's one check
+  (:meth:`commsim.Schedule.check_step`) before any backend lowers it.
+* :func:`element_ranges`: a step's transfers as element ranges (empty ones dropped).
 * :func:`merge_segments`: a message's transfers as element segments, contiguous runs merged.
 * :class:`CompileCache`: compiled programs per schedule (dropped with the schedule) and key.
 """
@@ -7,16 +10,45 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 if TYPE_CHECKING:
-    from commsim._ir import Schedule
+    from commsim._ir import Schedule, Step
     from commsim.exec._backend import Compiled
 
-__all__ = ["CompileCache", "merge_segments"]
+__all__ = ["CompileCache", "ElementRanges", "checked_steps", "element_ranges", "merge_segments"]
+
+
+def checked_steps(schedule: Schedule) -> Iterator[tuple[int, Step]]:
+    """``(i, step)`` for every step, after :meth:`~commsim.Schedule.check_step` accepted it."""
+    for i, st in enumerate(schedule.steps()):
+        schedule.check_step(st, i)
+        yield i, st
+
+
+class ElementRanges(NamedTuple):
+    """A step's non-empty transfers in elements: ``[sa, sa + ln)`` of ``src`` → ``[da, ...)``."""
+
+    src: np.ndarray
+    dst: np.ndarray
+    sa: np.ndarray
+    ln: np.ndarray
+    da: np.ndarray
+    red: np.ndarray
+
+
+def element_ranges(step: Step, off: np.ndarray) -> ElementRanges:
+    """Element ranges of ``step``'s transfers for slot offsets ``off`` (zero-length dropped)."""
+    sa = off[step.src_slot]
+    ln = off[step.src_slot + step.count] - sa
+    keep = ln > 0
+    return ElementRanges(
+        step.src[keep], step.dst[keep], sa[keep], ln[keep], off[step.dst_slot][keep],
+        step.reduce[keep],
+    )  # fmt: skip
 
 
 def merge_segments(

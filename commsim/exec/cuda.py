@@ -69,6 +69,7 @@ from commsim._ir import Schedule, Step
 from commsim.errors import CommsimError, ScheduleError
 from commsim.exec._backend import Compiled
 from commsim.exec._layout import Layout
+from commsim.exec._lowering import checked_steps, element_ranges
 
 __all__ = ["NO_GPU", "CudaBackend", "Launch", "Plan", "StepPlan", "lower"]
 
@@ -214,23 +215,11 @@ def _group_writes(
 def _lower_step(
     step: Step, index: int, off: np.ndarray, nelems: int, base: int, chunk: int
 ) -> StepPlan | None:
-    n = off[step.src_slot + step.count] - off[step.src_slot]
-    keep = n > 0
-    if not keep.any():
+    src, dst, sa, n, da, red = element_ranges(step, off)
+    if len(src) == 0:
         return None
-    src, dst, ss, ds, cnt = (a[keep] for a in step[:5])
-    n, red = n[keep], step.reduce[keep]
-    bad = off[ds + cnt] - off[ds] != n
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise ScheduleError(
-            f"step {index}: a transfer from rank {src[i]} slots {ss[i]}+{cnt[i]} to rank "
-            f"{dst[i]} slots {ds[i]}+{cnt[i]} moves ranges of different sizes",
-            step=index,
-            rank=int(dst[i]),
-        )
-    s0 = src * nelems + off[ss]
-    d0 = dst * nelems + off[ds]
+    s0 = src * nelems + sa
+    d0 = dst * nelems + da
     gdst, glen, gred, ptr, srcs = _group_writes(s0, d0, n, red, index, nelems)
     # reads that meet this step's writes are staged, so that every read sees the pre-step state
     rs, re_ = _merge(s0, s0 + n)
@@ -268,7 +257,7 @@ def lower(schedule: Schedule, layout: Layout, chunk: int = 2048) -> Plan:
     off = layout.offsets
     steps: list[StepPlan] = []
     traffic = 0
-    for index, step in enumerate(schedule.steps()):
+    for index, step in checked_steps(schedule):
         sp = _lower_step(step, index, off, nelems, p * nelems, chunk)
         if sp is not None:
             steps.append(sp)

@@ -56,7 +56,7 @@ from commsim._messages import group
 from commsim.errors import CommsimError
 from commsim.exec._backend import Compiled
 from commsim.exec._layout import Layout
-from commsim.exec._lowering import CompileCache, merge_segments
+from commsim.exec._lowering import CompileCache, checked_steps, element_ranges, merge_segments
 
 __all__ = ["AXIS", "JaxMeshBackend", "Plan", "plan"]
 
@@ -163,12 +163,7 @@ def _columns(groups: list[tuple[int, int, list[tuple]]]) -> list[_Raw]:
 
 
 def _step_rounds(step: Step, off: np.ndarray, p: int) -> list[tuple[Any, list[_Raw]]]:
-    sa = off[step.src_slot]
-    ln = off[step.src_slot + step.count] - sa
-    da = off[step.dst_slot]
-    keep = ln > 0
-    src, dst, red = step.src[keep], step.dst[keep], step.reduce[keep]
-    sa, ln, da = sa[keep], ln[keep], da[keep]
+    src, dst, sa, ln, da, red = element_ranges(step, off)
     rounds: list[tuple[Any, list[_Raw]]] = []
     g = group(src, dst, p)
     for rnd in g.rounds:
@@ -210,7 +205,7 @@ def plan(schedule: Schedule, layout: Layout) -> Plan:
         (6, 0, 0)
     """
     p, n = schedule.nranks, layout.nelems
-    raw_steps = [_step_rounds(st, layout.offsets, p) for st in schedule.steps()]
+    raw_steps = [_step_rounds(st, layout.offsets, p) for _, st in checked_steps(schedule)]
     pad = 0
     for rounds in raw_steps:
         for _, cols in rounds:

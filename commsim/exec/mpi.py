@@ -68,7 +68,7 @@ from commsim._messages import group
 from commsim.errors import CommsimError
 from commsim.exec._backend import Compiled
 from commsim.exec._layout import Layout
-from commsim.exec._lowering import CompileCache, merge_segments
+from commsim.exec._lowering import CompileCache, checked_steps, element_ranges, merge_segments
 
 __all__ = [
     "INSTALL_HINT",
@@ -207,12 +207,7 @@ def _segments(sa: np.ndarray, ln: np.ndarray, da: np.ndarray, red: np.ndarray) -
 
 def _lower_step(step: Step, off: np.ndarray, p: int, ranks: list[int], tag: int) -> list[StepPlan]:
     """The plans of ``ranks`` for one step (the same global rounds for everyone)."""
-    sa = off[step.src_slot]
-    ln = off[step.src_slot + step.count] - sa
-    da = off[step.dst_slot]
-    keep = ln > 0
-    src, dst, red = step.src[keep], step.dst[keep], step.reduce[keep]
-    sa, ln, da = sa[keep], ln[keep], da[keep]
+    src, dst, sa, ln, da, red = element_ranges(step, off)
     sends: dict[int, list[Message | None]] = {r: [] for r in ranks}
     recvs: dict[int, list[Message | None]] = {r: [] for r in ranks}
     wanted = set(ranks)
@@ -263,7 +258,7 @@ def plan(schedule: Schedule, layout: Layout, ranks: list[int] | None = None) -> 
     p = schedule.nranks
     ranks = list(range(p)) if ranks is None else [int(r) for r in ranks]
     per_rank: list[list[StepPlan]] = [[] for _ in ranks]
-    for i, st in enumerate(schedule.steps()):
+    for i, st in checked_steps(schedule):
         plans = _lower_step(st, layout.offsets, p, ranks, i % TAG_LIMIT)
         for acc, sp in zip(per_rank, plans, strict=True):
             acc.append(sp)

@@ -2,6 +2,10 @@
 
 They exist for speed only; each has a one-line numpy equivalent in its docstring and the tests
 compare the model against closed forms, so a kernel bug cannot hide.
+
+The per-transfer check of the two fast kernels is written out in each on purpose: moving it into
+a shared compiled helper (inlined by numba or called) made ring predict at p = 16,384 go from
+~6 s to 38-150 s on the benchmark machine.
 """
 
 from __future__ import annotations

@@ -1,0 +1,20 @@
+"""The closing lines every executor benchmark prints: the target ratio, JSON out, exit status."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def finish(out: list[dict[str, Any]], baseline: str, target: str, json_path: str | None) -> int:
+    """Print each algorithm's busbw ratio to ``baseline`` at the largest size, write ``out`` as
+    JSON to ``json_path`` if given; 0 if every check passed, else 1."""
+    last = max(m["size"] for m in out)
+    print(f"\n# ratio to {baseline} busbw at {last} bytes (target: {target})")
+    for m in out:
+        if m["size"] == last:
+            print(f"{m['algorithm']:>14}: {m['ratio']:.2f}x")
+    if json_path:
+        with open(json_path, "w") as f:
+            json.dump(out, f, indent=1)
+    return 0 if all(m["check"] != "FAILED" for m in out) else 1
