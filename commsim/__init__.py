@@ -9,8 +9,8 @@ Examples:
 """
 
 from commsim import algorithms, exec, models
-from commsim._collectives import SPECS, CollectiveSpec
-from commsim._ir import COLLECTIVES, Collective, Schedule, Step
+from commsim._collectives import COLLECTIVES, SPECS, CollectiveSpec, spec
+from commsim._ir import Schedule, Step
 from commsim._serialize import load, save
 from commsim._verify import Verified, verify
 from commsim.algorithms import available, build
@@ -21,7 +21,6 @@ __version__ = "0.1.0"
 __all__ = [
     "COLLECTIVES",
     "SPECS",
-    "Collective",
     "CollectiveSpec",
     "CommsimError",
     "ResourceError",
@@ -37,5 +36,6 @@ __all__ = [
     "load",
     "models",
     "save",
+    "spec",
     "verify",
 ]

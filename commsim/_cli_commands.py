@@ -40,7 +40,7 @@ from commsim._cli_common import (
     _sizes,
 )
 from commsim._cli_output import _bw, _print_json, _Progress, _ratio, _table
-from commsim._ir import COLLECTIVES
+from commsim._collectives import COLLECTIVES
 from commsim.algorithms import REGISTRY, info
 from commsim.errors import ScheduleError
 from commsim.models import lower_bound
@@ -57,13 +57,13 @@ def _cmd_algorithms(args: argparse.Namespace) -> int:
         rows = [info(collective, args.algorithm)]  # type: ignore[arg-type]
     else:
         rows = [r for r in REGISTRY.values() if collective in (None, r.collective)]
-        rows.sort(key=lambda r: (COLLECTIVES.index(r.collective), r.name))
+        rows.sort(key=lambda r: (COLLECTIVES.index(r.collective), r.algorithm))
     if args.json:
         _print_json(
             [
                 {
                     "collective": r.collective,
-                    "name": r.name,
+                    "name": r.algorithm,
                     "params": r.params,
                     "constraints": r.constraints,
                     "cost": r.cost,
@@ -78,13 +78,13 @@ def _cmd_algorithms(args: argparse.Namespace) -> int:
         return EXIT_OK
     if args.algorithm:
         r = rows[0]
-        print(f"{r.collective}/{r.name}\n")
+        print(f"{r.collective}/{r.algorithm}\n")
         print(f"cost:        {r.cost}\nconstraints: {r.constraints}")
         print(f"parameters:  {_param_text(r.params)}\nreference:   {r.reference or '-'}\n")
         print(r.doc)
         return EXIT_OK
     width = max(shutil.get_terminal_size((120, 24)).columns, 100)
-    fixed = max(len(r.collective) for r in rows) + max(len(r.name) for r in rows) + 2 * 4
+    fixed = max(len(r.collective) for r in rows) + max(len(r.algorithm) for r in rows) + 2 * 4
     param_w = min(max(len(_param_text(r.params)) for r in rows), 20)
     free = max(width - fixed - param_w - 2, 40)
     cons_w, cost_w = free * 2 // 5, free - free * 2 // 5
@@ -95,7 +95,7 @@ def _cmd_algorithms(args: argparse.Namespace) -> int:
     table = [
         [
             r.collective,
-            r.name,
+            r.algorithm,
             wrap(_param_text(r.params), param_w),
             wrap(r.constraints, cons_w),
             wrap(r.cost, cost_w),
@@ -119,7 +119,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         _file_excludes(args)
         s = _load_file(args.file)
         _check_verify_memory(s, budget)
-        jobs = [(s.kind, s.name, s)]
+        jobs = [(s.collective, s.algorithm, s)]
     else:
         collective = _collective(args)
         algos = _algorithms(args, collective, default_all=True)
@@ -208,14 +208,14 @@ def _cmd_predict(args: argparse.Namespace) -> int:
         s = _build(collective, algo, p, _params_for(collective, algo, raw), budget, args.root)
     _check_predict_memory(s, len(sizes), budget)
     progress = _Progress(s.nsteps * s.nranks, args.progress)
-    tracked, ntransfers = progress.track(s, f"predict {s.name} p={s.nranks}")
+    tracked, ntransfers = progress.track(s, f"predict {s.algorithm} p={s.nranks}")
     try:
         pred = model.predict(tracked, sizes)
     finally:
         progress.close()
     p = s.nranks
     bound = np.array(
-        [lower_bound(s.kind, p, n, model.alpha, model.beta, model.gamma) for n in sizes]
+        [lower_bound(s.collective, p, n, model.alpha, model.beta, model.gamma) for n in sizes]
     )
     with np.errstate(invalid="ignore"):  # p = 1: time 0, algbw inf, busbw factor 0
         times, algbw, busbw = (
@@ -224,9 +224,9 @@ def _cmd_predict(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(
             {
-                "collective": s.kind,
+                "collective": s.collective,
                 "root": s.root,
-                "algorithm": s.name,
+                "algorithm": s.algorithm,
                 "nranks": p,
                 "params": s.params,
                 "nsteps": s.nsteps,
@@ -246,9 +246,11 @@ def _cmd_predict(args: argparse.Namespace) -> int:
             }
         )
         return EXIT_OK
-    root = f" root={s.root}" if s.collective.rooted else ""
+    root = f" root={s.root}" if s.spec.rooted else ""
     params = f" {_param_text(s.params)}" if _param_text(s.params) != "-" else ""
-    print(f"{s.kind}{root} {s.name}{params}, p={p}: {s.nsteps} steps, {ntransfers[0]:,} transfers")
+    print(
+        f"{s.collective}{root} {s.algorithm}{params}, p={p}: {s.nsteps} steps, {ntransfers[0]:,} transfers"
+    )
     print(f"model: {_model_label(model)}; bound: Chan et al. 2007 lower bound\n")
     table = [
         [

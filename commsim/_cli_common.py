@@ -15,7 +15,8 @@ from typing import Any, NoReturn
 import numpy as np
 
 from commsim import units
-from commsim._ir import COLLECTIVES, Schedule
+from commsim._collectives import COLLECTIVES
+from commsim._ir import Schedule
 from commsim.algorithms import available, build, info
 from commsim.errors import CommsimError
 from commsim.models import Hockney
@@ -409,7 +410,7 @@ def _build(
 
 
 def _step_transfers(s: Schedule) -> int:
-    known = s.known_max_step_transfers  # never iterate a schedule just to size it
+    known = s.max_step_transfers_hint  # never iterate a schedule just to size it
     return s.nranks if known is None else max(int(known), s.nranks)
 
 
@@ -422,6 +423,6 @@ def _check_predict_memory(s: Schedule, nsizes: int, budget: _Budget) -> None:
 def _check_verify_memory(s: Schedule, budget: _Budget) -> None:
     from commsim import _verify
 
-    need = s.estimate_bytes()["verify"] + _step_transfers(s) * 8 * 12
+    need = _verify.memory_estimate(s)
     hard = _verify.MEMORY_LIMIT
     budget.check(s.nranks, need, f"{s.nranks} ranks x {s.nslots} slots of verifier state", hard)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import sys
@@ -50,7 +51,7 @@ class _Progress:
             self.advance(weight, label)
             return st
 
-        return s.replace(step_fn=step_fn), counter
+        return dataclasses.replace(s, step_fn=step_fn), counter
 
     def advance(self, amount: float, label: str) -> None:
         self.done += amount

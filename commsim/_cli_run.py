@@ -228,7 +228,7 @@ def main(args: argparse.Namespace) -> int:
         print(json.dumps(doc, indent=2, allow_nan=False))
     else:
         native = results[0].native if results else None
-        root = f" root={schedule.root}" if schedule.collective.rooted else ""
+        root = f" root={schedule.root}" if schedule.spec.rooted else ""
         print(
             f"# {collective}/{algorithm} p={p}{root} on {args.backend}, {dt}, "
             f"median of {args.iters} runs after {args.warmup} warm-up"

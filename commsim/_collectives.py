@@ -1,46 +1,89 @@
-r"""Declarative specs of the six collectives: the data layout, what holds before, what must hold after.
+r"""What each collective means, in one place: a :class:`CollectiveSpec` per collective.
 
-Each spec works on arrays of shape ``[nranks, ndata]`` (msccl-tools' pre/post-conditions, as arrays),
-so the verifier scales to thousands of ranks. ``m`` below is the number of slots per rank-block.
+A spec owns every convention that depends on *which* collective a schedule computes, so no other
+module compares collective names:
 
-=============== ================================ ==================================== ==============
-collective      data slots (``ndata``)           before                               after
-=============== ================================ ==================================== ==============
-allreduce       any                              every rank holds its vector          every rank: the sum
-reduce_scatter  ``p·m``                          every rank holds its vector          rank ``r``, block ``r``: the sum
-allgather       ``p·m``                          rank ``r`` holds block ``r`` only    every rank: every block
-broadcast       any                              the root holds the vector            every rank: the root's vector
-reduce          any                              every rank holds its vector          the root: the sum
-alltoall        ``2·p·m``: input, then output    input blocks                         output block ``q`` of rank ``r`` =
-                                                                                      input block ``r`` of rank ``q``
-=============== ================================ ==================================== ==============
+* **slots** (the verifier's view): which data slots hold input before (``initial``) and what must
+  hold after (``expected``), as arrays ``[nranks, ndata]`` — msccl-tools' pre/post-conditions, as
+  arrays, so the verifier scales to thousands of ranks;
+* **sizes**: how many of the data slots' units make up ``nbytes`` (``nbytes_divisor``: alltoall's
+  data slots hold the input, then the output);
+* **elements** (the executors' view): where each rank's user input and output sit in its flat
+  buffer (``input_region``, ``output_region``), the direct numpy ``reference``, which ranks'
+  outputs the collective defines (``checked_ranks``);
+* **numbers**: nccl-tests' bus-bandwidth factor and the Chan et al. 2007 lower-bound factors.
 
-The bus-bandwidth factors are nccl-tests' (``busbw = algbw × factor``).
+``m`` below is the number of slots per rank-block, ``c`` the collective's element count (its
+``nbytes`` in elements).
+
+=============== ======================= ======================== ============== ================
+collective      data slots (``ndata``)  before                   input per rank output per rank
+=============== ======================= ======================== ============== ================
+allreduce       any                     every rank: its vector   ``c``          ``c``: the sum
+reduce_scatter  ``p·m``                 every rank: its vector   ``c``          ``c/p``: block r
+allgather       ``p·m``                 rank ``r``: block ``r``  ``c/p``        ``c``: all blocks
+broadcast       any                     the root: its vector     ``c`` (root's) ``c``
+reduce          any                     every rank: its vector   ``c``          ``c`` (root: sum)
+alltoall        ``2·p·m``: input, then  input blocks             ``c``          ``c``: block q =
+                output                                                          rank q's block r
+=============== ======================= ======================== ============== ================
+
+Examples:
+    >>> spec("allgather").input_region(4, 8)  # rank r's input: elements [2r, 2r + 2)
+    (array([0, 2, 4, 6]), 2)
+    >>> spec("allreduce").busbw_factor(8)
+    1.75
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable
 
 import numpy as np
 
-from commsim._ir import Schedule
-from commsim.errors import ScheduleError
+from commsim.errors import ScheduleError, UnknownNameError
 
-__all__ = ["SPECS", "CollectiveSpec", "spec_of"]
+__all__ = ["COLLECTIVES", "SPECS", "CollectiveSpec", "spec"]
+
+Region = Callable[[int, int], tuple[np.ndarray, int]]  # (nranks, count) -> (offsets[p], length)
 
 
 @dataclasses.dataclass(frozen=True)
 class CollectiveSpec:
-    """Pre/post-conditions and conventions of one collective."""
+    """The conventions of one collective (see the module docstring for the table).
 
-    kind: str
-    reduces: bool
-    block_multiple: int  # ndata must be a multiple of block_multiple * p (0: any ndata)
-    busbw_factor: Callable[[int], float]
+    Attributes:
+        name: the collective's name, e.g. ``"allreduce"``.
+        summary: one line, for tables.
+        rooted: whether it has a root (broadcast, reduce).
+        reduces: whether it combines data (the γ term applies).
+        block_multiple: ``ndata`` must be a multiple of ``block_multiple · p`` (0: any ``ndata``).
+        nbytes_divisor: the data slots hold ``nbytes_divisor × nbytes`` (2 for alltoall).
+        busbw_factor: nccl-tests' ``busbw = algbw × busbw_factor(p)``.
+        bound_beta, bound_gamma: the Chan et al. 2007 lower bound is
+            ``⌈lg p⌉α + bound_beta(p)·nβ + bound_gamma(p)·nγ``.
+        input_region, output_region: ``(nranks, count) -> (offsets, length)``: rank ``r``'s user
+            input (output) is elements ``[offsets[r], offsets[r] + length)`` of its buffer.
+    """
+
+    name: str
     summary: str
+    rooted: bool
+    reduces: bool
+    block_multiple: int
+    nbytes_divisor: int
+    busbw_factor: Callable[[int], float]
+    bound_beta: Callable[[int], float]
+    bound_gamma: Callable[[int], float]
+    input_region: Region
+    output_region: Region
+    _initial: Callable[[np.ndarray, int, int], None]  # fills `defined` in place: (defined, m, root)
+    _expected: Callable[[np.ndarray, int, int], tuple[np.ndarray, np.ndarray]]  # (init, m, root)
+    _reference: Callable[[np.ndarray, int], np.ndarray]  # (inputs [p, in_len], root) -> outputs
 
+    # -- slots: the verifier's pre/post-conditions ---------------------------------------------
     def check_layout(self, nranks: int, ndata: int) -> int:
         """Validate the data-slot count; return ``m``, slots per block (1 where blocks don't apply)."""
         if self.block_multiple == 0:
@@ -48,7 +91,7 @@ class CollectiveSpec:
         unit = self.block_multiple * nranks
         if ndata % unit:
             raise ScheduleError(
-                f"{self.kind} needs a multiple of {unit} data slots "
+                f"{self.name} needs a multiple of {unit} data slots "
                 f"({self.block_multiple} x {nranks} ranks), the schedule has {ndata}"
             )
         return ndata // unit
@@ -57,15 +100,7 @@ class CollectiveSpec:
         """Boolean ``[nranks, ndata]``: which data slots hold input before the collective."""
         m = self.check_layout(nranks, ndata)
         defined = np.zeros((nranks, ndata), dtype=bool)
-        if self.kind in ("allreduce", "reduce", "reduce_scatter"):
-            defined[:] = True
-        elif self.kind == "broadcast":
-            defined[root] = True
-        elif self.kind == "allgather":
-            ranks = np.arange(ndata) // m
-            defined[ranks, np.arange(ndata)] = True
-        elif self.kind == "alltoall":
-            defined[:, : nranks * m] = True
+        self._initial(defined, m, root)
         return defined
 
     def expected(self, init: np.ndarray, root: int) -> tuple[np.ndarray, np.ndarray]:
@@ -73,40 +108,145 @@ class CollectiveSpec:
 
         Reductions are sums in ``uint64`` (wrapping), matching the verifier's interpreter.
         """
-        p, ndata = init.shape
-        m = self.check_layout(p, ndata)
-        mask = np.zeros((p, ndata), dtype=bool)
-        if self.reduces:
-            total = init.sum(axis=0, dtype=np.uint64)
-            want = np.broadcast_to(total, (p, ndata))
-            if self.kind == "allreduce":
-                mask[:] = True
-            elif self.kind == "reduce":
-                mask[root] = True
-            else:  # reduce_scatter
-                owner = np.arange(ndata) // m
-                mask[owner, np.arange(ndata)] = True
-            return want, mask
-        if self.kind == "broadcast":
-            mask[:] = True
-            return np.broadcast_to(init[root], (p, ndata)), mask
-        if self.kind == "allgather":
-            mask[:] = True
-            owner = np.arange(ndata) // m
-            return np.broadcast_to(init[owner, np.arange(ndata)], (p, ndata)), mask
-        # alltoall: out[r, p*m + q*m + i] = init[q, r*m + i]
-        want = np.zeros_like(init)
-        blocks = init[:, : p * m].reshape(p, p, m)  # [q, r, i]
-        want[:, p * m :] = blocks.transpose(1, 0, 2).reshape(p, p * m)
-        mask[:, p * m :] = True
-        return want, mask
+        m = self.check_layout(*init.shape)
+        return self._expected(init, m, root)
+
+    # -- elements: user arrays in and out of per-rank buffers ----------------------------------
+    def nbytes_units(self, data_units: int) -> int:
+        """Units of the data slots that make up the collective's ``nbytes``."""
+        return data_units // self.nbytes_divisor
+
+    def count_from_input(self, nranks: int, input_length: int) -> int:
+        """The collective's element count when each rank's input holds ``input_length``."""
+        return input_length * nranks if self.input_region is _own_block else input_length
+
+    def reference(self, inputs: np.ndarray, root: int = 0) -> np.ndarray:
+        """The collective computed directly with numpy (never looking at a schedule).
+
+        ``inputs`` is ``[p, input length]``; rows the collective leaves undefined (non-roots of
+        reduce) come back as their input.
+        """
+        return self._reference(inputs, root)
+
+    def checked_ranks(self, nranks: int, root: int = 0) -> np.ndarray:
+        """Ranks whose output the collective defines (all but reduce's non-roots)."""
+        return np.array([root]) if self.rooted and self.reduces else np.arange(nranks)
 
 
-def _allreduce_factor(p: int) -> float:
+# ---------------------------------------------------------------------------------------------
+# the regions of user data in a rank's buffer of `count` elements (and more, for scratch)
+
+
+def _whole(p: int, c: int) -> tuple[np.ndarray, int]:
+    return np.zeros(p, dtype=np.int64), c
+
+
+def _own_block(p: int, c: int) -> tuple[np.ndarray, int]:
+    return np.arange(p, dtype=np.int64) * (c // p), c // p
+
+
+def _second_half(p: int, c: int) -> tuple[np.ndarray, int]:
+    return np.full(p, c, dtype=np.int64), c
+
+
+# ---------------------------------------------------------------------------------------------
+# pre-conditions (which data slots hold input), post-conditions and direct references
+
+
+def _all_defined(defined: np.ndarray, m: int, root: int) -> None:
+    defined[:] = True
+
+
+def _root_defined(defined: np.ndarray, m: int, root: int) -> None:
+    defined[root] = True
+
+
+def _own_block_defined(defined: np.ndarray, m: int, root: int) -> None:
+    j = np.arange(defined.shape[1])
+    defined[j // m, j] = True
+
+
+def _input_half_defined(defined: np.ndarray, m: int, root: int) -> None:
+    defined[:, : defined.shape[0] * m] = True
+
+
+def _sum(init: np.ndarray) -> np.ndarray:
+    return np.broadcast_to(init.sum(axis=0, dtype=np.uint64), init.shape)
+
+
+def _expect_allreduce(init: np.ndarray, m: int, root: int) -> tuple[np.ndarray, np.ndarray]:
+    return _sum(init), np.ones(init.shape, dtype=bool)
+
+
+def _expect_reduce(init: np.ndarray, m: int, root: int) -> tuple[np.ndarray, np.ndarray]:
+    mask = np.zeros(init.shape, dtype=bool)
+    mask[root] = True
+    return _sum(init), mask
+
+
+def _expect_reduce_scatter(init: np.ndarray, m: int, root: int) -> tuple[np.ndarray, np.ndarray]:
+    mask = np.zeros(init.shape, dtype=bool)
+    _own_block_defined(mask, m, root)
+    return _sum(init), mask
+
+
+def _expect_broadcast(init: np.ndarray, m: int, root: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.broadcast_to(init[root], init.shape), np.ones(init.shape, dtype=bool)
+
+
+def _expect_allgather(init: np.ndarray, m: int, root: int) -> tuple[np.ndarray, np.ndarray]:
+    j = np.arange(init.shape[1])
+    return np.broadcast_to(init[j // m, j], init.shape), np.ones(init.shape, dtype=bool)
+
+
+def _expect_alltoall(init: np.ndarray, m: int, root: int) -> tuple[np.ndarray, np.ndarray]:
+    # output block q of rank r (slots p*m + q*m ...) = input block r of rank q
+    p = init.shape[0]
+    want = np.zeros_like(init)
+    want[:, p * m :] = init[:, : p * m].reshape(p, p, m).transpose(1, 0, 2).reshape(p, p * m)
+    mask = np.zeros(init.shape, dtype=bool)
+    mask[:, p * m :] = True
+    return want, mask
+
+
+def _ref_allreduce(x: np.ndarray, root: int) -> np.ndarray:
+    return np.broadcast_to(x.sum(axis=0, dtype=x.dtype), x.shape).copy()
+
+
+def _ref_reduce(x: np.ndarray, root: int) -> np.ndarray:
+    out = x.copy()
+    out[root] = x.sum(axis=0, dtype=x.dtype)
+    return out
+
+
+def _ref_reduce_scatter(x: np.ndarray, root: int) -> np.ndarray:
+    p, c = x.shape
+    return x.sum(axis=0, dtype=x.dtype).reshape(p, c // p)
+
+
+def _ref_broadcast(x: np.ndarray, root: int) -> np.ndarray:
+    return np.broadcast_to(x[root], x.shape).copy()
+
+
+def _ref_allgather(x: np.ndarray, root: int) -> np.ndarray:
+    p = x.shape[0]
+    return np.broadcast_to(x.reshape(-1), (p, x.size)).copy()
+
+
+def _ref_alltoall(x: np.ndarray, root: int) -> np.ndarray:
+    p, c = x.shape
+    return x.reshape(p, p, c // p).transpose(1, 0, 2).reshape(p, c).copy()
+
+
+# ---------------------------------------------------------------------------------------------
+# factors: nccl-tests' bus bandwidth, Chan et al.'s lower bounds
+
+
+def _twice_gather(p: int) -> float:
     return 2.0 * (p - 1) / p
 
 
-def _gather_factor(p: int) -> float:
+def _gather(p: int) -> float:
     return (p - 1) / p
 
 
@@ -114,18 +254,57 @@ def _one(p: int) -> float:
     return 1.0
 
 
+def _zero(p: int) -> float:
+    return 0.0
+
+
 SPECS: dict[str, CollectiveSpec] = {
-    s.kind: s
+    s.name: s
     for s in (
-        CollectiveSpec("allreduce", True, 0, _allreduce_factor, "every rank gets the sum"),
-        CollectiveSpec("reduce_scatter", True, 1, _gather_factor, "rank r gets block r of the sum"),
-        CollectiveSpec("allgather", False, 1, _gather_factor, "every rank gets every block"),
-        CollectiveSpec("broadcast", False, 0, _one, "every rank gets the root's vector"),
-        CollectiveSpec("reduce", True, 0, _one, "the root gets the sum"),
-        CollectiveSpec("alltoall", False, 2, _gather_factor, "rank r's block q goes to rank q"),
+        CollectiveSpec(
+            "allreduce", "every rank gets the sum", False, True, 0, 1,
+            _twice_gather, _twice_gather, _gather, _whole, _whole,
+            _all_defined, _expect_allreduce, _ref_allreduce,
+        ),
+        CollectiveSpec(
+            "reduce_scatter", "rank r gets block r of the sum", False, True, 1, 1,
+            _gather, _gather, _gather, _whole, _own_block,
+            _all_defined, _expect_reduce_scatter, _ref_reduce_scatter,
+        ),
+        CollectiveSpec(
+            "allgather", "every rank gets every block", False, False, 1, 1,
+            _gather, _gather, _zero, _own_block, _whole,
+            _own_block_defined, _expect_allgather, _ref_allgather,
+        ),
+        CollectiveSpec(
+            "broadcast", "every rank gets the root's vector", True, False, 0, 1,
+            _one, _one, _zero, _whole, _whole,
+            _root_defined, _expect_broadcast, _ref_broadcast,
+        ),
+        CollectiveSpec(
+            "reduce", "the root gets the sum", True, True, 0, 1,
+            _one, _one, _gather, _whole, _whole,
+            _all_defined, _expect_reduce, _ref_reduce,
+        ),
+        CollectiveSpec(
+            "alltoall", "rank r's block q goes to rank q", False, False, 2, 2,
+            _gather, _gather, _zero, _whole, _second_half,
+            _input_half_defined, _expect_alltoall, _ref_alltoall,
+        ),
     )
-}
+}  # fmt: skip
+
+#: The collectives' names, in the order tables list them.
+COLLECTIVES: tuple[str, ...] = tuple(SPECS)
 
 
-def spec_of(schedule: Schedule) -> CollectiveSpec:
-    return SPECS[schedule.kind]
+def spec(collective: str) -> CollectiveSpec:
+    """The spec of ``collective``, or :class:`UnknownNameError` suggesting the closest names."""
+    try:
+        return SPECS[collective]
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(str(collective), COLLECTIVES, n=3, cutoff=0.5)
+        hint = f"did you mean {', '.join(close)}? " if close else ""
+        raise UnknownNameError(
+            f"unknown collective {collective!r}; {hint}known: {', '.join(COLLECTIVES)}"
+        ) from None

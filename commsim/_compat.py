@@ -6,10 +6,39 @@ Nothing here imports JAX at module import time: each shim imports it when called
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
-__all__ = ["compiler_options", "shard_map", "x64_enabled"]
+import numpy as np
+
+__all__ = ["check_dtype", "compiler_options", "shard_map", "x64_enabled"]
+
+
+def check_dtype(
+    dtype: Any, backend: str, supported: Collection[str], *, jax: bool = False
+) -> np.dtype:
+    """The element type ``dtype`` as a numpy dtype, or a one-line :class:`CommsimError`.
+
+    ``supported`` lists the dtype names ``backend`` runs. Refused too: byte orders other than the
+    machine's (``>f4`` on a little-endian machine), and, for backends that run through JAX
+    (``jax=True``), 64-bit types while JAX's 64-bit mode is off.
+    """
+    from commsim.errors import CommsimError
+
+    try:
+        dt = np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise CommsimError(f"unknown dtype {dtype!r}; e.g. float32, float64, int32") from None
+    if not dt.isnative:
+        raise CommsimError(f"dtype {dtype!r} is not in this machine's byte order; use {dt.name}")
+    if dt.name not in supported:
+        raise CommsimError(f"the {backend} backend runs {', '.join(supported)}; got {dt.name}")
+    if jax and dt.itemsize == 8 and dt.kind in "iuf" and not x64_enabled():
+        raise CommsimError(
+            f"dtype {dt} needs JAX's 64-bit mode: set JAX_ENABLE_X64=1 before JAX starts "
+            "(or use a 32-bit dtype)"
+        )
+    return dt
 
 
 def shard_map(f: Callable[..., Any], *, mesh: Any, in_specs: Any, out_specs: Any) -> Any:

@@ -28,16 +28,19 @@ Semantics (enforced by :func:`commsim.verify`):
    ``slot_units`` sums); ranks and slot ranges lie inside ``[0, nranks)`` and ``[0, nslots)``.
    :meth:`Schedule.check_step` enforces this for every consumer.
 
+A schedule is immutable (a frozen dataclass): :func:`dataclasses.replace` makes changed copies,
+which is how the combinators (:mod:`commsim.algorithms._combinators`) build new schedules.
+
 Scale: a ring allreduce on ``p`` ranks has ``2p(p-1)`` transfers (537 M at ``p = 16,384``), so steps
 are produced lazily by a function of the step index (:meth:`Schedule.step`), each ``O(p)`` arrays;
 :meth:`Schedule.materialize` builds the list form for small schedules (executors, export).
 
 Examples:
     >>> import numpy as np
-    >>> from commsim._ir import Collective, Schedule, Step
+    >>> from commsim._ir import Schedule, Step
     >>> # two ranks swap-and-add a one-slot vector: an allreduce in one step
     >>> step = Step.make(src=[0, 1], dst=[1, 0], src_slot=0, dst_slot=0, reduce=True)
-    >>> s = Schedule.from_steps([step], collective=Collective("allreduce"), nranks=2, nslots=1)
+    >>> s = Schedule.from_steps([step], collective="allreduce", nranks=2, nslots=1)
     >>> s.nsteps, s.ntransfers
     (1, 2)
 """
@@ -45,57 +48,30 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator, Sequence
+import functools
+import numbers
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from commsim._collectives import CollectiveSpec, spec
 from commsim.errors import ScheduleError
 
-__all__ = ["COLLECTIVES", "Collective", "Schedule", "Step"]
-
-COLLECTIVES: tuple[str, ...] = (
-    "allreduce",
-    "reduce_scatter",
-    "allgather",
-    "broadcast",
-    "reduce",
-    "alltoall",
-)
-_ROOTED = ("broadcast", "reduce")
-
-
-@dataclasses.dataclass(frozen=True)
-class Collective:
-    """Which collective a schedule computes: its ``kind`` and, for broadcast and reduce, the ``root``."""
-
-    kind: str
-    root: int = 0
-
-    def __post_init__(self) -> None:
-        if self.kind not in COLLECTIVES:
-            raise ScheduleError(
-                f"unknown collective {self.kind!r}; known: {', '.join(COLLECTIVES)}"
-            )
-        if self.root != 0 and self.kind not in _ROOTED:
-            raise ScheduleError(f"{self.kind} has no root (got root={self.root})")
-
-    @property
-    def rooted(self) -> bool:
-        return self.kind in _ROOTED
-
-    def __str__(self) -> str:
-        return f"{self.kind}(root={self.root})" if self.rooted else self.kind
-
+__all__ = ["Schedule", "Step"]
 
 _I = np.int64
 
 
-def _as_index(a: Any, n: int) -> np.ndarray:
-    out = np.asarray(a, dtype=_I)
-    if out.ndim == 0:
-        out = np.full(n, out, dtype=_I)
-    return out
+def _as_index(a: Any, n: int, name: str) -> np.ndarray:
+    raw = np.asarray(a)
+    whole = raw.dtype.kind in "iub" or (
+        raw.dtype.kind == "f" and bool(np.all(np.isfinite(raw) & (raw == np.trunc(raw))))
+    )
+    if not whole:  # 0.5 must not silently become rank 0
+        raise ScheduleError(f"step field {name!r} must hold integers, got {raw.dtype} {raw!r:.60}")
+    out = raw.astype(_I)
+    return np.full(n, out, dtype=_I) if out.ndim == 0 else out
 
 
 class Step(NamedTuple):
@@ -121,11 +97,12 @@ class Step(NamedTuple):
         """Build a step from arrays or scalars (scalars are broadcast to the transfer count)."""
         arrays = [x for x in (src, dst, src_slot, dst_slot, count, reduce) if np.ndim(x) > 0]
         n = max((np.size(x) for x in arrays), default=1)
-        fields = [_as_index(x, n) for x in (src, dst, src_slot, dst_slot, count)]
+        names = cls._fields
+        fields = [_as_index(x, n, f) for f, x in zip(names, (src, dst, src_slot, dst_slot, count))]
         red = np.asarray(reduce, dtype=bool)
         if red.ndim == 0:
             red = np.full(n, bool(red))
-        for name, f in zip(cls._fields, [*fields, red], strict=True):
+        for name, f in zip(names, [*fields, red], strict=True):
             if f.shape != (n,):
                 raise ScheduleError(f"step field {name!r} has shape {f.shape}, expected ({n},)")
         return cls(*fields, red)
@@ -153,66 +130,81 @@ class Step(NamedTuple):
         """The same transfers with every rank ``r`` renamed ``rank_map[r]``."""
         return self._replace(src=rank_map[self.src], dst=rank_map[self.dst])
 
-    def shift_slots(self, offset: int) -> Step:
-        return self._replace(src_slot=self.src_slot + offset, dst_slot=self.dst_slot + offset)
+
+def _units(slot_units: Any) -> np.ndarray:
+    if isinstance(slot_units, (numbers.Integral, np.integer)) and not isinstance(slot_units, bool):
+        return np.ones(int(slot_units), dtype=_I)
+    units = np.asarray(slot_units)
+    if units.dtype.kind not in "iu" and units.size:
+        raise ScheduleError("slot_units must be a non-empty 1-D array of positive integers")
+    units = units.astype(_I)
+    if units.ndim != 1 or len(units) == 0 or (units <= 0).any():
+        raise ScheduleError("slot_units must be a non-empty 1-D array of positive integers")
+    return units
 
 
+def _whole_number(name: str, value: Any, lo: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
+        raise ScheduleError(f"{name} must be an integer >= {lo}, got {value!r}")
+    if value < lo:
+        raise ScheduleError(f"{name} must be an integer >= {lo}, got {value}")
+    return int(value)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
 class Schedule:
     """A collective-communication schedule: metadata plus a (lazy) sequence of :class:`Step`.
 
+    Immutable: :func:`dataclasses.replace` gives a changed copy (steps shared unless ``step_fn``
+    is replaced; then say ``ntransfers_hint=None`` unless the counts are unchanged).
+
     Args:
-        collective: the collective it computes.
+        collective: the collective it computes (a name from :data:`commsim.COLLECTIVES`).
         nranks: number of ranks ``p``.
         slot_units: units of data per slot, length ``nslots`` (an ``int`` means that many slots of
             one unit each).
-        ndata: how many leading slots are the collective's data buffer; the rest are scratch.
-            Defaults to all slots.
         nsteps: number of steps.
         step_fn: ``step_fn(i)`` returns step ``i``; called lazily and possibly more than once.
-        name: display name (the algorithm).
+        root: the root rank of broadcast and reduce (0 otherwise).
+        ndata: how many leading slots are the collective's data buffer; the rest are scratch.
+            Defaults to all slots.
+        algorithm: display name (the registry's algorithm name, or the file's).
         params: the algorithm's parameters, for display only.
-        ntransfers: total transfer count, when the builder knows it without iterating.
-        max_step_transfers: largest transfer count of any step, when known (memory estimates).
+        ntransfers_hint: total transfer count, when the builder knows it without iterating.
+        max_step_transfers_hint: the largest step's transfer count, when known (memory estimates).
     """
 
-    def __init__(
-        self,
-        *,
-        collective: Collective,
-        nranks: int,
-        slot_units: int | Sequence[int] | np.ndarray,
-        nsteps: int,
-        step_fn: Callable[[int], Step],
-        ndata: int | None = None,
-        name: str = "schedule",
-        params: dict[str, Any] | None = None,
-        ntransfers: int | None = None,
-        max_step_transfers: int | None = None,
-    ) -> None:
-        if isinstance(slot_units, (int, np.integer)):
-            units = np.ones(int(slot_units), dtype=_I)
-        else:
-            units = np.asarray(slot_units, dtype=_I)
-        if units.ndim != 1 or len(units) == 0 or (units <= 0).any():
-            raise ScheduleError("slot_units must be a non-empty 1-D array of positive integers")
-        if nranks < 1:
-            raise ScheduleError(f"nranks must be >= 1, got {nranks}")
-        if not 0 <= collective.root < nranks:
-            raise ScheduleError(f"root {collective.root} is not a rank of {nranks}")
-        self.collective = collective
-        self.nranks = int(nranks)
-        self.slot_units = units
-        self.ndata = len(units) if ndata is None else int(ndata)
-        if not 1 <= self.ndata <= len(units):
-            raise ScheduleError(f"ndata={self.ndata} out of range for {len(units)} slots")
-        self.nsteps = int(nsteps)
-        self._step_fn = step_fn
-        self.name = name
-        self.params = dict(params or {})
-        self._ntransfers = ntransfers
-        self._max_step_transfers = max_step_transfers
-        self._slot_offsets = np.concatenate([[0], np.cumsum(units)]).astype(_I)
-        self.uniform_slots = bool((units == units[0]).all())
+    collective: str
+    nranks: int
+    slot_units: np.ndarray
+    nsteps: int
+    step_fn: Callable[[int], Step] = dataclasses.field(repr=False)
+    root: int = 0
+    ndata: int | None = None
+    algorithm: str = "schedule"
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    ntransfers_hint: int | None = None
+    max_step_transfers_hint: int | None = None
+
+    def __post_init__(self) -> None:
+        sp = spec(self.collective)  # UnknownNameError for a bad name
+        units = _units(self.slot_units)
+        p = _whole_number("nranks", self.nranks, 1)
+        root = _whole_number("root", self.root, 0)
+        if root and not sp.rooted:
+            raise ScheduleError(f"{self.collective} has no root (got root={root})")
+        if root >= p:
+            raise ScheduleError(f"root {root} is not a rank of {p}")
+        ndata = len(units) if self.ndata is None else _whole_number("ndata", self.ndata, 1)
+        if ndata > len(units):
+            raise ScheduleError(f"ndata={ndata} out of range for {len(units)} slots")
+        set_ = functools.partial(object.__setattr__, self)
+        set_("slot_units", units)
+        set_("nranks", p)
+        set_("root", root)
+        set_("ndata", ndata)
+        set_("nsteps", _whole_number("nsteps", self.nsteps, 0))
+        set_("params", dict(self.params))
 
     # -- construction -----------------------------------------------------------------------
     @classmethod
@@ -220,7 +212,7 @@ class Schedule:
         cls,
         steps: Sequence[Step],
         *,
-        collective: Collective,
+        collective: str,
         nranks: int,
         nslots: int | None = None,
         slot_units: Sequence[int] | np.ndarray | None = None,
@@ -237,80 +229,66 @@ class Schedule:
             slot_units=units,
             nsteps=len(steps),
             step_fn=steps.__getitem__,
-            ntransfers=sum(s.ntransfers for s in steps),
-            max_step_transfers=max((s.ntransfers for s in steps), default=0),
+            ntransfers_hint=sum(s.ntransfers for s in steps),
+            max_step_transfers_hint=max((s.ntransfers for s in steps), default=0),
             **kwargs,
         )
 
-    def replace(self, **changes: Any) -> Schedule:
-        """A copy with some constructor arguments changed (steps shared unless ``step_fn`` given)."""
-        args: dict[str, Any] = {
-            "collective": self.collective,
-            "nranks": self.nranks,
-            "slot_units": self.slot_units,
-            "nsteps": self.nsteps,
-            "step_fn": self._step_fn,
-            "ndata": self.ndata,
-            "name": self.name,
-            "params": self.params,
-            "ntransfers": self._ntransfers,
-            "max_step_transfers": self._max_step_transfers,
-        }
-        args.update(changes)
-        return Schedule(**args)
-
     def materialize(self) -> Schedule:
         """The same schedule with every step computed once and kept (for small schedules)."""
-        return Schedule.from_steps(
-            list(self.steps()),
-            collective=self.collective,
-            nranks=self.nranks,
-            slot_units=self.slot_units,
-            ndata=self.ndata,
-            name=self.name,
-            params=self.params,
+        steps = list(self.steps())
+        return dataclasses.replace(
+            self,
+            step_fn=steps.__getitem__,
+            ntransfers_hint=sum(s.ntransfers for s in steps),
+            max_step_transfers_hint=max((s.ntransfers for s in steps), default=0),
         )
 
     # -- access -------------------------------------------------------------------------------
     @property
+    def spec(self) -> CollectiveSpec:
+        """What the collective means (:class:`commsim.CollectiveSpec`)."""
+        return spec(self.collective)
+
+    @property
     def nslots(self) -> int:
         return len(self.slot_units)
 
-    @property
-    def kind(self) -> str:
-        return self.collective.kind
+    @functools.cached_property
+    def slot_offsets(self) -> np.ndarray:
+        """``slot_offsets[j]``: units before slot ``j`` (length ``nslots + 1``)."""
+        return np.concatenate([[0], np.cumsum(self.slot_units)]).astype(_I)
 
-    @property
-    def root(self) -> int:
-        return self.collective.root
+    @functools.cached_property
+    def uniform_slots(self) -> bool:
+        """Whether every slot holds the same number of units."""
+        return bool((self.slot_units == self.slot_units[0]).all())
 
     def step(self, i: int) -> Step:
         if not 0 <= i < self.nsteps:
             raise IndexError(f"step {i} out of range for a schedule of {self.nsteps} steps")
-        return self._step_fn(i)
+        return self.step_fn(i)
 
     def steps(self) -> Iterator[Step]:
         for i in range(self.nsteps):
-            yield self._step_fn(i)
+            yield self.step_fn(i)
+
+    @functools.cached_property
+    def _counts(self) -> tuple[int, int]:
+        if self.ntransfers_hint is not None and self.max_step_transfers_hint is not None:
+            return self.ntransfers_hint, self.max_step_transfers_hint
+        sizes = [s.ntransfers for s in self.steps()]
+        return sum(sizes), max(sizes, default=0)
 
     @property
     def ntransfers(self) -> int:
         """Total number of transfers (iterates the steps once if the builder did not say)."""
-        if self._ntransfers is None:
-            self._count()
-        assert self._ntransfers is not None
-        return self._ntransfers
+        return self._counts[0]
 
     @property
     def max_step_transfers(self) -> int:
-        if self._max_step_transfers is None:
-            self._count()
-        assert self._max_step_transfers is not None
-        return self._max_step_transfers
-
-    def _count(self) -> None:
-        sizes = [s.ntransfers for s in self.steps()]
-        self._ntransfers, self._max_step_transfers = sum(sizes), max(sizes, default=0)
+        """The largest step's transfer count (iterates the steps once if the builder did not say)."""
+        return self._counts[1]
 
     @property
     def nbytes_units(self) -> int:
@@ -318,10 +296,9 @@ class Schedule:
 
         ``nbytes`` is the vector length for allreduce, broadcast and reduce, the whole gathered
         output for allgather, the whole input for reduce-scatter (as in nccl-tests and Thakur et
-        al.), and the per-rank send buffer for alltoall, whose data slots hold input then output.
+        al.), and the per-rank send buffer for alltoall (:class:`commsim.CollectiveSpec`).
         """
-        data = int(self._slot_offsets[self.ndata])
-        return data // 2 if self.kind == "alltoall" else data
+        return self.spec.nbytes_units(int(self.slot_offsets[self.ndata]))
 
     def slot_bytes(self, nbytes: float | np.ndarray) -> np.ndarray:
         """Bytes in each slot for a collective of size ``nbytes``; shape ``(nslots, *shape(nbytes))``."""
@@ -330,7 +307,7 @@ class Schedule:
 
     def range_units(self, slot: np.ndarray, count: np.ndarray) -> np.ndarray:
         """Units in the slot ranges ``[slot, slot + count)`` (vectorized)."""
-        return self._slot_offsets[slot + count] - self._slot_offsets[slot]
+        return self.slot_offsets[slot + count] - self.slot_offsets[slot]
 
     def check_step(self, st: Step, i: int) -> None:
         """Raise :class:`ScheduleError` naming step ``i`` and the transfer if ``st`` is malformed.
@@ -392,35 +369,18 @@ class Schedule:
                     step=i,
                 )
 
-    @property
-    def known_max_step_transfers(self) -> int | None:
-        """The largest step's transfer count if known without iterating the steps, else None."""
-        return self._max_step_transfers
-
-    def estimate_bytes(self) -> dict[str, int]:
-        """Peak memory estimates in bytes, without iterating the steps.
-
-        ``verify``: the verifier's state (per slot: a ``uint64`` value, a defined flag and an
-        ``int64`` write stamp; per data slot: the input, its mask and the expected result) plus
-        one step's transfer arrays; ``step``: one step's transfer arrays (0 when the builder did
-        not say how large its steps get). :func:`commsim.verify` and the CLI use this one figure.
-        """
-        p, S, D = self.nranks, self.nslots, self.ndata
-        per_step = (self._max_step_transfers or 0) * 8 * 12
-        state = p * S * (8 + 1 + 8) + p * D * (8 + 1 + 8 + 1 + 1)
-        return {"verify": state + per_step, "step": per_step}
-
     def __repr__(self) -> str:
+        root = f", root={self.root}" if self.spec.rooted else ""
         return (
-            f"Schedule({self.name!r}, {self.collective}, nranks={self.nranks}, "
+            f"Schedule({self.algorithm!r}, {self.collective}{root}, nranks={self.nranks}, "
             f"nslots={self.nslots}, nsteps={self.nsteps})"
         )
 
     def summary(self) -> dict[str, Any]:
         """Plain-data description (for tables and ``--json``)."""
         return {
-            "name": self.name,
-            "collective": self.kind,
+            "algorithm": self.algorithm,
+            "collective": self.collective,
             "root": self.root,
             "nranks": self.nranks,
             "nslots": self.nslots,

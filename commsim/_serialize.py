@@ -1,11 +1,11 @@
 """Save and load schedules: versioned JSON (readable) or NPZ (compact, for large schedules).
 
-JSON layout (``version`` 1)::
+JSON layout (``version`` 2; version 1 files, which said ``"name"`` for ``"algorithm"``, load too)::
 
     {
         "format": "commsim.schedule",
-        "version": 1,
-        "name": "ring",
+        "version": 2,
+        "algorithm": "ring",
         "collective": "allreduce",
         "root": 0,
         "nranks": 4,
@@ -43,13 +43,15 @@ from typing import Any
 
 import numpy as np
 
-from commsim._ir import COLLECTIVES, Collective, Schedule, Step
+from commsim._collectives import COLLECTIVES
+from commsim._ir import Schedule, Step
 from commsim.errors import ScheduleError
 
 __all__ = ["FORMAT", "VERSION", "from_dict", "load", "save", "to_dict"]
 
 FORMAT = "commsim.schedule"
-VERSION = 1
+VERSION = 2
+_READS = (1, 2)  # versions this commsim loads
 _INT_FIELDS = ("src", "dst", "src_slot", "dst_slot", "count")
 
 
@@ -57,8 +59,8 @@ def _meta(schedule: Schedule) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "version": VERSION,
-        "name": schedule.name,
-        "collective": schedule.kind,
+        "algorithm": schedule.algorithm,
+        "collective": schedule.collective,
         "root": schedule.root,
         "nranks": schedule.nranks,
         "slot_units": schedule.slot_units.tolist(),
@@ -137,9 +139,10 @@ def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
     if data.get("format") != FORMAT:
         raise ScheduleError(f"{source}: field 'format' must be {FORMAT!r}")
     version = _field(data, "version", int, source)
-    if version != VERSION:
+    if version not in _READS:
         raise ScheduleError(
-            f"{source}: unsupported version {version} (this commsim reads {VERSION})"
+            f"{source}: unsupported version {version} (this commsim reads "
+            f"{', '.join(map(str, _READS))})"
         )
     kind = _field(data, "collective", str, source)
     if kind not in COLLECTIVES:
@@ -180,11 +183,12 @@ def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
     params = data.get("params", {})
     schedule = Schedule.from_steps(
         steps,
-        collective=Collective(kind, root),
+        collective=kind,
+        root=root,
         nranks=p,
         slot_units=units,
         ndata=ndata,
-        name=str(data.get("name", Path(source).stem)),
+        algorithm=str(data.get("algorithm" if version > 1 else "name", Path(source).stem)),
         params=params if isinstance(params, dict) else {},
     )
     for i, st in enumerate(steps):  # ranks, slot ranges, equal source/destination sizes

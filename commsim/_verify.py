@@ -21,21 +21,40 @@ import time
 
 import numpy as np
 
-from commsim._collectives import spec_of
 from commsim._ir import Schedule, Step
 from commsim.errors import ResourceError, ScheduleError
 
-__all__ = ["MEMORY_LIMIT", "Verified", "verify"]
+__all__ = ["MEMORY_LIMIT", "Verified", "memory_estimate", "verify"]
 
 _DIAGNOSE_LIMIT = 20_000_000  # p * nslots * p counters for the contribution-count pass
 MEMORY_LIMIT = 12 * 2**30  # bytes of verifier state beyond which verify() refuses
+# what the verifier holds, in bytes: per slot a uint64 value, a defined flag and an int64 write
+# stamp; per data slot the input, its mask, the expected result, its mask and the comparison;
+# per transfer of the largest step its six fields and the expanded index arrays (12 words)
+_BYTES_PER_SLOT = 8 + 1 + 8
+_BYTES_PER_DATA_SLOT = 8 + 1 + 8 + 1 + 1
+_BYTES_PER_TRANSFER = 12 * 8
+
+
+def memory_estimate(schedule: Schedule) -> int:
+    """Peak bytes :func:`verify` needs for ``schedule``, without iterating its steps.
+
+    ``p · (17 · nslots + 19 · ndata)`` bytes of state plus 96 bytes per transfer of the largest
+    step (taken as ``p`` when the builder did not say).
+    """
+    p = schedule.nranks
+    step = schedule.max_step_transfers_hint
+    per_step = (p if step is None else max(step, p)) * _BYTES_PER_TRANSFER
+    return (
+        p * (schedule.nslots * _BYTES_PER_SLOT + schedule.ndata * _BYTES_PER_DATA_SLOT) + per_step
+    )
 
 
 @dataclasses.dataclass(frozen=True)
 class Verified:
     """What a successful verification checked."""
 
-    name: str
+    algorithm: str
     collective: str
     nranks: int
     nsteps: int
@@ -44,7 +63,7 @@ class Verified:
 
 
 def _where(schedule: Schedule) -> str:
-    return f"{schedule.kind} {schedule.name!r} (p={schedule.nranks})"
+    return f"{schedule.collective} {schedule.algorithm!r} (p={schedule.nranks})"
 
 
 class _Interpreter:
@@ -164,9 +183,9 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
         8
     """
     t0 = time.perf_counter()
-    spec = spec_of(schedule)
+    spec = schedule.spec
     p, S, D = schedule.nranks, schedule.nslots, schedule.ndata
-    need = schedule.estimate_bytes()["verify"]
+    need = memory_estimate(schedule)
     if need > MEMORY_LIMIT:
         raise ResourceError(
             f"{_where(schedule)}: verifying needs about {need / 2**30:.1f} GiB "
@@ -220,7 +239,12 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
             it.apply(st, i, check=False)
         _report(schedule, it, init, pre, r, j)
     return Verified(
-        schedule.name, schedule.kind, p, schedule.nsteps, ntransfers, time.perf_counter() - t0
+        schedule.algorithm,
+        schedule.collective,
+        p,
+        schedule.nsteps,
+        ntransfers,
+        time.perf_counter() - t0,
     )
 
 
@@ -242,7 +266,7 @@ def _report(
         )
     where = f"last written at step {last} by a transfer from rank {int(it.last_src[k])}"
     detail = "holds the wrong value"
-    spec = spec_of(schedule)
+    spec = schedule.spec
     if spec.reduces and p * S * p <= _DIAGNOSE_LIMIT:
         detail = _count_diagnosis(schedule, pre, r, j) or detail
     elif not spec.reduces and p * schedule.ndata <= 1_000_000:

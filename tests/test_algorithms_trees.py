@@ -142,7 +142,7 @@ VARIANTS = [(c, a, kw) for c, a, kw in ALGORITHMS if kw]
 )
 def test_verifies(collective, algorithm, kw, p):
     s = commsim.build(collective, algorithm, nranks=p, **kw)
-    assert s.kind == collective and s.nranks == p
+    assert s.collective == collective and s.nranks == p
     commsim.verify(s)
 
 

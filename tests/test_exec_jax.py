@@ -26,7 +26,7 @@ if "jax" not in sys.modules and "device_count" not in os.environ.get("XLA_FLAGS"
 jax = pytest.importorskip("jax")
 
 import commsim  # noqa: E402
-from commsim import COLLECTIVES, Collective, Schedule, Step  # noqa: E402
+from commsim import COLLECTIVES, Schedule, Step, spec  # noqa: E402
 from commsim._cli_run import add_parser  # noqa: E402
 from commsim.algorithms import REGISTRY  # noqa: E402
 from commsim.errors import CommsimError  # noqa: E402
@@ -37,7 +37,7 @@ NDEV = len(jax.devices())
 pytestmark = pytest.mark.skipif(NDEV < 8, reason=f"needs 8 JAX devices, {NDEV} visible")
 
 ROWS = sorted(REGISTRY)
-ROOTED = [r for r in ROWS if Collective(r[0]).rooted]
+ROOTED = [r for r in ROWS if spec(r[0]).rooted]
 SUBSET = [
     r
     for r in [
@@ -93,7 +93,7 @@ def test_nonzero_root(backend, row):
 @pytest.mark.parametrize("collective", COLLECTIVES)
 def test_native_collectives_match_the_reference(backend, collective, p):
     name = commsim.available(collective)[0]
-    rooted = Collective(collective).rooted
+    rooted = spec(collective).rooted
     s = commsim.build(collective, name, nranks=p, **({"root": p - 1} if rooted else {}))
     lay = layout(s, 2 * s.nbytes_units)
     for dtype in ("int32", "float32"):
@@ -174,7 +174,7 @@ def random_schedule(seed: int, p: int = 4, units=(1, 2, 1, 3, 1, 1), nsteps: int
             rows.append((src, dst, a, b, count, red))
         steps.append(Step.make(*(np.array(c) for c in zip(*rows, strict=True))))
     return Schedule.from_steps(
-        steps, collective=Collective("allreduce"), nranks=p, slot_units=list(units), name="random"
+        steps, collective="allreduce", nranks=p, slot_units=list(units), algorithm="random"
     )
 
 
@@ -202,7 +202,7 @@ def test_exchange_multiple_reductions_and_local_copies(backend):
         dst_slot=[0, 0, 1, 1, 3, 2, 3, 2],
         reduce=[False, False, True, True, False, True, False, True],
     )
-    s = Schedule.from_steps([step], collective=Collective("allreduce"), nranks=4, nslots=4)
+    s = Schedule.from_steps([step], collective="allreduce", nranks=4, nslots=4)
     same_as_interpreter(backend, s)
 
 
@@ -210,7 +210,7 @@ def test_window_that_cannot_shift_pads_the_buffer(backend):
     # one round, one column: 0->1 moves 3 slots, 2->3 moves the last slot into the first;
     # no shift keeps both of the short transfer's windows inside the buffer
     step = Step.make(src=[0, 2], dst=[1, 3], src_slot=[0, 3], dst_slot=[0, 0], count=[3, 1])
-    s = Schedule.from_steps([step], collective=Collective("allreduce"), nranks=4, nslots=4)
+    s = Schedule.from_steps([step], collective="allreduce", nranks=4, nslots=4)
     lay = layout(s, 4 * 2)
     pl = plan(s, lay)
     assert pl.pad == 2 * 2 and pl.nmasked == 1

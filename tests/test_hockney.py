@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import commsim
-from commsim import Collective, Schedule, Step
+from commsim import Schedule, Step
 from commsim.algorithms import REGISTRY
 from commsim.models import Hockney, lower_bound
 
@@ -18,7 +18,7 @@ A, B, G = 3e-6, 1 / 20e9, 1 / 50e9
 
 
 def _sched(steps, kind="allreduce", p=4, nslots=1) -> Schedule:
-    return Schedule.from_steps(steps, collective=Collective(kind), nranks=p, nslots=nslots)
+    return Schedule.from_steps(steps, collective=kind, nranks=p, nslots=nslots)
 
 
 def test_one_message_costs_alpha_plus_n_beta():

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import commsim
-from commsim import Collective, Schedule, ScheduleError, Step, UnknownNameError
+from commsim import Schedule, ScheduleError, Step, UnknownNameError
 from commsim.algorithms import REGISTRY, concat, relabel, with_root
 
 ALGORITHMS = sorted(REGISTRY)
@@ -30,7 +30,7 @@ def test_step_make_rejects_mismatched_lengths():
 def test_slot_bytes_follow_the_nbytes_convention():
     # alltoall: nbytes is the per-rank send buffer, i.e. half of the data slots
     s = Schedule(
-        collective=Collective("alltoall"),
+        collective="alltoall",
         nranks=2,
         slot_units=4,
         nsteps=0,
@@ -40,7 +40,7 @@ def test_slot_bytes_follow_the_nbytes_convention():
     np.testing.assert_allclose(s.slot_bytes(1000.0), [500.0] * 4)
     # uneven units: sizes need not divide evenly
     u = Schedule(
-        collective=Collective("allreduce"),
+        collective="allreduce",
         nranks=2,
         slot_units=[1, 2],
         nsteps=0,
@@ -57,9 +57,7 @@ def test_steps_are_lazy():
         calls.append(i)
         return Step.make(src=[0], dst=[1], src_slot=0, dst_slot=0)
 
-    s = Schedule(
-        collective=Collective("broadcast"), nranks=2, slot_units=1, nsteps=3, step_fn=step_fn
-    )
+    s = Schedule(collective="broadcast", nranks=2, slot_units=1, nsteps=3, step_fn=step_fn)
     assert calls == []
     s.step(2)
     assert calls == [2]
@@ -68,8 +66,8 @@ def test_steps_are_lazy():
 def test_concat_and_relabel_and_root():
     rs = commsim.algorithms.ring.ring_reduce_scatter(4)
     ag = commsim.algorithms.ring.ring_allgather(4)
-    ar = concat(rs, ag, collective="allreduce", name="mine")
-    assert (ar.nsteps, ar.ntransfers, ar.name) == (6, 24, "mine")
+    ar = concat(rs, ag, collective="allreduce", algorithm="mine")
+    assert (ar.nsteps, ar.ntransfers, ar.algorithm) == (6, 24, "mine")
     commsim.verify(ar)
     # relabelling an allreduce by any permutation keeps it an allreduce
     perm = np.array([2, 0, 3, 1])
@@ -84,7 +82,7 @@ def test_concat_rejects_different_layouts():
     with pytest.raises(ScheduleError, match="slot layouts"):
         concat(
             commsim.build("allreduce", "ring", nranks=4),
-            Schedule.from_steps([], collective=Collective("allreduce"), nranks=4, nslots=3),
+            Schedule.from_steps([], collective="allreduce", nranks=4, nslots=3),
         )
 
 
@@ -123,12 +121,12 @@ def test_available_lists_registry_names():
 def test_save_load_round_trip(tmp_path, collective, name, suffix):
     s = commsim.build(collective, name, nranks=6)
     t = commsim.load(commsim.save(s, tmp_path / f"s{suffix}"))
-    assert (t.kind, t.nranks, t.nsteps, t.ntransfers, t.name) == (
-        s.kind,
+    assert (t.collective, t.nranks, t.nsteps, t.ntransfers, t.algorithm) == (
+        s.collective,
         s.nranks,
         s.nsteps,
         s.ntransfers,
-        s.name,
+        s.algorithm,
     )
     np.testing.assert_array_equal(t.slot_units, s.slot_units)
     for a, b in zip(s.steps(), t.steps(), strict=True):

@@ -6,14 +6,14 @@ import numpy as np
 import pytest
 
 import commsim
-from commsim import Collective, Schedule, ScheduleError, Step
+from commsim import Schedule, ScheduleError, Step
 from commsim.algorithms import REGISTRY
 
 ALGORITHMS = sorted(REGISTRY)
 
 
 def _one_step(steps, kind="allreduce", p=2, nslots=1, **kw) -> Schedule:
-    return Schedule.from_steps(steps, collective=Collective(kind), nranks=p, nslots=nslots, **kw)
+    return Schedule.from_steps(steps, collective=kind, nranks=p, nslots=nslots, **kw)
 
 
 def test_exchange_in_one_step_reads_before_writes():
@@ -45,9 +45,7 @@ def test_read_of_a_slot_holding_no_data_is_rejected():
 
 def test_reduce_into_unwritten_scratch_is_rejected():
     st = Step.make(src=[0], dst=[1], src_slot=0, dst_slot=1, reduce=True)
-    s = Schedule.from_steps(
-        [st], collective=Collective("allreduce"), nranks=2, slot_units=[1, 1], ndata=1
-    )
+    s = Schedule.from_steps([st], collective="allreduce", nranks=2, slot_units=[1, 1], ndata=1)
     with pytest.raises(ScheduleError, match="reduces into slot 1"):
         commsim.verify(s)
 
@@ -73,16 +71,14 @@ def test_out_of_range_fields_name_the_transfer(field, value, message):
 def test_source_and_destination_ranges_must_hold_the_same_data():
     # slot 0 holds 2 units, slot 1 one unit: moving slot 0 into slot 1 would lose data
     st = Step.make(src=0, dst=1, src_slot=0, dst_slot=1)
-    s = Schedule.from_steps(
-        [st], collective=Collective("broadcast"), nranks=2, slot_units=[2, 1], ndata=1
-    )
+    s = Schedule.from_steps([st], collective="broadcast", nranks=2, slot_units=[2, 1], ndata=1)
     with pytest.raises(ScheduleError, match="hold different amounts of data"):
         commsim.verify(s)
 
 
 def test_root_must_be_a_rank():
     with pytest.raises(ScheduleError, match="root 5 is not a rank of 2"):
-        _one_step([], kind="broadcast", p=2).replace(collective=Collective("broadcast", 5))
+        _one_step([], kind="broadcast", p=2, root=5)
 
 
 def test_missing_contribution_is_named():
@@ -138,7 +134,7 @@ def _mutate(schedule: Schedule, how: str) -> Schedule:
         nranks=schedule.nranks,
         slot_units=schedule.slot_units,
         ndata=schedule.ndata,
-        name=schedule.name,
+        algorithm=schedule.algorithm,
     )
 
 
@@ -156,6 +152,6 @@ def test_duplicate_reduction_is_diagnosed_as_double_counting():
     s = commsim.build("allreduce", "ring", nranks=5)
     steps = list(s.steps())
     steps[1] = Step.cat([steps[1], Step(*(f[:1] for f in steps[1]))])  # a reduce-scatter step
-    bad = Schedule.from_steps(steps, collective=s.collective, nranks=5, nslots=5, name="ring")
+    bad = Schedule.from_steps(steps, collective=s.collective, nranks=5, nslots=5, algorithm="ring")
     with pytest.raises(ScheduleError, match=r"counts the contribution of rank\(s\) .*2 times"):
         commsim.verify(bad)

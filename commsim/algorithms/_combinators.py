@@ -12,49 +12,50 @@ All of them keep steps lazy: a combined step is computed from the parts' steps w
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-from commsim._ir import Collective, Schedule, Step
+from commsim._ir import Schedule, Step
 from commsim.errors import ScheduleError
 
 __all__ = ["concat", "lazy", "relabel", "with_root"]
 
 
 def lazy(
-    kind: str,
+    collective: str,
     nranks: int,
     nsteps: int,
     step_fn: Callable[[int], Step],
     *,
     slot_units: int | Sequence[int] | np.ndarray,
-    name: str,
+    algorithm: str,
     params: dict[str, Any] | None = None,
     ndata: int | None = None,
-    ntransfers: int | None = None,
-    max_step_transfers: int | None = None,
+    ntransfers_hint: int | None = None,
+    max_step_transfers_hint: int | None = None,
 ) -> Schedule:
-    """A schedule for root 0 of collective ``kind`` from its step function."""
+    """A schedule for root 0 of ``collective`` from its step function."""
     return Schedule(
-        collective=Collective(kind),
+        collective=collective,
         nranks=nranks,
         slot_units=slot_units,
         nsteps=nsteps,
         step_fn=step_fn,
         ndata=ndata,
-        name=name,
-        params=params,
-        ntransfers=ntransfers,
-        max_step_transfers=max_step_transfers,
+        algorithm=algorithm,
+        params=params or {},
+        ntransfers_hint=ntransfers_hint,
+        max_step_transfers_hint=max_step_transfers_hint,
     )
 
 
 def concat(
     *parts: Schedule,
-    collective: Collective | str | None = None,
-    name: str | None = None,
+    collective: str | None = None,
+    algorithm: str | None = None,
     params: dict[str, Any] | None = None,
 ) -> Schedule:
     """Run ``parts`` one after another. They must share ranks and slot layout.
@@ -69,28 +70,29 @@ def concat(
         if s.nranks != first.nranks:
             raise ScheduleError(f"concat: nranks differ ({first.nranks} vs {s.nranks})")
         if not np.array_equal(s.slot_units, first.slot_units):
-            raise ScheduleError(f"concat: slot layouts of {first.name!r} and {s.name!r} differ")
-    if isinstance(collective, str):
-        collective = Collective(collective)
+            raise ScheduleError(
+                f"concat: slot layouts of {first.algorithm!r} and {s.algorithm!r} differ"
+            )
     offsets = np.cumsum([0] + [s.nsteps for s in parts]).tolist()
 
     def step_fn(i: int) -> Step:
         k = bisect.bisect_right(offsets, i) - 1
         return parts[k].step(i - offsets[k])
 
-    known = [s._ntransfers for s in parts]
-    maxes = [s._max_step_transfers for s in parts]
+    known = [s.ntransfers_hint for s in parts]
+    maxes = [s.max_step_transfers_hint for s in parts]
     return Schedule(
         collective=collective or parts[-1].collective,
+        root=parts[-1].root,
         nranks=first.nranks,
         slot_units=first.slot_units,
         nsteps=offsets[-1],
         step_fn=step_fn,
         ndata=parts[-1].ndata,
-        name=name or "+".join(s.name for s in parts),
+        algorithm=algorithm or "+".join(s.algorithm for s in parts),
         params=params if params is not None else {},
-        ntransfers=None if None in known else sum(known),  # type: ignore[arg-type]
-        max_step_transfers=None if None in maxes else max(maxes),  # type: ignore[type-var]
+        ntransfers_hint=None if None in known else sum(known),  # type: ignore[arg-type]
+        max_step_transfers_hint=None if None in maxes else max(maxes),  # type: ignore[type-var]
     )
 
 
@@ -99,9 +101,13 @@ def relabel(
     rank_map: np.ndarray | Sequence[int],
     nranks: int,
     *,
-    collective: Collective | None = None,
+    collective: str | None = None,
+    root: int = 0,
 ) -> Schedule:
-    """Place a schedule's ranks on ``nranks`` ranks: virtual rank ``v`` becomes ``rank_map[v]``."""
+    """Place a schedule's ranks on ``nranks`` ranks: virtual rank ``v`` becomes ``rank_map[v]``.
+
+    The result computes ``collective`` (default: the schedule's) with root ``root``.
+    """
     rank_map = np.asarray(rank_map, dtype=np.int64)
     if rank_map.shape != (schedule.nranks,):
         raise ScheduleError(f"rank_map needs {schedule.nranks} entries, got {rank_map.shape}")
@@ -109,9 +115,11 @@ def relabel(
         raise ScheduleError("rank_map must map virtual ranks to distinct ranks >= 0")
     if len(rank_map) and rank_map.max() >= nranks:
         raise ScheduleError(f"rank_map points past nranks={nranks}")
-    return schedule.replace(
+    return dataclasses.replace(
+        schedule,
         nranks=nranks,
         collective=collective or schedule.collective,
+        root=root,
         step_fn=lambda i: schedule.step(i).relabel(rank_map),
     )
 
@@ -120,5 +128,5 @@ def with_root(schedule: Schedule, root: int) -> Schedule:
     """Rotate ranks by ``root``: a schedule rooted at 0 becomes one rooted at ``root``."""
     p = schedule.nranks
     rank_map = (np.arange(p) + root) % p
-    out = relabel(schedule, rank_map, p, collective=Collective(schedule.kind, root))
-    return out.replace(params={**schedule.params, "root": root})
+    out = relabel(schedule, rank_map, p, root=root)
+    return dataclasses.replace(out, params={**schedule.params, "root": root})

@@ -15,7 +15,8 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
-from commsim._ir import COLLECTIVES, Collective, Schedule
+from commsim._collectives import COLLECTIVES, spec
+from commsim._ir import Schedule
 from commsim.errors import ScheduleError, UnknownNameError
 
 __all__ = ["REGISTRY", "AlgorithmInfo", "available", "build", "info", "register"]
@@ -29,7 +30,7 @@ class AlgorithmInfo:
 
     Attributes:
         collective: the collective it computes.
-        name: registry name.
+        algorithm: registry name.
         factory: ``factory(nranks, **params)``, root 0 for rooted collectives.
         cost: the Hockney cost in plain text, for tables (the docstring has the exact form).
         constraints: when it applies and what it does off its best case, for tables.
@@ -38,7 +39,7 @@ class AlgorithmInfo:
     """
 
     collective: str
-    name: str
+    algorithm: str
     factory: Factory
     cost: str
     constraints: str
@@ -143,7 +144,7 @@ def build(collective: str, algorithm: str, nranks: int, **params: Any) -> Schedu
     row = info(collective, algorithm)
     p = _check_nranks(nranks)
     root = params.pop("root", 0)
-    rooted = Collective(collective).rooted
+    rooted = spec(collective).rooted
     if not rooted and root != 0:
         raise ScheduleError(f"{collective} has no root (got root={root})")
     if rooted and (

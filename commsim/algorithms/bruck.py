@@ -79,9 +79,9 @@ def bruck_allgather(nranks: int) -> Schedule:
         K,
         step,
         slot_units=p,
-        name="bruck",
-        ntransfers=K * p + sum(c - 1 for c in counts),
-        max_step_transfers=max((p + c - 1 for c in counts), default=0),
+        algorithm="bruck",
+        ntransfers_hint=K * p + sum(c - 1 for c in counts),
+        max_step_transfers_hint=max((p + c - 1 for c in counts), default=0),
     )
 
 
@@ -147,9 +147,9 @@ def bruck_alltoall(nranks: int) -> Schedule:
         K + 1,
         step,
         slot_units=2 * p,
-        name="bruck",
-        ntransfers=sum(counts),
-        max_step_transfers=max(counts),
+        algorithm="bruck",
+        ntransfers_hint=sum(counts),
+        max_step_transfers_hint=max(counts),
     )
 
 

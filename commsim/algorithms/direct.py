@@ -77,9 +77,9 @@ def direct_reduce_scatter(nranks: int) -> Schedule:
         1 if p > 1 else 0,
         step,
         slot_units=p,
-        name="direct",
-        ntransfers=p * (p - 1),
-        max_step_transfers=p * (p - 1),
+        algorithm="direct",
+        ntransfers_hint=p * (p - 1),
+        max_step_transfers_hint=p * (p - 1),
     )
 
 
@@ -114,9 +114,9 @@ def pairwise_reduce_scatter(nranks: int) -> Schedule:
         p - 1,
         step,
         slot_units=p,
-        name="pairwise",
-        ntransfers=p * (p - 1),
-        max_step_transfers=p if p > 1 else 0,
+        algorithm="pairwise",
+        ntransfers_hint=p * (p - 1),
+        max_step_transfers_hint=p if p > 1 else 0,
     )
 
 
@@ -150,9 +150,9 @@ def direct_allgather(nranks: int) -> Schedule:
         1 if p > 1 else 0,
         step,
         slot_units=p,
-        name="direct",
-        ntransfers=p * (p - 1),
-        max_step_transfers=p * (p - 1),
+        algorithm="direct",
+        ntransfers_hint=p * (p - 1),
+        max_step_transfers_hint=p * (p - 1),
     )
 
 
@@ -178,7 +178,7 @@ def direct_allreduce(nranks: int) -> Schedule:
         direct_reduce_scatter(nranks),
         direct_allgather(nranks),
         collective="allreduce",
-        name="direct",
+        algorithm="direct",
     )
 
 
@@ -221,9 +221,9 @@ def pairwise_alltoall(nranks: int) -> Schedule:
         max(p - 1, 1),
         step,
         slot_units=2 * p,
-        name="pairwise",
-        ntransfers=p * p,
-        max_step_transfers=2 * p if p > 1 else 1,
+        algorithm="pairwise",
+        ntransfers_hint=p * p,
+        max_step_transfers_hint=2 * p if p > 1 else 1,
     )
 
 
@@ -259,7 +259,7 @@ def direct_alltoall(nranks: int) -> Schedule:
         1,
         step,
         slot_units=2 * p,
-        name="direct",
-        ntransfers=p * p,
-        max_step_transfers=p * p,
+        algorithm="direct",
+        ntransfers_hint=p * p,
+        max_step_transfers_hint=p * p,
     )

@@ -35,12 +35,13 @@ In the formulas below ``p' = 2^L`` is the largest power of two ``<= p``, ``r = p
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
 
-from commsim._ir import Collective, Schedule, Step
+from commsim._ir import Schedule, Step
 from commsim.algorithms._combinators import concat, lazy, relabel
 from commsim.algorithms._registry import register
 
@@ -96,19 +97,19 @@ def _gather(pv: int, bounds: np.ndarray) -> StepFn:
 
 
 def _core(
-    kind: str, pv: int, step_fn: StepFn, nslots: int, name: str, gather: bool = False
+    collective: str, pv: int, step_fn: StepFn, nslots: int, algorithm: str, gather: bool = False
 ) -> Schedule:
     """A ``lg p'``-step core on ``p'`` virtual ranks (``p'`` transfers a step; gather fewer)."""
     nsteps = pv.bit_length() - 1
     return lazy(
-        kind,
+        collective,
         pv,
         nsteps,
         step_fn,
         slot_units=nslots,
-        name=name,
-        ntransfers=pv - 1 if gather else pv * nsteps,
-        max_step_transfers=(pv // 2 if gather else pv) if nsteps else 0,
+        algorithm=algorithm,
+        ntransfers_hint=pv - 1 if gather else pv * nsteps,
+        max_step_transfers_hint=(pv // 2 if gather else pv) if nsteps else 0,
     )
 
 
@@ -142,24 +143,22 @@ def _fold(
     *,
     fold_in: Callable[[], Step],
     fold_out: Callable[[], Step] | None,
-    kind: str,
-    name: str,
+    collective: str,
+    algorithm: str,
 ) -> Schedule:
     """``fold_in()``, then ``core`` placed on the virtual ranks' real ranks, then ``fold_out()``.
 
     The edge steps are thunks: they are only built when ``p`` is not a power of two.
     """
     if f.pv == f.nranks:
-        return core.replace(collective=Collective(kind), name=name)
-    placed = relabel(core, f.rank_map, f.nranks, collective=Collective(kind))
+        return dataclasses.replace(core, collective=collective, algorithm=algorithm)
+    placed = relabel(core, f.rank_map, f.nranks, collective=collective)
     edges = [fold_in()] + ([fold_out()] if fold_out is not None else [])
     one = [
-        Schedule.from_steps(
-            [s], collective=Collective(kind), nranks=f.nranks, slot_units=core.slot_units
-        )
+        Schedule.from_steps([s], collective=collective, nranks=f.nranks, slot_units=core.slot_units)
         for s in edges
     ]
-    return concat(one[0], placed, *one[1:], collective=kind, name=name)
+    return concat(one[0], placed, *one[1:], collective=collective, algorithm=algorithm)
 
 
 def _whole(src: np.ndarray, dst: np.ndarray, nslots: int, reduce: bool) -> Step:
@@ -204,8 +203,8 @@ def recursive_halving_reduce_scatter(nranks: int) -> Schedule:
         f,
         fold_in=lambda: _whole(f.extra, f.keep, nranks, True),
         fold_out=lambda: Step.make(f.keep, f.extra, f.extra, f.extra),
-        kind="reduce_scatter",
-        name="recursive_halving",
+        collective="reduce_scatter",
+        algorithm="recursive_halving",
     )
 
 
@@ -252,8 +251,8 @@ def recursive_doubling_allgather(nranks: int) -> Schedule:
         f,
         fold_in=lambda: Step.make(f.extra, f.keep, f.extra, f.extra),
         fold_out=fold_out,
-        kind="allgather",
-        name="recursive_doubling",
+        collective="allgather",
+        algorithm="recursive_doubling",
     )
 
 
@@ -296,8 +295,8 @@ def recursive_doubling_allreduce(nranks: int) -> Schedule:
         f,
         fold_in=lambda: _whole(f.extra, f.keep, 1, True),
         fold_out=lambda: _whole(f.keep, f.extra, 1, False),
-        kind="allreduce",
-        name="recursive_doubling",
+        collective="allreduce",
+        algorithm="recursive_doubling",
     )
 
 
@@ -344,8 +343,8 @@ def rabenseifner_allreduce(nranks: int) -> Schedule:
         f,
         fold_in=lambda: _whole(f.extra, f.keep, pv, True),
         fold_out=lambda: _whole(f.keep, f.extra, pv, False),
-        kind="allreduce",
-        name="rabenseifner",
+        collective="allreduce",
+        algorithm="rabenseifner",
     )
 
 
@@ -392,6 +391,6 @@ def rabenseifner_reduce(nranks: int) -> Schedule:
         f,
         fold_in=lambda: _whole(f.extra, f.keep, pv, True),
         fold_out=None,
-        kind="reduce",
-        name="rabenseifner",
+        collective="reduce",
+        algorithm="rabenseifner",
     )

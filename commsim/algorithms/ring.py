@@ -59,9 +59,9 @@ def ring_reduce_scatter(nranks: int) -> Schedule:
         p - 1,
         _ring_steps(p, 1, True),
         slot_units=p,
-        name="ring",
-        ntransfers=p * (p - 1),
-        max_step_transfers=p if p > 1 else 0,
+        algorithm="ring",
+        ntransfers_hint=p * (p - 1),
+        max_step_transfers_hint=p if p > 1 else 0,
     )
 
 
@@ -88,9 +88,9 @@ def ring_allgather(nranks: int) -> Schedule:
         p - 1,
         _ring_steps(p, 0, False),
         slot_units=p,
-        name="ring",
-        ntransfers=p * (p - 1),
-        max_step_transfers=p if p > 1 else 0,
+        algorithm="ring",
+        ntransfers_hint=p * (p - 1),
+        max_step_transfers_hint=p if p > 1 else 0,
     )
 
 
@@ -111,5 +111,8 @@ def ring_allreduce(nranks: int) -> Schedule:
         (6, 24)
     """
     return concat(
-        ring_reduce_scatter(nranks), ring_allgather(nranks), collective="allreduce", name="ring"
+        ring_reduce_scatter(nranks),
+        ring_allgather(nranks),
+        collective="allreduce",
+        algorithm="ring",
     )

@@ -102,9 +102,9 @@ def binomial_broadcast(nranks: int) -> Schedule:
         _lg(p),
         lambda k: _binomial_bcast_step(p, k, 1),
         slot_units=1,
-        name="binomial",
-        ntransfers=p - 1,
-        max_step_transfers=p // 2,
+        algorithm="binomial",
+        ntransfers_hint=p - 1,
+        max_step_transfers_hint=p // 2,
     )
 
 
@@ -135,9 +135,9 @@ def binomial_reduce(nranks: int) -> Schedule:
         _lg(p),
         lambda k: _binomial_reduce_step(p, k, 1),
         slot_units=1,
-        name="binomial",
-        ntransfers=p - 1,
-        max_step_transfers=p // 2,
+        algorithm="binomial",
+        ntransfers_hint=p - 1,
+        max_step_transfers_hint=p // 2,
     )
 
 
@@ -165,7 +165,7 @@ def binomial_allreduce(nranks: int) -> Schedule:
         binomial_reduce(nranks),
         binomial_broadcast(nranks),
         collective="allreduce",
-        name="binomial",
+        algorithm="binomial",
     )
 
 
@@ -204,10 +204,10 @@ def chain_broadcast(nranks: int, segments: int = 8) -> Schedule:
         p + k - 2 if p > 1 else 0,
         step,
         slot_units=k,
-        name="chain",
+        algorithm="chain",
         params={"segments": k},
-        ntransfers=(p - 1) * k,
-        max_step_transfers=min(p - 1, k),
+        ntransfers_hint=(p - 1) * k,
+        max_step_transfers_hint=min(p - 1, k),
     )
 
 
@@ -222,9 +222,9 @@ def _binomial_scatter(p: int) -> Schedule:
         _lg(p),
         lambda k: _binomial_scatter_step(p, k),
         slot_units=p,
-        name="binomial_scatter",
-        ntransfers=p - 1,
-        max_step_transfers=p // 2,
+        algorithm="binomial_scatter",
+        ntransfers_hint=p - 1,
+        max_step_transfers_hint=p // 2,
     )
 
 
@@ -255,7 +255,7 @@ def scatter_allgather_broadcast(nranks: int) -> Schedule:
         _binomial_scatter(nranks),
         ring_allgather(nranks),
         collective="broadcast",
-        name="scatter_allgather",
+        algorithm="scatter_allgather",
     )
 
 
@@ -397,9 +397,9 @@ def _pipelined_phase(
         len(used),
         step,
         slot_units=2 * k,
-        name=name,
-        ntransfers=len(times),
-        max_step_transfers=int(per_step.max(initial=0)),
+        algorithm=name,
+        ntransfers_hint=len(times),
+        max_step_transfers_hint=int(per_step.max(initial=0)),
     )
 
 
@@ -461,5 +461,5 @@ def double_binary_tree_allreduce(nranks: int, segments: int = 4) -> Schedule:
         p, k, parent, child, slot0, 2 * e["pdepth"] + e["colour"], False, "down"
     )
     return concat(
-        up, down, collective="allreduce", name="double_binary_tree", params={"segments": k}
+        up, down, collective="allreduce", algorithm="double_binary_tree", params={"segments": k}
     )

@@ -42,6 +42,13 @@ class Backend(Protocol):
     def unavailable(self) -> str | None:
         """``None`` when usable here, else one line: why not, and how to fix it."""
 
+    def check_dtype(self, dtype: Any) -> np.dtype:
+        """``dtype`` as a numpy dtype if this backend runs it, else a one-line CommsimError
+        (callable on the class: it never starts the device or MPI)."""
+
+    def native_name(self, collective: str) -> str:
+        """What :meth:`native` runs for ``collective``, e.g. ``"MPI_Allreduce"``."""
+
     def compile(self, schedule: Schedule, layout: Layout, dtype: np.dtype) -> Compiled:
         """Lower ``schedule`` for buffers of ``layout`` and ``dtype``."""
 

@@ -42,7 +42,7 @@ def check_outputs(schedule: Schedule, lay: Layout, inputs: np.ndarray, outputs: 
         if bad.any():
             r, e = (int(x) for x in np.argwhere(bad)[0])
             raise CommsimError(
-                f"{schedule.kind} {schedule.name!r} (p={schedule.nranks}): rank {int(rows[r])} "
+                f"{schedule.collective} {schedule.algorithm!r} (p={schedule.nranks}): rank {int(rows[r])} "
                 f"element {e} is {got[r, e]!r}, {name} gives {want[r, e]!r}"
             )
 
@@ -70,11 +70,11 @@ def execute(
         raise CommsimError(
             f"inputs must have shape [nranks={schedule.nranks}, count], got {inputs.shape}"
         )
-    count = inputs.shape[1] * (schedule.nranks if schedule.kind == "allgather" else 1)
+    count = schedule.spec.count_from_input(schedule.nranks, inputs.shape[1])
     lay = layout(schedule, count)
     if lay.count != count:
         raise CommsimError(
-            f"{count} elements do not divide into {schedule.name!r}'s "
+            f"{count} elements do not divide into {schedule.algorithm!r}'s "
             f"{schedule.nbytes_units} slot units; use a multiple of {schedule.nbytes_units}"
         )
     be = get_backend(backend) if isinstance(backend, str) else backend

@@ -6,18 +6,9 @@ the collective's element count ``count`` (``nbytes / itemsize``, in the collecti
 convention) as ``count // nbytes_units``: like nccl-tests, a count that does not divide evenly is
 rounded **down** to a multiple of the schedule's units, and :attr:`Layout.count` says what ran.
 
-User-facing arrays (``[p, ...]``, one row per rank), as in MPI:
-
-=============== ====================== ======================
-collective      input per rank         output per rank
-=============== ====================== ======================
-allreduce       ``count``              ``count`` (the sum)
-reduce          ``count``              ``count`` (root: the sum)
-broadcast       ``count`` (root's)     ``count``
-reduce_scatter  ``count``              ``count / p`` (block r)
-allgather       ``count / p``          ``count``
-alltoall        ``count`` (p blocks)   ``count`` (p blocks)
-=============== ====================== ======================
+User-facing arrays are ``[p, ...]``, one row per rank, as in MPI; where each rank's input and
+output sit in its buffer is the collective's :class:`~commsim.CollectiveSpec` (``input_region``,
+``output_region``), so this module never looks at which collective it lays out.
 """
 
 from __future__ import annotations
@@ -26,10 +17,11 @@ import dataclasses
 
 import numpy as np
 
+from commsim._collectives import CollectiveSpec
 from commsim._ir import Schedule
 from commsim.errors import CommsimError
 
-__all__ = ["Layout", "ceil_count", "layout"]
+__all__ = ["Layout", "layout"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,7 +29,7 @@ class Layout:
     """Element layout of a schedule's per-rank buffers for one message size."""
 
     nranks: int
-    kind: str
+    spec: CollectiveSpec
     per_unit: int
     offsets: np.ndarray  # [nslots + 1] element offsets of the slots
     data_elems: int  # elements of the data slots (the collective's buffer)
@@ -47,66 +39,59 @@ class Layout:
     def nelems(self) -> int:
         return int(self.offsets[-1])
 
-    def slot_range(self, slot: int, count: int = 1) -> tuple[int, int]:
-        return int(self.offsets[slot]), int(self.offsets[slot + count])
+    def _index(self, region: tuple[np.ndarray, int]) -> np.ndarray:
+        starts, length = region
+        return starts[:, None] + np.arange(length)
+
+    def input_slice(self, rank: int) -> slice:
+        """Rank ``rank``'s input elements in its buffer."""
+        starts, length = self.spec.input_region(self.nranks, self.count)
+        return slice(int(starts[rank]), int(starts[rank]) + length)
+
+    def output_slice(self, rank: int) -> slice:
+        """Rank ``rank``'s output elements in its buffer."""
+        starts, length = self.spec.output_region(self.nranks, self.count)
+        return slice(int(starts[rank]), int(starts[rank]) + length)
 
     def input_shape(self) -> tuple[int, int]:
-        per_rank = self.count // self.nranks if self.kind == "allgather" else self.count
-        return (self.nranks, per_rank)
+        """``(p, elements of each rank's input)``."""
+        return (self.nranks, self.spec.input_region(self.nranks, self.count)[1])
+
+    def take_input(self, buffers: np.ndarray) -> np.ndarray:
+        """Each rank's input region of full buffers ``[p, nelems]`` → ``[p, input length]``."""
+        idx = self._index(self.spec.input_region(self.nranks, self.count))
+        return np.take_along_axis(buffers, idx, axis=1)
 
     def pack(self, inputs: np.ndarray) -> np.ndarray:
         """User inputs ``[p, ...]`` → full per-rank buffers ``[p, nelems]`` (zeros elsewhere)."""
-        p = self.nranks
         want = self.input_shape()
         if inputs.shape != want:
-            raise CommsimError(f"{self.kind} input must have shape {want}, got {inputs.shape}")
-        buf = np.zeros((p, self.nelems), dtype=inputs.dtype)
-        if self.kind == "allgather":
-            b = self.count // p
-            for r in range(p):
-                buf[r, r * b : (r + 1) * b] = inputs[r]
-        else:
-            buf[:, : self.count] = inputs
+            raise CommsimError(f"{self.spec.name} input must have shape {want}, got {inputs.shape}")
+        buf = np.zeros((self.nranks, self.nelems), dtype=inputs.dtype)
+        idx = self._index(self.spec.input_region(self.nranks, self.count))
+        np.put_along_axis(buf, idx, inputs, axis=1)
         return buf
 
     def unpack(self, buffers: np.ndarray) -> np.ndarray:
         """Full buffers ``[p, nelems]`` → user outputs ``[p, ...]``."""
-        p, c = self.nranks, self.count
-        if self.kind == "reduce_scatter":
-            b = c // p
-            return np.stack([buffers[r, r * b : (r + 1) * b] for r in range(p)])
-        if self.kind == "alltoall":
-            return buffers[:, c : 2 * c].copy()
-        return buffers[:, :c].copy()
+        idx = self._index(self.spec.output_region(self.nranks, self.count))
+        return np.take_along_axis(buffers, idx, axis=1)
+
+    def place_output(self, outputs: np.ndarray) -> np.ndarray:
+        """User outputs ``[p, ...]`` → full buffers ``[p, nelems]`` holding them (zeros elsewhere):
+        where a backend's native collective leaves its result, the schedule leaves it too."""
+        out = np.zeros((self.nranks, self.nelems), dtype=outputs.dtype)
+        idx = self._index(self.spec.output_region(self.nranks, self.count))
+        np.put_along_axis(out, idx, np.asarray(outputs).reshape(idx.shape), axis=1)
+        return out
 
     def reference(self, inputs: np.ndarray, root: int = 0) -> np.ndarray:
-        """The collective's result computed directly with numpy (independent of any schedule).
-
-        Rows the collective leaves undefined (non-roots of reduce) are returned as the input.
-        """
-        p, c = self.nranks, self.count
-        kind = self.kind
-        if kind == "allreduce":
-            return np.broadcast_to(inputs.sum(axis=0, dtype=inputs.dtype), inputs.shape).copy()
-        if kind == "reduce":
-            out = inputs.copy()
-            out[root] = inputs.sum(axis=0, dtype=inputs.dtype)
-            return out
-        if kind == "broadcast":
-            return np.broadcast_to(inputs[root], inputs.shape).copy()
-        if kind == "reduce_scatter":
-            return inputs.sum(axis=0, dtype=inputs.dtype).reshape(p, c // p)
-        if kind == "allgather":
-            return np.broadcast_to(inputs.reshape(-1), (p, c)).copy()
-        # alltoall: out[r, q-block] = in[q, r-block]
-        b = c // p
-        return inputs.reshape(p, p, b).transpose(1, 0, 2).reshape(p, c).copy()
+        """The collective's result computed directly (:meth:`CollectiveSpec.reference`)."""
+        return self.spec.reference(inputs, root)
 
     def checked_rows(self, root: int = 0) -> np.ndarray:
         """Ranks whose output the collective defines (all but reduce's non-roots)."""
-        if self.kind == "reduce":
-            return np.array([root])
-        return np.arange(self.nranks)
+        return self.spec.checked_ranks(self.nranks, root)
 
 
 def layout(schedule: Schedule, count: int) -> Layout:
@@ -121,27 +106,20 @@ def layout(schedule: Schedule, count: int) -> Layout:
     u = schedule.nbytes_units
     if count < u:
         raise CommsimError(
-            f"{schedule.kind} {schedule.name!r} on {schedule.nranks} ranks needs at least {u} "
-            f"elements (one per slot unit), got {count}"
+            f"{schedule.collective} {schedule.algorithm!r} on {schedule.nranks} ranks needs at "
+            f"least {u} elements (one per slot unit), got {count}"
         )
+    sp, p = schedule.spec, schedule.nranks
     per_unit = count // u
     offsets = np.concatenate([[0], np.cumsum(schedule.slot_units * per_unit)]).astype(np.int64)
     data = int(offsets[schedule.ndata])
-    real = data // 2 if schedule.kind == "alltoall" else data
-    p = schedule.nranks
-    if schedule.kind in ("allgather", "reduce_scatter", "alltoall"):
-        nblocks = p * (2 if schedule.kind == "alltoall" else 1)
+    if sp.block_multiple:
+        nblocks = p * sp.block_multiple
         m = schedule.ndata // nblocks
         sizes = np.diff(offsets[: schedule.ndata + 1 : m])
         if len(sizes) != nblocks or (sizes != sizes[0]).any():
             raise CommsimError(
-                f"{schedule.kind} {schedule.name!r}: rank blocks have unequal sizes; "
+                f"{schedule.collective} {schedule.algorithm!r}: rank blocks have unequal sizes; "
                 "executors need equal blocks"
             )
-    return Layout(p, schedule.kind, per_unit, offsets, data, real)
-
-
-def ceil_count(schedule: Schedule, count: int) -> int:
-    """The smallest count >= ``count`` that runs without rounding (a multiple of the units)."""
-    u = schedule.nbytes_units
-    return max(u, -(-count // u) * u)
+    return Layout(p, sp, per_unit, offsets, data, sp.nbytes_units(data))

@@ -126,7 +126,7 @@ def _measure(
         warmup=warmup,
         times=times,
         native_times=ntimes if native is not None else None,
-        native=backend.native_name(schedule.kind) if native is not None else None,
+        native=backend.native_name(schedule.collective) if native is not None else None,
         check=("FAILED" if found else "ok") if config.get("check", True) else "skipped",
         error="; ".join(found) or None,
     ).to_dict()

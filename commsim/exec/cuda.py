@@ -65,6 +65,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from commsim._compat import check_dtype
 from commsim._ir import Schedule, Step
 from commsim.errors import CommsimError, ScheduleError
 from commsim.exec._backend import Compiled
@@ -78,27 +79,34 @@ NO_GPU = "no CUDA GPU found (set NUMBA_ENABLE_CUDASIM=1 to run on numba's CUDA s
 # launch geometry: (threads per block, elements per thread per chunk, blocks per SM)
 _GPU_GEOMETRY = (256, 8, 8)
 _SIM_GEOMETRY = (4, 2, 2)  # the simulator runs a Python thread per CUDA thread: keep it small
+# collective -> (kernel of commsim.exec._cuda_kernels, its mode argument; None: it takes none)
+_NATIVE: dict[str, tuple[str, int | None]] = {
+    "allreduce": ("native_sum", 0),
+    "reduce": ("native_sum", 1),
+    "reduce_scatter": ("native_sum", 2),
+    "broadcast": ("native_copy", 0),
+    "allgather": ("native_copy", 1),
+    "alltoall": ("native_alltoall", None),
+}
 
 
 # -- validate -----------------------------------------------------------------------------------
+DTYPES = ("float32", "float64", *(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64)))
+
+
 def _check_dtype(dtype: Any) -> np.dtype:
-    dt = np.dtype(dtype)
-    if dt.kind not in "iuf" or dt == np.float16:
-        raise CommsimError(
-            f"the cuda backend runs integer, float32 and float64 buffers, not {dt.name}"
-        )
-    return dt
+    return check_dtype(dtype, "cuda", DTYPES)
 
 
 def _check_layout(schedule: Schedule, layout: Layout) -> None:
     if layout.nranks != schedule.nranks:
         raise CommsimError(
-            f"schedule {schedule.name!r} has p={schedule.nranks} ranks but the layout is for "
+            f"schedule {schedule.algorithm!r} has p={schedule.nranks} ranks but the layout is for "
             f"{layout.nranks} ranks"
         )
     if len(layout.offsets) != schedule.nslots + 1:
         raise CommsimError(
-            f"the layout has {len(layout.offsets) - 1} slots, schedule {schedule.name!r} has "
+            f"the layout has {len(layout.offsets) - 1} slots, schedule {schedule.algorithm!r} has "
             f"{schedule.nslots}: build the layout from this schedule (commsim.exec.layout)"
         )
 
@@ -309,6 +317,8 @@ class CudaBackend:
 
     name = "cuda"
 
+    check_dtype = staticmethod(_check_dtype)
+
     def __init__(
         self,
         device: int | None = None,
@@ -447,21 +457,12 @@ class CudaBackend:
         _check_layout(schedule, layout)
         p, nelems, c, root = layout.nranks, layout.nelems, layout.count, schedule.root
         block = max(1, c // p)
-        k = _kernels()
-        kind = schedule.kind
-        if kind in ("allreduce", "reduce", "reduce_scatter"):
-            mode = {"allreduce": 0, "reduce": 1, "reduce_scatter": 2}[kind]
-            kern, args, work = k.native_sum, (p, nelems, c, block, root, mode), c
-        elif kind in ("broadcast", "allgather"):
-            kern, args, work = (
-                k.native_copy,
-                (p, nelems, c, block, root, int(kind == "allgather")),
-                c,
-            )
-        elif kind == "alltoall":
-            kern, args, work = k.native_alltoall, (p, nelems, c, block), p * c
-        else:  # pragma: no cover - every collective is covered
-            return None
+        kernel, mode = _NATIVE[schedule.collective]
+        kern = getattr(_kernels(), kernel)
+        if mode is None:  # alltoall: every element of every rank moves
+            args, work = (p, nelems, c, block), p * c
+        else:
+            args, work = (p, nelems, c, block, root, mode), c
         grid = max(1, min(-(-work // self.threads), self.max_blocks))
         launch = _launcher(kern, grid, self.threads)
         put, get = self._buffers(p, nelems, 0, dt)
@@ -472,6 +473,12 @@ class CudaBackend:
             return arena
 
         return Compiled(put=put, run=run, get=get)
+
+    @staticmethod
+    def native_name(collective: str) -> str:
+        """The direct kernel :meth:`native` uses for ``collective``."""
+        kernel, mode = _NATIVE[collective]
+        return kernel if mode is None else f"{kernel}[mode={mode}]"
 
     # -- measurement ----------------------------------------------------------------------------
     def copy_bandwidth(

@@ -97,7 +97,7 @@ class Measurement:
         """Statistics of the timed runs (and the native ones): median, spread, algbw, busbw."""
         med, tmin, tmax, spread = timing_stats(times)
         nbytes = lay.count * dt.itemsize
-        factor = SPECS[schedule.kind].busbw_factor(schedule.nranks)
+        factor = SPECS[schedule.collective].busbw_factor(schedule.nranks)
         algbw = nbytes / med if med > 0 else float("inf")
         n_med = n_busbw = ratio = None
         if native_times is not None and len(native_times):
@@ -105,8 +105,8 @@ class Measurement:
             n_busbw = nbytes / n_med * factor if n_med > 0 else float("inf")
             ratio = n_med / med if med > 0 else float("inf")
         return cls(
-            collective=schedule.kind,
-            algorithm=schedule.name,
+            collective=schedule.collective,
+            algorithm=schedule.algorithm,
             backend=backend,
             nranks=schedule.nranks,
             dtype=str(dt),
@@ -146,7 +146,7 @@ def layout_for_size(schedule: Schedule, size: int, dt: np.dtype) -> Layout:
     smallest = schedule.nbytes_units * dt.itemsize
     if size < smallest:
         raise CommsimError(
-            f"size {format_size(size)} is below the smallest size {schedule.name!r} on "
+            f"size {format_size(size)} is below the smallest size {schedule.algorithm!r} on "
             f"{schedule.nranks} ranks can run with {dt} ({format_size(smallest)}: one element "
             "per slot unit)"
         )
@@ -222,7 +222,7 @@ def measure(
         raise CommsimError(f"sizes must be >= 0 bytes, got {min(sizes)}")
     layouts = [layout_for_size(schedule, s, dt) for s in sizes]  # refuse bad sizes before running
     native_name = getattr(be, "native_name", None)
-    label = f"{schedule.kind}/{schedule.name} p={schedule.nranks} {be.name}"
+    label = f"{schedule.collective}/{schedule.algorithm} p={schedule.nranks} {be.name}"
     results = []
     with Progress(len(sizes) * (warmup + iters), label, enabled=progress) as bar:
         for size, lay in zip(sizes, layouts, strict=True):
@@ -260,7 +260,7 @@ def measure(
                     warmup=warmup,
                     times=times,
                     native_times=ntimes or None,
-                    native=(native_name(schedule.kind) if native_name else "native")
+                    native=(native_name(schedule.collective) if native_name else "native")
                     if ntimes
                     else None,
                     check=("FAILED" if found else "ok") if check else "skipped",

@@ -50,7 +50,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from commsim._compat import compiler_options, shard_map, x64_enabled
+from commsim._compat import check_dtype, compiler_options, shard_map
 from commsim._ir import Schedule, Step
 from commsim._messages import group
 from commsim.errors import CommsimError
@@ -67,16 +67,23 @@ AXIS = "ranks"
 # validate
 
 
+DTYPES = (
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    *(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64)),
+)
+
+
 def _check_dtype(dtype: Any) -> np.dtype:
-    dt = np.dtype(dtype)
-    if dt.itemsize == 8 and dt.kind in "iuf" and not x64_enabled():
-        raise CommsimError(
-            f"dtype {dt} needs JAX's 64-bit mode: set JAX_ENABLE_X64=1 before JAX starts "
-            "(or use a 32-bit dtype)"
-        )
-    if dt.kind not in "iufc":
-        raise CommsimError(f"the jax backend runs numeric dtypes, got {dt}")
-    return dt
+    if str(dtype) == "bfloat16":  # numpy has no bfloat16; JAX's ml_dtypes does
+        import ml_dtypes
+
+        dtype = ml_dtypes.bfloat16
+    return check_dtype(dtype, "jax", DTYPES, jax=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -308,25 +315,23 @@ def _lower(pl: Plan, on_trace: Any) -> Any:
     return body
 
 
-def _native_body(kind: str, root: int, p: int) -> Any:
+def _native_body(collective: str, root: int) -> Any:
+    """The body of JAX's own collective on a ``[1, input length]`` shard (see ``_NATIVE``)."""
     import jax.numpy as jnp
     from jax import lax
 
-    def body(x: Any) -> Any:
-        v = x.reshape(-1)
-        if kind in ("allreduce", "reduce"):
-            out = lax.psum(v, AXIS)
-        elif kind == "broadcast":
-            out = lax.psum(jnp.where(lax.axis_index(AXIS) == root, v, jnp.zeros_like(v)), AXIS)
-        elif kind == "reduce_scatter":
-            out = lax.psum_scatter(v, AXIS, scatter_dimension=0, tiled=True)
-        elif kind == "allgather":
-            out = lax.all_gather(v, AXIS, axis=0, tiled=True)
-        else:  # alltoall
-            out = lax.all_to_all(v, AXIS, 0, 0, tiled=True)
-        return out.reshape(1, -1)
-
-    return body
+    ops = {
+        "allreduce": lambda v: lax.psum(v, AXIS),
+        "reduce": lambda v: lax.psum(v, AXIS),
+        "broadcast": lambda v: lax.psum(
+            jnp.where(lax.axis_index(AXIS) == root, v, jnp.zeros_like(v)), AXIS
+        ),
+        "reduce_scatter": lambda v: lax.psum_scatter(v, AXIS, scatter_dimension=0, tiled=True),
+        "allgather": lambda v: lax.all_gather(v, AXIS, axis=0, tiled=True),
+        "alltoall": lambda v: lax.all_to_all(v, AXIS, 0, 0, tiled=True),
+    }
+    op = ops[collective]
+    return lambda x: op(x.reshape(-1)).reshape(1, -1)
 
 
 _NATIVE_NAMES = {
@@ -337,30 +342,6 @@ _NATIVE_NAMES = {
     "allgather": "lax.all_gather",
     "alltoall": "lax.all_to_all",
 }
-
-
-def _native_io(kind: str, lay: Layout) -> tuple[Any, Any]:
-    """Host-side ``(input region of [p, nelems], place result back into [p, nelems])``."""
-    p, c = lay.nranks, lay.count
-    b = c // p
-
-    def take(host: np.ndarray) -> np.ndarray:
-        if kind == "allgather":
-            return np.stack([host[r, r * b : (r + 1) * b] for r in range(p)])
-        return host[:, :c]
-
-    def place(out: np.ndarray) -> np.ndarray:
-        buf = np.zeros((p, lay.nelems), dtype=out.dtype)
-        if kind == "reduce_scatter":
-            for r in range(p):
-                buf[r, r * b : (r + 1) * b] = out[r]
-        elif kind == "alltoall":
-            buf[:, c : 2 * c] = out
-        else:
-            buf[:, :c] = out
-        return buf
-
-    return take, place
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,6 +357,8 @@ class JaxMeshBackend:
     """
 
     name = "jax"
+
+    check_dtype = staticmethod(_check_dtype)
 
     def __init__(self, devices: Any = None, donate: bool = True) -> None:
         self._devices = None if devices is None else list(devices)
@@ -459,25 +442,22 @@ class JaxMeshBackend:
     def native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
         """JAX's own collective for ``schedule``'s kind on the same ``[p, nelems]`` buffers."""
         dt = _check_dtype(dtype)
-        p, kind = schedule.nranks, schedule.kind
-        mesh = self._mesh(p)
+        mesh = self._mesh(schedule.nranks)
 
         def make() -> Compiled:
-            take, place = _native_io(kind, layout)
-            width = layout.count // p if kind == "allgather" else layout.count
-            body = _native_body(kind, schedule.root, p)
-            inner = self._build(mesh, body, (p, width), dt, donate=False)
+            body = _native_body(schedule.collective, schedule.root)
+            inner = self._build(mesh, body, layout.input_shape(), dt, donate=False)
             return Compiled(
-                put=lambda host: inner.put(take(np.asarray(host))),
+                put=lambda host: inner.put(layout.take_input(np.asarray(host))),
                 run=inner.run,
-                get=lambda buf: place(inner.get(buf)),
+                get=lambda buf: layout.place_output(inner.get(buf)),
             )
 
         return self._cache.get(schedule, ("native", layout.count, dt.str), make)
 
-    def native_name(self, kind: str) -> str:
-        """The JAX collective :meth:`native` uses for ``kind``."""
-        return _NATIVE_NAMES[kind]
+    def native_name(self, collective: str) -> str:
+        """The JAX collective :meth:`native` uses for ``collective``."""
+        return _NATIVE_NAMES[collective]
 
     def _count_trace(self) -> None:
         self.traces += 1

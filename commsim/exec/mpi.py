@@ -62,7 +62,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from commsim._compat import x64_enabled
+from commsim._compat import check_dtype
 from commsim._ir import Schedule, Step
 from commsim._messages import group
 from commsim.errors import CommsimError
@@ -85,9 +85,12 @@ INSTALL_HINT = (
     "pip install --no-build-isolation mpi4jax`"
 )
 TAG_LIMIT = 32768  # MPI guarantees tags 0..32767
-_DTYPES = frozenset(
-    ["float32", "float64", "complex64", "complex128"]
-    + [f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64)]
+DTYPES = (
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    *(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64)),
 )
 _NATIVE_NAMES = {
     "allreduce": "MPI_Allreduce",
@@ -122,21 +125,13 @@ def missing(need_mpirun: bool = True) -> str | None:
 
 
 def _check_dtype(dtype: Any) -> np.dtype:
-    dt = np.dtype(dtype)
-    if dt.name not in _DTYPES:
-        raise CommsimError(f"the mpi backend runs {', '.join(sorted(_DTYPES))}; got {dt}")
-    if dt.itemsize == 8 and dt.kind in "iuf" and not x64_enabled():
-        raise CommsimError(
-            f"dtype {dt} needs JAX's 64-bit mode: set JAX_ENABLE_X64=1 before JAX starts "
-            "(or use a 32-bit dtype)"
-        )
-    return dt
+    return check_dtype(dtype, "mpi", DTYPES, jax=True)
 
 
 def _check_world(schedule: Schedule, size: int) -> None:
     if schedule.nranks != size:
         raise CommsimError(
-            f"schedule {schedule.name!r} has p={schedule.nranks} ranks but MPI runs {size} "
+            f"schedule {schedule.algorithm!r} has p={schedule.nranks} ranks but MPI runs {size} "
             f"processes; start it with `mpirun -n {schedule.nranks}`"
         )
 
@@ -325,23 +320,20 @@ def _program(pl: RankPlan, comm: Any, dtype: np.dtype) -> Any:
     return body
 
 
-def _native_body(kind: str, root: int, comm: Any) -> Any:
+def _native_body(collective: str, root: int, comm: Any) -> Any:
     """The library collective on this rank's input (see :meth:`MpiBackend.native`)."""
     import mpi4jax
     from mpi4py import MPI
 
-    def body(x: Any) -> Any:
-        if kind == "allreduce":
-            return mpi4jax.allreduce(x, op=MPI.SUM, comm=comm)
-        if kind == "reduce":
-            return mpi4jax.reduce(x, op=MPI.SUM, root=root, comm=comm)
-        if kind == "broadcast":
-            return mpi4jax.bcast(x, root=root, comm=comm)
-        if kind == "allgather":
-            return mpi4jax.allgather(x, comm=comm)
-        return mpi4jax.alltoall(x, comm=comm)  # x: [p, block]
-
-    return body
+    p = comm.Get_size()
+    ops = {
+        "allreduce": lambda x: mpi4jax.allreduce(x, op=MPI.SUM, comm=comm),
+        "reduce": lambda x: mpi4jax.reduce(x, op=MPI.SUM, root=root, comm=comm),
+        "broadcast": lambda x: mpi4jax.bcast(x, root=root, comm=comm),
+        "allgather": lambda x: mpi4jax.allgather(x, comm=comm),
+        "alltoall": lambda x: mpi4jax.alltoall(x.reshape(p, -1), comm=comm),  # [p, block]
+    }
+    return ops[collective]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -358,6 +350,8 @@ class MpiBackend:
     """
 
     name = "mpi"
+
+    check_dtype = staticmethod(_check_dtype)
 
     def __init__(self, comm: Any = None, donate: bool = True) -> None:
         self._comm = comm
@@ -393,8 +387,9 @@ class MpiBackend:
         return int(self.comm.Get_size())
 
     @staticmethod
-    def native_name(kind: str) -> str:
-        return _NATIVE_NAMES[kind]
+    def native_name(collective: str) -> str:
+        """The MPI collective :meth:`native` uses for ``collective``."""
+        return _NATIVE_NAMES[collective]
 
     # -- lower and run ---------------------------------------------------------------------
     def _mine(self, host: Any, dt: np.dtype, nelems: int) -> np.ndarray:
@@ -453,42 +448,32 @@ class MpiBackend:
         """
         dt = _check_dtype(dtype)
         _check_world(schedule, self.size)
-        kind, p, r = schedule.kind, schedule.nranks, self.rank
-        c, n = layout.count, layout.nelems
-        b = c // p
+        r, n = self.rank, layout.nelems
+        out_len = layout.output_slice(r).stop - layout.output_slice(r).start
 
         def take(host: Any) -> np.ndarray:
-            row = self._mine(host, dt, n)
-            if kind == "allgather":
-                return row[r * b : (r + 1) * b].copy()
-            if kind == "alltoall":
-                return row[:c].reshape(p, b).copy()
-            return row[:c].copy()
+            return self._mine(host, dt, n)[layout.input_slice(r)].copy()
 
         def place(out: Any) -> np.ndarray:
             row = np.zeros(n, dtype=dt)
-            out = np.asarray(out).reshape(-1)
-            if kind == "reduce_scatter":
-                row[r * b : (r + 1) * b] = out
-            elif kind == "alltoall":
-                row[c : 2 * c] = out
-            else:
-                row[:c] = out
+            row[layout.output_slice(r)] = np.asarray(out).reshape(-1)
             return self._gather(row)
 
         def make() -> Compiled:
-            if kind == "reduce_scatter":  # not in mpi4jax: MPI_Reduce_scatter_block via mpi4py
-                from mpi4py import MPI
+            if schedule.collective not in _NATIVE_NAMES:
+                return None
+            if _NATIVE_NAMES[schedule.collective] == "MPI_Reduce_scatter_block":
+                from mpi4py import MPI  # not in mpi4jax: mpi4py's, on host buffers
 
                 def rs(x: np.ndarray) -> np.ndarray:
-                    out = np.empty(b, dtype=dt)
+                    out = np.empty(out_len, dtype=dt)
                     self.comm.Reduce_scatter_block(x, out, op=MPI.SUM)
                     return out
 
                 return Compiled(put=take, run=rs, get=place)
             import jax
 
-            exe = jax.jit(_native_body(kind, schedule.root, self.comm))
+            exe = jax.jit(_native_body(schedule.collective, schedule.root, self.comm))
 
             def run(x: Any) -> Any:
                 out = exe(x)

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from commsim.errors import CommsimError
-from commsim.exec.mpi import _DTYPES, MpiBackend, find_mpirun, missing
+from commsim.exec.mpi import MpiBackend, find_mpirun, missing
 
 __all__ = ["DEFAULT_TIMEOUT", "WorkerResult", "launch", "run_mpirun", "under_mpirun"]
 
@@ -321,9 +321,7 @@ def _validate(config: dict[str, Any], ps: list[int]) -> None:
     from commsim.algorithms import build
     from commsim.exec.harness import layout_for_size
 
-    dt = np.dtype(config["dtype"])
-    if dt.name not in _DTYPES:
-        raise CommsimError(f"the mpi backend runs {', '.join(sorted(_DTYPES))}; got {dt}")
+    dt = MpiBackend.check_dtype(config["dtype"])
     [[collective, algorithm, params]] = config["rows"]
     for p in ps:
         root = {"root": config["root"]} if collective in ("broadcast", "reduce") else {}

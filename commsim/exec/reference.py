@@ -7,13 +7,25 @@ one slice per transfer, so it is exact and simple rather than fast.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
+from commsim._compat import check_dtype
 from commsim._ir import Schedule
 from commsim.exec._backend import Compiled
 from commsim.exec._layout import Layout
 
-__all__ = ["NumpyBackend", "interpret"]
+__all__ = ["DTYPES", "NumpyBackend", "interpret"]
+
+DTYPES = (
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    *(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64)),
+)
 
 
 def interpret(schedule: Schedule, layout: Layout, buffers: np.ndarray) -> np.ndarray:
@@ -40,6 +52,14 @@ class NumpyBackend:
 
     def unavailable(self) -> str | None:
         return None
+
+    @staticmethod
+    def check_dtype(dtype: Any) -> np.dtype:
+        return check_dtype(dtype, "numpy", DTYPES)
+
+    @staticmethod
+    def native_name(collective: str) -> str:
+        return "none"
 
     def compile(self, schedule: Schedule, layout: Layout, dtype: np.dtype) -> Compiled:
         return Compiled(

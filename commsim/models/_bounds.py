@@ -2,7 +2,9 @@ r"""Lower bounds on any algorithm's α-β-γ time (Chan, Heimlich, Purkayastha &
 "Collective communication: theory, practice, and experience", CCPE 19(13), 2007, Table 1).
 
 With :math:`p` ranks, message size :math:`n` (the collective's ``nbytes`` convention) and
-:math:`\lceil \lg p \rceil` the fewest steps in which information can reach every rank:
+:math:`\lceil \lg p \rceil` the fewest steps in which information can reach every rank, the bound
+is :math:`\lceil\lg p\rceil\alpha + f_\beta(p)\,n\beta + f_\gamma(p)\,n\gamma`, with the factors
+on each collective's :class:`~commsim.CollectiveSpec` (``bound_beta``, ``bound_gamma``):
 
 =============== ======================================================================
 broadcast       :math:`\lceil\lg p\rceil\alpha + n\beta`
@@ -18,29 +20,40 @@ alltoall        :math:`\lceil\lg p\rceil\alpha + \frac{p-1}{p}n\beta` (each rank
 from __future__ import annotations
 
 import math
+from typing import Any
+
+import numpy as np
+
+from commsim._collectives import spec
 
 __all__ = ["lower_bound"]
 
-_TERMS = {  # (beta factor f(p), gamma factor g(p))
-    "broadcast": (lambda p: 1.0, lambda p: 0.0),
-    "reduce": (lambda p: 1.0, lambda p: (p - 1) / p),
-    "allgather": (lambda p: (p - 1) / p, lambda p: 0.0),
-    "reduce_scatter": (lambda p: (p - 1) / p, lambda p: (p - 1) / p),
-    "allreduce": (lambda p: 2 * (p - 1) / p, lambda p: (p - 1) / p),
-    "alltoall": (lambda p: (p - 1) / p, lambda p: 0.0),
-}
 
-
-def lower_bound(
-    collective: str, p: int, n: float, alpha: float, beta: float, gamma: float
-) -> float:
+def lower_bound(collective: str, p: int, n: Any, alpha: float, beta: float, gamma: float) -> Any:
     """The Chan et al. 2007 lower bound for ``collective`` on ``p`` ranks and ``n`` bytes.
+
+    ``n`` may be an array of sizes (the result is then an array). Raises
+    :class:`commsim.CommsimError` for an unknown collective, ``p < 1``, or a negative size or
+    parameter.
 
     Examples:
         >>> lower_bound("allreduce", 4, 1000.0, 1.0, 0.001, 0.0)
         3.5
     """
-    if p <= 1:
-        return 0.0
-    fb, fg = _TERMS[collective]
-    return math.ceil(math.log2(p)) * alpha + fb(p) * n * beta + fg(p) * n * gamma
+    from commsim.errors import CommsimError
+
+    sp = spec(collective)
+    if isinstance(p, bool) or not isinstance(p, (int, np.integer)) or p < 1:
+        raise CommsimError(f"the rank count must be an integer >= 1, got {p!r}")
+    for name, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
+        if not (isinstance(v, (int, float, np.floating)) and math.isfinite(v) and v >= 0):
+            raise CommsimError(f"{name} must be a finite number >= 0, got {v!r}")
+    size = np.asarray(n, dtype=np.float64)
+    if not (np.isfinite(size).all() and (size >= 0).all()):
+        raise CommsimError("message sizes must be finite and >= 0 bytes")
+    if p == 1:
+        out = np.zeros_like(size)
+    else:
+        lat = math.ceil(math.log2(p)) * alpha
+        out = lat + size * (sp.bound_beta(p) * beta + sp.bound_gamma(p) * gamma)
+    return float(out) if out.ndim == 0 else out

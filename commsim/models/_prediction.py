@@ -18,7 +18,7 @@ class Prediction:
     dropped, so ``pred.time`` is a float.
 
     Attributes:
-        name, collective, nranks: what was predicted.
+        algorithm, collective, nranks: what was predicted.
         model: a short description of the model and its parameters.
         nbytes: message size(s) in bytes (the collective's ``nbytes`` convention).
         time: completion time in seconds (the last rank's clock).
@@ -29,7 +29,7 @@ class Prediction:
         busbw_factor: nccl-tests' bus-bandwidth factor for this collective and ``p``.
     """
 
-    name: str
+    algorithm: str
     collective: str
     nranks: int
     model: str
@@ -53,11 +53,6 @@ class Prediction:
             return 0.0 if np.ndim(self.time) == 0 else np.zeros(np.shape(self.time))
         return self.algbw * self.busbw_factor
 
-    @property
-    def slowest_rank(self) -> Any:
-        out = np.argmax(self.rank_time, axis=0)
-        return int(out) if np.ndim(out) == 0 else out
-
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json`` (no per-rank/per-step arrays)."""
 
@@ -65,7 +60,7 @@ class Prediction:
             return x.tolist() if isinstance(x, np.ndarray) else x
 
         return {
-            "name": self.name,
+            "algorithm": self.algorithm,
             "collective": self.collective,
             "nranks": self.nranks,
             "model": self.model,

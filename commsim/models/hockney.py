@@ -31,9 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from commsim._collectives import spec_of
+from commsim import units
 from commsim._ir import Schedule
 from commsim._messages import matchings, messages
+from commsim.models._bounds import lower_bound
 from commsim.models._prediction import Prediction
 
 __all__ = ["Hockney"]
@@ -49,7 +50,11 @@ def _as_sizes(nbytes: Any) -> tuple[np.ndarray, bool]:
 
 
 class Hockney:
-    """The α-β-γ model.
+    """The α-β-γ model (implements :class:`commsim.models.Model`).
+
+    The defaults describe a 200 Gb/s (HDR) InfiniBand cluster, and are the command line's too:
+    α = 2 µs per message (MPI latency through one switch), β = 1/(25 GB/s) (the link's byte
+    rate), γ = 1/(100 GB/s) (a reduction kernel streaming near memory bandwidth).
 
     Args:
         alpha: latency per message, seconds.
@@ -65,8 +70,14 @@ class Hockney:
         12.0
     """
 
+    name = "hockney"
+
     def __init__(
-        self, alpha: float = 2e-6, beta: float = 1 / 25e9, gamma: float = 0.0, ports: str = "single"
+        self,
+        alpha: float = 2e-6,
+        beta: float = 1 / 25e9,
+        gamma: float = 1 / 100e9,
+        ports: str = "single",
     ) -> None:
         for name, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
             if not np.isfinite(v) or v < 0:
@@ -86,13 +97,37 @@ class Hockney:
             f"ports={self.ports!r})"
         )
 
+    def describe(self) -> str:
+        """E.g. ``Hockney alpha=2us beta=1/(25 GB/s) gamma=1/(100 GB/s) single-port``."""
+
+        def inverse(x: float) -> str:
+            return "0s/B" if x == 0 else f"1/({units.format_bandwidth(1 / x)})"
+
+        return (
+            f"Hockney alpha={units.format_time(self.alpha)} beta={inverse(self.beta)} "
+            f"gamma={inverse(self.gamma)} {self.ports}-port"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "alpha_s": self.alpha,
+            "beta_s_per_byte": self.beta,
+            "gamma_s_per_byte": self.gamma,
+            "ports": self.ports,
+        }
+
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
+        """Chan et al. 2007's bound with this model's α, β, γ (:func:`commsim.models.lower_bound`)."""
+        return lower_bound(collective, nranks, nbytes, self.alpha, self.beta, self.gamma)
+
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Time ``schedule`` for message size(s) ``nbytes`` (a number or a 1-D array of bytes)."""
         from commsim.models import _kernels  # numba: imported on first use, not with commsim
 
         sizes, scalar = _as_sizes(nbytes)
         p = schedule.nranks
-        spec_of(schedule).check_layout(p, schedule.ndata)  # e.g. allgather needs p·m data slots
+        schedule.spec.check_layout(p, schedule.ndata)  # e.g. allgather needs p·m data slots
         per_unit = sizes / schedule.nbytes_units  # bytes per slot unit, one per size
         bw = self.beta * per_unit
         gw = self.gamma * per_unit
@@ -100,10 +135,10 @@ class Hockney:
         step_time = np.zeros((schedule.nsteps, len(sizes)))
         last = np.zeros(len(sizes))  # running max of participants' clocks
         single = self.ports == "single"
-        tmp = np.empty((2 * max(schedule.known_max_step_transfers or p, 1), len(sizes)))
+        tmp = np.empty((2 * max(schedule.max_step_transfers_hint or p, 1), len(sizes)))
         seen_s = np.zeros(p, dtype=np.int64)
         seen_d = np.zeros(p, dtype=np.int64)
-        offsets = schedule._slot_offsets
+        offsets = schedule.slot_offsets
         unit = int(schedule.slot_units[0]) if schedule.uniform_slots else 0
         one = len(sizes) == 1  # the common case gets a kernel without the loop over sizes
         clock1, tmp1 = clock.reshape(-1), tmp.reshape(-1)  # contiguous views when one size
@@ -154,17 +189,17 @@ class Hockney:
             _kernels.participants_max(clock, msg.src, msg.dst, last)
             step_time[i] = last
         total = clock.max(axis=0)
-        factor = spec_of(schedule).busbw_factor(p)
+        factor = schedule.spec.busbw_factor(p)
 
         def out(a: np.ndarray) -> Any:
             return a[..., 0] if scalar else a
 
         t = out(total)
         return Prediction(
-            name=schedule.name,
-            collective=schedule.kind,
+            algorithm=schedule.algorithm,
+            collective=schedule.collective,
             nranks=p,
-            model=repr(self),
+            model=self.describe(),
             nbytes=float(sizes[0]) if scalar else sizes,
             time=float(t) if scalar else t,
             rank_time=out(clock),

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import commsim
-from commsim import Collective, Schedule, Step
+from commsim import Schedule, Step, spec
 from commsim.algorithms import REGISTRY
 from commsim.errors import CommsimError
 from commsim.exec import check_outputs, execute, interpret, layout, random_inputs
@@ -57,7 +57,7 @@ def random_schedule(seed: int, p: int, units=(1, 2, 1, 3, 1, 1), nsteps: int = 4
             rows.append((src, dst, a, b, count, red))
         steps.append(Step.make(*(np.array(c) for c in zip(*rows, strict=True))))
     return Schedule.from_steps(
-        steps, collective=Collective("allreduce"), nranks=p, slot_units=list(units), name="random"
+        steps, collective="allreduce", nranks=p, slot_units=list(units), algorithm="random"
     )
 
 
@@ -146,7 +146,7 @@ def replay_matches_interpreter(s: Schedule, per_unit: int = 2) -> None:
 @pytest.mark.parametrize("row", ROWS, ids="/".join)
 def test_replay_of_every_row_is_deadlock_free_and_exact(row):
     for p in range(1, 10):
-        root = {"root": p - 1} if Collective(row[0]).rooted else {}
+        root = {"root": p - 1} if spec(row[0]).rooted else {}
         replay_matches_interpreter(commsim.build(*row, nranks=p, **root))
 
 
@@ -177,7 +177,7 @@ def test_plan_orders_rounds_like_the_shared_matchings():
 
 @pytest.mark.parametrize("row", ROWS, ids="/".join)
 def test_every_row_matches_the_reference(backend, world, row):
-    root = {"root": world - 1} if Collective(row[0]).rooted else {}
+    root = {"root": world - 1} if spec(row[0]).rooted else {}
     s = commsim.build(*row, nranks=world, **root)
     lay = layout(s, 3 * s.nbytes_units)
     inputs = random_inputs(lay, np.float32, seed=world)
