@@ -11,7 +11,20 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_dtype", "compiler_options", "shard_map", "x64_enabled"]
+__all__ = ["check_dtype", "compiler_options", "ensure_cpu_devices", "shard_map", "x64_enabled"]
+
+
+def ensure_cpu_devices(n: int) -> None:
+    """Ask XLA for ``n`` host (CPU) devices, if JAX has not started and ``XLA_FLAGS`` does not say.
+
+    JAX reads ``XLA_FLAGS`` once, when its backend starts; after that the device count is fixed.
+    """
+    import os
+    import sys
+
+    flags = os.environ.get("XLA_FLAGS", "")
+    if "jax" not in sys.modules and "xla_force_host_platform_device_count" not in flags:
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
 
 
 def check_dtype(
