@@ -14,7 +14,13 @@ from commsim._ir import Schedule, Step
 from commsim._serialize import load, save
 from commsim._verify import Verified, verify
 from commsim.algorithms import available, build
-from commsim.errors import CommsimError, ResourceError, ScheduleError, UnknownNameError
+from commsim.errors import (
+    CommsimError,
+    ParameterError,
+    ResourceError,
+    ScheduleError,
+    UnknownNameError,
+)
 
 __version__ = "0.1.0"
 
@@ -23,6 +29,7 @@ __all__ = [
     "SPECS",
     "CollectiveSpec",
     "CommsimError",
+    "ParameterError",
     "ResourceError",
     "Schedule",
     "ScheduleError",

@@ -61,6 +61,7 @@ from commsim.errors import ScheduleError
 __all__ = ["Schedule", "Step"]
 
 _I = np.int64
+_MAX_UNITS = 2**62  # total slot units: offsets are int64, and sums of two must not overflow
 
 
 def _as_index(a: Any, n: int, name: str) -> np.ndarray:
@@ -140,6 +141,8 @@ def _units(slot_units: Any) -> np.ndarray:
     units = units.astype(_I)
     if units.ndim != 1 or len(units) == 0 or (units <= 0).any():
         raise ScheduleError("slot_units must be a non-empty 1-D array of positive integers")
+    if int(units.max()) * len(units) > _MAX_UNITS and sum(map(int, units)) > _MAX_UNITS:
+        raise ScheduleError("slot_units add up to more than 2**62 units (their offsets overflow)")
     return units
 
 

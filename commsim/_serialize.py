@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,8 @@ import numpy as np
 
 from commsim._collectives import COLLECTIVES
 from commsim._ir import Schedule, Step
-from commsim.errors import ScheduleError
+from commsim.errors import ResourceError, ScheduleError
+from commsim.units import format_size
 
 __all__ = ["FORMAT", "VERSION", "from_dict", "load", "save", "to_dict"]
 
@@ -91,27 +93,86 @@ def save(schedule: Schedule, path: str | os.PathLike[str]) -> Path:
     return path
 
 
+def _memory_limit() -> int:
+    """Half the machine's physical memory: what loading one file may inflate to."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+    except (AttributeError, ValueError, OSError):  # not POSIX: assume a small machine
+        return 4 * 2**30
+
+
+def _check_inflated_size(path: Path) -> None:
+    """Refuse an NPZ whose members would inflate past :func:`_memory_limit` (a zip bomb)."""
+    try:
+        with zipfile.ZipFile(path) as z:
+            inflated = sum(info.file_size for info in z.infolist())
+    except (zipfile.BadZipFile, OSError) as e:
+        raise ScheduleError(
+            f"{path}: not a commsim NPZ schedule (not a zip archive: {e})"
+        ) from None
+    if inflated > _memory_limit():
+        raise ResourceError(
+            f"{path}: its arrays inflate to {format_size(inflated)}, more than the "
+            f"{format_size(_memory_limit())} allowed (half of this machine's memory)"
+        )
+
+
+def _step_pointers(ptr: np.ndarray, ntransfers: int, source: str) -> np.ndarray:
+    """Validate ``step_ptr``: integers from 0 to the transfer count, never decreasing."""
+    if ptr.ndim != 1 or not np.issubdtype(ptr.dtype, np.integer) or len(ptr) < 1:
+        raise ScheduleError(f"{source}: field 'step_ptr' must be a 1-D array of integers")
+    if ptr[0] != 0 or ptr[-1] != ntransfers or (np.diff(ptr) < 0).any():
+        raise ScheduleError(
+            f"{source}: field 'step_ptr' must rise from 0 to the {ntransfers} transfers "
+            f"without decreasing (it goes from {int(ptr[0])} to {int(ptr[-1])})"
+        )
+    return ptr
+
+
+def _load_npz(path: Path) -> Schedule:
+    _check_inflated_size(path)
+    try:
+        with np.load(path, allow_pickle=False) as z:
+            meta = json.loads(str(z["meta"]))
+            ptr = z["step_ptr"]
+            cols = {f: z[f] for f in Step._fields}
+    except (OSError, ValueError, KeyError, zipfile.BadZipFile, RecursionError) as e:
+        raise ScheduleError(f"{path}: not a commsim NPZ schedule ({e})") from None
+    lengths = {f: len(c) if c.ndim == 1 else -1 for f, c in cols.items()}
+    if len(set(lengths.values())) != 1 or -1 in lengths.values():
+        raise ScheduleError(
+            f"{path}: the transfer fields must be 1-D arrays of one length, got {lengths}"
+        )
+    ptr = _step_pointers(ptr, lengths["src"], str(path))
+    steps = [{f: cols[f][a:b] for f in Step._fields} for a, b in itertools.pairwise(ptr)]
+    if not isinstance(meta, dict):
+        raise ScheduleError(f"{path}: field 'meta' must hold a JSON object")
+    return from_dict({**meta, "steps": steps}, source=str(path))
+
+
 def load(path: str | os.PathLike[str]) -> Schedule:
-    """Read a schedule written by :func:`save` (or by hand); raise ScheduleError if malformed."""
+    """Read a schedule written by :func:`save` (or by hand); raise ScheduleError if malformed.
+
+    Validates the file's structure (NPZ step index, JSON nesting, sizes) before building
+    anything; a file that would need more than half the machine's memory is a ResourceError.
+    """
     path = Path(path)
     if not path.exists():
         raise ScheduleError(f"{path}: no such file")
+    if path.is_dir():
+        raise ScheduleError(f"{path}: is a directory, not a schedule file")
     if path.suffix == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                meta = json.loads(str(z["meta"]))
-                ptr = z["step_ptr"]
-                cols = {f: z[f] for f in Step._fields}
-        except (OSError, ValueError, KeyError) as e:
-            raise ScheduleError(f"{path}: not a commsim NPZ schedule ({e})") from None
-        steps = [{f: cols[f][a:b] for f in Step._fields} for a, b in itertools.pairwise(ptr)]
-        return from_dict({**meta, "steps": steps}, source=str(path))
+        return _load_npz(path)
+    if path.stat().st_size > _memory_limit() // 8:  # parsed JSON takes ~8x its text
+        raise ResourceError(f"{path}: {format_size(path.stat().st_size)} of JSON is too large")
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError) as e:
         raise ScheduleError(f"{path}: cannot read ({e})") from None
     except json.JSONDecodeError as e:
         raise ScheduleError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise ScheduleError(f"{path}: JSON nested too deeply to be a schedule") from None
     return from_dict(data, source=str(path))
 
 

@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 from commsim._ir import Schedule, Step
-from commsim.errors import ResourceError, ScheduleError
+from commsim.errors import ParameterError, ResourceError, ScheduleError
 
 __all__ = ["MEMORY_LIMIT", "Verified", "memory_estimate", "verify"]
 
@@ -182,6 +182,11 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
         >>> commsim.verify(commsim.build("allreduce", "ring", nranks=5)).nsteps
         8
     """
+    if not isinstance(schedule, Schedule):
+        raise ParameterError(
+            f"verify expects a commsim.Schedule (e.g. commsim.build(...)), got "
+            f"{type(schedule).__name__}"
+        )
     t0 = time.perf_counter()
     spec = schedule.spec
     p, S, D = schedule.nranks, schedule.nslots, schedule.ndata

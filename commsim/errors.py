@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["CommsimError", "ResourceError", "ScheduleError", "UnknownNameError"]
+__all__ = ["CommsimError", "ParameterError", "ResourceError", "ScheduleError", "UnknownNameError"]
 
 
 class CommsimError(Exception):
@@ -26,6 +26,10 @@ class ScheduleError(CommsimError, ValueError):
     ) -> None:
         super().__init__(message)
         self.step, self.rank, self.slot = step, rank, slot
+
+
+class ParameterError(CommsimError, ValueError):
+    """A bad argument to a commsim function: wrong type, out of range, or an unparsable unit."""
 
 
 class UnknownNameError(CommsimError, KeyError):

@@ -138,12 +138,26 @@ _STEP_RE = re.compile(r"\s*([xX*+])\s*(.*?)\s*", re.DOTALL)
 # helpers
 
 
+_MAX_DIGITS = 64  # characters of one number: more is a typo, and exact arithmetic on it is slow
+_MAX_EXPONENT = 400  # |decimal exponent|: past float's range in either direction
+
+
 def _split_quantity(text: str) -> tuple[Fraction, str] | None:
-    """Split ``"1.5 KiB"`` into ``(Fraction(3, 2), "KiB")``; ``None`` if there is no number."""
+    """Split ``"1.5 KiB"`` into ``(Fraction(3, 2), "KiB")``; ``None`` if there is no number.
+
+    Numbers too long or with exponents past any float (``1e999999999``) are refused before
+    :class:`~fractions.Fraction` builds them exactly, which would take minutes.
+    """
     m = _QUANTITY_RE.fullmatch(text)
     if m is None:
         return None
-    return Fraction(m.group(1)), m.group(2)
+    number = m.group(1)
+    exponent = number.lower().partition("e")[2]
+    if len(number) > _MAX_DIGITS:
+        raise UnitError(f"number {number[:20]}... in {text[:40]!r} has too many digits")
+    if exponent and abs(int(exponent)) > _MAX_EXPONENT:
+        raise UnitError(f"{number!r} is out of range (|exponent| <= {_MAX_EXPONENT})")
+    return Fraction(number), m.group(2)
 
 
 def _real(value: object, what: str) -> Fraction:

@@ -27,6 +27,8 @@ class Prediction:
             ``0..i`` (a running maximum: per-rank clocks let a later step end before an earlier
             one on other ranks), shape ``(nsteps, ...)``.
         busbw_factor: nccl-tests' bus-bandwidth factor for this collective and ``p``.
+        notes: the model's caveats about this prediction, one sentence each (e.g. a time below
+            the lower bound: the schedule cannot compute its collective). Empty when none.
     """
 
     algorithm: str
@@ -38,6 +40,7 @@ class Prediction:
     rank_time: np.ndarray
     step_time: np.ndarray
     busbw_factor: float
+    notes: tuple[str, ...] = ()
 
     @property
     def algbw(self) -> Any:
@@ -68,4 +71,5 @@ class Prediction:
             "time_s": plain(self.time),
             "algbw_Bps": plain(self.algbw),
             "busbw_Bps": plain(self.busbw),
+            "notes": list(self.notes),
         }

@@ -34,19 +34,12 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule
 from commsim._messages import matchings, messages
+from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
+from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
 from commsim.models._prediction import Prediction
 
 __all__ = ["Hockney"]
-
-
-def _as_sizes(nbytes: Any) -> tuple[np.ndarray, bool]:
-    arr = np.asarray(nbytes, dtype=np.float64)
-    if arr.ndim > 1:
-        raise ValueError(f"nbytes must be a number or a 1-D array, got shape {arr.shape}")
-    if not np.isfinite(arr).all() or (arr < 0).any():
-        raise ValueError("nbytes must be finite and >= 0")
-    return np.atleast_1d(arr), arr.ndim == 0
 
 
 class Hockney:
@@ -57,9 +50,9 @@ class Hockney:
     rate), γ = 1/(100 GB/s) (a reduction kernel streaming near memory bandwidth).
 
     Args:
-        alpha: latency per message, seconds.
-        beta: transfer time per byte, seconds/byte (1 / bandwidth).
-        gamma: reduction time per byte, seconds/byte.
+        alpha: latency per message, seconds (or a time string: ``"2us"``).
+        beta: transfer time per byte, seconds/byte (or a bandwidth string: ``"25GB/s"``).
+        gamma: reduction time per byte, seconds/byte (or a bandwidth string).
         ports: ``"single"`` (one send and one receive at a time, full duplex) or ``"multi"``.
 
     Examples:
@@ -79,17 +72,12 @@ class Hockney:
         gamma: float = 1 / 100e9,
         ports: str = "single",
     ) -> None:
-        for name, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)):
-            if not np.isfinite(v) or v < 0:
-                raise ValueError(f"{name} must be finite and >= 0, got {v}")
         if ports not in ("single", "multi"):
-            raise ValueError(f"ports must be 'single' or 'multi', got {ports!r}")
-        self.alpha, self.beta, self.gamma, self.ports = (
-            float(alpha),
-            float(beta),
-            float(gamma),
-            ports,
-        )
+            raise ParameterError(f"ports must be 'single' or 'multi', got {ports!r}")
+        self.alpha = as_time("alpha", alpha)
+        self.beta = as_inverse_bandwidth("beta", beta)
+        self.gamma = as_inverse_bandwidth("gamma", gamma)
+        self.ports = ports
 
     def __repr__(self) -> str:
         return (
@@ -122,10 +110,12 @@ class Hockney:
         return lower_bound(collective, nranks, nbytes, self.alpha, self.beta, self.gamma)
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
-        """Time ``schedule`` for message size(s) ``nbytes`` (a number or a 1-D array of bytes)."""
+        """Time ``schedule`` for message size(s) ``nbytes``: bytes as a number, a 1-D array, or a
+        size string (``"1MiB"``, ``"1KiB..1GiB"``)."""
         from commsim.models import _kernels  # numba: imported on first use, not with commsim
 
-        sizes, scalar = _as_sizes(nbytes)
+        schedule = as_schedule(schedule)
+        sizes, scalar = as_sizes(nbytes)
         p = schedule.nranks
         schedule.spec.check_layout(p, schedule.ndata)  # e.g. allgather needs p·m data slots
         per_unit = sizes / schedule.nbytes_units  # bytes per slot unit, one per size
@@ -194,6 +184,7 @@ class Hockney:
         def out(a: np.ndarray) -> Any:
             return a[..., 0] if scalar else a
 
+        notes = self._below_bound(schedule, sizes, total) if single else ()
         t = out(total)
         return Prediction(
             algorithm=schedule.algorithm,
@@ -205,6 +196,25 @@ class Hockney:
             rank_time=out(clock),
             step_time=out(step_time),
             busbw_factor=factor,
+            notes=notes,
+        )
+
+    def _below_bound(
+        self, schedule: Schedule, sizes: np.ndarray, total: np.ndarray
+    ) -> tuple[str, ...]:
+        """A note when the prediction undercuts the lower bound: such a schedule (empty,
+        truncated, hand-made) cannot compute its collective, so the number is not a time for it."""
+        bound = np.atleast_1d(self.lower_bound(schedule.collective, schedule.nranks, sizes))
+        low = total < bound * (1 - 1e-9) - 1e-15
+        if not low.any():
+            return ()
+        j = int(np.argmax(low))
+        return (
+            f"predicted {units.format_time(float(total[j]))} at "
+            f"{units.format_size(float(sizes[j]))} is below the "
+            f"{units.format_time(float(bound[j]))} any {schedule.collective} on "
+            f"{schedule.nranks} ranks needs under this model: this schedule cannot compute its "
+            "collective (commsim.verify says where it goes wrong)",
         )
 
     def _round(

@@ -1,0 +1,84 @@
+"""Checked inputs for every model: schedules, message sizes and parameters, unit strings accepted.
+
+A model's public methods call these first, so a bad argument is one :class:`ParameterError`
+sentence (``nbytes must be ...``) instead of a traceback from deep inside numpy, and the API takes
+the unit strings the command line teaches (``nbytes="1MiB"``, ``alpha="2us"``, ``beta="25GB/s"``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import numpy as np
+
+from commsim import units
+from commsim._ir import Schedule
+from commsim.errors import ParameterError
+
+__all__ = ["as_inverse_bandwidth", "as_schedule", "as_sizes", "as_time"]
+
+
+def as_schedule(schedule: Any) -> Schedule:
+    if not isinstance(schedule, Schedule):
+        raise ParameterError(
+            f"expected a commsim.Schedule (e.g. commsim.build(...)), got {type(schedule).__name__}"
+        )
+    return schedule
+
+
+def as_sizes(nbytes: Any) -> tuple[np.ndarray, bool]:
+    """``(sizes as a 1-D float array, whether nbytes was a single number)``.
+
+    Accepts a number, a unit string (``"1MiB"``, ``"1KiB..1GiB"``), or a 1-D sequence of numbers.
+    """
+    if isinstance(nbytes, str):
+        try:
+            sizes = units.parse_sizes(nbytes)
+        except units.UnitError as e:
+            raise ParameterError(f"nbytes: {e}") from None
+        return np.asarray(sizes, dtype=np.float64), len(sizes) == 1 and ".." not in nbytes
+    try:
+        arr = np.asarray(nbytes, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError(
+            f"nbytes must be a number of bytes, a size such as '1MiB', or a 1-D array of them; "
+            f"got {nbytes!r:.60}"
+        ) from None
+    if arr.ndim > 1:
+        raise ParameterError(f"nbytes must be a number or a 1-D array, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ParameterError("nbytes is empty: give at least one message size")
+    if not np.isfinite(arr).all() or (arr < 0).any():
+        raise ParameterError("nbytes must be finite and >= 0")
+    return np.atleast_1d(arr), arr.ndim == 0
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ParameterError(f"{name} must be a number or a unit string, got {value!r}")
+    v = float(value)
+    if not math.isfinite(v) or v < 0:
+        raise ParameterError(f"{name} must be finite and >= 0, got {value!r}")
+    return v
+
+
+def as_time(name: str, value: Any) -> float:
+    """Seconds from a number or a time string (``"2us"``)."""
+    if isinstance(value, str):
+        try:
+            return units.parse_time(value)
+        except units.UnitError as e:
+            raise ParameterError(f"{name}: {e}") from None
+    return _number(name, value)
+
+
+def as_inverse_bandwidth(name: str, value: Any) -> float:
+    """Seconds per byte from a number or a bandwidth string (``"25GB/s"``, ``"4e-11s/B"``)."""
+    if isinstance(value, str):
+        try:
+            return units.parse_bandwidth_or_inverse(value)
+        except units.UnitError as e:
+            raise ParameterError(f"{name}: {e}") from None
+    return _number(name, value)
