@@ -49,8 +49,11 @@ def test_single_port_serializes_and_multi_port_overlaps():
     multi = Hockney(A, B, G, ports="multi").predict(s, n).time
     # single port: each receive then its reduction, one after the other
     assert single == pytest.approx(3 * (A + n * B + n * G), rel=1e-12)
-    # multi port: the three arrive together, then three reductions
-    assert multi == pytest.approx(A + n * B + 3 * n * G, rel=1e-12)
+    # multi port: the three arrive together through rank 0's one link, then three reductions
+    assert multi == pytest.approx(A + 3 * n * B + 3 * n * G, rel=1e-12)
+    # two ports: two arrive together (sharing the link) and are reduced, then the third
+    two = Hockney(A, B, G, ports=2).predict(s, n).time
+    assert two == pytest.approx((A + 2 * n * B + 2 * n * G) + (A + n * B + n * G), rel=1e-12)
 
 
 def test_idle_ranks_do_not_wait_for_a_step():
@@ -130,7 +133,7 @@ def test_lower_bound_values():
 ALGORITHMS = sorted(REGISTRY)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(
     row=st.sampled_from(ALGORITHMS),
     p=st.integers(1, 70),
@@ -138,13 +141,29 @@ ALGORITHMS = sorted(REGISTRY)
     a=st.floats(0.0, 1e-4),
     b=st.floats(0.0, 1e-8),
     g=st.floats(0.0, 1e-8),
+    ports=st.sampled_from(["single", 2, 3, 4, "multi"]),
 )
-def test_no_algorithm_beats_the_chan_lower_bound(row, p, n, a, b, g):
-    # Chan et al.'s bounds are for single-port machines (multi-port can beat the latency term)
+def test_no_algorithm_beats_its_models_lower_bound(row, p, n, a, b, g, ports):
+    # k ports share the rank's link: they buy latency (log_{k+1} p rounds), never bandwidth
     collective, name = row
     s = commsim.build(collective, name, nranks=p)
-    t = Hockney(a, b, g).predict(s, n).time
-    assert t >= lower_bound(collective, p, n, a, b, g) * (1 - 1e-9) - 1e-300
+    model = Hockney(a, b, g, ports=ports)
+    t = model.predict(s, n).time
+    assert t >= model.lower_bound(collective, p, n) * (1 - 1e-9) - 1e-300
+
+
+def test_k_port_lower_bound_counts_rounds_in_base_k_plus_1():
+    assert lower_bound("broadcast", 9, 1e6, A, B, G, ports=2) == pytest.approx(2 * A + 1e6 * B)
+    assert lower_bound("broadcast", 10, 1e6, A, B, G, ports=2) == pytest.approx(3 * A + 1e6 * B)
+    assert Hockney(A, B, G, ports="multi").lower_bound("broadcast", 10, 0.0) == pytest.approx(A)
+
+
+def test_more_ports_never_buy_bandwidth():
+    # direct allreduce at 1 GiB: bandwidth-bound; ports cannot push it past the link
+    s = commsim.build("allreduce", "direct", nranks=8)
+    for ports in ("single", 2, 7, "multi"):
+        pred = Hockney(0.0, 1 / 450e9, 0.0, ports=ports).predict(s, 2**30)
+        assert pred.busbw <= 450e9 * (1 + 1e-9)
 
 
 def test_predict_refuses_malformed_schedules():

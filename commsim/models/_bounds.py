@@ -29,10 +29,30 @@ from commsim._collectives import spec
 __all__ = ["lower_bound"]
 
 
-def lower_bound(collective: str, p: int, n: Any, alpha: float, beta: float, gamma: float) -> Any:
-    """The Chan et al. 2007 lower bound for ``collective`` on ``p`` ranks and ``n`` bytes.
+def _rounds(p: int, ports: int) -> int:
+    """``⌈log_{k+1} p⌉`` exactly (integers): rounds for data from one rank to reach all ``p``."""
+    rounds, reached = 0, 1
+    while reached < p:
+        reached *= ports + 1
+        rounds += 1
+    return rounds
 
-    ``n`` may be an array of sizes (the result is then an array). Raises
+
+def lower_bound(
+    collective: str,
+    p: int,
+    n: Any,
+    alpha: float,
+    beta: float,
+    gamma: float,
+    *,
+    ports: int = 1,
+) -> Any:
+    r"""The Chan et al. 2007 lower bound for ``collective`` on ``p`` ranks and ``n`` bytes.
+
+    ``n`` may be an array of sizes (the result is then an array). With ``ports = k`` that share
+    a rank's link, data reaches at most ``k + 1`` times as many ranks per latency, so the latency
+    term is :math:`\lceil\log_{k+1} p\rceil\alpha`; the β and γ terms are unchanged. Raises
     :class:`commsim.CommsimError` for an unknown collective, ``p < 1``, or a negative size or
     parameter.
 
@@ -54,6 +74,6 @@ def lower_bound(collective: str, p: int, n: Any, alpha: float, beta: float, gamm
     if p == 1:
         out = np.zeros_like(size)
     else:
-        lat = math.ceil(math.log2(p)) * alpha
+        lat = _rounds(p, ports) * alpha
         out = lat + size * (sp.bound_beta(p) * beta + sp.bound_gamma(p) * gamma)
     return float(out) if out.ndim == 0 else out

@@ -17,7 +17,7 @@ from commsim import units
 from commsim._ir import Schedule
 from commsim.errors import ParameterError
 
-__all__ = ["as_inverse_bandwidth", "as_schedule", "as_sizes", "as_time"]
+__all__ = ["as_inverse_bandwidth", "as_ports", "as_schedule", "as_sizes", "as_time"]
 
 
 def as_schedule(schedule: Any) -> Schedule:
@@ -82,3 +82,17 @@ def as_inverse_bandwidth(name: str, value: Any) -> float:
         except units.UnitError as e:
             raise ParameterError(f"{name}: {e}") from None
     return _number(name, value)
+
+
+def as_ports(ports: Any) -> int | str:
+    """``"single"``, ``"multi"`` or a port count ``k >= 1`` (``1`` is ``"single"``)."""
+    if isinstance(ports, str) and ports.isdigit():
+        ports = int(ports)
+    if ports in ("single", "multi"):
+        return ports
+    if isinstance(ports, numbers.Integral) and not isinstance(ports, bool) and ports >= 1:
+        return "single" if ports == 1 else int(ports)
+    raise ParameterError(
+        f"ports must be 'single', 'multi' or a port count >= 1 (k ports share the rank's link), "
+        f"got {ports!r}"
+    )

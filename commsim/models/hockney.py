@@ -13,10 +13,18 @@ How a schedule is timed (the IR's semantics made quantitative):
   :math:`q \to r` starts when both ends are ready, :math:`s = \max(c_q, c_r)`, and ends at
   :math:`e = s + \alpha + b\beta`; then :math:`c_q \leftarrow \max(c_q, e)` and
   :math:`c_r \leftarrow \max(c_r, e + b_\text{red}\gamma)`. Ranks idle in a step keep their clock.
-* **Single-port, full-duplex** (default): a rank sends one message and receives one at a time, and
-  may do both at once; its messages in a step run round after round. With ``ports="multi"`` all of
-  a step's messages start together (each rank has as many ports as peers); a rank's reductions
-  then add up after its last arrival.
+* **Single-port, full-duplex** (default, ``ports=1``): a rank sends one message and receives one
+  at a time, and may do both at once; its messages in a step run round after round.
+* **k ports sharing one link** (``ports=k``; ``"multi"``: as many as the step needs). A rank keeps
+  up to ``k`` sends and ``k`` receives in flight, but they share its link, as in the k-port model
+  of Bruck et al. (1997) and Chan et al. (2007): ``k`` consecutive rounds of the decomposition run
+  as one, each of its messages ending at
+  :math:`s + \alpha + \beta \max(S_q, R_r)`, where :math:`S_q` and :math:`R_r` are the bytes its
+  sender sends and its receiver receives in that round; a rank's reductions add up after its last
+  arrival. More ports buy latency (one :math:`\alpha` for ``k`` messages), never bandwidth: a
+  rank still pushes every byte through one link, so the lower bound keeps its β and γ terms and
+  its latency term becomes :math:`\lceil \log_{k+1} p \rceil \alpha`
+  (:meth:`Hockney.lower_bound`). With ``k = 1`` this is the single-port rule exactly.
 
 The completion time is the largest final clock. Under these rules the textbook algorithms
 reproduce their published closed forms exactly (each factory's docstring states its own).
@@ -34,9 +42,14 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule
 from commsim._messages import matchings, messages
-from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
-from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
+from commsim.models._inputs import (
+    as_inverse_bandwidth,
+    as_ports,
+    as_schedule,
+    as_sizes,
+    as_time,
+)
 from commsim.models._prediction import Prediction
 
 __all__ = ["Hockney"]
@@ -53,7 +66,9 @@ class Hockney:
         alpha: latency per message, seconds (or a time string: ``"2us"``).
         beta: transfer time per byte, seconds/byte (or a bandwidth string: ``"25GB/s"``).
         gamma: reduction time per byte, seconds/byte (or a bandwidth string).
-        ports: ``"single"`` (one send and one receive at a time, full duplex) or ``"multi"``.
+        ports: ``1`` or ``"single"`` (one send and one receive at a time, full duplex), ``k > 1``
+            (k at a time, sharing the rank's link), or ``"multi"`` (every message of a step at
+            once, sharing the link).
 
     Examples:
         >>> import commsim
@@ -70,14 +85,12 @@ class Hockney:
         alpha: float = 2e-6,
         beta: float = 1 / 25e9,
         gamma: float = 1 / 100e9,
-        ports: str = "single",
+        ports: int | str = "single",
     ) -> None:
-        if ports not in ("single", "multi"):
-            raise ParameterError(f"ports must be 'single' or 'multi', got {ports!r}")
         self.alpha = as_time("alpha", alpha)
         self.beta = as_inverse_bandwidth("beta", beta)
         self.gamma = as_inverse_bandwidth("gamma", gamma)
-        self.ports = ports
+        self.ports = as_ports(ports)
 
     def __repr__(self) -> str:
         return (
@@ -94,6 +107,7 @@ class Hockney:
         return (
             f"Hockney alpha={units.format_time(self.alpha)} beta={inverse(self.beta)} "
             f"gamma={inverse(self.gamma)} {self.ports}-port"
+            + (" (shared link)" if self.ports not in ("single", 1) else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -107,7 +121,15 @@ class Hockney:
 
     def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
         """Chan et al. 2007's bound with this model's α, β, γ (:func:`commsim.models.lower_bound`)."""
-        return lower_bound(collective, nranks, nbytes, self.alpha, self.beta, self.gamma)
+        return lower_bound(
+            collective, nranks, nbytes, self.alpha, self.beta, self.gamma, ports=self._k(nranks)
+        )
+
+    def _k(self, nranks: int) -> int:
+        """Ports per rank: 1 for single-port, every peer for ``"multi"``."""
+        if self.ports == "single":
+            return 1
+        return max(nranks - 1, 1) if self.ports == "multi" else int(self.ports)
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Time ``schedule`` for message size(s) ``nbytes``: bytes as a number, a 1-D array, or a
@@ -124,7 +146,7 @@ class Hockney:
         clock = np.zeros((p, len(sizes)))
         step_time = np.zeros((schedule.nsteps, len(sizes)))
         last = np.zeros(len(sizes))  # running max of participants' clocks
-        single = self.ports == "single"
+        single = self._k(p) == 1
         tmp = np.empty((2 * max(schedule.max_step_transfers_hint or p, 1), len(sizes)))
         seen_s = np.zeros(p, dtype=np.int64)
         seen_d = np.zeros(p, dtype=np.int64)
@@ -171,7 +193,11 @@ class Hockney:
                             tmp,
                         )
             else:
-                self._multi(clock, msg, bw, gw)
+                rounds = matchings(msg.src, msg.dst, p)
+                k = self._k(p)
+                for j in range(0, len(rounds), k):
+                    idx = np.concatenate(rounds[j : j + k])
+                    self._shared_round(clock, msg, idx, bw, gw)
             if len(msg.local_rank):
                 red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=p)
                 clock += np.multiply.outer(red, gw)
@@ -234,14 +260,21 @@ class Hockney:
 
         single_port_round(clock, src, dst, units, red, self.alpha, bw, gw, tmp)
 
-    def _multi(self, clock: np.ndarray, msg: Any, bw: np.ndarray, gw: np.ndarray) -> None:
+    def _shared_round(
+        self, clock: np.ndarray, msg: Any, idx: np.ndarray, bw: np.ndarray, gw: np.ndarray
+    ) -> None:
+        """Messages ``idx`` in flight together; each rank's sends (receives) share its link."""
         p = clock.shape[0]
-        start = np.maximum(clock[msg.src], clock[msg.dst])
-        end = start + self.alpha + np.multiply.outer(msg.units, bw)
+        src, dst, units = msg.src[idx], msg.dst[idx], msg.units[idx]
+        sent = np.bincount(src, units, minlength=p)
+        received = np.bincount(dst, units, minlength=p)
+        busy = np.maximum(sent[src], received[dst])  # units through the busier end's link
+        start = np.maximum(clock[src], clock[dst])
+        end = start + self.alpha + np.multiply.outer(busy, bw)
         new = clock.copy()
-        np.maximum.at(new, msg.src, end)
-        np.maximum.at(new, msg.dst, end)
-        red = np.bincount(msg.dst, msg.reduce_units, minlength=p)
+        np.maximum.at(new, src, end)
+        np.maximum.at(new, dst, end)
+        red = np.bincount(dst, msg.reduce_units[idx], minlength=p)
         has = red > 0
         new[has] += np.multiply.outer(red[has], gw)
         clock[:] = new
