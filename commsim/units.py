@@ -490,6 +490,17 @@ def _rate_unit(unit: str) -> Fraction | None:
     return None if multiplier is None else scale * multiplier
 
 
+def _ambiguous_bits(unit: str) -> str | None:
+    """The prefix of a rate like ``gb/s`` or ``mbps`` (bare ``b`` after a lower-case prefix other
+    than SI's ``k``): people write it for bytes as often as for bits, so it is refused."""
+    if not unit.endswith(("b/s", "bps")) or unit.lower().endswith(("bit/s", "bitps")):
+        return None
+    prefix = unit[:-3]
+    if prefix and prefix[0].islower() and prefix[0] != "k" and prefix.lower() in _RATE_PREFIXES:
+        return prefix[0].upper() + prefix[1:]
+    return None
+
+
 def parse_bandwidth_or_inverse(text: str | float) -> float:
     """Parse a link bandwidth, or its inverse, into seconds per byte (a Hockney beta or gamma).
 
@@ -499,7 +510,8 @@ def parse_bandwidth_or_inverse(text: str | float) -> float:
             * a bandwidth: ``"25GB/s"`` (decimal, 25e9 B/s), ``"25GiB/s"`` (binary),
               ``"100Gb/s"`` / ``"100Gbit/s"`` / ``"400Gbps"`` (bits: divided by 8),
               ``"12.5GBps"`` (bytes). Prefixes ``k M G T P`` (and ``Ki Mi ...``) are
-              case-insensitive; ``B`` (bytes) versus ``b`` (bits) is not.
+              case-insensitive; ``B`` (bytes) versus ``b`` (bits) is not, and a bare ``b``
+              after a lower-case prefix (``"25gb/s"``, ``"mbps"``) is refused as ambiguous.
             * a time per byte: ``"4e-11s/B"``, ``"0.04ns/B"``, ``"40ps/B"``.
             * a bare number or a Python number: already seconds per byte.
             * ``"inf"`` (or ``"infGB/s"``): an infinitely fast link, 0.0 s/B, as are ``"0s/B"``
@@ -543,6 +555,14 @@ def parse_bandwidth_or_inverse(text: str | float) -> float:
         if per_byte is None:
             raise UnitError(f"cannot parse bandwidth {text!r}: {_BANDWIDTH_ACCEPTED}")
         return float(number * per_byte)
+    ambiguous = _ambiguous_bits(unit)
+    if ambiguous is not None:
+        n = parsed[0]
+        shown = f"{float(n):g}" if n.denominator != 1 else str(n.numerator)
+        raise UnitError(
+            f"ambiguous bandwidth {text!r}: write {shown}{ambiguous}B/s (bytes) or "
+            f"{shown}{ambiguous}bit/s (bits)"
+        )
     rate = _rate_unit(unit)
     if rate is None:
         raise UnitError(f"cannot parse bandwidth {text!r}: {_BANDWIDTH_ACCEPTED}")

@@ -143,3 +143,17 @@ def test_version_1_files_still_load(tmp_path):
     doc["version"], doc["name"] = 1, doc.pop("algorithm")
     (tmp_path / "v1.json").write_text(json.dumps(doc))
     assert commsim.load(tmp_path / "v1.json").algorithm == "ring"
+
+
+@pytest.mark.parametrize("text", ["25gb/s", "100mbps", "1gib/s", "2tb/s"])
+def test_a_bare_b_after_a_lower_case_prefix_is_ambiguous(text):
+    with pytest.raises(units.UnitError, match=r"ambiguous bandwidth .* \(bytes\) or .*bit/s"):
+        units.parse_bandwidth_or_inverse(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds_per_byte"),
+    [("25Gb/s", 8 / 25e9), ("25gbit/s", 8 / 25e9), ("25gB/s", 1 / 25e9), ("8kb/s", 8 / 8e3)],
+)
+def test_unambiguous_rates_still_parse(text, seconds_per_byte):
+    assert units.parse_bandwidth_or_inverse(text) == pytest.approx(seconds_per_byte)
