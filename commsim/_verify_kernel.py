@@ -9,10 +9,12 @@ The ranges must already be validated (the caller checks them first).
 
 from __future__ import annotations
 
+import functools
+
 import numba
 import numpy as np
 
-__all__ = ["OK", "apply_step"]
+__all__ = ["OK", "apply_step", "warm_up"]
 
 OK = 0
 
@@ -69,3 +71,15 @@ def apply_step(  # pragma: no cover
 def scratch(nelems: int) -> np.ndarray:
     """The ``stamp`` array for a state of ``nelems`` slots."""
     return np.zeros(nelems, dtype=np.int64)
+
+
+@functools.cache
+def warm_up() -> None:
+    """Load (or compile) :func:`apply_step` once per process, so no verification is charged for it."""
+    one = np.ones(1, dtype=np.int64)
+    zero = np.zeros(1, dtype=np.int64)
+    values, defined = np.zeros(2, dtype=np.uint64), np.ones(2, dtype=bool)
+    buf = np.empty(1, dtype=np.uint64)
+    apply_step(
+        values, defined, scratch(2), zero, one, zero, zero, one, np.zeros(1, bool), 1, 1, buf
+    )

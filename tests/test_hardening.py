@@ -157,3 +157,16 @@ def test_a_bare_b_after_a_lower_case_prefix_is_ambiguous(text):
 )
 def test_unambiguous_rates_still_parse(text, seconds_per_byte):
     assert units.parse_bandwidth_or_inverse(text) == pytest.approx(seconds_per_byte)
+
+
+def test_verification_time_excludes_the_kernels_first_load():
+    import subprocess
+    import sys
+
+    code = (
+        "import commsim\n"
+        "s = commsim.build('allreduce', 'ring', nranks=4)\n"
+        "print(commsim.verify(s).seconds, commsim.verify(s).seconds)\n"
+    )
+    first, second = map(float, subprocess.check_output([sys.executable, "-c", code]).split())
+    assert first < 10 * second + 0.05  # the first is not the ~0.6 s numba load
