@@ -58,10 +58,12 @@ import numpy as np
 from commsim._collectives import CollectiveSpec, spec
 from commsim.errors import ScheduleError
 
-__all__ = ["Schedule", "Step"]
+__all__ = ["MAX_SLOTS", "Schedule", "Step"]
 
 _I = np.int64
 _MAX_UNITS = 2**62  # total slot units: offsets are int64, and sums of two must not overflow
+#: Slots per rank a schedule may have: past it, the slot table alone takes over 0.5 GiB per copy.
+MAX_SLOTS = 2**26
 
 
 def _as_index(a: Any, n: int, name: str) -> np.ndarray:
@@ -134,6 +136,10 @@ class Step(NamedTuple):
 
 def _units(slot_units: Any) -> np.ndarray:
     if isinstance(slot_units, (numbers.Integral, np.integer)) and not isinstance(slot_units, bool):
+        if not 1 <= slot_units <= MAX_SLOTS:
+            raise ScheduleError(
+                f"a schedule needs 1 to {MAX_SLOTS:,} slots per rank, got {int(slot_units):,}"
+            )
         return np.ones(int(slot_units), dtype=_I)
     units = np.asarray(slot_units)
     if units.dtype.kind not in "iu" and units.size:
@@ -141,6 +147,10 @@ def _units(slot_units: Any) -> np.ndarray:
     units = units.astype(_I)
     if units.ndim != 1 or len(units) == 0 or (units <= 0).any():
         raise ScheduleError("slot_units must be a non-empty 1-D array of positive integers")
+    if len(units) > MAX_SLOTS:
+        raise ScheduleError(
+            f"a schedule needs 1 to {MAX_SLOTS:,} slots per rank, got {len(units):,}"
+        )
     if int(units.max()) * len(units) > _MAX_UNITS and sum(map(int, units)) > _MAX_UNITS:
         raise ScheduleError("slot_units add up to more than 2**62 units (their offsets overflow)")
     return units

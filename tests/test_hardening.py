@@ -168,3 +168,8 @@ def test_verification_time_excludes_loading_the_kernel(monkeypatch):
     monkeypatch.setattr(_verify_kernel, "warm_up", lambda: (time.sleep(0.5), loaded.append(1)))
     v = commsim.verify(commsim.build("allreduce", "ring", nranks=4))
     assert loaded and v.seconds < 0.5  # the load happened, and outside the timed part
+
+
+def test_absurd_slot_counts_are_refused_before_allocating():
+    with pytest.raises(ScheduleError, match="slots per rank, got 1,000,000,000"):
+        commsim.build("broadcast", "chain", nranks=8, segments=10**9)
