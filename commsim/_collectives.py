@@ -124,9 +124,10 @@ class CollectiveSpec:
         """The collective computed directly with numpy (never looking at a schedule).
 
         ``inputs`` is ``[p, input length]``; rows the collective leaves undefined (non-roots of
-        reduce) come back as their input.
+        reduce) come back as their input. Floating-point overflow gives ``inf``, silently.
         """
-        return self._reference(inputs, root)
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._reference(inputs, root)
 
     def checked_ranks(self, nranks: int, root: int = 0) -> np.ndarray:
         """Ranks whose output the collective defines (all but reduce's non-roots)."""

@@ -173,3 +173,15 @@ def test_verification_time_excludes_loading_the_kernel(monkeypatch):
 def test_absurd_slot_counts_are_refused_before_allocating():
     with pytest.raises(ScheduleError, match="slots per rank, got 1,000,000,000"):
         commsim.build("broadcast", "chain", nranks=8, segments=10**9)
+
+
+@pytest.mark.parametrize(
+    ("value", "dtype", "result"),
+    [(60000.0, np.float16, np.inf), (np.nan, np.float32, np.nan), (-np.inf, np.float64, -np.inf)],
+)
+def test_overflow_inf_and_nan_agree_with_the_reference_silently(value, dtype, result):
+    from commsim.exec import execute
+
+    x = np.full((4, 8), value, dtype)
+    out = execute(commsim.build("allreduce", "ring", nranks=4), x)  # warnings are errors here
+    np.testing.assert_array_equal(out, np.full((4, 8), result, dtype))
