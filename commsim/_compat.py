@@ -43,7 +43,7 @@ def check_dtype(
     except (TypeError, ValueError):
         raise CommsimError(f"unknown dtype {dtype!r}; e.g. float32, float64, int32") from None
     if not dt.isnative:
-        raise CommsimError(f"dtype {dtype!r} is not in this machine's byte order; use {dt.name}")
+        raise CommsimError(f"dtype {dt.str!r} is not in this machine's byte order; use {dt.name}")
     if dt.name not in supported:
         raise CommsimError(f"the {backend} backend runs {', '.join(supported)}; got {dt.name}")
     if jax and dt.itemsize == 8 and dt.kind in "iuf" and not x64_enabled():

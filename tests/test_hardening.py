@@ -185,3 +185,18 @@ def test_overflow_inf_and_nan_agree_with_the_reference_silently(value, dtype, re
     x = np.full((4, 8), value, dtype)
     out = execute(commsim.build("allreduce", "ring", nranks=4), x)  # warnings are errors here
     np.testing.assert_array_equal(out, np.full((4, 8), result, dtype))
+
+
+@pytest.mark.parametrize(
+    ("dtype", "match"),
+    [
+        (object, "got object"),
+        (">f4" if np.little_endian else "<f4", "byte order"),
+        (bool, "got bool"),
+    ],
+)
+def test_execute_refuses_dtypes_its_backend_does_not_run(dtype, match):
+    from commsim.exec import execute
+
+    with pytest.raises(CommsimError, match=match):
+        execute(RING, np.zeros((8, 8), dtype=dtype))

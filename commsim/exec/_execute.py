@@ -68,7 +68,11 @@ def execute(
         >>> execute(s, np.arange(9.0).reshape(3, 3))[0].tolist()
         [9.0, 12.0, 15.0]
     """
+    if not isinstance(schedule, Schedule):
+        raise CommsimError(f"execute expects a commsim.Schedule, got {type(schedule).__name__}")
+    be = get_backend(backend) if isinstance(backend, str) else backend
     inputs = np.asarray(inputs)
+    be.check_dtype(inputs.dtype)
     if inputs.ndim != 2 or inputs.shape[0] != schedule.nranks:
         raise CommsimError(
             f"inputs must have shape [nranks={schedule.nranks}, count], got {inputs.shape}"
@@ -80,7 +84,6 @@ def execute(
             f"{count} elements do not divide into {schedule.algorithm!r}'s "
             f"{schedule.nbytes_units} slot units; use a multiple of {schedule.nbytes_units}"
         )
-    be = get_backend(backend) if isinstance(backend, str) else backend
     compiled = be.compile(schedule, lay, inputs.dtype)
     outputs = lay.unpack(compiled.get(compiled.run(compiled.put(lay.pack(inputs)))))
     if check:
