@@ -205,8 +205,8 @@ def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
             f"{source}: unsupported version {version} (this commsim reads "
             f"{', '.join(map(str, _READS))})"
         )
-    kind = _field(data, "collective", str, source)
-    if kind not in COLLECTIVES:
+    collective = _field(data, "collective", str, source)
+    if collective not in COLLECTIVES:
         raise ScheduleError(f"{source}: field 'collective' must be one of {', '.join(COLLECTIVES)}")
     p = _field(data, "nranks", int, source)
     if p < 1:
@@ -244,7 +244,7 @@ def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
     params = data.get("params", {})
     schedule = Schedule.from_steps(
         steps,
-        collective=kind,
+        collective=collective,
         root=root,
         nranks=p,
         slot_units=units,
