@@ -4,6 +4,9 @@ The environment defaults below must be in place before anything imports ``jax`` 
 (both read them once, at import time), so they sit at the very top of this module, which pytest
 imports before any test module. ``scripts/test.sh`` exports the same values; an explicit setting in
 the caller's environment always wins.
+
+The ``toy_row`` fixture registers a toy algorithm for the duration of one test, to show that a
+registry row alone gets an algorithm verified, cost-checked and executed (``tests/test_registry.py``).
 """
 
 import os
@@ -19,8 +22,13 @@ os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 # mpi4jax warns on import when JAX is newer than the newest version it was tested with.
 os.environ.setdefault("MPI4JAX_NO_WARN_JAX_VERSION", "1")
 
+from collections.abc import Iterator  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
+from commsim import Schedule, Step  # noqa: E402
+from commsim.algorithms import AlgorithmInfo, info, lazy, register, unregister  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -31,3 +39,54 @@ def rng() -> np.random.Generator:
     reproducible data on their own should call ``np.random.default_rng(seed)`` themselves.
     """
     return np.random.default_rng(0)
+
+
+def toy_exchange_allreduce(nranks: int) -> Schedule:
+    r"""Direct-exchange allreduce: in one step every rank adds its whole vector into every other.
+
+    One slot. Single-port: each rank sends its ``n`` bytes ``p - 1`` times and receives (and
+    reduces) ``p - 1`` vectors, one round at a time, all ranks in lockstep, so for every ``p``
+
+    .. math:: T = (p-1)\,(\alpha + n\beta + n\gamma)
+
+    Examples:
+        >>> s = toy_exchange_allreduce(4)
+        >>> s.nsteps, s.ntransfers  # one step of p(p-1) reducing transfers
+        (1, 12)
+    """
+    p = nranks
+    src = np.repeat(np.arange(p), p - 1)
+    dst = (src + np.tile(np.arange(1, p), p)) % p
+    return lazy(
+        "allreduce",
+        p,
+        1 if p > 1 else 0,
+        lambda _: Step.make(src, dst, 0, 0, reduce=True),
+        slot_units=1,
+        algorithm="toy_exchange",
+        ntransfers_hint=p * (p - 1),
+        max_step_transfers_hint=p * (p - 1),
+    )
+
+
+def _toy_exchange_cost(
+    nranks: int, nbytes: float | np.ndarray, alpha: float, beta: float, gamma: float
+) -> float | np.ndarray:
+    """:func:`toy_exchange_allreduce`'s ``.. math::``: ``(p-1)(α + nβ + nγ)``."""
+    return (nranks - 1) * (alpha + nbytes * beta + nbytes * gamma)
+
+
+@pytest.fixture
+def toy_row() -> Iterator[AlgorithmInfo]:
+    """``allreduce/toy_exchange`` in the registry for the duration of a test, then removed."""
+    register(
+        "allreduce",
+        "toy_exchange",
+        cost="(p-1)(α + nβ + nγ)",
+        cost_fn=_toy_exchange_cost,
+        reference="a test's toy (tests/conftest.py)",
+    )(toy_exchange_allreduce)
+    try:
+        yield info("allreduce", "toy_exchange")
+    finally:
+        unregister("allreduce", "toy_exchange")

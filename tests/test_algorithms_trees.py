@@ -71,22 +71,6 @@ def t_dbt_round(p, n, a, b, g, k):
     return 2 * a + n / k * b + n / (2 * k) * g
 
 
-def t_dbt(p, n, a, b, g, k):
-    """Double-binary-tree allreduce where the closed form is exact (see ``dbt_exact``)."""
-    if p == 1:
-        return 0.0
-    if p == 2:  # k exchanges up, k down
-        return 2 * k * a + n * b + n / 2 * g
-    return (2 * k + 2 * _ceil_lg(p) - 3) * t_dbt_round(p, n, a, b, g, k)
-
-
-def dbt_exact(p: int, k: int) -> bool:
-    """Where the docstring claims the closed form is exact."""
-    H = _ceil_lg(p)
-    pow2 = p & (p - 1) == 0
-    return p <= 3 or pow2 or (k >= 2 and 3 * 2 ** (H - 2) < p <= 2**H)
-
-
 def t_rs_direct(p, n, a, b, g):  # p - 1 single-port rounds, each received block reduced
     return (p - 1) * (a + n / p * b + n / p * g)
 
@@ -258,29 +242,11 @@ def test_costs_respect_lower_bound():
 
 
 # -- double binary tree ---------------------------------------------------------------------------
-DBT_EXACT = [
-    *[(p, k) for p in (2, 3, 4, 8, 16, 32, 64, 128, 256, 1024) for k in (1, 2, 4)],
-    *[
-        (p, k)
-        for p in (7, 13, 14, 15, 25, 28, 31, 49, 55, 60, 97, 100, 113, 127)
-        for k in (2, 3, 7)
-    ],
-]
-
-
-@pytest.mark.parametrize(("p", "k"), DBT_EXACT)
-def test_double_binary_tree_exact_cost(p, k):
-    assert dbt_exact(p, k)
-    s = trees.double_binary_tree_allreduce(p, segments=k)
-    a, b, g = _params(p * 31 + k)
-    model = Hockney(alpha=a, beta=b, gamma=g)
-    for n in (1.0, 65536.0, 1e7 + 1):
-        _check(model.predict(s, n).time, t_dbt(p, n, a, b, g, k))
-
-
 @pytest.mark.parametrize("k", [1, 2, 4, 6])
 def test_double_binary_tree_bounds(k):
-    """Everywhere: Chan's lower bound <= (S-1) rounds <= T <= S rounds, S = 2k + 2⌈lg p⌉ - 3."""
+    """Everywhere: Chan's lower bound <= (S-1) rounds <= T <= S rounds, S = 2k + 2⌈lg p⌉ - 3.
+
+    Where T = S rounds exactly is the row's ``exact`` domain, checked by the registry sweep."""
     ps = [*range(3, 70), 96, 97, 99, 130, 200, 255, 257, 300, 513]
     for p in ps:
         s = trees.double_binary_tree_allreduce(p, segments=k)
@@ -293,8 +259,6 @@ def test_double_binary_tree_bounds(k):
             rnd = t_dbt_round(p, n, a, b, g, k)
             assert t >= lower_bound("allreduce", p, n, a, b, g)
             assert (S - 1) * rnd * (1 - 1e-12) <= t <= S * rnd * (1 + 1e-12), (p, k, n)
-            if dbt_exact(p, k):
-                _check(t, S * rnd)
 
 
 @pytest.mark.parametrize("p", [*range(1, 20), 32, 33, 64, 100, 127, 1000])

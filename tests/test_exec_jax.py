@@ -64,31 +64,6 @@ def run_row(backend, collective, name, p, dtype, **params):
     assert out.dtype == np.dtype(dtype)
 
 
-@pytest.mark.parametrize(("p", "dtype"), [(3, "int32"), (8, "float32")])
-@pytest.mark.parametrize("row", ROWS, ids="/".join)
-def test_every_algorithm_matches_the_reference(backend, row, p, dtype):
-    run_row(backend, *row, p, dtype)
-
-
-@pytest.mark.parametrize("p", [1, 2, 4, 5, 6, 7])
-@pytest.mark.parametrize("row", SUBSET, ids="/".join)
-def test_every_rank_count(backend, row, p):
-    run_row(backend, *row, p, "int32")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("p", [1, 2, 4, 5, 6, 7])
-@pytest.mark.parametrize("row", [r for r in ROWS if r not in SUBSET], ids="/".join)
-def test_every_algorithm_at_every_rank_count(backend, row, p):
-    # with the two sweeps above: every row at every p in 1..8 (about 100 s of compiling)
-    run_row(backend, *row, p, "int32")
-
-
-@pytest.mark.parametrize("row", ROOTED, ids="/".join)
-def test_nonzero_root(backend, row):
-    run_row(backend, *row, 6, "int32", root=4)
-
-
 @pytest.mark.parametrize("p", [1, 3, 8])
 @pytest.mark.parametrize("collective", COLLECTIVES)
 def test_native_collectives_match_the_reference(backend, collective, p):

@@ -7,7 +7,15 @@ Each factory's docstring states its α-β-γ cost and the paper it comes from.
 # importing the algorithm modules registers their factories
 from commsim.algorithms import bruck, direct, recursive, ring, trees  # noqa: F401
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
-from commsim.algorithms._registry import REGISTRY, AlgorithmInfo, available, build, info, register
+from commsim.algorithms._registry import (
+    REGISTRY,
+    AlgorithmInfo,
+    available,
+    build,
+    info,
+    register,
+    unregister,
+)
 
 __all__ = [
     "REGISTRY",
@@ -19,5 +27,6 @@ __all__ = [
     "lazy",
     "register",
     "relabel",
+    "unregister",
     "with_root",
 ]

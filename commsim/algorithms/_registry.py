@@ -4,6 +4,12 @@ A new algorithm is a factory ``fn(nranks, **params) -> Schedule`` decorated with
 :func:`register`; it is then built by :func:`build`, listed by ``commsim algorithms``, verified,
 cost-checked and executed by every registry-parametrized test. Factories build rooted collectives
 for root 0; :func:`build` relabels ranks for any other root.
+
+A row owns every property of its algorithm: the cost as text for tables (``cost``), the exact
+single-port Hockney time as code (``cost_fn``) and where that formula is exact (``exact``), so
+the registry sweep (``tests/test_registry.py``) checks the formula against the model, the lower
+bound, the declared transfer counts and every backend's results without naming the algorithm.
+:func:`unregister` removes a row again (a test's temporary algorithm, a plug-in experiment).
 """
 
 from __future__ import annotations
@@ -15,13 +21,39 @@ import numbers
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
 from commsim._collectives import COLLECTIVES, spec
 from commsim._ir import Schedule
 from commsim.errors import ScheduleError, UnknownNameError
 
-__all__ = ["REGISTRY", "AlgorithmInfo", "available", "build", "info", "register"]
+__all__ = [
+    "REGISTRY",
+    "AlgorithmInfo",
+    "CostFn",
+    "Domain",
+    "FloatOrArray",
+    "available",
+    "build",
+    "every_p",
+    "info",
+    "register",
+    "unregister",
+]
 
 Factory = Callable[..., Schedule]
+FloatOrArray = float | np.ndarray
+"""A message size or time: one number, or a numpy array of them (cost formulas take both)."""
+CostFn = Callable[..., FloatOrArray]
+"""``cost_fn(nranks, nbytes, alpha, beta, gamma, **params)``: the single-port Hockney time in
+seconds (``nbytes`` a number or a numpy array of sizes; the result has its shape)."""
+Domain = Callable[..., bool]
+"""``exact(nranks, **params)``: whether ``cost_fn`` is the exact time for these arguments."""
+
+
+def every_p(nranks: int, **params: Any) -> bool:
+    """The domain of a formula that is exact for every ``p`` and every parameter value."""
+    return True
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +68,9 @@ class AlgorithmInfo:
         constraints: when it applies and what it does off its best case, for tables.
         params: parameter names and defaults (besides ``nranks`` and ``root``).
         reference: where the algorithm and its cost come from.
+        cost_fn: the exact single-port Hockney time as code (see :data:`CostFn`), written from
+            the factory docstring's ``.. math::``; the model must reproduce it where ``exact``.
+        exact: where ``cost_fn`` is exact (see :data:`Domain`); elsewhere it is only an estimate.
     """
 
     collective: str
@@ -45,19 +80,61 @@ class AlgorithmInfo:
     constraints: str
     params: dict[str, Any]
     reference: str
+    cost_fn: CostFn
+    exact: Domain = every_p
 
     @property
     def doc(self) -> str:
         return inspect.getdoc(self.factory) or ""
+
+    def time(
+        self,
+        nranks: int,
+        nbytes: FloatOrArray,
+        alpha: float,
+        beta: float,
+        gamma: float,
+        **params: Any,
+    ) -> FloatOrArray:
+        """``cost_fn`` with the row's default parameters for those not given.
+
+        Examples:
+            >>> from commsim.algorithms import info
+            >>> info("broadcast", "chain").time(5, 800.0, 1.0, 0.01, 0.0)  # k = 8: 11 (α + 100 β)
+            22.0
+        """
+        return self.cost_fn(nranks, nbytes, alpha, beta, gamma, **{**self.params, **params})
+
+    def is_exact(self, nranks: int, **params: Any) -> bool:
+        """``exact`` with the row's default parameters for those not given."""
+        return bool(self.exact(nranks, **{**self.params, **params}))
 
 
 REGISTRY: dict[tuple[str, str], AlgorithmInfo] = {}
 
 
 def register(
-    collective: str, name: str, *, cost: str, constraints: str = "any p", reference: str = ""
+    collective: str,
+    name: str,
+    *,
+    cost: str,
+    cost_fn: CostFn,
+    exact: Domain = every_p,
+    constraints: str = "any p",
+    reference: str = "",
 ) -> Callable[[Factory], Factory]:
-    """Decorator adding ``fn`` to the registry under ``(collective, name)``."""
+    """Decorator adding ``fn`` to the registry under ``(collective, name)``.
+
+    Args:
+        collective: the collective ``fn`` computes.
+        name: the algorithm's name (unique within the collective).
+        cost: the Hockney cost in plain text, for tables.
+        cost_fn: the same cost as code, ``cost_fn(nranks, nbytes, alpha, beta, gamma,
+            **params)``, with the factory's parameters as keywords (their defaults when omitted).
+        exact: ``exact(nranks, **params)``, where ``cost_fn`` is exact (default: every ``p``).
+        constraints: when it applies and what it does off its best case, for tables.
+        reference: where the algorithm and its cost come from.
+    """
     if collective not in COLLECTIVES:
         raise ValueError(f"unknown collective {collective!r}")
 
@@ -75,10 +152,32 @@ def register(
             fn.__code__.co_filename,
         ):  # the same module imported twice (doctest collection) re-registers harmlessly
             raise ValueError(f"{collective}/{name} registered twice")
-        REGISTRY[key] = AlgorithmInfo(collective, name, fn, cost, constraints, params, reference)
+        REGISTRY[key] = AlgorithmInfo(
+            collective, name, fn, cost, constraints, params, reference, cost_fn, exact
+        )
         return fn
 
     return deco
+
+
+def unregister(collective: str, name: str) -> AlgorithmInfo:
+    """Remove the row ``(collective, name)`` and return it (:class:`UnknownNameError` if absent).
+
+    For rows added for a while: a test's toy algorithm, an experiment in a notebook.
+
+    Examples:
+        >>> row = info("allgather", "ring")
+        >>> _ = register("allgather", "ring_again", cost=row.cost, cost_fn=row.cost_fn)(row.factory)
+        >>> "ring_again" in available("allgather")
+        True
+        >>> unregister("allgather", "ring_again").factory is row.factory
+        True
+        >>> "ring_again" in available("allgather")
+        False
+    """
+    row = info(collective, name)
+    del REGISTRY[(collective, name)]
+    return row
 
 
 def _closest(word: str, choices: list[str]) -> str:

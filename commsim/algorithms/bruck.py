@@ -23,7 +23,7 @@ import numpy as np
 
 from commsim._ir import Schedule, Step
 from commsim.algorithms._combinators import lazy
-from commsim.algorithms._registry import register
+from commsim.algorithms._registry import FloatOrArray, register
 
 __all__ = ["bruck_allgather", "bruck_alltoall"]
 
@@ -33,10 +33,30 @@ def _nsteps(p: int) -> int:
     return (p - 1).bit_length()
 
 
+def _bruck_ag_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`bruck_allgather`'s ``.. math::``: ``⌈lg p⌉α + (p-1)/p·nβ``."""
+    p = nranks
+    return _nsteps(p) * alpha + (p - 1) / p * nbytes * beta
+
+
+def _bruck_a2a_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`bruck_alltoall`'s ``.. math::``: ``Σ_k (α + c_k·n/p·β)``, ``c_k`` positions with bit
+    ``k`` set."""
+    p = nranks
+    positions = np.arange(p)
+    c = [int(((positions >> k) & 1).sum()) for k in range(_nsteps(p))]
+    return len(c) * alpha + sum(c) * nbytes / p * beta
+
+
 @register(
     "allgather",
     "bruck",
     cost="⌈lg p⌉α + (p-1)/p·nβ",
+    cost_fn=_bruck_ag_cost,
     reference="Bruck et al. 1997; Thakur, Rabenseifner & Gropp 2005",
 )
 def bruck_allgather(nranks: int) -> Schedule:
@@ -89,6 +109,7 @@ def bruck_allgather(nranks: int) -> Schedule:
     "alltoall",
     "bruck",
     cost="Σ_k (α + c_k·n/p·β), c_k = #{0≤i<p: bit k of i set}; pow2: lg p·α + n/2·lg p·β",
+    cost_fn=_bruck_a2a_cost,
     reference="Bruck et al. 1997; Thakur, Rabenseifner & Gropp 2005",
 )
 def bruck_alltoall(nranks: int) -> Schedule:

@@ -23,6 +23,7 @@ import numpy as np
 from commsim._ir import Schedule, Step
 from commsim.algorithms._combinators import concat, lazy
 from commsim.algorithms._registry import register
+from commsim.algorithms.ring import _ring_ag_cost, _ring_ar_cost, _ring_rs_cost
 
 __all__ = [
     "direct_allgather",
@@ -46,10 +47,19 @@ def _shift_pairs(p: int, k: int) -> tuple[np.ndarray, np.ndarray]:
     return r, (r + k) % p
 
 
+# Every algorithm here sends, and receives, one n/p block per round in p - 1 rounds, all ranks in
+# lockstep: the ring's times (ring.py), which the docstrings below write per round,
+# (p-1)(α + nβ/p) and (p-1)(α + nβ/p + nγ/p), and the allreduce as their sum.
+_blocks_cost = _ring_ag_cost
+_reduced_blocks_cost = _ring_rs_cost
+_allreduce_cost = _ring_ar_cost
+
+
 @register(
     "reduce_scatter",
     "direct",
     cost="(p-1)(α + nβ/p + nγ/p)",
+    cost_fn=_reduced_blocks_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
 def direct_reduce_scatter(nranks: int) -> Schedule:
@@ -87,6 +97,7 @@ def direct_reduce_scatter(nranks: int) -> Schedule:
     "reduce_scatter",
     "pairwise",
     cost="(p-1)α + (p-1)/p·nβ + (p-1)/p·nγ",
+    cost_fn=_reduced_blocks_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
 def pairwise_reduce_scatter(nranks: int) -> Schedule:
@@ -124,6 +135,7 @@ def pairwise_reduce_scatter(nranks: int) -> Schedule:
     "allgather",
     "direct",
     cost="(p-1)(α + nβ/p)",
+    cost_fn=_blocks_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
 def direct_allgather(nranks: int) -> Schedule:
@@ -160,6 +172,7 @@ def direct_allgather(nranks: int) -> Schedule:
     "allreduce",
     "direct",
     cost="2(p-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ",
+    cost_fn=_allreduce_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
 def direct_allreduce(nranks: int) -> Schedule:
@@ -192,6 +205,7 @@ def _own_block_copy(p: int) -> Step:
     "alltoall",
     "pairwise",
     cost="(p-1)(α + nβ/p)",
+    cost_fn=_blocks_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
 def pairwise_alltoall(nranks: int) -> Schedule:
@@ -231,6 +245,7 @@ def pairwise_alltoall(nranks: int) -> Schedule:
     "alltoall",
     "direct",
     cost="(p-1)(α + nβ/p)",
+    cost_fn=_blocks_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
 def direct_alltoall(nranks: int) -> Schedule:

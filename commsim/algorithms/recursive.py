@@ -15,8 +15,10 @@ Gropp 2005): the first ``2r`` ranks pair up, the even rank ``2i`` sends its data
 reduce, the odd one sends to the even one, so that root 0 stays in the core), the core runs on the
 ``p'`` remaining virtual ranks (virtual ``v < r`` is real ``2v + 1``, standing for blocks ``2v``
 and ``2v + 1``; virtual ``v >= r`` is real ``v + r``), and a last step (none for reduce) hands the
-even ranks their result. The fold costs two latencies (one for reduce) and up to
-:math:`2n\beta + n\gamma` more than the core on ``p'`` ranks; each factory states its exact time.
+even ranks their result. The fold costs two latencies (one for reduce) and at most
+:math:`2n\beta + n\gamma` more than the core on ``p'`` ranks, except for the reduce-scatter, whose
+halving steps also carry the extra blocks: up to :math:`1.5n\beta` (at ``p = 3``) and just under
+:math:`1.4n\gamma` more. Each factory states its exact time.
 
 Against the lower bounds of Chan et al. 2007 (:func:`commsim.models.lower_bound`): for powers of
 two, halving reduce-scatter and doubling allgather attain them exactly, Rabenseifner's allreduce
@@ -36,6 +38,7 @@ In the formulas below ``p' = 2^L`` is the largest power of two ``<= p``, ``r = p
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -43,7 +46,7 @@ import numpy as np
 
 from commsim._ir import Schedule, Step
 from commsim.algorithms._combinators import concat, lazy, relabel
-from commsim.algorithms._registry import register
+from commsim.algorithms._registry import FloatOrArray, register
 
 __all__ = [
     "rabenseifner_allreduce",
@@ -165,10 +168,69 @@ def _whole(src: np.ndarray, dst: np.ndarray, nslots: int, reduce: bool) -> Step:
     return Step.make(src, dst, 0, 0, nslots, reduce=reduce)
 
 
+# -- exact costs (each factory's ``.. math::``, powers of two first) ------------------------------
+def _fold_sizes(p: int) -> tuple[int, int, int, int]:
+    """``p' = 2^L <= p``, ``r = p - p'``, ``L`` and ``S = Σ_{k<L} min(r, 2^k)`` (module docstring)."""
+    pv = 1 << (p.bit_length() - 1)
+    r, L = p - pv, pv.bit_length() - 1
+    return pv, r, L, sum(min(r, 1 << k) for k in range(L))
+
+
+def _halving_rs_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`recursive_halving_reduce_scatter`: ``Lα + (p-1)/p·n(β+γ)``, or with the fold
+    ``(L+2)α + (n + (p'-1+S)n/p)(β+γ) + n/p·β``."""
+    p, n = nranks, nbytes
+    pv, r, L, S = _fold_sizes(p)
+    if r == 0:
+        return L * alpha + (p - 1) / p * n * (beta + gamma)
+    return (L + 2) * alpha + (n + (pv - 1 + S) * n / p) * (beta + gamma) + n / p * beta
+
+
+def _doubling_ag_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`recursive_doubling_allgather`: ``Lα + (p-1)/p·nβ``, or with the fold
+    ``(L+2)α + (p+p'-1+S)·n/p·β``."""
+    p, n = nranks, nbytes
+    pv, r, L, S = _fold_sizes(p)
+    if r == 0:
+        return L * alpha + (p - 1) / p * n * beta
+    return (L + 2) * alpha + (p + pv - 1 + S) * n / p * beta
+
+
+def _doubling_ar_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`recursive_doubling_allreduce`: ``L(α + nβ + nγ)``, or with the fold
+    ``(L+2)(α + nβ) + (L+1)nγ``."""
+    n = nbytes
+    _, r, L, _ = _fold_sizes(nranks)
+    if r == 0:
+        return L * (alpha + n * beta + n * gamma)
+    return (L + 2) * (alpha + n * beta) + (L + 1) * n * gamma
+
+
+def _rabenseifner_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, unfold: int
+) -> FloatOrArray:
+    """:func:`rabenseifner_allreduce` (``unfold = 1``) and :func:`rabenseifner_reduce` (``0``,
+    no last step): ``2Lα + 2(p-1)/p·nβ + (p-1)/p·nγ``, or with the fold
+    ``(2L+1+u)α + (1+u+2f)nβ + (1+f)nγ``, ``u = unfold``, ``f = (p'-1)/p'``."""
+    n, u = nbytes, unfold
+    pv, r, L, _ = _fold_sizes(nranks)
+    f = (pv - 1) / pv  # (p-1)/p when p = p'
+    if r == 0:
+        return 2 * L * alpha + 2 * f * n * beta + f * n * gamma
+    return (2 * L + 1 + u) * alpha + (1 + u + 2 * f) * n * beta + (1 + f) * n * gamma
+
+
 # -- the algorithms -----------------------------------------------------------------------------
 @register(
     "reduce_scatter",
     "recursive_halving",
+    cost_fn=_halving_rs_cost,
     cost="pow2: lg p·α + (p-1)/p·n(β+γ); else (L+2)α + (n + (p'-1+S)n/p)(β+γ) + n/p·β",
     constraints="any p; non-powers of two fold r = p - p' ranks in and out (2 more steps)",
     reference="Thakur, Rabenseifner & Gropp 2005",
@@ -211,6 +273,7 @@ def recursive_halving_reduce_scatter(nranks: int) -> Schedule:
 @register(
     "allgather",
     "recursive_doubling",
+    cost_fn=_doubling_ag_cost,
     cost="pow2: lg p·α + (p-1)/p·nβ; else (L+2)α + (p+p'-1+S)·n/p·β",
     constraints="any p; non-powers of two fold r = p - p' ranks in and out (2 more steps)",
     reference="Thakur, Rabenseifner & Gropp 2005",
@@ -259,6 +322,7 @@ def recursive_doubling_allgather(nranks: int) -> Schedule:
 @register(
     "allreduce",
     "recursive_doubling",
+    cost_fn=_doubling_ar_cost,
     cost="pow2: lg p·(α + nβ + nγ); else (L+2)(α + nβ) + (L+1)nγ",
     constraints="any p; latency-optimal for small n; non-powers of two fold (2 more steps)",
     reference="Thakur, Rabenseifner & Gropp 2005",
@@ -303,6 +367,7 @@ def recursive_doubling_allreduce(nranks: int) -> Schedule:
 @register(
     "allreduce",
     "rabenseifner",
+    cost_fn=functools.partial(_rabenseifner_cost, unfold=1),
     cost=(
         "pow2: 2lg p·α + 2(p-1)/p·nβ + (p-1)/p·nγ; "
         "else (2L+2)α + (2+2(p'-1)/p')nβ + (1+(p'-1)/p')nγ"
@@ -351,6 +416,7 @@ def rabenseifner_allreduce(nranks: int) -> Schedule:
 @register(
     "reduce",
     "rabenseifner",
+    cost_fn=functools.partial(_rabenseifner_cost, unfold=0),
     cost=(
         "pow2: 2lg p·α + 2(p-1)/p·nβ + (p-1)/p·nγ; "
         "else (2L+1)α + (1+2(p'-1)/p')nβ + (1+(p'-1)/p')nγ"

@@ -13,7 +13,7 @@ import numpy as np
 
 from commsim._ir import Schedule, Step
 from commsim.algorithms._combinators import concat, lazy
-from commsim.algorithms._registry import register
+from commsim.algorithms._registry import FloatOrArray, register
 
 __all__ = ["ring_allgather", "ring_allreduce", "ring_reduce_scatter"]
 
@@ -36,10 +36,35 @@ def _ring_steps(p: int, first_shift: int, reduce: bool):
     return step
 
 
+def _ring_rs_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`ring_reduce_scatter`'s ``.. math::``: ``(p-1)α + (p-1)/p·n(β + γ)``."""
+    p = nranks
+    return (p - 1) * alpha + (p - 1) / p * nbytes * (beta + gamma)
+
+
+def _ring_ag_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`ring_allgather`'s ``.. math::``: ``(p-1)α + (p-1)/p·nβ``."""
+    p = nranks
+    return (p - 1) * alpha + (p - 1) / p * nbytes * beta
+
+
+def _ring_ar_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`ring_allreduce`'s ``.. math::``: ``2(p-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ``."""
+    p = nranks
+    return 2 * (p - 1) * alpha + (p - 1) / p * nbytes * (2 * beta + gamma)
+
+
 @register(
     "reduce_scatter",
     "ring",
     cost="(p-1)α + (p-1)/p·nβ + (p-1)/p·nγ",
+    cost_fn=_ring_rs_cost,
     reference="Patarasuk & Yuan 2009",
 )
 def ring_reduce_scatter(nranks: int) -> Schedule:
@@ -69,6 +94,7 @@ def ring_reduce_scatter(nranks: int) -> Schedule:
     "allgather",
     "ring",
     cost="(p-1)α + (p-1)/p·nβ",
+    cost_fn=_ring_ag_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
 def ring_allgather(nranks: int) -> Schedule:
@@ -98,6 +124,7 @@ def ring_allgather(nranks: int) -> Schedule:
     "allreduce",
     "ring",
     cost="2(p-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ",
+    cost_fn=_ring_ar_cost,
     reference="Patarasuk & Yuan 2009",
 )
 def ring_allreduce(nranks: int) -> Schedule:

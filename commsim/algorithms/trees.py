@@ -28,7 +28,7 @@ import numpy as np
 
 from commsim._ir import Schedule, Step
 from commsim.algorithms._combinators import concat, lazy
-from commsim.algorithms._registry import register
+from commsim.algorithms._registry import FloatOrArray, register
 from commsim.algorithms.bruck import _nsteps as _lg
 from commsim.algorithms.ring import ring_allgather
 from commsim.errors import ScheduleError
@@ -47,6 +47,67 @@ def _check_segments(segments: int) -> int:
     if isinstance(segments, bool) or not isinstance(segments, (int, np.integer)) or segments < 1:
         raise ScheduleError(f"segments must be an integer >= 1, got {segments!r}")
     return int(segments)
+
+
+# -- exact costs (each factory's ``.. math::``) ---------------------------------------------------
+
+
+def _binomial_bcast_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`binomial_broadcast`: ``⌈lg p⌉(α + nβ)``."""
+    return _lg(nranks) * (alpha + nbytes * beta)
+
+
+def _binomial_reduce_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`binomial_reduce`: ``⌈lg p⌉(α + nβ + nγ)``."""
+    return _lg(nranks) * (alpha + nbytes * beta + nbytes * gamma)
+
+
+def _binomial_ar_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`binomial_allreduce`: ``2⌈lg p⌉α + 2⌈lg p⌉nβ + ⌈lg p⌉nγ``."""
+    L = _lg(nranks)
+    return 2 * L * alpha + 2 * L * nbytes * beta + L * nbytes * gamma
+
+
+def _chain_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, segments: int
+) -> FloatOrArray:
+    """:func:`chain_broadcast`: ``(p + k - 2)(α + nβ/k)`` for ``p ≥ 2``, nothing for ``p = 1``."""
+    p, k = nranks, segments
+    return (p + k - 2 if p > 1 else 0) * (alpha + nbytes / k * beta)
+
+
+def _scatter_allgather_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+) -> FloatOrArray:
+    """:func:`scatter_allgather_broadcast`: ``(⌈lg p⌉ + p - 1)α + 2(p-1)/p·nβ``."""
+    p = nranks
+    return (_lg(p) + p - 1) * alpha + 2 * (p - 1) / p * nbytes * beta
+
+
+def _dbt_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, segments: int
+) -> FloatOrArray:
+    """:func:`double_binary_tree_allreduce`: ``S(2α + nβ/k + nγ/(2k))``, ``S = 2k + 2⌈lg p⌉ - 3``
+    (the upper bound, exact where :func:`_dbt_exact` says); ``2kα + nβ + nγ/2`` for ``p = 2``."""
+    p, k, n = nranks, segments, nbytes
+    if p <= 2:
+        return (p - 1) * (2 * k * alpha + n * beta + n / 2 * gamma)
+    return (2 * k + 2 * _lg(p) - 3) * (2 * alpha + n / k * beta + n / (2 * k) * gamma)
+
+
+def _dbt_exact(nranks: int, *, segments: int) -> bool:
+    """Where :func:`_dbt_cost` is exact: ``p ≤ 3``, ``p = 2^H``, or ``k ≥ 2`` and
+    ``p = 2^(H-1) + 1`` or ``3·2^(H-2) < p``, ``H = ⌈lg p⌉``."""
+    p, H = nranks, _lg(nranks)
+    if p <= 3 or p == 1 << H:
+        return True
+    return segments >= 2 and (p == (1 << (H - 1)) + 1 or p > 3 << (H - 2))
 
 
 # -- binomial trees ---------------------------------------------------------------------------
@@ -80,6 +141,7 @@ def _binomial_scatter_step(p: int, k: int) -> Step:
     "broadcast",
     "binomial",
     cost="⌈lg p⌉(α + nβ)",
+    cost_fn=_binomial_bcast_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
 def binomial_broadcast(nranks: int) -> Schedule:
@@ -112,6 +174,7 @@ def binomial_broadcast(nranks: int) -> Schedule:
     "reduce",
     "binomial",
     cost="⌈lg p⌉(α + nβ + nγ)",
+    cost_fn=_binomial_reduce_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
 def binomial_reduce(nranks: int) -> Schedule:
@@ -145,6 +208,7 @@ def binomial_reduce(nranks: int) -> Schedule:
     "allreduce",
     "binomial",
     cost="2⌈lg p⌉α + 2⌈lg p⌉nβ + ⌈lg p⌉nγ",
+    cost_fn=_binomial_ar_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
 def binomial_allreduce(nranks: int) -> Schedule:
@@ -176,6 +240,7 @@ def binomial_allreduce(nranks: int) -> Schedule:
     "broadcast",
     "chain",
     cost="(p+k-2)(α + nβ/k), k = segments",
+    cost_fn=_chain_cost,
     reference="Sanders, Speck & Träff 2009",
 )
 def chain_broadcast(nranks: int, segments: int = 8) -> Schedule:
@@ -232,6 +297,7 @@ def _binomial_scatter(p: int) -> Schedule:
     "broadcast",
     "scatter_allgather",
     cost="(⌈lg p⌉ + p - 1)α + 2(p-1)/p·nβ",
+    cost_fn=_scatter_allgather_cost,
     reference="Thakur, Rabenseifner & Gropp 2005 (van de Geijn)",
 )
 def scatter_allgather_broadcast(nranks: int) -> Schedule:
@@ -407,7 +473,12 @@ def _pipelined_phase(
     "allreduce",
     "double_binary_tree",
     cost="(2k+2⌈lg p⌉-3)(2α + nβ/k + nγ/(2k)) for p = 2^m; within one such round elsewhere",
-    constraints="p = 2: 2kα + nβ + nγ/2; exact for p = 3, 2^m (and 3·2^(m-2) < p ≤ 2^m if k ≥ 2)",
+    cost_fn=_dbt_cost,
+    exact=_dbt_exact,
+    constraints=(
+        "p = 2: 2kα + nβ + nγ/2; exact for p = 3, 2^m "
+        "(and p = 2^(m-1)+1, 3·2^(m-2) < p ≤ 2^m if k ≥ 2)"
+    ),
     reference="Sanders, Speck & Träff 2009; NCCL double binary tree",
 )
 def double_binary_tree_allreduce(nranks: int, segments: int = 4) -> Schedule:
@@ -442,10 +513,11 @@ def double_binary_tree_allreduce(nranks: int, segments: int = 4) -> Schedule:
 
     with equality on the right for :math:`p = 2^H` (every :math:`k`; the whole of ``T_0`` below the
     root is perfect), for :math:`p = 3`, and, when :math:`k \ge 2`, for every
-    :math:`3 \cdot 2^{H-2} < p \le 2^H` (checked for all such :math:`p \le 4096`); elsewhere ``T``
-    falls short of the right side by a part of one round. :math:`p = 2` (one exchange per segment
-    each way) takes exactly :math:`2k\alpha + n\beta + \frac{n}{2}\gamma`, and
-    :math:`p = 1` nothing. The bandwidth term tends to the optimal :math:`2n\beta` as ``k`` grows,
+    :math:`3 \cdot 2^{H-2} < p \le 2^H` (checked for all such :math:`p \le 4096`) and for
+    :math:`p = 2^{H-1} + 1` (checked up to 4097); elsewhere ``T`` can fall short of the right side
+    by a part of one round (with :math:`k = 1` it reaches it at some other ``p`` too, e.g. 15 and
+    27). :math:`p = 2` (one exchange per segment each way) takes exactly
+    :math:`2k\alpha + n\beta + \frac{n}{2}\gamma`, and :math:`p = 1` nothing. The bandwidth term tends to the optimal :math:`2n\beta` as ``k`` grows,
     at the price of :math:`4k` latencies.
 
     Examples:
