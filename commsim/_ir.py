@@ -58,10 +58,12 @@ import numpy as np
 from commsim._collectives import CollectiveSpec, spec
 from commsim.errors import ScheduleError
 
-__all__ = ["MAX_SLOTS", "Schedule", "Step"]
+__all__ = ["MAX_NRANKS", "MAX_SLOTS", "Schedule", "Step"]
 
 _I = np.int64
 _MAX_UNITS = 2**62  # total slot units: offsets are int64, and sums of two must not overflow
+#: Ranks a schedule may have: 16 M, past the largest machines; O(p) arrays stay around 128 MiB.
+MAX_NRANKS = 2**24
 #: Slots per rank a schedule may have: past it, the slot table alone takes over 0.5 GiB per copy.
 MAX_SLOTS = 2**26
 
@@ -203,6 +205,8 @@ class Schedule:
         sp = spec(self.collective)  # UnknownNameError for a bad name
         units = _units(self.slot_units)
         p = _whole_number("nranks", self.nranks, 1)
+        if p > MAX_NRANKS:
+            raise ScheduleError(f"nranks must be at most {MAX_NRANKS:,}, got {p:,}")
         root = _whole_number("root", self.root, 0)
         if root and not sp.rooted:
             raise ScheduleError(f"{self.collective} has no root (got root={root})")

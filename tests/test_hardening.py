@@ -200,3 +200,18 @@ def test_execute_refuses_dtypes_its_backend_does_not_run(dtype, match):
 
     with pytest.raises(CommsimError, match=match):
         execute(RING, np.zeros((8, 8), dtype=dtype))
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: commsim.build(None, "ring", nranks=8), "unknown collective None"),
+        (lambda: commsim.build([1], "ring", nranks=8), "unknown collective"),
+        (lambda: commsim.build("allreduce", None, nranks=8), "unknown allreduce algorithm None"),
+        (lambda: commsim.build("allreduce", "ring", nranks=10**12), "nranks must be"),
+        (lambda: commsim.build("allreduce", "ring", nranks="8"), "nranks must be"),
+    ],
+)
+def test_build_refuses_bad_names_and_absurd_rank_counts(call, match):
+    with pytest.raises(CommsimError, match=match):
+        call()

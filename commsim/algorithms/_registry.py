@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from commsim._collectives import COLLECTIVES, spec
-from commsim._ir import Schedule
-from commsim.errors import ScheduleError, UnknownNameError
+from commsim._ir import MAX_NRANKS, Schedule
+from commsim.errors import ResourceError, ScheduleError, UnknownNameError
 
 __all__ = [
     "REGISTRY",
@@ -181,16 +181,12 @@ def unregister(collective: str, name: str) -> AlgorithmInfo:
 
 
 def _closest(word: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(word, choices, n=3, cutoff=0.5)
+    close = difflib.get_close_matches(str(word), choices, n=3, cutoff=0.5)
     return f"did you mean {', '.join(close)}? " if close else ""
 
 
 def _check_collective(collective: str) -> None:
-    if collective not in COLLECTIVES:
-        raise UnknownNameError(
-            f"unknown collective {collective!r}; {_closest(collective, list(COLLECTIVES))}"
-            f"known: {', '.join(COLLECTIVES)}"
-        )
+    spec(collective)  # UnknownNameError suggesting the closest names
 
 
 def available(collective: str | None = None) -> list[str]:
@@ -219,8 +215,8 @@ def _check_nranks(nranks: Any) -> int:
         if isinstance(nranks, float) and nranks.is_integer():
             return _check_nranks(int(nranks))
         raise ScheduleError(f"nranks must be an integer >= 1, got {nranks!r}")
-    if nranks < 1:
-        raise ScheduleError(f"nranks must be an integer >= 1, got {nranks}")
+    if not 1 <= nranks <= MAX_NRANKS:
+        raise ScheduleError(f"nranks must be an integer in [1, {MAX_NRANKS:,}], got {nranks:,}")
     return int(nranks)
 
 
@@ -256,7 +252,12 @@ def build(collective: str, algorithm: str, nranks: int, **params: Any) -> Schedu
         raise ScheduleError(
             f"{collective}/{algorithm} has no parameter {', '.join(unknown)}; accepted: {accepted}"
         )
-    schedule = row.factory(p, **params)
+    try:
+        schedule = row.factory(p, **params)
+    except MemoryError:
+        raise ResourceError(
+            f"{collective}/{algorithm} on {p:,} ranks does not fit in memory"
+        ) from None
     if rooted and root:
         from commsim.algorithms._combinators import with_root
 
