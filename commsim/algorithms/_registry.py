@@ -215,8 +215,10 @@ def _check_nranks(nranks: Any) -> int:
         if isinstance(nranks, float) and nranks.is_integer():
             return _check_nranks(int(nranks))
         raise ScheduleError(f"nranks must be an integer >= 1, got {nranks!r}")
-    if not 1 <= nranks <= MAX_NRANKS:
-        raise ScheduleError(f"nranks must be an integer in [1, {MAX_NRANKS:,}], got {nranks:,}")
+    if nranks < 1:
+        raise ScheduleError(f"nranks must be an integer >= 1, got {nranks}")
+    if nranks > MAX_NRANKS:
+        raise ScheduleError(f"nranks must be at most {MAX_NRANKS:,}, got {nranks:,}")
     return int(nranks)
 
 
