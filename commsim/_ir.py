@@ -75,7 +75,7 @@ def _as_index(a: Any, n: int, name: str) -> np.ndarray:
     )
     if not whole:  # 0.5 must not silently become rank 0
         raise ScheduleError(f"step field {name!r} must hold integers, got {raw.dtype} {raw!r:.60}")
-    out = raw.astype(_I)
+    out = raw.astype(_I, copy=False)
     return np.full(n, out, dtype=_I) if out.ndim == 0 else out
 
 
@@ -146,7 +146,7 @@ def _units(slot_units: Any) -> np.ndarray:
     units = np.asarray(slot_units)
     if units.dtype.kind not in "iu" and units.size:
         raise ScheduleError("slot_units must be a non-empty 1-D array of positive integers")
-    units = units.astype(_I)
+    units = units.astype(_I, copy=False)
     if units.ndim != 1 or len(units) == 0 or (units <= 0).any():
         raise ScheduleError("slot_units must be a non-empty 1-D array of positive integers")
     if len(units) > MAX_SLOTS:
