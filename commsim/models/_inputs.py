@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -64,24 +65,23 @@ def _number(name: str, value: Any) -> float:
     return v
 
 
-def as_time(name: str, value: Any) -> float:
-    """Seconds from a number or a time string (``"2us"``)."""
+def _parsed(name: str, value: Any, parse: Callable[[str], float]) -> float:
     if isinstance(value, str):
         try:
-            return units.parse_time(value)
+            return parse(value)
         except units.UnitError as e:
             raise ParameterError(f"{name}: {e}") from None
     return _number(name, value)
+
+
+def as_time(name: str, value: Any) -> float:
+    """Seconds from a number or a time string (``"2us"``)."""
+    return _parsed(name, value, units.parse_time)
 
 
 def as_inverse_bandwidth(name: str, value: Any) -> float:
     """Seconds per byte from a number or a bandwidth string (``"25GB/s"``, ``"4e-11s/B"``)."""
-    if isinstance(value, str):
-        try:
-            return units.parse_bandwidth_or_inverse(value)
-        except units.UnitError as e:
-            raise ParameterError(f"{name}: {e}") from None
-    return _number(name, value)
+    return _parsed(name, value, units.parse_bandwidth_or_inverse)
 
 
 def as_ports(ports: Any) -> int | str:
