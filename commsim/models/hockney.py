@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from commsim import units
-from commsim._ir import Schedule
+from commsim._ir import Schedule, Step
 from commsim._messages import matchings, messages
 from commsim.models._bounds import lower_bound
 from commsim.models._inputs import (
@@ -134,95 +134,29 @@ class Hockney:
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Time ``schedule`` for message size(s) ``nbytes``: bytes as a number, a 1-D array, or a
         size string (``"1MiB"``, ``"1KiB..1GiB"``)."""
-        from commsim.models import _kernels  # numba: imported on first use, not with commsim
-
         schedule = as_schedule(schedule)
         sizes, scalar = as_sizes(nbytes)
-        p = schedule.nranks
-        schedule.spec.check_layout(p, schedule.ndata)  # e.g. allgather needs p·m data slots
-        per_unit = sizes / schedule.nbytes_units  # bytes per slot unit, one per size
-        bw = self.beta * per_unit
-        gw = self.gamma * per_unit
-        clock = np.zeros((p, len(sizes)))
-        step_time = np.zeros((schedule.nsteps, len(sizes)))
-        last = np.zeros(len(sizes))  # running max of participants' clocks
-        single = self._k(p) == 1
-        tmp = np.empty((2 * max(schedule.max_step_transfers_hint or p, 1), len(sizes)))
-        seen_s = np.zeros(p, dtype=np.int64)
-        seen_d = np.zeros(p, dtype=np.int64)
-        offsets = schedule.slot_offsets
-        unit = int(schedule.slot_units[0]) if schedule.uniform_slots else 0
-        one = len(sizes) == 1  # the common case gets a kernel without the loop over sizes
-        clock1, tmp1 = clock.reshape(-1), tmp.reshape(-1)  # contiguous views when one size
-        bw0, gw0 = float(bw[0]), float(gw[0])
+        schedule.spec.check_layout(schedule.nranks, schedule.ndata)  # allgather: p·m data slots
+        clocks = _Clocks(self, schedule, sizes)
         for i, st in enumerate(schedule.steps()):
-            if len(st.src) == 0:
-                step_time[i] = last
-                continue
-            if 2 * len(st.src) > len(tmp):
-                tmp = np.empty((2 * len(st.src), len(sizes)))
-                tmp1 = tmp.reshape(-1)
-            if single and (
-                _kernels.fast_single_port_step_1d(
-                    clock1, st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce, offsets, unit,
-                    self.alpha, bw0, gw0, tmp1, seen_s, seen_d, i + 1, last,
-                )
-                if one
-                else _kernels.fast_single_port_step(
-                    clock, st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce, offsets,
-                    self.alpha, bw, gw, tmp, seen_s, seen_d, i + 1, last,
-                )
-            ):  # fmt: skip
-                step_time[i] = last
-                continue
-            schedule.check_step(st, i)  # the general path: a malformed step is named here
-            msg = messages(st, schedule)
-            if single:
-                if msg.unique_ports:
-                    self._round(clock, msg.src, msg.dst, msg.units, msg.reduce_units, bw, gw, tmp)
-                else:
-                    for idx in matchings(msg.src, msg.dst, p):
-                        self._round(
-                            clock,
-                            msg.src[idx],
-                            msg.dst[idx],
-                            msg.units[idx],
-                            msg.reduce_units[idx],
-                            bw,
-                            gw,
-                            tmp,
-                        )
-            else:
-                rounds = matchings(msg.src, msg.dst, p)
-                k = self._k(p)
-                for j in range(0, len(rounds), k):
-                    idx = np.concatenate(rounds[j : j + k])
-                    self._shared_round(clock, msg, idx, bw, gw)
-            if len(msg.local_rank):
-                red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=p)
-                clock += np.multiply.outer(red, gw)
-                last = np.maximum(last, clock[msg.local_rank].max(axis=0))
-            _kernels.participants_max(clock, msg.src, msg.dst, last)
-            step_time[i] = last
-        total = clock.max(axis=0)
-        factor = schedule.spec.busbw_factor(p)
+            clocks.step(i, st)
+        total = clocks.clock.max(axis=0)
 
         def out(a: np.ndarray) -> Any:
             return a[..., 0] if scalar else a
 
-        notes = self._below_bound(schedule, sizes, total) if single else ()
         t = out(total)
         return Prediction(
             algorithm=schedule.algorithm,
             collective=schedule.collective,
-            nranks=p,
+            nranks=schedule.nranks,
             model=self.describe(),
             nbytes=float(sizes[0]) if scalar else sizes,
             time=float(t) if scalar else t,
-            rank_time=out(clock),
-            step_time=out(step_time),
-            busbw_factor=factor,
-            notes=notes,
+            rank_time=out(clocks.clock),
+            step_time=out(clocks.step_time),
+            busbw_factor=schedule.spec.busbw_factor(schedule.nranks),
+            notes=self._below_bound(schedule, sizes, total),
         )
 
     def _below_bound(
@@ -243,38 +177,96 @@ class Hockney:
             "collective (commsim.verify says where it goes wrong)",
         )
 
-    def _round(
-        self,
-        clock: np.ndarray,
-        src: np.ndarray,
-        dst: np.ndarray,
-        units: np.ndarray,
-        red: np.ndarray,
-        bw: np.ndarray,
-        gw: np.ndarray,
-        tmp: np.ndarray,
-    ) -> None:
-        if len(src) > len(tmp):
-            tmp = np.empty((len(src), clock.shape[1]))
-        from commsim.models._kernels import single_port_round
 
-        single_port_round(clock, src, dst, units, red, self.alpha, bw, gw, tmp)
+class _Clocks:
+    """The per-rank clocks of one prediction, advanced step by step (the rules of the module
+    docstring). Single-port steps go through the compiled fast path when their messages allow."""
 
-    def _shared_round(
-        self, clock: np.ndarray, msg: Any, idx: np.ndarray, bw: np.ndarray, gw: np.ndarray
+    def __init__(self, model: Hockney, schedule: Schedule, sizes: np.ndarray) -> None:
+        p, nsizes = schedule.nranks, len(sizes)
+        per_unit = sizes / schedule.nbytes_units  # bytes per slot unit, one per size
+        self.model, self.schedule, self.p = model, schedule, p
+        self.alpha, self.ports = model.alpha, model._k(p)
+        self.bw, self.gw = model.beta * per_unit, model.gamma * per_unit
+        self.clock = np.zeros((p, nsizes))
+        self.step_time = np.zeros((schedule.nsteps, nsizes))
+        self.last = np.zeros(nsizes)  # running max of participants' clocks
+        self.tmp = np.empty((2 * max(schedule.max_step_transfers_hint or p, 1), nsizes))
+        self.seen_s = np.zeros(p, dtype=np.int64)
+        self.seen_d = np.zeros(p, dtype=np.int64)
+        self.unit = int(schedule.slot_units[0]) if schedule.uniform_slots else 0
+        # the one-size kernel takes contiguous 1-D views and scalars, made once
+        self.one = nsizes == 1
+        self.clock1, self.tmp1 = self.clock.reshape(-1), self.tmp.reshape(-1)
+        self.bw0, self.gw0 = float(self.bw[0]), float(self.gw[0])
+        from commsim.models import _kernels  # numba: imported on first use, not with commsim
+
+        self.kernels = _kernels
+
+    def step(self, i: int, st: Step) -> None:
+        if len(st.src) and not (self.ports == 1 and self._fast(i, st)):
+            self.schedule.check_step(st, i)  # the general path: a malformed step is named here
+            self._general(st)
+        self.step_time[i] = self.last
+
+    def _fast(self, i: int, st: Step) -> bool:
+        """The compiled single-port step; ``False`` when its messages need the general path."""
+        if 2 * len(st.src) > len(self.tmp):
+            self.tmp = np.empty((2 * len(st.src), self.clock.shape[1]))
+            self.tmp1 = self.tmp.reshape(-1)
+        offsets = self.schedule.slot_offsets
+        if self.one:  # one size: the kernel without the loop over sizes
+            return self.kernels.fast_single_port_step_1d(
+                self.clock1, st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce,
+                offsets, self.unit, self.alpha, self.bw0, self.gw0, self.tmp1, self.seen_s,
+                self.seen_d, i + 1, self.last,
+            )  # fmt: skip
+        return self.kernels.fast_single_port_step(
+            self.clock, st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce, offsets,
+            self.alpha, self.bw, self.gw, self.tmp, self.seen_s, self.seen_d, i + 1, self.last,
+        )  # fmt: skip
+
+    def _general(self, st: Step) -> None:
+        """Messages, their rounds (k at a time with k ports), local reductions, the step's end."""
+        msg = messages(st, self.schedule)
+        every = [np.arange(len(msg.src))]
+        rounds = every if msg.unique_ports else matchings(msg.src, msg.dst, self.p)
+        for j in range(0, len(rounds), self.ports):
+            if self.ports == 1:
+                idx = rounds[j]
+                src, dst = msg.src[idx], msg.dst[idx]
+                self._single_round(src, dst, msg.units[idx], msg.reduce_units[idx])
+            else:
+                self._shared_round(msg, np.concatenate(rounds[j : j + self.ports]))
+        if len(msg.local_rank):
+            red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=self.p)
+            self.clock += np.multiply.outer(red, self.gw)
+            self.last = np.maximum(self.last, self.clock[msg.local_rank].max(axis=0))
+        self.kernels.participants_max(self.clock, msg.src, msg.dst, self.last)
+
+    def _single_round(
+        self, src: np.ndarray, dst: np.ndarray, units: np.ndarray, red: np.ndarray
     ) -> None:
+        if len(src) > len(self.tmp):
+            self.tmp = np.empty((len(src), self.clock.shape[1]))
+            self.tmp1 = self.tmp.reshape(-1)
+        self.kernels.single_port_round(
+            self.clock, src, dst, units, red, self.alpha, self.bw, self.gw, self.tmp
+        )
+
+    def _shared_round(self, msg: Any, idx: np.ndarray) -> None:
         """Messages ``idx`` in flight together; each rank's sends (receives) share its link."""
-        p = clock.shape[0]
+        p, clock = self.p, self.clock
         src, dst, units = msg.src[idx], msg.dst[idx], msg.units[idx]
         sent = np.bincount(src, units, minlength=p)
         received = np.bincount(dst, units, minlength=p)
         busy = np.maximum(sent[src], received[dst])  # units through the busier end's link
         start = np.maximum(clock[src], clock[dst])
-        end = start + self.alpha + np.multiply.outer(busy, bw)
+        end = start + self.alpha + np.multiply.outer(busy, self.bw)
         new = clock.copy()
         np.maximum.at(new, src, end)
         np.maximum.at(new, dst, end)
         red = np.bincount(dst, msg.reduce_units[idx], minlength=p)
         has = red > 0
-        new[has] += np.multiply.outer(red[has], gw)
+        new[has] += np.multiply.outer(red[has], self.gw)
         clock[:] = new
