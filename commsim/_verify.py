@@ -98,40 +98,11 @@ class _Interpreter:
             return
         if check:
             self._check_fields(st, i)
-        S = self.S
-        if (st.count == 1).all():
-            src, dst, s_idx, d_idx, red = st.src, st.dst, st.src_slot, st.dst_slot, st.reduce
-        else:
-            n = len(st.count)
-            rep = np.repeat(np.arange(n), st.count)
-            starts = np.cumsum(st.count) - st.count
-            offs = np.arange(len(rep)) - starts[rep]
-            src, dst, red = st.src[rep], st.dst[rep], st.reduce[rep]
-            s_idx, d_idx = st.src_slot[rep] + offs, st.dst_slot[rep] + offs
-        sk = src * S + s_idx
-        dk = dst * S + d_idx
+        src, dst, s_idx, d_idx, red = _per_slot(st)
+        sk = src * self.S + s_idx
+        dk = dst * self.S + d_idx
         if check:
-            ok = self.defined[sk]
-            if not ok.all():
-                e = int(np.argmin(ok))
-                self._fail(
-                    f"rank {int(src[e])} sends slot {int(s_idx[e])}, which holds no data yet "
-                    f"(to rank {int(dst[e])})",
-                    i,
-                    int(src[e]),
-                    int(s_idx[e]),
-                )
-            if red.any():
-                ok = self.defined[dk[red]]
-                if not ok.all():
-                    e = int(np.flatnonzero(red)[np.argmin(ok)])
-                    self._fail(
-                        f"rank {int(dst[e])} reduces into slot {int(d_idx[e])}, which holds no "
-                        "data yet",
-                        i,
-                        int(dst[e]),
-                        int(d_idx[e]),
-                    )
+            self._check_reads(i, sk, dk, src, dst, s_idx, d_idx, red)
         vals = self.values[sk]
         # write-race check in O(writes): every write stamps its index; a write whose stamp was
         # overwritten shares its (rank, slot) with a later write (the stamp's "winner")
@@ -145,12 +116,8 @@ class _Interpreter:
             if race.any():
                 e = int(np.argmax(race))
                 r, sl = int(dst[e]), int(d_idx[e])
-                self._fail(
-                    f"two transfers write rank {r} slot {sl} and not both reduce (a write race)",
-                    i,
-                    r,
-                    sl,
-                )
+                msg = f"two transfers write rank {r} slot {sl} and not both reduce (a write race)"
+                self._fail(msg, i, r, sl)
         ow = ~red
         self.values[dk[ow]] = vals[ow]
         if red.any():
@@ -162,6 +129,90 @@ class _Interpreter:
         if self.track:
             self.last_step[dk] = i
             self.last_src[dk] = src
+
+    def _check_reads(self, i: int, sk, dk, src, dst, s_idx, d_idx, red) -> None:
+        """Reads of, and reductions into, slots that hold no data yet."""
+        ok = self.defined[sk]
+        if not ok.all():
+            e = int(np.argmin(ok))
+            msg = (
+                f"rank {int(src[e])} sends slot {int(s_idx[e])}, which holds no data yet "
+                f"(to rank {int(dst[e])})"
+            )
+            self._fail(msg, i, int(src[e]), int(s_idx[e]))
+        if red.any():
+            ok = self.defined[dk[red]]
+            if not ok.all():
+                e = int(np.flatnonzero(red)[np.argmin(ok)])
+                msg = (
+                    f"rank {int(dst[e])} reduces into slot {int(d_idx[e])}, which holds no data yet"
+                )
+                self._fail(msg, i, int(dst[e]), int(d_idx[e]))
+
+
+def _per_slot(st: Step) -> tuple[np.ndarray, ...]:
+    """``(src, dst, src_slot, dst_slot, reduce)`` with one entry per moved slot."""
+    if (st.count == 1).all():
+        return st.src, st.dst, st.src_slot, st.dst_slot, st.reduce
+    n = len(st.count)
+    rep = np.repeat(np.arange(n), st.count)
+    offs = np.arange(len(rep)) - (np.cumsum(st.count) - st.count)[rep]
+    return (
+        st.src[rep],
+        st.dst[rep],
+        st.src_slot[rep] + offs,
+        st.dst_slot[rep] + offs,
+        st.reduce[rep],
+    )
+
+
+def _initial_state(
+    schedule: Schedule, init: np.ndarray, pre: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, defined)``, ``[p, nslots]``: the inputs where the pre-condition puts them."""
+    p, S, D = schedule.nranks, schedule.nslots, schedule.ndata
+    values = np.zeros((p, S), dtype=np.uint64)
+    defined = np.zeros((p, S), dtype=bool)
+    values[:, :D][pre] = init[pre]
+    defined[:, :D] = pre
+    return values, defined
+
+
+def _run_compiled(schedule: Schedule, values: np.ndarray, defined: np.ndarray) -> int:
+    """Every step through the compiled kernel; a fault is worded by the numpy interpreter."""
+    from commsim import _verify_kernel as kern
+
+    flat_values, flat_defined = values.reshape(-1), defined.reshape(-1)
+    it = _Interpreter(schedule, flat_values, flat_defined)
+    stamp = kern.scratch(flat_values.size)
+    buf = np.empty(0, dtype=np.uint64)
+    ntransfers = 0
+    for i, st in enumerate(schedule.steps()):
+        if len(st.src) == 0:
+            continue
+        it._check_fields(st, i)  # ranges first: the kernel trusts them
+        moved = int(st.count.sum())
+        if moved > len(buf):
+            buf = np.empty(moved, dtype=np.uint64)
+        code = kern.apply_step(
+            flat_values, flat_defined, stamp, st.src, st.dst, st.src_slot, st.dst_slot,
+            st.count, st.reduce, schedule.nslots, i + 1, buf,
+        )  # fmt: skip
+        if code != kern.OK:
+            it.apply(st, i)  # the numpy interpreter raises the error with its message
+            raise AssertionError(f"verifier kernel reported fault {code} the interpreter missed")
+        ntransfers += len(st.src)
+    return ntransfers
+
+
+def _check_memory(schedule: Schedule) -> None:
+    need = memory_estimate(schedule)
+    if need > MEMORY_LIMIT:
+        raise ResourceError(
+            f"{_where(schedule)}: verifying needs about {need / 2**30:.1f} GiB "
+            f"({schedule.nranks} ranks x {schedule.nslots} slots), over the "
+            f"{MEMORY_LIMIT / 2**30:.0f} GiB limit"
+        )
 
 
 def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
@@ -191,66 +242,30 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
 
     kern.warm_up()  # kernel loading is not part of any schedule's verification time
     t0 = time.perf_counter()
-    spec = schedule.spec
-    p, S, D = schedule.nranks, schedule.nslots, schedule.ndata
-    need = memory_estimate(schedule)
-    if need > MEMORY_LIMIT:
-        raise ResourceError(
-            f"{_where(schedule)}: verifying needs about {need / 2**30:.1f} GiB "
-            f"({p} ranks x {S} slots), over the {MEMORY_LIMIT / 2**30:.0f} GiB limit"
-        )
+    _check_memory(schedule)
+    p, D = schedule.nranks, schedule.ndata
     try:
-        pre = spec.initial(p, D, schedule.root)
+        pre = schedule.spec.initial(p, D, schedule.root)
     except ScheduleError as e:
         raise ScheduleError(f"{_where(schedule)}: {e}") from None
     rng = np.random.default_rng(seed)
     init = rng.integers(0, np.iinfo(np.uint64).max, size=(p, D), dtype=np.uint64, endpoint=True)
-    values = np.zeros((p, S), dtype=np.uint64)
-    defined = np.zeros((p, S), dtype=bool)
-    values[:, :D][pre] = init[pre]
-    defined[:, :D] = pre
-    flat_values, flat_defined = values.reshape(-1), defined.reshape(-1)
-    it = _Interpreter(schedule, flat_values, flat_defined)
-    stamp = kern.scratch(p * S)
-    buf = np.empty(0, dtype=np.uint64)
-    ntransfers = 0
-    for i, st in enumerate(schedule.steps()):
-        if len(st.src) == 0:
-            continue
-        it._check_fields(st, i)  # ranges first: the kernel trusts them
-        moved = int(st.count.sum())
-        if moved > len(buf):
-            buf = np.empty(moved, dtype=np.uint64)
-        code = kern.apply_step(
-            flat_values, flat_defined, stamp, st.src, st.dst, st.src_slot, st.dst_slot,
-            st.count, st.reduce, S, i + 1, buf,
-        )  # fmt: skip
-        if code != kern.OK:
-            it.apply(st, i)  # the numpy interpreter raises the error with its message
-            raise AssertionError(f"verifier kernel reported fault {code} the interpreter missed")
-        ntransfers += len(st.src)
+    values, defined = _initial_state(schedule, init, pre)
+    ntransfers = _run_compiled(schedule, values, defined)
 
-    want, mask = spec.expected(init, schedule.root)
-    got = values[:, :D]
-    bad = mask & ((got != want) | ~defined[:, :D])
+    want, mask = schedule.spec.expected(init, schedule.root)
+    bad = mask & ((values[:, :D] != want) | ~defined[:, :D])
     if bad.any():
         r, j = (int(x) for x in np.argwhere(bad)[0])
         # a second pass that remembers who last wrote each slot, for the error message
-        values[:] = 0
-        values[:, :D][pre] = init[pre]
-        defined[:] = False
-        defined[:, :D] = pre
+        values, defined = _initial_state(schedule, init, pre)
         it = _Interpreter(schedule, values.reshape(-1), defined.reshape(-1), track=True)
         for i, st in enumerate(schedule.steps()):
             it.apply(st, i, check=False)
         _report(schedule, it, init, pre, r, j)
+    seconds = time.perf_counter() - t0
     return Verified(
-        schedule.algorithm,
-        schedule.collective,
-        p,
-        schedule.nsteps,
-        ntransfers,
-        time.perf_counter() - t0,
+        schedule.algorithm, schedule.collective, p, schedule.nsteps, ntransfers, seconds
     )
 
 
