@@ -330,3 +330,30 @@ def test_bench_and_exec_never_import_the_registry_or_the_cli(path):
                 assert module in PRIVATE_MODULES_ALLOWED and not (name or "").startswith("_"), (
                     f"{path.name} imports the private {full}"
                 )
+
+
+class _Recording(NumpyBackend):
+    """The numpy backend, remembering the largest magnitude each schedule run starts from."""
+
+    def __init__(self) -> None:
+        self.starts: list[float] = []
+
+    def compile(self, schedule, layout, dtype):
+        inner = super().compile(schedule, layout, dtype)
+
+        def run(buf):
+            self.starts.append(float(np.abs(buf).max()))
+            return inner.run(buf)
+
+        return Compiled(put=inner.put, run=run, get=inner.get)
+
+
+def test_every_timed_run_starts_from_the_same_inputs():
+    # chained runs (buf = run(buf)) would multiply an allreduce's values by p each time: a
+    # float16 run would be timing arithmetic on inf after a few iterations
+    backend = _Recording()
+    s = commsim.build("allreduce", "ring", nranks=8)
+    [m] = measure(s, backend, BenchRequest(sizes=(4096,), dtype="float16", iters=12, warmup=3))
+    assert m.check == "ok"
+    timed = backend.starts[1:]  # after the check's run
+    assert len(timed) == 15 and len(set(timed)) == 1 and np.isfinite(timed[0])

@@ -8,10 +8,12 @@ to its type size; the bytes that actually ran are reported), then
    the reference interpreter, and one run of the backend's own collective (the baseline); a
    mismatch is recorded in the :class:`Measurement`, never raised;
 2. **times** ``warmup`` untimed and ``iters`` timed runs of the schedule and, interleaved with
-   them, of the baseline, so both see the same machine. The schedule's runs are chained
-   (``buf = run(buf)``: schedules work in place, so a backend may donate its buffer); the
-   native collective's output may differ in shape from its input, so each of its runs starts
-   from the same input (a native ``run`` must not consume its argument);
+   them, of the baseline, so both see the same machine. Every run starts from the same
+   well-scaled inputs: the schedule works in place (a backend may donate its buffer), so its
+   inputs are put on the device again, untimed, before each run — chaining runs would multiply
+   an allreduce's values by ``p`` per run until floats overflow and the timing measures
+   arithmetic on ``inf``. The native collective does not consume its argument (its output may
+   differ in shape), so its one input buffer serves every run;
 3. **summarizes**: median, min, max and spread, algbw and busbw (:mod:`commsim.bench._measurement`).
 
 How a run is timed and how several processes agree on the times and the verdict is the
@@ -87,11 +89,10 @@ def _timed_runs(
     tick: Callable[[], None] | None,
 ) -> np.ndarray:
     """``[2, iters]`` times of the schedule's and the baseline's timed runs (zeros if none)."""
-    buf = compiled.put(host)
     nbuf = native.put(host) if native is not None else None
     times = np.zeros((2, request.iters))
     for i in range(request.warmup + request.iters):
-        buf, t = timer.time(compiled.run, buf)
+        t = timer.time(compiled.run, compiled.put(host))[1]  # fresh inputs, put untimed
         nt = timer.time(native.run, nbuf)[1] if native is not None else 0.0
         if i >= request.warmup:
             times[:, i - request.warmup] = t, nt
@@ -121,8 +122,7 @@ def measure_size(
             error = _checked(schedule, lay, inputs, c, what, timer) if c is not None else None
             found += [error] if error else []
     times, ntimes = _timed_runs(compiled, native, lay.pack(inputs), request, timer, tick)
-    name_of = getattr(backend, "native_name", None)
-    name = (name_of(schedule.collective) if name_of else "native") if native is not None else None
+    name = backend.native_name(schedule.collective) if native is not None else None
     return Measurement.from_times(
         schedule,
         backend.name,

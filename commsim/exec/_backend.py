@@ -1,8 +1,8 @@
 """What every execution backend provides, and the registry of backends.
 
 A backend lowers *any* schedule (it never looks at the algorithm's name) and hands back a
-:class:`Compiled`: ``put`` moves per-rank buffers ``[p, nelems]`` to where the backend computes,
-``run`` executes the whole schedule once and returns when it is done (so it can be timed), and
+:class:`Compiled`: ``put`` moves per-rank buffers ``[p, nelems]`` to where the backend computes
+and returns once they are there (so a timed ``run`` never waits for a transfer), ``run`` executes the whole schedule once and returns when it is done (so it can be timed), and
 ``get`` brings the buffers back. ``native`` gives the same for the backend's own collective
 (``MPI_Allreduce``, ``jax.lax.psum``, ...), the baseline :mod:`commsim.bench` times beside it.
 

@@ -417,8 +417,10 @@ class JaxMeshBackend:
                 raise
             exe = lowered.compile()
 
-        def put(host: np.ndarray) -> Any:
-            return jax.device_put(np.ascontiguousarray(host, dtype=dtype), sharding)
+        def put(host: np.ndarray) -> Any:  # returns once the data is on the devices
+            return jax.device_put(
+                np.ascontiguousarray(host, dtype=dtype), sharding
+            ).block_until_ready()
 
         def run(buf: Any) -> Any:
             out = exe(buf)

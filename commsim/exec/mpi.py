@@ -433,7 +433,9 @@ class MpiBackend:
                 return out
 
             return Compiled(
-                put=lambda host: jax.device_put(self._mine(host, dt, layout.nelems)),
+                put=lambda host: jax.device_put(
+                    self._mine(host, dt, layout.nelems)
+                ).block_until_ready(),
                 run=run,
                 get=lambda buf: self._gather(np.asarray(buf)),
             )
@@ -480,6 +482,8 @@ class MpiBackend:
                 out.block_until_ready()
                 return out
 
-            return Compiled(put=lambda host: jax.device_put(take(host)), run=run, get=place)
+            return Compiled(
+                put=lambda host: jax.device_put(take(host)).block_until_ready(), run=run, get=place
+            )
 
         return self._cache.get(schedule, ("native", layout.count, dt.str), make)
