@@ -357,3 +357,22 @@ def test_every_timed_run_starts_from_the_same_inputs():
     assert m.check == "ok"
     timed = backend.starts[1:]  # after the check's run
     assert len(timed) == 15 and len(set(timed)) == 1 and np.isfinite(timed[0])
+
+
+def test_more_ranks_than_cores_is_said_in_the_measurement_and_the_table():
+    from commsim.bench._machine import oversubscription, usable_cores
+
+    assert oversubscription(2, cores=2) is None
+    assert "3 ranks share 2 cores" in oversubscription(3, cores=2)
+
+    class Crowded(NumpyBackend):
+        @staticmethod
+        def host_workers(nranks):
+            return usable_cores() + 1
+
+    s = commsim.build("allreduce", "ring", nranks=4)
+    [m] = measure(s, Crowded(), BenchRequest(sizes=(4096,), iters=2, warmup=0))
+    [note] = m.notes
+    assert "oversubscription" in note and f"note: {note}" in format_table([m])
+    [quiet] = measure(s, "numpy", BenchRequest(sizes=(4096,), iters=2, warmup=0))
+    assert quiet.notes == () and "note:" not in format_table([quiet])

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from commsim import Schedule
+from commsim.bench._machine import oversubscription
 from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import Timer
@@ -123,6 +124,7 @@ def measure_size(
             found += [error] if error else []
     times, ntimes = _timed_runs(compiled, native, lay.pack(inputs), request, timer, tick)
     name = backend.native_name(schedule.collective) if native is not None else None
+    crowded = oversubscription(backend.host_workers(schedule.nranks))
     return Measurement.from_times(
         schedule,
         backend.name,
@@ -135,4 +137,5 @@ def measure_size(
         native=name,
         check=("FAILED" if found else "ok") if request.check else "skipped",
         error="; ".join(found) or None,
+        notes=[crowded] if crowded else [],
     )

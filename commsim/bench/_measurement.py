@@ -58,9 +58,14 @@ class Measurement:
     ratio: float | None = None  # busbw / native busbw
     check: str = "skipped"  # "ok", "skipped" or "FAILED"
     error: str | None = None  # what the check found
+    notes: tuple[str, ...] = ()  # why the numbers may not mean what they seem (oversubscription)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "notes", tuple(self.notes))  # from JSON: a list
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """Plain JSON-ready data (the notes as a list)."""
+        return {**dataclasses.asdict(self), "notes": list(self.notes)}
 
     @classmethod
     def from_times(
@@ -77,6 +82,7 @@ class Measurement:
         native: str | None = None,
         check: str = "skipped",
         error: str | None = None,
+        notes: Sequence[str] = (),
     ) -> Measurement:
         """Statistics of the timed runs (and the native ones): median, spread, algbw, busbw."""
         med, tmin, tmax, spread = timing_stats(times)
@@ -111,6 +117,7 @@ class Measurement:
             ratio=ratio,
             check=check,
             error=error,
+            notes=tuple(notes),
         )
 
 
@@ -161,7 +168,8 @@ def format_table(measurements: Sequence[Measurement]) -> str:
 
     ``time`` is the median; ``spread`` the interquartile range relative to it; bandwidths in
     decimal GB/s as nccl-tests prints them; ``ratio`` is busbw over the native busbw. A failed
-    check adds a line ``FAILED at SIZE: what it found`` below the table.
+    check adds a line ``FAILED at SIZE: what it found`` below the table, and each distinct note a
+    line ``note: ...``.
     """
     rows = [_row(m) for m in measurements]
     heads = [h for h, _ in _COLUMNS]
@@ -174,4 +182,5 @@ def format_table(measurements: Sequence[Measurement]) -> str:
             lines.append("  ".join("-" * w for w in widths))
     failed = [m for m in measurements if m.error]
     lines += [f"FAILED at {format_size(m.nbytes)}: {m.error}" for m in failed]
+    lines += [f"note: {n}" for n in dict.fromkeys(n for m in measurements for n in m.notes)]
     return "\n".join(lines)

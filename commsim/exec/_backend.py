@@ -49,6 +49,11 @@ class Backend(Protocol):
     def native_name(self, collective: str) -> str:
         """What :meth:`native` runs for ``collective``, e.g. ``"MPI_Allreduce"``."""
 
+    def host_workers(self, nranks: int) -> int:
+        """Host threads or processes that run at once for ``nranks`` ranks (1 for one process
+        driving a GPU; ``nranks`` for MPI processes or JAX CPU devices): more than the cores,
+        and timings measure the operating system's scheduler."""
+
     def compile(self, schedule: Schedule, layout: Layout, dtype: np.dtype) -> Compiled:
         """Lower ``schedule`` for buffers of ``layout`` and ``dtype``."""
 

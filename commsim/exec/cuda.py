@@ -475,6 +475,10 @@ class CudaBackend:
         return Compiled(put=put, run=run, get=get)
 
     @staticmethod
+    def host_workers(nranks: int) -> int:
+        return 1  # one process drives the GPU (the simulator's threads are not timed honestly)
+
+    @staticmethod
     def native_name(collective: str) -> str:
         """The direct kernel :meth:`native` uses for ``collective``."""
         kernel, mode = _NATIVE[collective]

@@ -457,6 +457,13 @@ class JaxMeshBackend:
 
         return self._cache.get(schedule, ("native", layout.count, dt.str), make)
 
+    def host_workers(self, nranks: int) -> int:
+        """CPU devices are host threads, one per rank; accelerators run beside one process."""
+        import jax
+
+        devices = self._devices if self._devices is not None else jax.devices()
+        return nranks if devices[0].platform == "cpu" else 1
+
     def native_name(self, collective: str) -> str:
         """The JAX collective :meth:`native` uses for ``collective``."""
         return _NATIVE_NAMES[collective]

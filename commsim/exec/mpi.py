@@ -387,6 +387,10 @@ class MpiBackend:
         return int(self.comm.Get_size())
 
     @staticmethod
+    def host_workers(nranks: int) -> int:
+        return nranks  # one process per rank
+
+    @staticmethod
     def native_name(collective: str) -> str:
         """The MPI collective :meth:`native` uses for ``collective``."""
         return _NATIVE_NAMES[collective]

@@ -70,6 +70,10 @@ class NumpyBackend:
     def native_name(collective: str) -> str:
         return "none"
 
+    @staticmethod
+    def host_workers(nranks: int) -> int:
+        return 1  # one process walks every rank's buffer
+
     def compile(self, schedule: Schedule, layout: Layout, dtype: np.dtype) -> Compiled:
         return Compiled(
             put=lambda host: np.array(host, dtype=dtype),
