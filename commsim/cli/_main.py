@@ -45,7 +45,7 @@ def _parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.ArgumentParse
         epilog="commands:\n"
         + "\n".join(f"  {_name(c):<12}{c.HELP}" for c in COMMANDS)
         + "\n\nRun 'commsim COMMAND --help' for a command's options and examples.\n"
-        "Exit status: 0 ok, 1 verification failed, 2 bad input.",
+        "Exit status: 0 ok, 1 a verification or a run's check failed, 2 bad input.",
         formatter_class=HelpFormatter,
         allow_abbrev=False,
     )
