@@ -4,7 +4,7 @@ Target (issue: real execution): on 8 CPU devices the ring allreduce of 64 MiB fl
 >= 0.5x the busbw of ``jax.lax.psum`` timed in the same run.
 
 Each schedule is lowered by :class:`commsim.exec.jax_mesh.JaxMeshBackend` (one jitted
-``shard_map``, one ``ppermute`` per round) and timed by :func:`commsim.exec.harness.measure`
+``shard_map``, one ``ppermute`` per round) and timed by :func:`commsim.bench.measure`
 (warm-up, median of ``--iters`` runs, native collective interleaved). busbw follows nccl-tests:
 ``algbw = S / t``, ``busbw = algbw · 2(p-1)/p``; ``ratio = busbw / busbw(psum)``.
 
@@ -51,12 +51,19 @@ def main(argv: list[str] | None = None) -> int:
     import jax
 
     import commsim
+    from commsim.bench import BenchRequest, format_table, measure
     from commsim.exec import layout
-    from commsim.exec.harness import format_table, measure
     from commsim.exec.jax_mesh import JaxMeshBackend, plan
     from commsim.units import parse_sizes
 
     sizes = parse_sizes(args.sizes)
+    request = BenchRequest(
+        tuple(sizes),
+        dtype=args.dtype,
+        iters=args.iters,
+        warmup=args.warmup,
+        check=not args.no_check,
+    )
     backend = JaxMeshBackend(devices=jax.devices(args.platform)[: args.ranks])
     print(
         f"# jax {jax.__version__} on {args.ranks} {args.platform} devices, "
@@ -67,15 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         s = commsim.build("allreduce", name, nranks=args.ranks)
         pl = plan(s, layout(s, max(sizes) // 4))
         print(f"\n## allreduce/{name}: {pl.summary()}")
-        ms = measure(
-            s,
-            backend,
-            sizes,
-            dtype=args.dtype,
-            iters=args.iters,
-            warmup=args.warmup,
-            check=not args.no_check,
-        )
+        ms = measure(s, backend, request)
         print(format_table(ms), flush=True)
         out += [m.to_dict() for m in ms]
     return finish(out, "lax.psum", "ring >= 0.5", args.json)

@@ -5,7 +5,7 @@ Target (issue: real execution): on 2 MPI ranks at 64 MiB float32, ring and Raben
 
 Each schedule is lowered by :class:`commsim.exec.mpi.MpiBackend` (one jitted program per rank,
 one ``sendrecv`` per round) and timed by the MPI worker under ``mpirun -n P`` started by
-:func:`commsim.exec.mpi_launch.run_mpirun`: a barrier before each run, the slowest rank's time per run,
+:func:`commsim.bench.measure_mpi`: a barrier before each run, the slowest rank's time per run,
 the median of ``--iters`` runs, the library's ``MPI_Allreduce`` interleaved with them. busbw
 follows nccl-tests: ``algbw = S / t``, ``busbw = algbw · 2(p-1)/p``; ``ratio = busbw /
 busbw(MPI_Allreduce) = t_MPI / t``.
@@ -49,10 +49,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import commsim
+    from commsim.bench import BenchRequest, format_table, measure_mpi
     from commsim.exec import layout
-    from commsim.exec.harness import Measurement, format_table
     from commsim.exec.mpi import plan
-    from commsim.exec.mpi_launch import run_mpirun
     from commsim.units import parse_sizes
 
     sizes = parse_sizes(args.sizes)
@@ -62,22 +61,22 @@ def main(argv: list[str] | None = None) -> int:
         f"({platform.processor() or platform.machine()}), {args.dtype}, "
         f"median of {args.iters} runs after {args.warmup} warm-up"
     )
-    for name in names:
-        s = commsim.build("allreduce", name, nranks=args.ranks)
+    schedules = [commsim.build("allreduce", name, nranks=args.ranks) for name in names]
+    for s in schedules:
         [pl] = plan(s, layout(s, max(sizes) // 4), ranks=[0])
-        print(f"## allreduce/{name}, rank 0's program: {pl.summary()}")
-    config = {
-        "rows": [["allreduce", name, {}] for name in names],
-        "sizes": sizes,
-        "dtype": args.dtype,
-        "iters": args.iters,
-        "warmup": args.warmup,
-        "check": not args.no_check,
-    }
-    out = run_mpirun(config, args.ranks, timeout=args.timeout).results
+        print(f"## allreduce/{s.algorithm}, rank 0's program: {pl.summary()}")
+    request = BenchRequest(
+        tuple(sizes),
+        dtype=args.dtype,
+        iters=args.iters,
+        warmup=args.warmup,
+        check=not args.no_check,
+    )
+    ms = measure_mpi(schedules, request, timeout=args.timeout)
     for name in names:
         print(f"\n## allreduce/{name} vs MPI_Allreduce")
-        print(format_table([Measurement(**m) for m in out if m["algorithm"] == name]), flush=True)
+        print(format_table([m for m in ms if m.algorithm == name]), flush=True)
+    out = [m.to_dict() for m in ms]
     return finish(out, "MPI_Allreduce", ">= 0.8", args.json)
 
 

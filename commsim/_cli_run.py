@@ -1,9 +1,9 @@
 """``commsim run``: execute one algorithm for real on a backend and time it like nccl-tests.
 
-Single-process backends (``numpy``, ``jax``, ``cuda``) are timed here by
-:func:`commsim.exec.harness.measure`; ``--backend mpi`` hands the parsed arguments to
-``commsim.exec.mpi_launch.launch``, which starts ``mpirun`` itself (or runs as one rank when already
-under ``mpirun``).
+The arguments are parsed here, once, into a schedule and a :class:`commsim.bench.BenchRequest`;
+single-process backends (``numpy``, ``jax``, ``cuda``) are timed by :func:`commsim.bench.measure`,
+``--backend mpi`` by :func:`commsim.bench.measure_mpi`, which starts ``mpirun`` itself (or, when
+already under ``mpirun``, :func:`commsim.bench.measure_in_place` on every rank; rank 0 prints).
 
 The command line is hooked into :mod:`commsim.cli` through :func:`add_parser` (or
 :func:`add_arguments` plus :func:`main`). Schedule options (``-c -a -p --param --root``) are the
@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from commsim import spec
 from commsim.errors import CommsimError
 from commsim.units import parse_int_list, parse_sizes
 
@@ -162,24 +163,82 @@ def _ensure_cpu_devices(p: int) -> None:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={p}".strip()
 
 
-def _launch_mpi(args: argparse.Namespace) -> int:
-    try:
-        from commsim.exec import mpi_launch
-    except ImportError as e:
-        raise CommsimError(f"the mpi backend cannot be loaded here: {e}") from None
-    return int(mpi_launch.launch(args))
-
-
 def _finite(x: Any) -> Any:
     return None if isinstance(x, float) and not math.isfinite(x) else x
+
+
+def _run_mpi(args: argparse.Namespace, collective: str, algorithm: str) -> int:
+    """``--backend mpi``: one schedule per ``-p``, timed by ``commsim.bench`` on MPI processes."""
+    from commsim import _cli_common, bench
+    from commsim.algorithms import build
+
+    if args.nranks is None:
+        raise CommsimError("give the rank count with -p (e.g. -p 4)")
+    ps = parse_int_list(args.nranks)
+    sizes = parse_sizes(args.sizes)
+    raw = _cli_common._raw_params(args.param)
+    _cli_common._check_params_known(collective, [algorithm], raw)
+    params = _cli_common._params_for(collective, algorithm, raw)
+    root = int(args.root or 0)
+    kw = {"root": root} if spec(collective).rooted else {}
+    request = bench.BenchRequest(
+        sizes=tuple(sizes),
+        dtype=args.dtype,
+        iters=args.iters,
+        warmup=args.warmup,
+        check=not args.no_check,
+        baseline=not args.no_baseline,
+    )
+    schedules = [build(collective, algorithm, p, **params, **kw) for p in ps]
+    if bench.under_mpirun():  # the user started us: every rank runs in place, rank 0 prints
+        rank, results = bench.measure_in_place(schedules, request)
+    else:
+        timeout = float(args.timeout or bench.DEFAULT_TIMEOUT)
+        rank, results = 0, []
+        for s in schedules:
+            results += bench.measure_mpi([s], request, timeout=timeout, progress=args.progress)
+    if rank == 0:
+        _print_mpi(results, params, root, request, as_json=args.json)
+    return 1 if any(m.check == "FAILED" for m in results) else 0
+
+
+def _print_mpi(
+    results: list[Any], params: dict[str, Any], root: int, request: Any, *, as_json: bool
+) -> None:
+    from commsim.bench import format_table
+
+    ps = list(dict.fromkeys(m.nranks for m in results))
+    if as_json:
+        doc = {
+            "collective": results[0].collective,
+            "algorithm": results[0].algorithm,
+            "params": params,
+            "root": root,
+            "nranks": ps[0] if len(ps) == 1 else ps,
+            "backend": "mpi",
+            "dtype": request.dtype,
+            "measurements": [{k: _finite(v) for k, v in m.to_dict().items()} for m in results],
+        }
+        print(json.dumps(doc, indent=2, allow_nan=False))
+        return
+    for p in ps:
+        rows = [m for m in results if m.nranks == p]
+        native = rows[0].native
+        at = f" root={root}" if spec(rows[0].collective).rooted else ""
+        print(
+            f"# {rows[0].collective}/{rows[0].algorithm} p={p}{at} on mpi, {request.dtype}, "
+            f"median over {request.iters} runs (slowest rank per run) after "
+            f"{request.warmup} warm-up" + (f"; baseline {native}" if native else "")
+        )
+        print(format_table(rows))
 
 
 def main(args: argparse.Namespace) -> int:
     """Run ``commsim run`` with parsed ``args``; the exit status (0 ok, 1 a check failed)."""
     from commsim import _cli_common
     from commsim.algorithms import build
+    from commsim.bench import BenchRequest, format_table, measure
     from commsim.exec import get_backend
-    from commsim.exec.harness import format_table, measure
 
     collective = _cli_common._collective(args)
     algorithms = _cli_common._algorithms(args, collective, default_all=False)
@@ -188,9 +247,9 @@ def main(args: argparse.Namespace) -> int:
             f"run takes one algorithm (-a NAME), got {len(algorithms)}: {', '.join(algorithms)}; "
             "run them one after another, or use 'commsim compare' for predictions"
         )
-    if args.backend == "mpi":
-        return _launch_mpi(args)
     [algorithm] = algorithms
+    if args.backend == "mpi":
+        return _run_mpi(args, collective, algorithm)
     p = _nranks(args.nranks)
     raw = _cli_common._raw_params(args.param)
     _cli_common._check_params_known(collective, [algorithm], raw)
@@ -203,17 +262,15 @@ def main(args: argparse.Namespace) -> int:
     if args.backend == "jax":
         _ensure_cpu_devices(p)
     backend = get_backend(args.backend)
-    results = measure(
-        schedule,
-        backend,
-        sizes,
-        dtype=dt,
+    request = BenchRequest(
+        sizes=tuple(sizes),
+        dtype=str(dt),
         iters=args.iters,
         warmup=args.warmup,
         check=not args.no_check,
         baseline=not args.no_baseline,
-        progress=args.progress,
     )
+    results = measure(schedule, backend, request, progress=args.progress)
     if args.json:
         doc = {
             "collective": collective,

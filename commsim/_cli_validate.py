@@ -11,12 +11,8 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any
-
-import numpy as np
 
 from commsim import units
-from commsim.errors import CommsimError
 
 HELP = "run the predicted-best algorithms for real and print measured next to predicted"
 DESCRIPTION = """\
@@ -66,51 +62,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     out.add_argument("--json", action="store_true", help="print one JSON document")
 
 
-def _measure(
-    backend: str,
-    rows: list[tuple[str, str, dict[str, Any]]],
-    schedules: dict[str, Any],
-    p: int,
-    root: int,
-    sizes: list[int],
-    args: argparse.Namespace,
-) -> list[dict[str, Any]]:
-    """Measurements (dicts of :class:`commsim.exec.harness.Measurement`) of every row."""
-    if backend == "mpi":
-        from commsim.exec import mpi_launch
-
-        if mpi_launch.under_mpirun():
-            raise CommsimError("validate starts mpirun itself: run it without mpirun")
-        config = {
-            "rows": [[c, a, prm] for c, a, prm in rows],
-            "root": root,
-            "sizes": sizes,
-            "dtype": str(np.dtype(args.dtype)),
-            "iters": args.iters,
-            "warmup": args.warmup,
-            "check": True,
-            "baseline": True,
-        }
-        return mpi_launch.run_mpirun(config, p, timeout=float(args.timeout)).results
-    from commsim import _cli_run
-    from commsim.exec import get_backend
-    from commsim.exec.harness import measure
-
-    if backend == "jax":
-        _cli_run._ensure_cpu_devices(p)
-    be = get_backend(backend)
-    out = []
-    for _, a, _ in rows:
-        ms = measure(
-            schedules[a], be, sizes, dtype=args.dtype, iters=args.iters, warmup=args.warmup
-        )
-        out += [m.to_dict() for m in ms]
-    return out
-
-
 def main(args: argparse.Namespace) -> int:
     """Run ``commsim validate``; 0, or 1 if a run's output differed from the reference."""
-    from commsim import _cli_common, _cli_output
+    from commsim import _cli_common, _cli_output, bench
     from commsim._cli_run import _dtype
     from commsim.algorithms import build
 
@@ -126,49 +80,35 @@ def main(args: argparse.Namespace) -> int:
     model = _cli_common._model(args)
     kw = {"root": root} if root else {}
     schedules = {a: build(collective, a, p, **params[a], **kw) for a in algos}
-    predicted = {a: model.predict(schedules[a], np.array(sizes, float)).time for a in algos}
-    winners = [min(algos, key=lambda a, j=j: predicted[a][j]) for j in range(len(sizes))]
-    run = algos if args.all else list(dict.fromkeys(winners))
-    rows = [(collective, a, params[a]) for a in run]
-    results = _measure(args.backend, rows, schedules, p, root, sizes, args)
-    got = {(m["algorithm"], m["size"]): m for m in results}
+    request = bench.BenchRequest(
+        sizes=tuple(sizes), dtype=args.dtype, iters=args.iters, warmup=args.warmup
+    )
+    validations, results = bench.validate(
+        list(schedules.values()),
+        model,
+        args.backend,
+        request,
+        run_all=args.all,
+        timeout=float(args.timeout),
+    )
 
     table, doc = [], []
-    for j, size in enumerate(sizes):
-        w = winners[j]
-        m = got[(w, size)]
-        # predict again at the bytes that actually ran (counts round down like nccl-tests)
-        t_pred = float(model.predict(schedules[w], float(m["nbytes"])).time)
-        measured = {a: got[(a, size)]["time_s"] for a in run}
-        fastest = min(measured, key=measured.get)
-        native = m.get("native_time_s")
-        entry = {
-            "size": size,
-            "nbytes": m["nbytes"],
-            "predicted_best": w,
-            "predicted_s": t_pred,
-            "measured_s": m["time_s"],
-            "native": m.get("native"),
-            "native_s": native,
-            "measured_over_predicted": m["time_s"] / t_pred if t_pred > 0 else None,
-            "fastest_measured": fastest,
-            "check": m["check"],
-            "measured": measured,
-        }
-        doc.append(entry)
+    for v in validations:
+        doc.append(v.to_dict())
+        t_pred = v.predicted_s
         table.append(
             [
-                units.format_size(m["nbytes"]),
-                w,
+                units.format_size(v.nbytes),
+                v.predicted_best,
                 units.format_time(t_pred),
-                units.format_time(m["time_s"]),
-                units.format_time(native) if native else "-",
-                f"{m['time_s'] / t_pred:.2f}x" if t_pred > 0 else "-",
-                fastest,
-                m["check"],
+                units.format_time(v.measured_s),
+                units.format_time(v.native_s) if v.native_s else "-",
+                f"{v.measured_s / t_pred:.2f}x" if t_pred > 0 else "-",
+                v.fastest_measured,
+                v.check,
             ]
         )
-    failed = any(r["check"] == "FAILED" for r in results)
+    failed = any(m.check == "FAILED" for m in results)
     if args.json:
         _cli_output._print_json(
             {
@@ -180,7 +120,7 @@ def main(args: argparse.Namespace) -> int:
             }
         )
         return 1 if failed else 0
-    native_name = next((r.get("native") for r in results if r.get("native")), None)
+    native_name = next((m.native for m in results if m.native), None)
     print(
         f"{collective}, p={p}, on {args.backend} ({args.dtype}, median of {args.iters}); "
         f"predicted with {_cli_common._model_label(model)}"

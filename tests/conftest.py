@@ -31,3 +31,24 @@ def rng() -> np.random.Generator:
     reproducible data on their own should call ``np.random.default_rng(seed)`` themselves.
     """
     return np.random.default_rng(0)
+
+
+@pytest.fixture(scope="session")
+def toy_allreduce():
+    """A builder of a hand-made 2-rank allreduce that is not in the registry (reduce-scatter then
+    allgather, ``"toy"``), or of its first step alone (``complete=False``: ``"half_toy"``, wrong)."""
+    import commsim
+
+    def build(*, complete: bool = True) -> commsim.Schedule:
+        step = commsim.Step.make
+        rs = step(src=[0, 1], dst=[1, 0], src_slot=[1, 0], dst_slot=[1, 0], count=[1, 1], reduce=1)
+        ag = step(src=[0, 1], dst=[1, 0], src_slot=[0, 1], dst_slot=[0, 1], count=[1, 1], reduce=0)
+        return commsim.Schedule.from_steps(
+            [rs, ag] if complete else [rs],
+            collective="allreduce",
+            nranks=2,
+            nslots=2,
+            algorithm="toy" if complete else "half_toy",
+        )
+
+    return build

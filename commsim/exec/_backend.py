@@ -4,7 +4,7 @@ A backend lowers *any* schedule (it never looks at the algorithm's name) and han
 :class:`Compiled`: ``put`` moves per-rank buffers ``[p, nelems]`` to where the backend computes,
 ``run`` executes the whole schedule once and returns when it is done (so it can be timed), and
 ``get`` brings the buffers back. ``native`` gives the same for the backend's own collective
-(``MPI_Allreduce``, ``jax.lax.psum``, ...), the baseline the harness compares against.
+(``MPI_Allreduce``, ``jax.lax.psum``, ...), the baseline :mod:`commsim.bench` times beside it.
 
 Backends are imported lazily (``get_backend("mpi")`` imports mpi4py only then), so
 ``import commsim`` works where MPI, CUDA or extra JAX devices are absent; ``unavailable()``

@@ -2,7 +2,7 @@ r"""The mpi4jax backend: one process per rank, each running its own transfers as
 
 Rank ``r`` is MPI rank ``r`` of a communicator of exactly ``p`` processes (a private clone of
 ``COMM_WORLD`` by default); it holds only its own flat buffer ``[nelems]``. Run it under
-``mpirun`` (``commsim run --backend mpi`` starts ``mpirun`` itself: :func:`commsim.exec.mpi_launch.launch`).
+``mpirun`` (``commsim run --backend mpi`` starts ``mpirun`` itself: :func:`commsim.bench.measure_mpi`).
 
 Lowering (:func:`plan`, numpy only, then :func:`_program`): for each step, every rank computes
 the same global decomposition the cost models use, :func:`commsim._messages.matchings` of the
@@ -47,7 +47,7 @@ numpy buffers (not an allreduce then a slice, which would cost twice the data).
 
 Heavy imports (``mpi4py``, which initializes MPI, and ``mpi4jax``) happen only when a backend is
 created; ``import commsim`` never needs MPI. Starting ``mpirun`` and collecting the ranks'
-results is :mod:`commsim.exec.mpi_launch`'s job.
+results is :mod:`commsim.bench`'s job.
 """
 
 from __future__ import annotations

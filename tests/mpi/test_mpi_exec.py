@@ -10,11 +10,13 @@ same file at world size 1. Two kinds of tests:
   the reference interpreter's: the lowering's order is deadlock-free and its data movement right.
 * **Real runs** under MPI: every registry row, the MPI library's native collectives, random
   schedules; and a schedule whose p differs from the world size is refused.
+* **Bench in place** (under ``mpirun`` only): :func:`commsim.bench.measure_in_place` on every rank,
+  the MPI timer's slowest-rank reduction and rank 0's verdict, and ``commsim run --backend mpi``
+  printing on rank 0.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 
 import numpy as np
@@ -23,10 +25,10 @@ import pytest
 import commsim
 from commsim import Schedule, Step, spec
 from commsim.algorithms import REGISTRY
+from commsim.bench import BenchRequest, MpiTimer, measure_in_place, under_mpirun
 from commsim.errors import CommsimError
 from commsim.exec import check_outputs, execute, interpret, layout, random_inputs
 from commsim.exec.mpi import RankPlan, plan
-from commsim.exec.mpi_launch import under_mpirun
 
 pytestmark = pytest.mark.mpi
 
@@ -229,36 +231,58 @@ def test_unsupported_dtype_is_refused(backend, world):
 
 
 # ---------------------------------------------------------------------------------------------
-# `commsim run --backend mpi` started under mpirun: every rank runs in place, rank 0 prints
+# bench: the MPI timer, and measuring in place when the user started mpirun
 
 
-def _args(p: int, **kw) -> argparse.Namespace:
-    base = dict(
-        collective="allreduce",
-        algorithm="ring",
-        nranks=str(p),
-        sizes="4KiB",
-        dtype="float32",
-        iters=2,
-        warmup=1,
-        no_check=False,
-        no_baseline=False,
-        json=True,
-        param=[],
-        root=None,
-        progress=False,
-    )
-    return argparse.Namespace(**{**base, **kw})
+def test_the_mpi_timer_keeps_the_slowest_rank_per_run(backend, world):
+    timer = MpiTimer(backend.comm)
+    r = backend.rank
+    mine = np.array([[r + 1.0, 10.0 - r, 0.5], [0.0, 2.0 * r, 7.0]])
+    slowest = timer.slowest(mine)
+    want = np.array([[world, 10.0, 0.5], [0.0, 2.0 * (world - 1), 7.0]])
+    np.testing.assert_array_equal(slowest, want)
+    np.testing.assert_array_equal(mine[0, :2], [r + 1.0, 10.0 - r])  # the input is untouched
+
+
+def test_the_check_verdict_is_rank_0s_on_every_rank(backend, world):
+    timer = MpiTimer(backend.comm)
+    assert timer.verdict(lambda: f"found by rank {backend.rank}") == "found by rank 0"
+    out, t = timer.time(lambda b: b + 1, 1)  # after a barrier
+    assert out == 2 and t >= 0
 
 
 @pytest.fixture
 def in_place(backend):
     if not under_mpirun():
-        pytest.skip("launch() runs in place only under mpirun (plain pytest: it would start one)")
+        pytest.skip("measure_in_place runs only under mpirun (plain pytest: world size 1)")
 
 
-def test_launch_in_place_runs_every_rank_and_prints_on_rank_0(backend, world, in_place, capsys):
-    assert __import__("commsim.exec.mpi_launch", fromlist=["launch"]).launch(_args(world)) == 0
+def test_measure_in_place_gives_every_rank_the_same_results(backend, world, in_place):
+    schedules = [commsim.build("allreduce", a, nranks=world) for a in ("ring", "direct")
+                 if ("allreduce", a) in REGISTRY]  # fmt: skip
+    request = BenchRequest((4096, 8192), iters=2, warmup=1)
+    rank, results = measure_in_place(schedules, request)
+    assert rank == backend.rank
+    assert [(m.algorithm, m.size) for m in results] == [
+        (s.algorithm, n) for s in schedules for n in request.sizes
+    ]
+    assert all((m.nranks, m.check, m.native) == (world, "ok", "MPI_Allreduce") for m in results)
+    everyone = backend.comm.allgather([m.to_dict() for m in results])
+    assert all(r == everyone[0] for r in everyone)
+
+
+def test_measure_in_place_refuses_another_p(backend, world, in_place):
+    s = commsim.build("allreduce", "ring", nranks=world + 1)
+    with pytest.raises(CommsimError, match=rf"nranks={world + 1} .* started {world} processes"):
+        measure_in_place([s], BenchRequest((4096,)))
+
+
+def test_cli_run_in_place_runs_every_rank_and_prints_on_rank_0(backend, world, in_place, capsys):
+    from commsim import cli
+
+    argv = ["run", "-c", "allreduce", "-a", "ring", "-p", str(world), "--backend", "mpi",
+            "-s", "4KiB", "--iters", "2", "--warmup", "1", "--json", "--no-progress"]  # fmt: skip
+    assert cli.main(argv) == 0
     out = capsys.readouterr().out
     if backend.rank == 0:
         doc = json.loads(out)
@@ -266,13 +290,6 @@ def test_launch_in_place_runs_every_rank_and_prints_on_rank_0(backend, world, in
         assert (m["nranks"], m["check"], m["native"]) == (world, "ok", "MPI_Allreduce")
     else:
         assert out == ""
-
-
-def test_launch_in_place_refuses_another_p(backend, world, in_place):
-    from commsim.exec.mpi_launch import launch
-
-    with pytest.raises(CommsimError, match=rf"-p {world + 1} .* started {world} processes"):
-        launch(_args(world + 1))
 
 
 def test_the_replay_catches_a_deadlock():

@@ -1,0 +1,52 @@
+"""Bench: time schedules like nccl-tests, and check a model's predictions against the clock.
+
+The fourth consumer of a schedule (after the verifier, the models and the executors). One
+measurement loop (check once per size against the reference interpreter, warm-up, timed runs
+interleaved with the backend's native collective, median and spread, algbw and busbw) with a
+timer strategy: the local clock for single-process backends, a barrier before each run and the
+slowest rank's time under MPI. Bench receives :class:`commsim.Schedule` objects and a
+:class:`BenchRequest`; it never builds a schedule by name, and the MPI ranks get the schedules
+as saved files.
+
+* :func:`measure`: numpy, JAX or CUDA, in this process.
+* :func:`measure_mpi`: starts ``mpirun -n p`` itself, with a timeout and a named failing rank.
+* :func:`measure_in_place`: every rank calls it when the user started the program under
+  ``mpirun`` (:func:`under_mpirun`).
+* :func:`validate`: the model's predicted winners run for real, measured beside predicted.
+* :func:`format_table`: nccl-tests' columns, one row per size.
+
+Examples:
+    >>> import commsim
+    >>> from commsim.bench import BenchRequest, measure
+    >>> s = commsim.build("allgather", "ring", nranks=3)
+    >>> [m] = measure(s, "numpy", BenchRequest(sizes=(1000,), iters=2, warmup=0))
+    >>> m.nbytes, m.check  # 250 float32 rounded down to 3 slots of 83
+    (996, 'ok')
+"""
+
+from commsim.bench._launch import DEFAULT_TIMEOUT, measure_mpi
+from commsim.bench._local import measure
+from commsim.bench._loop import layout_for_size
+from commsim.bench._measurement import Measurement, format_table, timing_stats
+from commsim.bench._ranks import measure_in_place, under_mpirun
+from commsim.bench._request import BenchRequest
+from commsim.bench._timer import LocalTimer, MpiTimer, Timer
+from commsim.bench._validate import Validation, validate
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "BenchRequest",
+    "LocalTimer",
+    "Measurement",
+    "MpiTimer",
+    "Timer",
+    "Validation",
+    "format_table",
+    "layout_for_size",
+    "measure",
+    "measure_in_place",
+    "measure_mpi",
+    "timing_stats",
+    "under_mpirun",
+    "validate",
+]

@@ -1,0 +1,332 @@
+"""``commsim.bench`` on one process (nccl-tests' definitions), and ``commsim run``, on numpy."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import dataclasses
+import io
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import commsim
+from commsim import SPECS
+from commsim._cli_run import add_parser
+from commsim._progress import Progress
+from commsim.bench import BenchRequest, Measurement, format_table, measure
+from commsim.errors import CommsimError
+from commsim.exec import Compiled
+from commsim.exec.reference import NumpyBackend
+
+
+class WithNative(NumpyBackend):
+    """The numpy backend plus an allreduce "native" computed directly (a second real path)."""
+
+    name = "numpy+native"
+
+    def native(self, schedule, layout, dtype):
+        c = layout.count
+
+        def run(buf):
+            out = buf.copy()
+            out[:, :c] = buf[:, :c].sum(axis=0)
+            return out
+
+        return Compiled(put=lambda h: np.array(h, dtype=dtype), run=run, get=lambda b: b)
+
+    def native_name(self, kind):
+        return "numpy.sum"
+
+
+class Broken(NumpyBackend):
+    """Returns its input unchanged: every check must fail."""
+
+    name = "broken"
+
+    def compile(self, schedule, layout, dtype):
+        return Compiled(put=lambda h: np.array(h, dtype=dtype), run=lambda b: b, get=lambda b: b)
+
+
+@pytest.mark.parametrize(
+    ("collective", "name", "p"), [("allreduce", "ring", 4), ("allgather", "ring", 3)]
+)
+def test_measurement_fields_follow_nccl_tests(collective, name, p):
+    s = commsim.build(collective, name, nranks=p)
+    sizes = [1024, 4096 + 3, 1 << 16]
+    ms = measure(s, "numpy", BenchRequest(sizes, dtype="float32", iters=5, warmup=2))
+    assert [m.size for m in ms] == sizes
+    factor = SPECS[collective].busbw_factor(p)
+    for m in ms:
+        assert m.nbytes == m.count * 4 <= m.size
+        assert m.count % s.nbytes_units == 0 and m.size - m.nbytes < 4 * s.nbytes_units
+        assert m.time_min_s <= m.time_s <= m.time_max_s
+        assert m.spread >= 0
+        assert m.algbw_Bps == pytest.approx(m.nbytes / m.time_s)
+        assert m.busbw_Bps == pytest.approx(m.algbw_Bps * factor)
+        assert (m.check, m.error, m.native, m.ratio) == ("ok", None, None, None)
+        assert (m.iters, m.warmup, m.nranks, m.dtype, m.backend) == (5, 2, p, "float32", "numpy")
+        d = m.to_dict()
+        assert d["time_s"] == m.time_s and json.loads(json.dumps(d)) == d
+
+
+def test_baseline_ratio_is_busbw_over_native_busbw():
+    s = commsim.build("allreduce", "ring", nranks=4)
+    [m] = measure(s, WithNative(), BenchRequest((1 << 14,), iters=4, warmup=1))
+    assert m.check == "ok" and m.native == "numpy.sum"
+    assert m.native_busbw_Bps == pytest.approx(m.nbytes / m.native_time_s * 1.5)
+    assert m.ratio == pytest.approx(m.busbw_Bps / m.native_busbw_Bps)
+
+
+def test_failed_check_is_recorded_not_raised():
+    s = commsim.build("allreduce", "ring", nranks=3)
+    [m] = measure(s, Broken(), BenchRequest((1200,), iters=2, warmup=0))
+    assert m.check == "FAILED" and "rank" in m.error and "reference interpreter" in m.error
+    assert "FAILED at" in format_table([m])
+    [m] = measure(s, Broken(), BenchRequest((1200,), iters=2, warmup=0, check=False))
+    assert (m.check, m.error) == ("skipped", None)
+
+
+def test_bad_arguments_are_refused_before_running():
+    s = commsim.build("allreduce", "ring", nranks=4)
+    with pytest.raises(CommsimError, match=r"size 8B is below the smallest size .* \(16B"):
+        measure(s, "numpy", BenchRequest((1 << 20, 8)))
+    with pytest.raises(CommsimError, match="iters >= 1"):
+        measure(s, "numpy", BenchRequest((1024,), iters=0))
+    with pytest.raises(CommsimError, match="commsim run --backend mpi"):
+        measure(s, "mpi", BenchRequest((1024,)))
+
+
+def test_format_table_is_aligned_with_one_row_per_size():
+    s = commsim.build("allreduce", "ring", nranks=2)
+    ms = measure(s, WithNative(), BenchRequest((1024, 1 << 20), iters=2, warmup=0))
+    lines = format_table(ms).splitlines()
+    assert lines[0].split()[:3] == ["size", "count", "time"] and set(lines[1]) <= {"-", " "}
+    assert len(lines) == 4
+    assert lines[2].split()[0] == "1KiB" and lines[3].endswith("ok")
+    end = lines[0].index("ratio") + len("ratio")  # numbers are right-aligned under their heads
+    assert all(line[end - 1] == "x" for line in lines[2:])
+
+
+def test_progress_bar_draws_only_when_asked():
+    out = io.StringIO()
+    with Progress(3, "t", stream=out, enabled=True) as bar:
+        for _ in range(3):
+            bar.update(note="x")
+    assert "[" in out.getvalue() and "3/3" in out.getvalue() and out.getvalue().endswith("\n")
+    quiet = io.StringIO()  # not a terminal: off by default
+    with Progress(3, "t", stream=quiet) as bar:
+        bar.update(3)
+    assert quiet.getvalue() == ""
+
+
+# -- commsim run ---------------------------------------------------------------------------------
+
+
+def run_cli(capsys, *argv):
+    top = argparse.ArgumentParser(prog="commsim")
+    add_parser(top.add_subparsers(dest="command"))
+    args = top.parse_args(["run", *argv])
+    rc = args._run(args)
+    return rc, *capsys.readouterr()
+
+
+def test_cli_run_table(capsys):
+    rc, out, _ = run_cli(
+        capsys, "-c", "allreduce", "-a", "ring", "-p", "3", "--backend", "numpy",
+        "-s", "1KiB,4KiB", "--iters", "2", "--warmup", "0",
+    )  # fmt: skip
+    assert rc == 0
+    lines = out.splitlines()
+    assert lines[0].startswith("# allreduce/ring p=3 on numpy, float32")
+    assert len(lines) == 5 and lines[3].split()[0] == "1020B" and lines[4].endswith("ok")
+
+
+def test_cli_run_json_with_param_and_root(capsys):
+    rc, out, _ = run_cli(
+        capsys, "-c", "broadcast", "-a", "chain", "-p", "3", "--root", "2", "--param",
+        "segments=2", "--backend", "numpy", "-s", "256B", "--iters", "1", "--warmup", "0",
+        "--dtype", "int32", "--json",
+    )  # fmt: skip
+    assert rc == 0
+    doc = json.loads(out)
+    assert (doc["root"], doc["params"]["segments"], doc["dtype"]) == (2, 2, "int32")
+    [m] = doc["measurements"]
+    assert m["check"] == "ok" and m["nbytes"] == 256 and m["native_busbw_Bps"] is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-c", "allreduce", "-a", "ring", "-p", "2,4"], "one rank count"),
+        (["-c", "allreduce", "-a", "ring", "-p", "2", "--dtype", "str"], "numeric"),
+        (["-c", "allreduce", "-a", "ring", "-p", "2", "--dtype", "floaty"], "unknown dtype"),
+        (["-c", "allreduce", "-a", "rign", "-p", "2"], "did you mean ring"),
+        (["-c", "allreduce", "-a", "ring", "-p", "2", "--param", "x=1"], "no parameter"),
+        (["-c", "allreduce", "-a", "ring", "-p", "2", "-s", "1KB..1K"], "ambiguous"),
+    ],
+)
+def test_cli_run_bad_input_is_one_error(capsys, argv, message):
+    with pytest.raises(CommsimError, match=message):
+        run_cli(capsys, *argv, "--backend", "numpy")
+
+
+def test_measurement_is_plain_data():
+    fields = set(Measurement.__dataclass_fields__)
+    assert {"time_s", "algbw_Bps", "busbw_Bps", "native_busbw_Bps", "ratio", "check"} <= fields
+
+
+# -- the request ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"iters": 0}, r"need iters >= 1 \(timed runs per size\), got iters=0"),
+        ({"iters": 2.5}, "need iters >= 1"),
+        ({"warmup": -1}, r"need warmup >= 0 \(untimed runs first\), got warmup=-1"),
+        ({"seed": -3}, "need seed >= 0"),
+        ({"sizes": (1024, -8)}, "sizes must be >= 0 bytes, got -8"),
+        ({"sizes": ()}, "give at least one message size"),
+        ({"sizes": "1KiB"}, "sizes must be a sequence of byte counts"),
+        ({"sizes": (1.5,)}, "sizes must be whole numbers of bytes, got 1.5"),
+        ({"dtype": "bool"}, "dtype must be numeric, got 'bool'"),
+        ({"dtype": "floaty"}, "unknown dtype 'floaty'"),
+        ({"check": "yes"}, "check must be True or False"),
+    ],
+)
+def test_a_bad_request_is_one_sentence(kw, message):
+    with pytest.raises(CommsimError, match=message) as e:
+        BenchRequest(**{"sizes": (1024,), **kw})
+    assert "\n" not in str(e.value)
+
+
+def test_the_request_is_normalized_frozen_and_round_trips():
+    r = BenchRequest([4096, np.int64(64)], dtype="f4", check=np.bool_(False))
+    assert (r.sizes, r.dtype, r.check) == ((4096, 64), "float32", False)
+    assert type(r.sizes[1]) is int
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.iters = 3
+    d = r.to_dict()
+    assert json.loads(json.dumps(d)) == d and BenchRequest.from_dict(d) == r
+    with pytest.raises(CommsimError, match="unknown request field"):
+        BenchRequest.from_dict({**d, "units": 3})
+
+
+def test_measure_refuses_an_mpi_backend_object():
+    from commsim.exec.mpi import MpiBackend  # creating it starts no MPI
+
+    s = commsim.build("allreduce", "ring", nranks=2)
+    with pytest.raises(CommsimError, match="measure_mpi"):
+        measure(s, MpiBackend(), BenchRequest((1024,)))
+
+
+def test_a_hand_built_schedule_is_measured_and_checked(toy_allreduce):
+    ok, half = toy_allreduce(), toy_allreduce(complete=False)
+    assert ("allreduce", "toy") not in commsim.algorithms.REGISTRY
+    [m] = measure(ok, "numpy", BenchRequest((64,), iters=1, warmup=0))
+    assert (m.algorithm, m.check, m.nbytes) == ("toy", "ok", 64)
+    [m] = measure(half, "numpy", BenchRequest((64,), iters=1, warmup=0))
+    assert m.check == "FAILED" and m.error.startswith("schedule: allreduce 'half_toy'")
+
+
+# -- validate --------------------------------------------------------------------------------------
+
+
+VALIDATION_KEYS = [
+    "size",
+    "nbytes",
+    "predicted_best",
+    "predicted_s",
+    "measured_s",
+    "native",
+    "native_s",
+    "measured_over_predicted",
+    "fastest_measured",
+    "check",
+    "measured",
+]
+
+
+def test_validate_picks_the_predicted_winner_and_re_predicts_at_the_bytes_that_ran():
+    from commsim.bench import validate
+    from commsim.models import Hockney
+
+    model = Hockney(alpha=2e-6, beta=1 / 25e9, gamma=1 / 100e9)
+    names = ["ring", "recursive_doubling", "rabenseifner"]
+    schedules = [commsim.build("allreduce", a, nranks=4) for a in names]
+    request = BenchRequest((64, (1 << 20) + 4), iters=1, warmup=0)  # the second rounds down
+    vs, ms = validate(schedules, model, "numpy", request)
+    assert [v.predicted_best for v in vs] == ["recursive_doubling", "rabenseifner"]
+    # only the winners ran, schedule-major, size-minor
+    assert [(m.algorithm, m.size) for m in ms] == [
+        (a, n) for a in ("recursive_doubling", "rabenseifner") for n in request.sizes
+    ]
+    assert vs[1].nbytes == 1 << 20
+    for v, want in zip(vs, schedules[1:], strict=True):
+        assert list(v.to_dict()) == VALIDATION_KEYS and json.loads(json.dumps(v.to_dict()))
+        assert v.predicted_s == model.predict(want, float(v.nbytes)).time
+        assert v.nbytes <= v.size and v.check == "ok" and v.native is None
+        assert v.measured_over_predicted == pytest.approx(v.measured_s / v.predicted_s)
+    vs, ms = validate(schedules, model, "numpy", request, run_all=True)
+    assert len(ms) == 6 and all(set(v.measured) == set(names) for v in vs)
+    assert all(v.fastest_measured == min(v.measured, key=v.measured.get) for v in vs)
+
+
+def test_validate_refuses_bad_schedules_and_mpi_under_mpirun(monkeypatch):
+    from commsim.bench import validate
+    from commsim.models import Hockney
+
+    ring = commsim.build("allreduce", "ring", nranks=2)
+    request = BenchRequest((1024,))
+    with pytest.raises(CommsimError, match="distinct algorithm names"):
+        validate([ring, ring], Hockney(), "numpy", request)
+    with pytest.raises(CommsimError, match="at least one schedule"):
+        validate([], Hockney(), "numpy", request)
+    monkeypatch.setenv("PMI_RANK", "0")
+    with pytest.raises(
+        CommsimError, match=r"^validate starts mpirun itself: run it without mpirun$"
+    ):
+        validate([ring], Hockney(), "mpi", request)
+
+
+# -- layering ------------------------------------------------------------------------------------
+
+PACKAGE = Path(commsim.__file__).parent
+FORBIDDEN = ("commsim.algorithms", "commsim.cli", "commsim._cli")
+PRIVATE_MODULES_ALLOWED = ("commsim._progress", "commsim._compat")
+
+
+def _imports(path: Path) -> list[tuple[str, str | None]]:
+    """``(module, name)`` of every import in ``path``, function-level ones included."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out += [(a.name, None) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import"
+            out += [(node.module or "", a.name) for a in node.names]
+    return out
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted([*(PACKAGE / "bench").glob("*.py"), *(PACKAGE / "exec").glob("**/*.py")]),
+    ids=lambda p: str(p.relative_to(PACKAGE)),
+)
+def test_bench_and_exec_never_import_the_registry_or_the_cli(path):
+    package = ".".join(path.relative_to(PACKAGE.parent).parent.parts)
+    for module, name in _imports(path):
+        full = f"{module}.{name}" if name else module
+        assert not full.startswith(FORBIDDEN), f"{path.name} imports {full}"
+        assert not (module == "commsim" and name in ("algorithms", "build", "available", "cli"))
+        if path.parent.name == "bench":
+            assert module != "argparse", f"{path.name} imports argparse"
+            # no private name of another package: only this package's own private modules
+            private = [p for p in full.split(".") if p.startswith("_") and p != "__future__"]
+            if private and not module.startswith(package):
+                assert module in PRIVATE_MODULES_ALLOWED and not (name or "").startswith("_"), (
+                    f"{path.name} imports the private {full}"
+                )
