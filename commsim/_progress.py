@@ -40,7 +40,7 @@ _REDRAW_INTERVAL = 0.1  # seconds between redraws on a terminal
 
 
 class Progress:
-    """Progress of ``total`` units of work, drawn as ``LABEL [#####.....] done/total 50% done, 1.2s NOTE``.
+    """Progress of ``total`` units of work: ``LABEL [#####.....] done/total 50% done, 1.2s NOTE``.
 
     Args:
         total: units of work (e.g. timed runs).

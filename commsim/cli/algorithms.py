@@ -138,7 +138,8 @@ def _render_table(rows: tuple[AlgorithmInfo, ...]) -> str:
     headers = ["collective", "algorithm", "parameters", "constraints", "cost"]
     return (
         format_table(headers, table, "lllll")
-        + "\n\nn = message size (bytes), p = ranks. Details: commsim algorithms -c COLLECTIVE -a NAME"
+        + "\n\nn = message size (bytes), p = ranks. "
+        + "Details: commsim algorithms -c COLLECTIVE -a NAME"
     )
 
 

@@ -1,8 +1,8 @@
 """Figures for the command line: predicted time versus message size (``compare --plot``).
 
-Matplotlib is imported here only, and lazily by ``compare``, so ``import commsim`` never pays for it.
-The figure is drawn on an Agg canvas built directly (``matplotlib.figure.Figure``), which needs no
-display and leaves pyplot's global state and backend alone.
+Matplotlib is imported here only, and lazily by ``compare``, so ``import commsim`` never pays for
+it. The figure is drawn on an Agg canvas built directly (``matplotlib.figure.Figure``), which needs
+no display and leaves pyplot's global state and backend alone.
 """
 
 from __future__ import annotations
