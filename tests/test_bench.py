@@ -1,8 +1,7 @@
-"""``commsim.bench`` on one process (nccl-tests' definitions), and ``commsim run``, on numpy."""
+"""``commsim.bench`` on one process (nccl-tests' definitions), on numpy (``commsim run``: tests/cli)."""
 
 from __future__ import annotations
 
-import argparse
 import ast
 import dataclasses
 import io
@@ -14,7 +13,6 @@ import pytest
 
 import commsim
 from commsim import SPECS
-from commsim._cli_run import add_parser
 from commsim._progress import Progress
 from commsim.bench import BenchRequest, Measurement, format_table, measure
 from commsim.errors import CommsimError
@@ -120,57 +118,6 @@ def test_progress_bar_draws_only_when_asked():
     with Progress(3, "t", stream=quiet) as bar:
         bar.update(3)
     assert quiet.getvalue() == ""
-
-
-# -- commsim run ---------------------------------------------------------------------------------
-
-
-def run_cli(capsys, *argv):
-    top = argparse.ArgumentParser(prog="commsim")
-    add_parser(top.add_subparsers(dest="command"))
-    args = top.parse_args(["run", *argv])
-    rc = args._run(args)
-    return rc, *capsys.readouterr()
-
-
-def test_cli_run_table(capsys):
-    rc, out, _ = run_cli(
-        capsys, "-c", "allreduce", "-a", "ring", "-p", "3", "--backend", "numpy",
-        "-s", "1KiB,4KiB", "--iters", "2", "--warmup", "0",
-    )  # fmt: skip
-    assert rc == 0
-    lines = out.splitlines()
-    assert lines[0].startswith("# allreduce/ring p=3 on numpy, float32")
-    assert len(lines) == 5 and lines[3].split()[0] == "1020B" and lines[4].endswith("ok")
-
-
-def test_cli_run_json_with_param_and_root(capsys):
-    rc, out, _ = run_cli(
-        capsys, "-c", "broadcast", "-a", "chain", "-p", "3", "--root", "2", "--param",
-        "segments=2", "--backend", "numpy", "-s", "256B", "--iters", "1", "--warmup", "0",
-        "--dtype", "int32", "--json",
-    )  # fmt: skip
-    assert rc == 0
-    doc = json.loads(out)
-    assert (doc["root"], doc["params"]["segments"], doc["dtype"]) == (2, 2, "int32")
-    [m] = doc["measurements"]
-    assert m["check"] == "ok" and m["nbytes"] == 256 and m["native_busbw_Bps"] is None
-
-
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [
-        (["-c", "allreduce", "-a", "ring", "-p", "2,4"], "one rank count"),
-        (["-c", "allreduce", "-a", "ring", "-p", "2", "--dtype", "str"], "numeric"),
-        (["-c", "allreduce", "-a", "ring", "-p", "2", "--dtype", "floaty"], "unknown dtype"),
-        (["-c", "allreduce", "-a", "rign", "-p", "2"], "did you mean ring"),
-        (["-c", "allreduce", "-a", "ring", "-p", "2", "--param", "x=1"], "no parameter"),
-        (["-c", "allreduce", "-a", "ring", "-p", "2", "-s", "1KB..1K"], "ambiguous"),
-    ],
-)
-def test_cli_run_bad_input_is_one_error(capsys, argv, message):
-    with pytest.raises(CommsimError, match=message):
-        run_cli(capsys, *argv, "--backend", "numpy")
 
 
 def test_measurement_is_plain_data():

@@ -11,7 +11,6 @@ the remaining p (completing every row × p = 1..8) are marked ``slow``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -27,7 +26,6 @@ jax = pytest.importorskip("jax")
 
 import commsim  # noqa: E402
 from commsim import COLLECTIVES, Schedule, Step, spec  # noqa: E402
-from commsim._cli_run import add_parser  # noqa: E402
 from commsim.algorithms import REGISTRY  # noqa: E402
 from commsim.errors import CommsimError  # noqa: E402
 from commsim.exec import check_outputs, execute, interpret, layout, random_inputs  # noqa: E402
@@ -206,11 +204,10 @@ def test_ring_lowers_to_one_unmasked_ppermute_per_step():
 
 
 def test_cli_run_on_the_mesh_against_psum(capsys):
-    top = argparse.ArgumentParser(prog="commsim")
-    add_parser(top.add_subparsers(dest="command"))
+    from commsim.cli import main
+
     argv = ["run", "-c", "allreduce", "-a", "ring", "-p", "4", "-s", "4KiB", "--iters", "2"]
-    args = top.parse_args([*argv, "--warmup", "1", "--json"])
-    assert args._run(args) == 0
+    assert main([*argv, "--warmup", "1", "--json"]) == 0
     [m] = json.loads(capsys.readouterr().out)["measurements"]
     assert (m["backend"], m["native"], m["check"]) == ("jax", "lax.psum", "ok")
     assert m["ratio"] == pytest.approx(m["busbw_Bps"] / m["native_busbw_Bps"])

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
 
-from commsim import cli
+import commsim
+from commsim.bench import BenchRequest
+from commsim.cli import main, validate
+from commsim.cli.schedules import ScheduleChoice
 from commsim.models import Hockney
 
 
 def _run(capsys, *argv):
-    rc = cli.main(["validate", *argv])
+    rc = main(["validate", *argv])
     out = capsys.readouterr()
     return rc, out.out, out.err
 
@@ -31,8 +35,6 @@ def test_validate_runs_the_predicted_winners_on_numpy(capsys):
         assert r["check"] == "ok" and r["measured_s"] > 0
         assert r["measured_over_predicted"] == pytest.approx(r["measured_s"] / r["predicted_s"])
     # the prediction is the model's at the bytes that ran
-    import commsim
-
     m = Hockney(alpha=2e-6, beta=1 / 25e9, gamma=1 / 100e9)
     s = commsim.build("allreduce", "rabenseifner", nranks=4)
     assert big["predicted_s"] == pytest.approx(m.predict(s, big["nbytes"]).time, rel=1e-12)
@@ -45,13 +47,7 @@ def test_validate_all_measures_every_algorithm(capsys):
     )  # fmt: skip
     assert rc == 0
     [r] = json.loads(out)["results"]
-    assert set(r["measured"]) == set(commsim_available("allgather"))
-
-
-def commsim_available(c):
-    import commsim
-
-    return commsim.available(c)
+    assert set(r["measured"]) == set(commsim.available("allgather"))
 
 
 @pytest.mark.mpi
@@ -69,3 +65,25 @@ def test_validate_on_mpi_processes_prints_measured_next_to_predicted(capsys):
 def test_validate_errors_are_one_line(capsys):
     rc, _, err = _run(capsys, "-c", "allreduce", "-p", "4,8", "--backend", "numpy")
     assert rc == 2 and err.count("\n") == 1
+
+
+def test_parse_gives_a_frozen_request():
+    args = argparse.Namespace(
+        collective="allreduce", algorithm="ring,direct", nranks="4", param=[], root=None,
+        sizes="1MiB", alpha="1us", beta=None, gamma=None, ports="single", backend="numpy",
+        dtype="float64", iters=2, warmup=0, timeout=30, all=True, json=True, progress=False,
+    )  # fmt: skip
+    request = validate.parse(args)
+    assert request.schedules.algorithms == ("ring", "direct") and request.run_all
+    assert request.bench == BenchRequest(sizes=(2**20,), dtype="float64", iters=2, warmup=0)
+    assert request.model.alpha == 1e-6 and request.backend == "numpy"
+
+
+def test_compute_without_argparse():
+    choice = ScheduleChoice("allreduce", ("ring", "direct"), (3,), {"ring": {}, "direct": {}})
+    bench = BenchRequest(sizes=(3000,), iters=1, warmup=0)
+    request = validate.ValidateRequest(choice, Hockney(), "numpy", bench, run_all=True)
+    result = validate.compute(request)
+    [v] = result.validations
+    assert set(v.measured) == {"ring", "direct"} and not result.failed
+    assert "predicted best" in validate.render(result, as_json=False)

@@ -1,0 +1,56 @@
+r"""The ``commsim`` command line: list, verify, predict, compare and run collective algorithms.
+
+Commands (``commsim COMMAND --help`` shows each one's options and examples)::
+
+    commsim algorithms [-c COLLECTIVE] [-a ALGORITHM] [--json]
+    commsim verify     -c COLLECTIVE [-a A1,A2,..] -p P[,P..] [--param k=v] [--root R] [--json]
+    commsim verify     --file schedule.json
+    commsim predict    -c COLLECTIVE -a ALGORITHM -p P [-s SIZES] [MODEL] [--json]
+    commsim predict    --file schedule.json [-s SIZES] [MODEL] [--json]
+    commsim compare    -c COLLECTIVE [-a A1,A2,..] -p P[,P..] [-s SIZES] [MODEL] [--json] [--plot F]
+    commsim validate   -c COLLECTIVE [-a A1,A2,..] -p P [-s SIZES] [MODEL] [--backend B] [--all]
+    commsim run        -c COLLECTIVE -a ALGORITHM -p P [-s SIZES] [--backend B] [--json]
+
+Units. Sizes are bytes with an optional unit: ``B``, decimal ``KB MB GB`` (powers of 1000) or
+binary ``KiB MiB GiB`` (powers of 1024); ``--sizes`` takes lists and ranges (``1KiB,64MiB``,
+``1KiB..1GiB`` doubling, ``1KB..1GB:x10``, ``0..4KiB:+1KiB``), as ``-p`` does for rank counts
+(``8,64,1024``, ``2..1024``). A size is the collective's ``nbytes`` as nccl-tests counts it: the
+vector for allreduce/broadcast/reduce, the gathered output for allgather, the input for
+reduce-scatter, the per-rank send buffer for alltoall. Times take ``s, ms, us, ns`` (a bare number
+is seconds); ``--beta``/``--gamma`` take a bandwidth (``25GB/s``, ``200Gb/s``) or seconds per byte
+(``4e-11s/B``).
+
+Model defaults are :class:`commsim.models.Hockney`'s and describe a 200 Gb/s (HDR) InfiniBand
+cluster: α = 2 µs per message (MPI latency through one switch), β = 1/(25 GB/s) (the link's byte
+rate), γ = 1/(100 GB/s) (a reduction kernel streaming near memory bandwidth), single-port full
+duplex.
+
+Output: aligned tables by default; ``--json`` prints one JSON document on stdout with sizes in
+bytes (``nbytes``), times in seconds (``*_s``), bandwidths in bytes/s (``*_Bps``) and ``null`` for
+a number that is not finite. A progress bar goes to stderr for long runs (``--progress``).
+
+Memory: before a schedule is iterated, its footprint is estimated (:mod:`commsim.cli.memory`)
+against ``--memory-limit`` (default 75% of physical RAM). ``verify`` and ``predict`` refuse a
+``p`` that would not fit; ``compare`` skips that algorithm with a note.
+
+Exit status: 0 success; 1 a schedule failed verification or a run its check (a result, not a
+usage error); 2 bad input (unknown name, unparsable value, malformed schedule file, a ``p`` that
+would not fit in memory), reported as one ``commsim[ COMMAND]: error: ...`` line on stderr; 130
+interrupted.
+
+Layout. One module per command (:mod:`~commsim.cli.algorithms`, :mod:`~commsim.cli.verify`,
+:mod:`~commsim.cli.predict`, :mod:`~commsim.cli.compare`, :mod:`~commsim.cli.validate`,
+:mod:`~commsim.cli.run`), each with the same anatomy: ``HELP``, ``DESCRIPTION`` and ``EXAMPLES``;
+a frozen request dataclass; ``add_arguments(parser)``; ``parse(args) -> request`` (the only code
+that reads the argparse namespace, with the argument groups it uses); ``compute(request)`` (no
+printing, no argparse); ``render(result, as_json) -> str``; ``main(args) -> int``. Shared parts:
+:mod:`~commsim.cli.arguments` (parser, ``--sizes``, help epilogs), :mod:`~commsim.cli.schedules`
+(``-c -a -p --param --root --file``), :mod:`~commsim.cli.model` (the model from ``--alpha``...),
+:mod:`~commsim.cli.execution` (``--backend``, ``--iters``...), :mod:`~commsim.cli.memory`,
+:mod:`~commsim.cli.output` (tables, JSON) and :mod:`~commsim.cli.plot`. Adding a command is one
+module and one entry in :data:`COMMANDS`. Nothing outside this package imports it.
+"""
+
+from commsim.cli._main import COMMANDS, main
+
+__all__ = ["COMMANDS", "main"]

@@ -1,0 +1,258 @@
+"""``commsim compare``: predicted times of several algorithms over rank counts and sizes, the
+fastest per size, and optionally a figure."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from commsim import units
+from commsim._ir import Schedule
+from commsim._progress import Progress
+from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
+from commsim.cli.errors import EXIT_OK, UsageError, one_line
+from commsim.cli.memory import MemoryBudget
+from commsim.cli.model import add_model_group, parse_model
+from commsim.cli.output import add_output_group, format_ratio, format_table, to_json
+from commsim.cli.schedules import ScheduleChoice, ScheduleGroup
+from commsim.errors import ResourceError, ScheduleError
+from commsim.models import Model
+
+__all__ = [
+    "DESCRIPTION",
+    "EXAMPLES",
+    "HELP",
+    "CompareRequest",
+    "CompareResult",
+    "Panel",
+    "add_arguments",
+    "compute",
+    "main",
+    "parse",
+    "render",
+]
+
+HELP = "compare algorithms' predicted times over rank counts and sizes; pick the fastest"
+DESCRIPTION = """\
+For each rank count, a table of predicted times (rows: sizes, columns: algorithms) with
+the fastest marked * and named in the 'winner' column, next to the lower bound. By
+default every algorithm of the collective takes part; one whose schedule would not fit
+in memory (or does not support a p) is skipped with a note. Long sweeps show a
+progress bar on stderr."""
+EXAMPLES = """\
+  commsim compare -c allreduce -p 64
+  commsim compare -c allreduce -a ring,rabenseifner -p 8,64,1024 -s 1KiB..1GiB:x4
+  commsim compare -c allreduce -p 2..1024 -s 4KiB,64MiB --plot allreduce.png
+  commsim compare -c allgather -p 128 --alpha 5us --beta 400Gb/s --json"""
+
+SCHEDULES = ScheduleGroup("compare", many_algorithms=True, many_nranks=True)
+_PLOT_FORMATS = (".png", ".pdf", ".svg")
+
+
+@dataclasses.dataclass(frozen=True)
+class CompareRequest:
+    """Predict every schedule of ``schedules`` at ``sizes`` (bytes) with ``model``; with
+    ``plot``, also draw the result there."""
+
+    schedules: ScheduleChoice
+    sizes: tuple[int, ...]
+    model: Model
+    budget: MemoryBudget
+    plot: Path | None = None
+    as_json: bool = False
+    progress: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Panel:
+    """One rank count: predicted ``times`` per algorithm (s per size), the ``lower_bound`` per
+    size, the fastest algorithm per size, and the algorithms ``skipped`` with why."""
+
+    nranks: int
+    times: Mapping[str, np.ndarray]
+    lower_bound: np.ndarray
+    winners: tuple[str, ...]
+    skipped: Mapping[str, str]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CompareResult:
+    """One :class:`Panel` per rank count; ``plot`` is the figure written, if any."""
+
+    collective: str
+    algorithms: tuple[str, ...]
+    model: Model
+    sizes: np.ndarray
+    panels: tuple[Panel, ...]
+    plot: Path | None = None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    SCHEDULES.add(parser)
+    add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
+    output = add_output_group(parser, memory_limit=True)
+    output.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="also write a log-log figure of time vs size (.png, .pdf or .svg): one panel per p, "
+        "one line per algorithm, the lower bound dashed",
+    )
+
+
+def parse(args: argparse.Namespace) -> CompareRequest:
+    budget = MemoryBudget.parse(args.memory_limit)
+    schedules = SCHEDULES.parse(args)
+    assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
+    sizes, model = parse_sizes(args.sizes), parse_model(args)
+    plot = _plot_path(args.plot) if args.plot else None
+    return CompareRequest(schedules, sizes, model, budget, plot, args.json, args.progress)
+
+
+def _plot_path(text: str) -> Path:
+    path = Path(text)
+    if path.suffix.lower() not in _PLOT_FORMATS:
+        raise UsageError(f"--plot {text!r}: the name must end in {', '.join(_PLOT_FORMATS)}")
+    if not path.parent.is_dir():
+        raise UsageError(f"--plot {text!r}: directory {str(path.parent)!r} does not exist")
+    return path
+
+
+def compute(request: CompareRequest) -> CompareResult:
+    """Build everything first (failures and memory skips are known before the long part),
+    predict, pick the winners, and draw the figure if asked."""
+    choice, sizes = request.schedules, np.array(request.sizes, dtype=np.float64)
+    built = [_build(choice, p, request.budget, len(sizes)) for p in choice.nranks]
+    if not any(schedules for schedules, _ in built):
+        reasons = {why for _, skipped in built for why in skipped.values()}
+        raise UsageError("nothing to compare: " + "; ".join(sorted(reasons)))
+    total = sum(s.nsteps * s.nranks for schedules, _ in built for s in schedules.values())
+    with Progress(total, "commsim", enabled=request.progress, count=False) as bar:
+        panels = tuple(
+            _panel(choice.collective, p, schedules, skipped, request.model, sizes, bar)
+            for p, (schedules, skipped) in zip(choice.nranks, built, strict=True)
+        )
+    result = CompareResult(choice.collective, choice.algorithms, request.model, sizes, panels)
+    if request.plot is None:
+        return result
+    from commsim.cli import plot
+
+    drawn = [pn for pn in panels if pn.times]
+    plot.plot_compare(request.plot, choice.collective, request.model.describe(), sizes, drawn)
+    return dataclasses.replace(result, plot=request.plot)
+
+
+def _build(
+    choice: ScheduleChoice, nranks: int, budget: MemoryBudget, nsizes: int
+) -> tuple[dict[str, Schedule], dict[str, str]]:
+    """The schedules on ``nranks`` ranks that fit, and why the others were skipped."""
+    schedules, skipped = {}, {}
+    for a in choice.algorithms:
+        try:
+            s = choice.build(a, nranks, budget)
+            budget.check_predict(s, nsizes)
+        except (ResourceError, ScheduleError) as e:
+            skipped[a] = one_line(e)
+            continue
+        schedules[a] = s
+    return schedules, skipped
+
+
+def _panel(
+    collective: str,
+    nranks: int,
+    schedules: Mapping[str, Schedule],
+    skipped: Mapping[str, str],
+    model: Model,
+    sizes: np.ndarray,
+    bar: Progress,
+) -> Panel:
+    times = {
+        a: np.atleast_1d(np.asarray(model.predict(bar.track(s, f"p={nranks} {a}"), sizes).time))
+        for a, s in schedules.items()
+    }
+    bound = np.atleast_1d(np.asarray(model.lower_bound(collective, nranks, sizes)))
+    names = list(times)
+    winners = [names[i] for i in np.argmin([times[a] for a in names], axis=0)] if names else []
+    return Panel(nranks, times, bound, tuple(winners), dict(skipped))
+
+
+def render(result: CompareResult, as_json: bool) -> str:
+    if as_json:
+        return to_json(
+            {
+                "collective": result.collective,
+                "model": result.model.to_dict(),
+                "sizes": result.sizes.astype(np.int64),
+                "algorithms": result.algorithms,
+                "results": [
+                    {
+                        "nranks": pn.nranks,
+                        "time_s": pn.times,
+                        "lower_bound_s": pn.lower_bound,
+                        "winner": pn.winners,
+                        "skipped": pn.skipped,
+                    }
+                    for pn in result.panels
+                ],
+                "plot": str(result.plot) if result.plot else None,
+            }
+        )
+    lines = [
+        f"{result.collective}: predicted time; model: {result.model.describe()}",
+        "* marks the fastest algorithm per size; bound: Chan et al. 2007 lower bound",
+    ]
+    lines += [_render_panel(result.collective, result.sizes, pn) for pn in result.panels]
+    if result.plot is not None:
+        lines.append(f"\nplot written to {result.plot}")
+    return "\n".join(lines)
+
+
+def _render_panel(collective: str, sizes: np.ndarray, pn: Panel) -> str:
+    lines = [f"\n{collective}, p={pn.nranks}"]
+    names = list(pn.times)
+    if names:
+        rows = []
+        for j, n in enumerate(sizes):
+            win = pn.winners[j]
+            cells = [units.format_time(pn.times[a][j]) + ("*" if a == win else " ") for a in names]
+            t_win, lb = pn.times[win][j], pn.lower_bound[j]
+            rows.append(
+                [
+                    units.format_size(int(n)),
+                    *cells,
+                    units.format_time(lb),
+                    win,
+                    format_ratio(t_win, lb),
+                ]
+            )
+        headers = ["size", *(f"{a} " for a in names), "bound", "winner", "winner/bound"]
+        lines.append(format_table(headers, rows, "r" + "r" * len(names) + "rlr"))
+        lines.append("fastest: " + _ranges(sizes, pn.winners))
+    lines += [f"note: skipped {a}: {why}" for a, why in pn.skipped.items()]
+    return "\n".join(lines)
+
+
+def _ranges(sizes: np.ndarray, winners: Sequence[str]) -> str:
+    """``"a for 1KiB..16KiB, b for 32KiB..1GiB"``: runs of equal winners over the sizes."""
+    runs: list[tuple[str, int, int]] = []
+    for j, w in enumerate(winners):
+        if runs and runs[-1][0] == w:
+            runs[-1] = (w, runs[-1][1], j)
+        else:
+            runs.append((w, j, j))
+
+    def span(i: int, k: int) -> str:
+        lo, hi = units.format_size(int(sizes[i])), units.format_size(int(sizes[k]))
+        return lo if i == k else f"{lo}..{hi}"
+
+    return ", ".join(f"{w} for {span(i, k)}" for w, i, k in runs)
+
+
+def main(args: argparse.Namespace) -> int:
+    request = parse(args)
+    print(render(compute(request), request.as_json))
+    return EXIT_OK

@@ -1,0 +1,28 @@
+"""Exit statuses and the command line's one error class.
+
+Every error the command line reports is a :class:`commsim.CommsimError`: bad input found while
+parsing is a :class:`UsageError`; a schedule that would not fit in memory a
+:class:`commsim.ResourceError`; an unknown name a :class:`commsim.UnknownNameError`; a malformed
+schedule file a :class:`commsim.ScheduleError`. :func:`commsim.cli.main` prints any of them as one
+``commsim: error: ...`` line and exits with :data:`EXIT_USAGE`.
+"""
+
+from __future__ import annotations
+
+from commsim.errors import CommsimError
+
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_OK", "EXIT_USAGE", "UsageError", "one_line"]
+
+EXIT_OK = 0  # success
+EXIT_FAILED = 1  # a result, not a usage error: a schedule failed verification, a run its check
+EXIT_USAGE = 2  # bad input, reported as one line on stderr
+EXIT_INTERRUPTED = 130  # Ctrl-C
+
+
+class UsageError(CommsimError):
+    """Bad command-line input found after argparse (printed as one line, exit status 2)."""
+
+
+def one_line(error: BaseException) -> str:
+    """The error's message on one line (white space folded), as the command line prints it."""
+    return " ".join(str(error).split())

@@ -1,0 +1,76 @@
+"""The memory budget: refuse a schedule before it is iterated if it would not fit.
+
+Schedules are built lazily, so a rank count of a million costs nothing until someone pulls its
+steps. Before that, each command checks what its consumer will hold against ``--memory-limit``
+(default 75% of physical RAM): the verifier's state (:func:`commsim._verify.memory_estimate`), or a
+prediction's one step of transfers plus ``O(p · sizes)`` clocks. ``verify`` and ``predict`` refuse
+a ``p`` that would not fit; ``compare`` skips it with a note.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+from commsim import _verify, units
+from commsim._ir import Schedule
+from commsim.errors import ResourceError
+
+__all__ = ["RAM_FRACTION", "MemoryBudget"]
+
+#: share of physical RAM a command may use when ``--memory-limit`` is not given
+RAM_FRACTION = 0.75
+_BYTES_PER_RANK = 64  # any schedule holds a few O(p) arrays
+_PREDICT_BYTES_PER_TRANSFER = 100  # one step's transfer and message arrays in the model
+_SMALL_MACHINE = 8 * 2**30  # assumed RAM where the system does not say (not POSIX)
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryBudget:
+    """At most ``limit`` bytes; ``why`` says where the limit comes from, for the error message."""
+
+    limit: float
+    why: str
+
+    @classmethod
+    def parse(cls, memory_limit: str | None) -> MemoryBudget:
+        """The budget of ``--memory-limit`` (a size), or 75% of physical RAM when it is ``None``."""
+        if memory_limit:
+            return cls(units.parse_size(memory_limit), "--memory-limit")
+        try:
+            ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (AttributeError, ValueError, OSError):
+            ram = _SMALL_MACHINE
+        return cls(ram * RAM_FRACTION, f"{RAM_FRACTION:.0%} of {_gib(ram)} RAM")
+
+    def check(self, nranks: int, need: float, what: str, hard_limit: float | None = None) -> None:
+        """Raise :class:`commsim.ResourceError` if ``need`` bytes (for ``what``) do not fit."""
+        limit = self.limit if hard_limit is None else min(hard_limit, self.limit)
+        if need > limit:
+            why = self.why if limit == self.limit else "the verifier's limit"
+            raise ResourceError(
+                f"p={nranks} needs about {_gib(need)} ({what}), more than the {_gib(limit)} "
+                f"available ({why}); use a smaller p"
+            )
+
+    def check_build(self, nranks: int) -> None:
+        """Building any schedule on ``nranks`` ranks holds a few ``O(p)`` arrays."""
+        self.check(nranks, nranks * _BYTES_PER_RANK, f"{_BYTES_PER_RANK} B per rank to build")
+
+    def check_verify(self, schedule: Schedule) -> None:
+        """What :func:`commsim.verify` holds for ``schedule``."""
+        p, need = schedule.nranks, _verify.memory_estimate(schedule)
+        what = f"{p} ranks x {schedule.nslots} slots of verifier state"
+        self.check(p, need, what, _verify.MEMORY_LIMIT)
+
+    def check_predict(self, schedule: Schedule, nsizes: int) -> None:
+        """What a model holds predicting ``schedule`` at ``nsizes`` sizes: one step, the clocks."""
+        hint = schedule.max_step_transfers_hint  # never iterate a schedule just to size it
+        t = schedule.nranks if hint is None else max(int(hint), schedule.nranks)
+        clocks = 8 * nsizes * (3 * schedule.nranks + schedule.nsteps)
+        need = t * (_PREDICT_BYTES_PER_TRANSFER + 8 * nsizes) + clocks
+        self.check(schedule.nranks, need, f"{t} transfers in a step x {nsizes} sizes to predict")
+
+
+def _gib(nbytes: float) -> str:
+    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 0.1 * 2**30 else f"{nbytes / 2**20:.1f} MiB"

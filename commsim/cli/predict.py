@@ -1,0 +1,179 @@
+"""``commsim predict``: one schedule's predicted time, algbw and busbw over message sizes."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+import numpy as np
+
+from commsim import units
+from commsim._ir import Schedule, Step
+from commsim._progress import Progress
+from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
+from commsim.cli.errors import EXIT_OK
+from commsim.cli.memory import MemoryBudget
+from commsim.cli.model import add_model_group, parse_model
+from commsim.cli.output import (
+    add_output_group,
+    format_bandwidth,
+    format_params,
+    format_ratio,
+    format_table,
+    to_json,
+)
+from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
+from commsim.models import Model
+
+__all__ = [
+    "DESCRIPTION",
+    "EXAMPLES",
+    "HELP",
+    "PredictRequest",
+    "PredictResult",
+    "add_arguments",
+    "compute",
+    "main",
+    "parse",
+    "render",
+]
+
+HELP = "predict one algorithm's time, algbw and busbw over message sizes"
+DESCRIPTION = """\
+Time one schedule under the Hockney alpha-beta-gamma model (per-rank clocks) for each
+message size. Columns: time; algbw = size/time and busbw = algbw x nccl-tests' factor
+(decimal GB/s, as nccl-tests reports); the Chan et al. 2007 lower bound no algorithm can
+beat under the same model, and the ratio to it."""
+EXAMPLES = """\
+  commsim predict -c allreduce -a ring -p 64 --sizes 1KiB..1GiB
+  commsim predict -c allreduce -a ring -p 64 -s 64MiB --beta 200Gb/s --alpha 1.5us
+  commsim predict -c allgather -a ring -p 1024 -s 1MiB,1GiB --ports multi --json
+  commsim predict --file my_schedule.json -s 1MiB"""
+
+SCHEDULES = ScheduleGroup("predict", file=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class PredictRequest:
+    """Predict the one schedule of ``schedules`` with ``model`` at each of ``sizes`` (bytes)."""
+
+    schedules: ScheduleChoice | ScheduleFile
+    sizes: tuple[int, ...]
+    model: Model
+    budget: MemoryBudget
+    as_json: bool = False
+    progress: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class PredictResult:
+    """Per size (arrays along ``sizes``): the predicted time (s), algbw and busbw (bytes/s) and
+    the model's lower bound (s); ``ntransfers`` counted while predicting."""
+
+    schedule: Schedule
+    ntransfers: int
+    model: Model
+    sizes: np.ndarray
+    time: np.ndarray
+    algbw: np.ndarray
+    busbw: np.ndarray
+    lower_bound: np.ndarray
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    SCHEDULES.add(parser)
+    add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
+    add_output_group(parser, memory_limit=True)
+
+
+def parse(args: argparse.Namespace) -> PredictRequest:
+    budget = MemoryBudget.parse(args.memory_limit)
+    sizes = parse_sizes(args.sizes)
+    model = parse_model(args)
+    return PredictRequest(SCHEDULES.parse(args), sizes, model, budget, args.json, args.progress)
+
+
+def compute(request: PredictRequest) -> PredictResult:
+    [s] = request.schedules.build_all(request.budget)
+    sizes = np.array(request.sizes, dtype=np.float64)
+    request.budget.check_predict(s, len(sizes))
+    with Progress(s.nsteps * s.nranks, "commsim", enabled=request.progress, count=False) as bar:
+        counted, ntransfers = _counting(bar.track(s, f"predict {s.algorithm} p={s.nranks}"))
+        pred = request.model.predict(counted, sizes)
+    bound = request.model.lower_bound(s.collective, s.nranks, sizes)
+    with np.errstate(invalid="ignore"):  # p = 1: time 0, algbw inf, busbw factor 0
+        time, algbw, busbw, bound = (
+            np.atleast_1d(np.asarray(x, float)) for x in (pred.time, pred.algbw, pred.busbw, bound)
+        )
+    return PredictResult(s, ntransfers[0], request.model, sizes, time, algbw, busbw, bound)
+
+
+def _counting(schedule: Schedule) -> tuple[Schedule, list[int]]:
+    """``schedule`` whose step function counts the transfers pulled into ``[count]``."""
+    count = [0]
+
+    def step_fn(i: int) -> Step:
+        step = schedule.step(i)
+        count[0] += len(step.src)
+        return step
+
+    return dataclasses.replace(schedule, step_fn=step_fn), count
+
+
+def render(result: PredictResult, as_json: bool) -> str:
+    s, columns = result.schedule, _columns(result)
+    if as_json:
+        return to_json(
+            {
+                "collective": s.collective,
+                "root": s.root,
+                "algorithm": s.algorithm,
+                "nranks": s.nranks,
+                "params": s.params,
+                "nsteps": s.nsteps,
+                "ntransfers": result.ntransfers,
+                "model": result.model.to_dict(),
+                "results": [
+                    {
+                        "nbytes": int(n),
+                        "time_s": t,
+                        "algbw_Bps": a,
+                        "busbw_Bps": b,
+                        "lower_bound_s": lb,
+                        "ratio_to_bound": t / lb if lb > 0 else None,
+                    }
+                    for n, t, a, b, lb in columns
+                ],
+            }
+        )
+    root = f" root={s.root}" if s.spec.rooted else ""
+    params = format_params(s.params)
+    params = f" {params}" if params != "-" else ""
+    table = [
+        [
+            units.format_size(int(n)),
+            units.format_time(t),
+            format_bandwidth(a),
+            format_bandwidth(b),
+            units.format_time(lb),
+            format_ratio(t, lb),
+        ]
+        for n, t, a, b, lb in columns
+    ]
+    headers = ["size", "time", "algbw", "busbw", "bound", "time/bound"]
+    return (
+        f"{s.collective}{root} {s.algorithm}{params}, p={s.nranks}: {s.nsteps} steps, "
+        f"{result.ntransfers:,} transfers\n"
+        f"model: {result.model.describe()}; bound: Chan et al. 2007 lower bound\n\n"
+        + format_table(headers, table, "rrrrrr")
+    )
+
+
+def _columns(r: PredictResult) -> list[tuple[float, float, float, float, float]]:
+    return list(zip(r.sizes, r.time, r.algbw, r.busbw, r.lower_bound, strict=True))
+
+
+def main(args: argparse.Namespace) -> int:
+    request = parse(args)
+    print(render(compute(request), request.as_json))
+    return EXIT_OK

@@ -1,0 +1,163 @@
+"""``commsim run``: execute one algorithm for real on a backend and time it like nccl-tests.
+
+Single-process backends (``numpy``, ``jax``, ``cuda``) are timed here by
+:func:`commsim.bench.measure`; ``--backend mpi`` starts ``mpirun`` itself
+(:func:`commsim.bench.measure_mpi`) or, when the command already runs under the user's
+``mpirun``, measures in place on every rank (:func:`commsim.bench.measure_in_place`) and prints
+on rank 0. Either way the arguments are parsed once, here; the schedule travels to the ranks as
+a saved file, never as arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+
+from commsim._compat import ensure_cpu_devices
+from commsim._ir import Schedule
+from commsim.bench import (
+    DEFAULT_TIMEOUT,
+    BenchRequest,
+    Measurement,
+    format_table,
+    measure,
+    measure_in_place,
+    measure_mpi,
+    under_mpirun,
+)
+from commsim.cli.arguments import DEFAULT_RUN_SIZES, parse_sizes
+from commsim.cli.errors import EXIT_FAILED, EXIT_OK
+from commsim.cli.execution import ExecutionGroup
+from commsim.cli.memory import MemoryBudget
+from commsim.cli.output import add_output_group, to_json
+from commsim.cli.schedules import ScheduleChoice, ScheduleGroup
+
+__all__ = [
+    "DESCRIPTION",
+    "EXAMPLES",
+    "HELP",
+    "RunRequest",
+    "RunResult",
+    "add_arguments",
+    "compute",
+    "main",
+    "parse",
+    "render",
+]
+
+HELP = "run an algorithm for real on a backend and time it against the native collective"
+DESCRIPTION = """\
+Execute one schedule for real and time it like nccl-tests: for each size, warm-up runs, then
+--iters timed runs (median, min, max, spread), algbw = size/time and busbw = algbw x nccl-tests'
+factor (decimal GB/s), next to the backend's own collective timed in the same run (jax:
+lax.psum/psum_scatter/all_gather/all_to_all; mpi: MPI_Allreduce etc.) and the ratio
+busbw/native busbw. Each size's output is checked against the reference interpreter unless
+--no-check; exit status 1 if a check fails. Sizes are rounded down to what the schedule's slots
+divide evenly (the bytes that ran are shown). Backends: numpy (the reference interpreter), jax
+(one device per rank; on CPU the device count is set from -p unless XLA_FLAGS sets it), cuda
+(p simulated ranks on one GPU), mpi (one process per rank under mpirun)."""
+EXAMPLES = """\
+  commsim run -c allreduce -a ring -p 8 --backend jax --sizes 1MiB..64MiB
+  commsim run -c allreduce -a rabenseifner -p 4 --backend numpy -s 1KiB..1MiB --iters 5
+  commsim run -c broadcast -a binomial -p 6 --root 3 --backend jax --dtype int32 --json
+  commsim run -c broadcast -a chain -p 4 --param segments=16 --backend jax -s 4MiB
+  commsim run -c allreduce -a ring -p 2 --backend mpi -s 64MiB"""
+
+SCHEDULES = ScheduleGroup("run")
+EXECUTION = ExecutionGroup(
+    backend="jax", iters=20, warmup=5, optional_checks=True, sizes=DEFAULT_RUN_SIZES
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunRequest:
+    """Time the one schedule of ``schedules`` on ``backend`` as ``bench`` says."""
+
+    schedules: ScheduleChoice
+    backend: str
+    bench: BenchRequest
+    timeout: float = DEFAULT_TIMEOUT
+    as_json: bool = False
+    progress: bool | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunResult:
+    """The measurements (one per size); ``rank`` is this process's under the user's mpirun."""
+
+    schedule: Schedule
+    backend: str
+    bench: BenchRequest
+    measurements: tuple[Measurement, ...]
+    rank: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return any(m.check == "FAILED" for m in self.measurements)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    SCHEDULES.add(parser)
+    EXECUTION.add(parser)
+    add_output_group(parser)
+
+
+def parse(args: argparse.Namespace) -> RunRequest:
+    schedules = SCHEDULES.parse(args)
+    assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
+    bench = EXECUTION.parse(args, parse_sizes(args.sizes))
+    return RunRequest(schedules, args.backend, bench, float(args.timeout), args.json, args.progress)
+
+
+def compute(request: RunRequest) -> RunResult:
+    [schedule] = request.schedules.build_all(MemoryBudget.parse(None))
+    rank, bench, progress = 0, request.bench, request.progress
+    if request.backend == "mpi" and under_mpirun():
+        rank, ms = measure_in_place([schedule], bench)
+    elif request.backend == "mpi":
+        ms = measure_mpi([schedule], bench, timeout=request.timeout, progress=progress)
+    else:
+        if request.backend == "jax":
+            ensure_cpu_devices(schedule.nranks)
+        ms = measure(schedule, request.backend, bench, progress=progress)
+    return RunResult(schedule, request.backend, bench, tuple(ms), rank)
+
+
+def render(result: RunResult, as_json: bool) -> str:
+    s, bench = result.schedule, result.bench
+    if as_json:
+        return to_json(
+            {
+                "collective": s.collective,
+                "algorithm": s.algorithm,
+                "params": {k: v for k, v in s.params.items() if k != "root"},  # root: own key
+                "root": s.root,
+                "nranks": s.nranks,
+                "backend": result.backend,
+                "dtype": str(bench.dtype),
+                "measurements": [m.to_dict() for m in result.measurements],
+            }
+        )
+    native = result.measurements[0].native if result.measurements else None
+    root = f" root={s.root}" if s.spec.rooted else ""
+    median = (
+        "median over {} runs (slowest rank per run)"
+        if result.backend == "mpi"
+        else "median of {} runs"
+    )
+    return (
+        f"# {s.collective}/{s.algorithm} p={s.nranks}{root} on {result.backend}, {bench.dtype}, "
+        + median.format(bench.iters)
+        + f" after {bench.warmup} warm-up"
+        + (f"; baseline {native}" if native else "")
+        + "\n"
+        + format_table(list(result.measurements))
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    request = parse(args)
+    result = compute(request)
+    if result.rank == 0:
+        print(render(result, request.as_json))
+    return EXIT_FAILED if result.failed else EXIT_OK

@@ -1,0 +1,45 @@
+"""``commsim algorithms``."""
+
+from __future__ import annotations
+
+import argparse
+
+import commsim
+from commsim.cli import algorithms
+
+
+def test_algorithms_lists_ring_for_allreduce(cli):
+    rc, out, _ = cli("algorithms", "-c", "allreduce")
+    assert rc == 0
+    rows = [line.split() for line in out.splitlines()]
+    ring = next(r for r in rows if r[:2] == ["allreduce", "ring"])
+    assert "2(p-1)α" in " ".join(ring)  # the cost formula from the registry row
+    assert all(
+        r[0] in ("allreduce", "collective") for r in rows if r and r[0] in commsim.COLLECTIVES
+    )
+
+
+def test_algorithms_json_has_every_registry_row(cli_json):
+    doc = cli_json("algorithms")
+    assert {(d["collective"], d["algorithm"]) for d in doc} == set(commsim.algorithms.REGISTRY)
+    ring = next(d for d in doc if (d["collective"], d["algorithm"]) == ("allreduce", "ring"))
+    assert set(ring) >= {"params", "constraints", "cost", "reference"}
+    assert "name" not in ring  # the vocabulary: an algorithm's registry name is "algorithm"
+    assert ring["params"] == {}
+
+
+def test_algorithms_detail_prints_the_docstring(cli):
+    rc, out, _ = cli("algorithms", "-c", "allreduce", "-a", "ring")
+    assert rc == 0 and out.startswith("allreduce/ring") and "Examples:" in out
+
+
+def test_parse_gives_a_frozen_request():
+    args = argparse.Namespace(collective="allreduce", algorithm="ring", json=True)
+    request = algorithms.parse(args)
+    assert request == algorithms.AlgorithmsRequest("allreduce", "ring", as_json=True)
+
+
+def test_compute_and_render_without_argparse():
+    result = algorithms.compute(algorithms.AlgorithmsRequest(collective="allgather"))
+    assert {r.algorithm for r in result.rows} == set(commsim.available("allgather"))
+    assert not result.detail and "allgather" in algorithms.render(result, as_json=False)
