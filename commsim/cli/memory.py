@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 import os
 
-from commsim import _verify, units
+from commsim import units
 from commsim._ir import Schedule
+from commsim._verify import MEMORY_LIMIT, memory_estimate
 from commsim.errors import ResourceError
 
 __all__ = ["RAM_FRACTION", "MemoryBudget"]
@@ -59,9 +60,9 @@ class MemoryBudget:
 
     def check_verify(self, schedule: Schedule) -> None:
         """What :func:`commsim.verify` holds for ``schedule``."""
-        p, need = schedule.nranks, _verify.memory_estimate(schedule)
+        p, need = schedule.nranks, memory_estimate(schedule)
         what = f"{p} ranks x {schedule.nslots} slots of verifier state"
-        self.check(p, need, what, _verify.MEMORY_LIMIT)
+        self.check(p, need, what, MEMORY_LIMIT)
 
     def check_predict(self, schedule: Schedule, nsizes: int) -> None:
         """What a model holds predicting ``schedule`` at ``nsizes`` sizes: one step, the clocks."""

@@ -75,10 +75,10 @@ class ScheduleFile:
 
     def build_all(self, budget: MemoryBudget) -> list[Schedule]:
         """The file's schedule (loading validates it: a malformed file is a one-line error)."""
-        from commsim import _serialize
+        from commsim import load
 
         try:
-            return [_serialize.load(self.path)]
+            return [load(self.path)]
         except OSError as e:  # a directory, permissions: whatever load did not word itself
             raise UsageError(f"{self.path}: cannot read ({e.strerror or e})") from None
 
