@@ -203,7 +203,7 @@ def render(result: CompareResult, as_json: bool) -> str:
         )
     lines = [
         f"{result.collective}: predicted time; model: {result.model.describe()}",
-        "* marks the fastest algorithm per size; bound: Chan et al. 2007 lower bound",
+        f"* marks the fastest algorithm per size; bound: {result.model.bound_name}",
     ]
     lines += [_render_panel(result.collective, result.sizes, pn) for pn in result.panels]
     if result.plot is not None:

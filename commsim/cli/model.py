@@ -37,7 +37,9 @@ model:
   bytes costs b*gamma. The defaults describe a 200 Gb/s (HDR) InfiniBand cluster:
   alpha = {_ALPHA} (MPI latency through one switch), beta = 1/({_BETA}) (the link's byte rate;
   --beta 200Gb/s is the same: b = bits, B = bytes), gamma = 1/({_GAMMA}) (a reduction
-  near memory bandwidth; --gamma inf makes it free).
+  near memory bandwidth; --gamma inf makes it free). With --ports K, K messages per rank are
+  in flight at once but share its link: more ports save latency, never bandwidth, and the
+  lower bound's latency term becomes ceil(log_(K+1) p)*alpha.
 """
 
 
@@ -63,10 +65,11 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
     )
     g.add_argument(
         "--ports",
-        choices=("single", "multi"),
+        metavar="single|K|multi",
         default=_DEFAULT.ports,
-        help="single: a rank sends one and receives one message at a time; multi: all at once "
-        f"(default: {_DEFAULT.ports})",
+        help="single: a rank sends one and receives one message at a time; K (e.g. 4): K at a "
+        "time, sharing the rank's link; multi: all of a step's messages at once, sharing the "
+        f"link (default: {_DEFAULT.ports})",
     )
     add_epilog(parser, MODEL_EPILOG)
 
@@ -79,4 +82,4 @@ def parse_model(args: argparse.Namespace) -> Model:
     try:
         return Hockney(alpha=alpha, beta=beta, gamma=gamma, ports=args.ports)
     except ValueError as e:
-        raise UsageError(str(e)) from None
+        raise UsageError(f"--ports: {e}" if "ports" in str(e) else str(e)) from None

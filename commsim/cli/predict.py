@@ -23,7 +23,7 @@ from commsim.cli.output import (
     to_json,
 )
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
-from commsim.models import Model
+from commsim.models import Model, Prediction
 
 __all__ = [
     "DESCRIPTION",
@@ -73,6 +73,7 @@ class PredictResult:
     schedule: Schedule
     ntransfers: int
     model: Model
+    prediction: Prediction
     sizes: np.ndarray
     time: np.ndarray
     algbw: np.ndarray
@@ -105,7 +106,7 @@ def compute(request: PredictRequest) -> PredictResult:
         time, algbw, busbw, bound = (
             np.atleast_1d(np.asarray(x, float)) for x in (pred.time, pred.algbw, pred.busbw, bound)
         )
-    return PredictResult(s, ntransfers[0], request.model, sizes, time, algbw, busbw, bound)
+    return PredictResult(s, ntransfers[0], request.model, pred, sizes, time, algbw, busbw, bound)
 
 
 def _counting(schedule: Schedule) -> tuple[Schedule, list[int]]:
@@ -122,6 +123,9 @@ def _counting(schedule: Schedule) -> tuple[Schedule, list[int]]:
 
 def render(result: PredictResult, as_json: bool) -> str:
     s, columns = result.schedule, _columns(result)
+    pred = result.prediction
+    rank_time = np.asarray(pred.rank_time).reshape(s.nranks, len(result.sizes))  # [rank, size]
+    step_time = np.asarray(pred.step_time).reshape(s.nsteps, len(result.sizes))  # [step, size]
     if as_json:
         return to_json(
             {
@@ -133,6 +137,7 @@ def render(result: PredictResult, as_json: bool) -> str:
                 "nsteps": s.nsteps,
                 "ntransfers": result.ntransfers,
                 "model": result.model.to_dict(),
+                "notes": list(result.prediction.notes),
                 "results": [
                     {
                         "nbytes": int(n),
@@ -141,8 +146,10 @@ def render(result: PredictResult, as_json: bool) -> str:
                         "busbw_Bps": b,
                         "lower_bound_s": lb,
                         "ratio_to_bound": t / lb if lb > 0 else None,
+                        "rank_time_s": rank_time[:, j],
+                        "step_time_s": step_time[:, j],
                     }
-                    for n, t, a, b, lb in columns
+                    for j, (n, t, a, b, lb) in enumerate(columns)
                 ],
             }
         )
@@ -164,8 +171,9 @@ def render(result: PredictResult, as_json: bool) -> str:
     return (
         f"{s.collective}{root} {s.algorithm}{params}, p={s.nranks}: {s.nsteps} steps, "
         f"{result.ntransfers:,} transfers\n"
-        f"model: {result.model.describe()}; bound: Chan et al. 2007 lower bound\n\n"
+        f"model: {result.model.describe()}; bound: {result.model.bound_name}\n\n"
         + format_table(headers, table, "rrrrrr")
+        + "".join(f"\nnote: {n}" for n in pred.notes)
     )
 
 

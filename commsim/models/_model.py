@@ -22,6 +22,8 @@ class Model(Protocol):
 
     #: short lower-case name, e.g. ``"hockney"`` (the ``"model"`` of ``--json`` output)
     name: str
+    #: what :meth:`lower_bound` is, for table headers, e.g. ``"Chan et al. 2007 lower bound"``
+    bound_name: str
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Time ``schedule`` for message size(s) ``nbytes`` (a number or a 1-D array of bytes)."""

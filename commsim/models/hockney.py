@@ -79,6 +79,7 @@ class Hockney:
     """
 
     name = "hockney"
+    bound_name = "Chan et al. 2007 lower bound"
 
     def __init__(
         self,

@@ -82,7 +82,7 @@ PREDICT = ["predict", "-c", "allreduce", "-a", "ring", "-p", "8"]
         ([*PREDICT, "-s", "-1KiB"], "size must be >= 0"),
         ([*PREDICT, "--alpha", "2parsec"], "cannot parse time"),
         ([*PREDICT, "--beta", "0GB/s"], "bandwidth must be > 0"),
-        ([*PREDICT, "--ports", "dual"], "invalid choice"),
+        ([*PREDICT, "--ports", "dual"], "--ports: ports must be"),
         ([*PREDICT, "--param", "segments=8"], "no parameter 'segments'"),
         ([*PREDICT, "--param", "segments"], "KEY=VALUE"),
         ([*PREDICT, "--root", "1"], "no root"),

@@ -35,7 +35,11 @@ def test_predict_json_matches_the_ring_closed_form(cli_json, ring_time):
             "busbw_Bps",
             "lower_bound_s",
             "ratio_to_bound",
+            "rank_time_s",
+            "step_time_s",
         }
+        assert len(r["rank_time_s"]) == p and max(r["rank_time_s"]) == r["time_s"]
+        assert len(r["step_time_s"]) == doc["nsteps"] and r["step_time_s"][-1] == r["time_s"]
     big = doc["results"][-1]
     assert big["algbw_Bps"] == pytest.approx(2**30 / big["time_s"])
     assert big["busbw_Bps"] == pytest.approx(big["algbw_Bps"] * 2 * (p - 1) / p)  # nccl-tests
@@ -108,3 +112,27 @@ def test_compute_takes_any_model_without_argparse(ring_time):
     assert result.ntransfers == 24
     assert result.time[0] == pytest.approx(ring_time(4, 1000, alpha=1e-6), rel=1e-12)
     assert model.describe() in predict.render(result, as_json=False)
+
+
+def test_an_impossible_prediction_is_said_in_the_table_and_the_json(cli, cli_json, tmp_path):
+    import commsim
+
+    empty = commsim.Schedule.from_steps([], collective="allreduce", nranks=8, nslots=8)
+    path = str(commsim.save(empty, tmp_path / "empty.json"))
+    rc, out, _ = cli("predict", "--file", path, "-s", "1MiB")
+    assert rc == 0 and "note: predicted 0s at 1MiB is below" in out
+    [note] = cli_json("predict", "--file", path, "-s", "1MiB")["notes"]
+    assert "cannot compute its collective" in note
+
+
+@pytest.mark.parametrize("ports", ["2", "4", "multi"])
+def test_k_ports_predict_between_the_bound_and_single_port(cli_json, ports):
+    args = ("predict", "-c", "allreduce", "-a", "direct", "-p", "8", "-s", "1MiB")
+    single = cli_json(*args)["results"][0]
+    k = cli_json(*args, "--ports", ports)["results"][0]
+    assert k["lower_bound_s"] <= k["time_s"] <= single["time_s"]
+
+
+def test_a_bad_port_count_is_one_line(cli):
+    rc, _, err = cli("predict", "-c", "allreduce", "-a", "ring", "-p", "8", "--ports", "0")
+    assert rc == 2 and err.count("\n") == 1 and "--ports" in err
