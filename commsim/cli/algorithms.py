@@ -11,6 +11,7 @@ from commsim._collectives import COLLECTIVES
 from commsim.algorithms import REGISTRY, AlgorithmInfo, available, info
 from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.output import format_params, format_table, to_json
+from commsim.cli.rst import to_text
 
 __all__ = [
     "DESCRIPTION",
@@ -110,7 +111,7 @@ def render(result: AlgorithmsResult, as_json: bool) -> str:
             f"{r.collective}/{r.algorithm}\n\n"
             f"cost:        {r.cost}\nconstraints: {r.constraints}\n"
             f"parameters:  {format_params(r.params)}\nreference:   {r.reference or '-'}\n\n"
-            f"{r.doc}"
+            f"{to_text(r.doc)}"
         )
     return _render_table(result.rows)
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+import pytest
+
 import commsim
 from commsim.cli import algorithms
 
@@ -43,3 +45,11 @@ def test_compute_and_render_without_argparse():
     result = algorithms.compute(algorithms.AlgorithmsRequest(collective="allgather"))
     assert {r.algorithm for r in result.rows} == set(commsim.available("allgather"))
     assert not result.detail and "allgather" in algorithms.render(result, as_json=False)
+
+
+@pytest.mark.parametrize("row", sorted(commsim.algorithms.REGISTRY), ids="/".join)
+def test_one_algorithms_documentation_is_plain_text(cli, row):
+    rc, out, _ = cli("algorithms", "-c", row[0], "-a", row[1])
+    assert rc == 0
+    for markup in (":math:", ":func:", ".. math::", "``", "\\frac", "\\alpha", "\\Bigl", "\\lceil"):
+        assert markup not in out, markup
