@@ -33,7 +33,7 @@ _COMMAND = re.compile(r"\\[A-Za-z]+|\\[,{}#]")
 
 def _fraction(m: re.Match[str]) -> str:
     num, den = m.group(1), m.group(2)
-    wrap = lambda x: x if re.fullmatch(r"[\w.']+", x) else f"({x})"
+    wrap = lambda x: x if re.fullmatch(r"[A-Za-z]'?|[\d.]+", x) else f"({x})"
     return f"{wrap(num)}/{wrap(den)}\x01"  # a product dot, if a factor follows
 
 
