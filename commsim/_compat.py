@@ -11,7 +11,53 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_dtype", "compiler_options", "ensure_cpu_devices", "shard_map", "x64_enabled"]
+__all__ = [
+    "as_dtype",
+    "check_dtype",
+    "compiler_options",
+    "ensure_cpu_devices",
+    "ensure_x64",
+    "float_eps",
+    "shard_map",
+    "x64_enabled",
+]
+
+_EXTRA_FLOATS = ("bfloat16",)  # machine-learning floats numpy knows once ml_dtypes is imported
+
+
+def as_dtype(dtype: Any) -> np.dtype:
+    """``dtype`` as a numpy dtype, ``"bfloat16"`` included (through ``ml_dtypes``, which JAX
+    ships); a one-line :class:`CommsimError` for anything else numpy does not know."""
+    from commsim.errors import CommsimError
+
+    if str(dtype) in _EXTRA_FLOATS:
+        import ml_dtypes  # noqa: F401  (registers the names with numpy)
+    try:
+        return np.dtype(dtype)
+    except (TypeError, ValueError):
+        raise CommsimError(f"unknown dtype {dtype!r}; e.g. float32, float64, int32") from None
+
+
+def float_eps(dtype: np.dtype) -> float:
+    """Machine epsilon of a floating dtype, numpy's or ``ml_dtypes``' (bfloat16)."""
+    if dtype.name in _EXTRA_FLOATS:
+        import ml_dtypes
+
+        return float(ml_dtypes.finfo(dtype).eps)
+    return float(np.finfo(dtype).eps)
+
+
+def ensure_x64(dtype: np.dtype) -> None:
+    """Turn on JAX's 64-bit mode when ``dtype`` needs it: the environment variable (read when JAX
+    starts, here or in MPI ranks started from here), and JAX's config if it has started."""
+    import os
+    import sys
+
+    if not (dtype.itemsize == 8 and dtype.kind in "iuf"):
+        return
+    os.environ["JAX_ENABLE_X64"] = "1"
+    if "jax" in sys.modules:
+        sys.modules["jax"].config.update("jax_enable_x64", True)
 
 
 def ensure_cpu_devices(n: int) -> None:
@@ -38,18 +84,15 @@ def check_dtype(
     """
     from commsim.errors import CommsimError
 
-    try:
-        dt = np.dtype(dtype)
-    except (TypeError, ValueError):
-        raise CommsimError(f"unknown dtype {dtype!r}; e.g. float32, float64, int32") from None
+    dt = as_dtype(dtype)
     if not dt.isnative:
         raise CommsimError(f"dtype {dt.str!r} is not in this machine's byte order; use {dt.name}")
     if dt.name not in supported:
         raise CommsimError(f"the {backend} backend runs {', '.join(supported)}; got {dt.name}")
     if jax and dt.itemsize == 8 and dt.kind in "iuf" and not x64_enabled():
         raise CommsimError(
-            f"dtype {dt} needs JAX's 64-bit mode: set JAX_ENABLE_X64=1 before JAX starts "
-            "(or use a 32-bit dtype)"
+            f"dtype {dt} needs JAX's 64-bit mode: set JAX_ENABLE_X64=1 before JAX starts, or "
+            "call commsim._compat.ensure_x64 (the command line does), or use a 32-bit dtype"
         )
     return dt
 

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from commsim import Schedule
+from commsim._compat import as_dtype, ensure_x64
 from commsim.bench._machine import oversubscription
 from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest
@@ -112,6 +113,7 @@ def measure_size(
     tick: Callable[[], None] | None = None,
 ) -> Measurement:
     """Check and time ``schedule`` at ``size`` bytes on ``backend``; ``tick()`` after each run."""
+    ensure_x64(as_dtype(request.dtype))  # 64-bit types on a JAX backend: its 64-bit mode, on
     dt = backend.check_dtype(request.dtype)
     lay = layout_for_size(schedule, size, dt)
     inputs = random_inputs(lay, dt, request.seed)

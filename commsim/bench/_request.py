@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from commsim._compat import as_dtype
 from commsim.errors import CommsimError
 
 __all__ = ["BenchRequest"]
@@ -31,11 +32,8 @@ def _whole(name: str, value: Any, lo: int, meaning: str) -> int:
 
 def _dtype(value: Any) -> str:
     """The numeric element type's name (``"float32"``), or a one-line error quoting the input."""
-    try:
-        dt = np.dtype(value)
-    except (TypeError, ValueError):
-        raise CommsimError(f"unknown dtype {value!r}; e.g. float32, float64, int32") from None
-    if dt.kind not in "iufc":
+    dt = as_dtype(value)
+    if dt.kind not in "iufc" and dt.name != "bfloat16":
         raise CommsimError(f"dtype must be numeric, got {value!r}")
     return str(dt)
 

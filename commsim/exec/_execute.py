@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from commsim._compat import float_eps
 from commsim._ir import Schedule
 from commsim.errors import CommsimError
 from commsim.exec._backend import Backend, get_backend
@@ -36,7 +37,7 @@ def check_outputs(schedule: Schedule, lay: Layout, inputs: np.ndarray, outputs: 
         if np.issubdtype(want.dtype, np.integer):
             bad = got != want
         else:
-            eps = np.finfo(want.dtype).eps
+            eps = float_eps(want.dtype)
             tol = 4 * eps * schedule.nranks * np.maximum(np.abs(want), 1.0)
             with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: compared below
                 close = np.abs(got - want) <= tol

@@ -61,6 +61,7 @@ from commsim.exec._lowering import CompileCache, checked_steps, element_ranges, 
 __all__ = ["AXIS", "JaxMeshBackend", "Plan", "plan"]
 
 AXIS = "ranks"
+_ZERO = np.int32(0)  # the row index of dynamic slices: int32 like the table, also under x64
 
 
 # ---------------------------------------------------------------------------------------------
@@ -79,10 +80,6 @@ DTYPES = (
 
 
 def _check_dtype(dtype: Any) -> np.dtype:
-    if str(dtype) == "bfloat16":  # numpy has no bfloat16; JAX's ml_dtypes does
-        import ml_dtypes
-
-        dtype = ml_dtypes.bfloat16
     return check_dtype(dtype, "jax", DTYPES, jax=True)
 
 
@@ -284,7 +281,7 @@ def _lower(pl: Plan, on_trace: Any) -> Any:
             payloads = []
             for rnd in rounds:
                 parts = [
-                    lax.dynamic_slice(b, (0, row[s.send]), (1, s.length)) for s in rnd.segments
+                    lax.dynamic_slice(b, (_ZERO, row[s.send]), (1, s.length)) for s in rnd.segments
                 ]
                 payload = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=1)
                 if rnd.perm is not None:
@@ -301,7 +298,7 @@ def _lower(pl: Plan, on_trace: Any) -> Any:
                     )
                     start = row[s.recv]
                     if s.mode != "set" or s.masked:
-                        old = lax.dynamic_slice(b, (0, start), (1, s.length))
+                        old = lax.dynamic_slice(b, (_ZERO, start), (1, s.length))
                         if s.mode == "add":
                             v = old + v
                         elif s.mode == "mixed":
@@ -309,7 +306,7 @@ def _lower(pl: Plan, on_trace: Any) -> Any:
                         if s.masked:
                             i = lax.broadcasted_iota(np.int32, (1, s.length), 1)
                             v = jnp.where((i >= row[s.lo]) & (i < row[s.hi]), v, old)
-                    b = lax.dynamic_update_slice(b, v, (0, start))
+                    b = lax.dynamic_update_slice(b, v, (_ZERO, start))
         return b[:, : pl.nelems] if pl.pad else b
 
     return body

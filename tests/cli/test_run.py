@@ -77,3 +77,28 @@ def test_compute_without_argparse():
     [m] = result.measurements
     assert (m.check, result.rank, result.failed) == ("ok", 0, False)
     assert run.render(result, as_json=False).startswith("# allgather/ring p=3 on numpy")
+
+
+def test_bfloat16_runs_on_jax(cli):
+    rc, out, err = cli(
+        "run", "-c", "allreduce", "-a", "ring", "-p", "4", "--backend", "jax",
+        "-s", "64KiB", "--iters", "2", "--warmup", "0", "--dtype", "bfloat16",
+    )  # fmt: skip
+    assert rc == 0, err
+    assert "bfloat16" in out and out.rstrip().splitlines()[3].split()[-1] == "ok"
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int64"])
+def test_64_bit_types_need_no_environment_variable(dtype, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
+    argv = ["run", "-c", "allreduce", "-a", "ring", "-p", "2", "--backend", "jax", "-s", "4KiB"]
+    done = subprocess.run(
+        [sys.executable, "-m", "commsim", *argv, "--iters", "2", "--warmup", "0", "--dtype", dtype],
+        capture_output=True, text=True, timeout=120, env=env,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert dtype in done.stdout
