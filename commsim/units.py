@@ -627,16 +627,18 @@ def _exact_short(v: Fraction) -> str | None:
     return f"{digits[:int_digits]}.{digits[int_digits:]}".rstrip("0")
 
 
-def format_size(nbytes: float) -> str:
+def format_size(nbytes: float, *, exact: bool = True) -> str:
     """Format a byte count with binary units (``B, KiB, ..., PiB``).
 
     Whole byte counts are shown exactly, in the largest unit in which the count is an integer
     or needs at most three significant digits (``1536 -> "1.5KiB"``, ``1025 * 1024 ->
     "1025KiB"``, ``1000 -> "1000B"``), so :func:`parse_size` reads the result back unchanged.
-    Fractional counts (averages) are rounded to three significant digits.
+    Fractional counts (averages), and every count when ``exact=False`` (estimates), are rounded
+    to three significant digits in the largest unit (``1.32e12 -> "1.2TiB"``).
 
     Args:
         nbytes: The number of bytes; may be negative or fractional.
+        exact: whole counts exactly (default), or rounded like an estimate.
 
     Returns:
         The formatted size, e.g. ``"64MiB"``; ``"inf"`` / ``"nan"`` for non-finite input.
@@ -646,7 +648,11 @@ def format_size(nbytes: float) -> str:
         ('64MiB', '1.5KiB', '0B', '1000B')
         >>> format_size(1025 * 1024), format_size(1e6 / 3), format_size(0.5)
         ('1025KiB', '326KiB', '0.5B')
+        >>> format_size(1_320_000_000_000, exact=False), format_size(4100, exact=False)
+        ('1.2TiB', '4KiB')
     """
+    if not exact:
+        return _format_scaled(float(nbytes), _BINARY_FORMAT, "0B", strip=True)
     if isinstance(nbytes, numbers.Integral):
         n: int | None = int(nbytes)
     else:

@@ -323,3 +323,9 @@ def test_more_ranks_than_cores_is_said_in_the_measurement_and_the_table():
     assert "oversubscription" in note and f"note: {note}" in format_table([m])
     [quiet] = measure(s, "numpy", BenchRequest(sizes=(4096,), iters=2, warmup=0))
     assert quiet.notes == () and "note:" not in format_table([quiet])
+
+
+def test_a_size_whose_buffers_cannot_fit_is_refused_before_allocating():
+    s = commsim.build("allreduce", "ring", nranks=4)
+    with pytest.raises(commsim.ResourceError, match=r"64GiB on 4 ranks needs about 1.25TiB"):
+        measure(s, "numpy", BenchRequest(sizes=(64 * 2**30,), iters=1, warmup=0))

@@ -30,11 +30,11 @@ import numpy as np
 
 from commsim import Schedule
 from commsim._compat import as_dtype, ensure_x64
-from commsim.bench._machine import oversubscription
+from commsim.bench._machine import memory, oversubscription
 from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import Timer
-from commsim.errors import CommsimError
+from commsim.errors import CommsimError, ResourceError
 from commsim.exec import Backend, Compiled, Layout, check_outputs, layout, random_inputs
 from commsim.units import format_size
 
@@ -58,7 +58,26 @@ def layout_for_size(schedule: Schedule, size: int, dtype: Any) -> Layout:
             f"{schedule.nranks} ranks can run with {dt} ({format_size(smallest)}: one element "
             "per slot unit)"
         )
-    return layout(schedule, size // dt.itemsize)
+    lay = layout(schedule, size // dt.itemsize)
+    _check_memory(schedule, lay, dt)
+    return lay
+
+
+# host inputs, packed buffers, the backend's buffers, the output and the reference's copy
+_COPIES = 5
+
+
+def _check_memory(schedule: Schedule, lay: Layout, dt: np.dtype) -> None:
+    """Refuse, before allocating, a size whose buffers (every rank's, a few copies) do not fit."""
+    need = _COPIES * schedule.nranks * lay.nelems * dt.itemsize
+    limit, why = memory()
+    if need > limit:
+        raise ResourceError(
+            f"{schedule.algorithm!r} at {format_size(lay.count * dt.itemsize)} on "
+            f"{schedule.nranks} ranks needs about {format_size(need, exact=False)} of buffers "
+            f"({_COPIES} copies of every rank's), more than the "
+            f"{format_size(limit, exact=False)} available ({why})"
+        )
 
 
 def _checked(

@@ -9,7 +9,18 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["oversubscription", "usable_cores"]
+__all__ = ["memory", "oversubscription", "usable_cores"]
+
+_RAM_FRACTION = 0.75  # of physical memory, what one measurement may hold
+
+
+def memory() -> tuple[float, str]:
+    """``(bytes a measurement may hold, where that figure comes from)``: 75% of physical RAM."""
+    try:
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not POSIX: assume a small machine
+        ram = 8 * 2**30
+    return ram * _RAM_FRACTION, f"{_RAM_FRACTION:.0%} of this machine's memory"
 
 
 def usable_cores() -> int:

@@ -13,11 +13,12 @@ import dataclasses
 import os
 
 from commsim import units
-from commsim._ir import Schedule
+from commsim._ir import MAX_NRANKS, Schedule
 from commsim._verify import MEMORY_LIMIT, memory_estimate
+from commsim.cli.errors import UsageError
 from commsim.errors import ResourceError
 
-__all__ = ["RAM_FRACTION", "MemoryBudget"]
+__all__ = ["RAM_FRACTION", "MemoryBudget", "about"]
 
 #: share of physical RAM a command may use when ``--memory-limit`` is not given
 RAM_FRACTION = 0.75
@@ -37,12 +38,15 @@ class MemoryBudget:
     def parse(cls, memory_limit: str | None) -> MemoryBudget:
         """The budget of ``--memory-limit`` (a size), or 75% of physical RAM when it is ``None``."""
         if memory_limit:
-            return cls(units.parse_size(memory_limit), "--memory-limit")
+            limit = units.parse_size(memory_limit)
+            if limit <= 0:
+                raise UsageError(f"--memory-limit must be more than 0 bytes, got {memory_limit!r}")
+            return cls(limit, "--memory-limit")
         try:
             ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
         except (AttributeError, ValueError, OSError):
             ram = _SMALL_MACHINE
-        return cls(ram * RAM_FRACTION, f"{RAM_FRACTION:.0%} of {_gib(ram)} RAM")
+        return cls(ram * RAM_FRACTION, f"{RAM_FRACTION:.0%} of {about(ram)} RAM")
 
     def check(self, nranks: int, need: float, what: str, hard_limit: float | None = None) -> None:
         """Raise :class:`commsim.ResourceError` if ``need`` bytes (for ``what``) do not fit."""
@@ -50,12 +54,15 @@ class MemoryBudget:
         if need > limit:
             why = self.why if limit == self.limit else "the verifier's limit"
             raise ResourceError(
-                f"p={nranks} needs about {_gib(need)} ({what}), more than the {_gib(limit)} "
+                f"p={nranks} needs about {about(need)} ({what}), more than the {about(limit)} "
                 f"available ({why}); use a smaller p"
             )
 
     def check_build(self, nranks: int) -> None:
-        """Building any schedule on ``nranks`` ranks holds a few ``O(p)`` arrays."""
+        """Building any schedule on ``nranks`` ranks holds a few ``O(p)`` arrays (past
+        :data:`commsim._ir.MAX_NRANKS` building refuses by itself, with its own sentence)."""
+        if nranks > MAX_NRANKS:
+            return
         self.check(nranks, nranks * _BYTES_PER_RANK, f"{_BYTES_PER_RANK} B per rank to build")
 
     def check_verify(self, schedule: Schedule) -> None:
@@ -73,5 +80,8 @@ class MemoryBudget:
         self.check(schedule.nranks, need, f"{t} transfers in a step x {nsizes} sizes to predict")
 
 
-def _gib(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.1f} GiB" if nbytes >= 0.1 * 2**30 else f"{nbytes / 2**20:.1f} MiB"
+def about(nbytes: float) -> str:
+    """An estimate in binary units, three significant digits: ``"1.5GiB"``, ``"640KiB"``."""
+    if nbytes >= 1024**6:  # past any machine: keep it short
+        return f"{nbytes / 1024**5:.3g}PiB"
+    return units.format_size(nbytes, exact=False)
