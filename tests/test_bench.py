@@ -194,6 +194,10 @@ VALIDATION_KEYS = [
     "fastest_measured",
     "check",
     "measured",
+    "predicted",
+    "spread",
+    "predicted_ties",
+    "measured_ties",
 ]
 
 
@@ -220,6 +224,21 @@ def test_validate_picks_the_predicted_winner_and_re_predicts_at_the_bytes_that_r
     vs, ms = validate(schedules, model, "numpy", request, run_all=True)
     assert len(ms) == 6 and all(set(v.measured) == set(names) for v in vs)
     assert all(v.fastest_measured == min(v.measured, key=v.measured.get) for v in vs)
+    for v in vs:  # every schedule that ran is predicted at the bytes that ran, with its spread
+        assert set(v.predicted) == set(v.spread) == set(names)
+        assert v.fastest_measured in v.measured_ties and v.predicted_best in v.predicted_ties
+
+
+def test_validate_names_ties_instead_of_hiding_them_behind_list_order():
+    from commsim.bench import validate
+
+    # at p = 2 ring, direct and rabenseifner are one exchange each way: the same prediction
+    model = commsim.models.Hockney()
+    names = ["ring", "direct", "rabenseifner", "binomial"]
+    schedules = [commsim.build("allreduce", a, nranks=2) for a in names]
+    [v], _ = validate(schedules, model, "numpy", BenchRequest((1 << 20,), iters=3, warmup=0))
+    assert v.predicted_ties == ("ring", "direct", "rabenseifner")
+    assert v.predicted_best == "ring" and set(v.measured) == {"ring"}
 
 
 def test_validate_refuses_bad_schedules_and_mpi_under_mpirun(monkeypatch):

@@ -5,9 +5,14 @@ picks the fastest; those schedules (or all of them) then run for real, on MPI pr
 :func:`commsim.bench.measure_mpi` or in this process through :func:`commsim.bench.measure`. Each
 size gives one :class:`Validation`: the predicted winner, its prediction at the bytes that
 actually ran (counts round down like nccl-tests), its measured median, the backend's own
-collective, ``measured / predicted``, and which schedule was fastest for real. A prediction is
-only as good as its parameters: the ratio says by how much the modelled machine differs from
-this one.
+collective, ``measured / predicted``, and which schedule was fastest for real — with every
+schedule that ran predicted and measured beside it.
+
+Ties are said, not hidden behind list order: the model's ties (predictions within a relative
+1e-9 of the best: ring and direct allreduce cost the same) are ``predicted_ties``, and the
+schedules whose measured interquartile range overlaps the fastest one's are ``measured_ties``
+(their order can change from one run to the next). A prediction is only as good as its
+parameters: ``measured / predicted`` says by how much the modelled machine differs from this one.
 """
 
 from __future__ import annotations
@@ -45,9 +50,18 @@ class Validation:
     fastest_measured: str
     check: str  # the winner's check: "ok", "skipped" or "FAILED"
     measured: dict[str, float]  # median of every schedule that ran, by algorithm
+    predicted: dict[str, float] = dataclasses.field(default_factory=dict)  # at nbytes, all ran
+    spread: dict[str, float] = dataclasses.field(default_factory=dict)  # IQR / median, all ran
+    predicted_ties: tuple[str, ...] = ()  # every schedule the model rates as fast as the best
+    measured_ties: tuple[str, ...] = ()  # every schedule whose IQR overlaps the fastest one's
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        return {
+            **out,
+            "predicted_ties": list(self.predicted_ties),
+            "measured_ties": list(self.measured_ties),
+        }
 
 
 def _run(
@@ -71,11 +85,36 @@ def _run(
     return [m for s in schedules for m in measure(s, be, request, progress=progress)]
 
 
-def _one_size(model: Model, winner: Schedule, ran: dict[str, Measurement], size: int) -> Validation:
+_TIE = 1e-9  # relative: predictions this close are the same prediction
+
+
+def _overlapping(ran: dict[str, Measurement], fastest: str) -> tuple[str, ...]:
+    """Schedules whose measured interquartile range reaches the fastest one's."""
+
+    def iqr(m: Measurement) -> tuple[float, float]:
+        half = m.spread * m.time_s / 2
+        return m.time_s - half, m.time_s + half
+
+    top = iqr(ran[fastest])[1]
+    return tuple(a for a, m in ran.items() if iqr(m)[0] <= top)
+
+
+def _one_size(
+    model: Model,
+    schedules: dict[str, Schedule],
+    winner: Schedule,
+    ties: tuple[str, ...],
+    ran: dict[str, Measurement],
+    size: int,
+) -> Validation:
     m = ran[winner.algorithm]
     # predict again at the bytes that actually ran (counts round down like nccl-tests)
-    t_pred = float(model.predict(winner, float(m.nbytes)).time)
+    predicted = {
+        a: float(model.predict(schedules[a], float(r.nbytes)).time) for a, r in ran.items()
+    }
+    t_pred = predicted[winner.algorithm]
     measured = {a: r.time_s for a, r in ran.items()}
+    fastest = min(measured, key=measured.__getitem__)
     return Validation(
         size=size,
         nbytes=m.nbytes,
@@ -85,9 +124,13 @@ def _one_size(model: Model, winner: Schedule, ran: dict[str, Measurement], size:
         native=m.native,
         native_s=m.native_time_s,
         measured_over_predicted=m.time_s / t_pred if t_pred > 0 else None,
-        fastest_measured=min(measured, key=measured.__getitem__),
+        fastest_measured=fastest,
         check=m.check,
         measured=measured,
+        predicted=predicted,
+        spread={a: r.spread for a, r in ran.items()},
+        predicted_ties=ties,
+        measured_ties=_overlapping(ran, fastest),
     )
 
 
@@ -125,12 +168,15 @@ def validate(
         raise CommsimError(f"validate needs distinct algorithm names, got {', '.join(names)}")
     sizes = np.array(request.sizes, dtype=np.float64)
     predicted = np.array([np.reshape(model.predict(s, sizes).time, len(sizes)) for s in schedules])
-    winners = [int(np.argmin(predicted[:, j])) for j in range(len(sizes))]  # first on ties
+    best = predicted.min(axis=0)
+    tied = predicted <= best * (1 + _TIE) + 1e-300  # [schedule, size]
+    winners = [int(np.argmax(tied[:, j])) for j in range(len(sizes))]  # the first of the ties
     run = list(range(len(schedules))) if run_all else list(dict.fromkeys(winners))
     results = _run([schedules[i] for i in run], backend, request, timeout, progress)
-    n = len(request.sizes)
+    n, by_name = len(request.sizes), dict(zip(names, schedules, strict=True))
     out = []
     for j, size in enumerate(request.sizes):
         ran = {names[i]: results[k * n + j] for k, i in enumerate(run)}
-        out.append(_one_size(model, schedules[winners[j]], ran, size))
+        ties = tuple(names[i] for i in np.flatnonzero(tied[:, j]))
+        out.append(_one_size(model, by_name, schedules[winners[j]], ties, ran, size))
     return out, results

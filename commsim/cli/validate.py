@@ -131,33 +131,49 @@ def render(result: ValidateResult, as_json: bool) -> str:
             }
         )
     native = next((m.native for m in result.measurements if m.native), None)
-    table = [
-        [
-            units.format_size(v.nbytes),
-            v.predicted_best,
-            units.format_time(v.predicted_s),
-            units.format_time(v.measured_s),
-            units.format_time(v.native_s) if v.native_s else "-",
-            f"{v.measured_over_predicted:.2f}x" if v.measured_over_predicted is not None else "-",
-            v.fastest_measured,
-            v.check,
-        ]
-        for v in result.validations
-    ]
-    headers = ["size", "predicted best", "predicted", "measured", native or "native",
-               "measured/predicted", "fastest measured", "check"]  # fmt: skip
+    checks = {(m.algorithm, m.nbytes): m.check for m in result.measurements}
+    table = [row for v in result.validations for row in _rows(v, checks)]
+    headers = ["size", "algorithm", "predicted", "measured", "spread", native or "native",
+               "measured/predicted", "best", "check"]  # fmt: skip
     bench = result.bench
     lines = [
         f"{result.collective}, p={result.nranks}, on {result.backend} ({bench.dtype}, median of "
         f"{bench.iters}); predicted with {result.model.describe()}",
-        format_table(headers, table, "rlrrrrll"),
+        "P: predicted fastest (P= : tied with it under the model); "
+        "M: measured fastest (M~ : within its interquartile range)",
+        format_table(headers, table, "rlrrrrrll"),
     ]
+    lines += [f"note: {n}" for n in dict.fromkeys(n for m in result.measurements for n in m.notes)]
     if any(math.isfinite(v.measured_s) for v in result.validations):
         lines.append(
             "(predictions use the model parameters above; they describe the machine you model, "
             "not necessarily this one)"
         )
     return "\n".join(lines)
+
+
+def _rows(v: Validation, checks: dict[tuple[str, int], str]) -> list[list[str]]:
+    """One row per schedule that ran at this size, the predicted winner first."""
+    order = sorted(v.measured, key=lambda a: (a != v.predicted_best, v.predicted[a], a))
+    rows = []
+    for i, a in enumerate(order):
+        marks = "P" if a == v.predicted_best else "P=" if a in v.predicted_ties else ""
+        marks += " M" if a == v.fastest_measured else " M~" if a in v.measured_ties else ""
+        t_pred, t_meas = v.predicted[a], v.measured[a]
+        rows.append(
+            [
+                units.format_size(v.nbytes) if i == 0 else "",
+                a,
+                units.format_time(t_pred),
+                units.format_time(t_meas),
+                f"{100 * v.spread[a]:.0f}%",
+                (units.format_time(v.native_s) if v.native_s else "-") if i == 0 else "",
+                f"{t_meas / t_pred:.2f}x" if t_pred > 0 else "-",
+                marks.strip(),
+                checks.get((a, v.nbytes), "-"),
+            ]
+        )
+    return rows
 
 
 def main(args: argparse.Namespace) -> int:

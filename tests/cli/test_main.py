@@ -91,7 +91,10 @@ PREDICT = ["predict", "-c", "allreduce", "-a", "ring", "-p", "8"]
         (["predict", "-c", "allreduce", "-p", "8"], "-a"),
         (["predict", "-c", "allreduce", "-a", "ring", "-p", "8,16"], "one rank count"),
         (["predict", "-c", "allreduce", "-a", "ring,direct", "-p", "8"], "one algorithm"),
-        (["predict", "-c", "allreduce", "-a", "ring", "-p", "1000000000"], "nranks must be at most 16,777,216"),
+        (
+            ["predict", "-c", "allreduce", "-a", "ring", "-p", "1000000000"],
+            "nranks must be at most 16,777,216",
+        ),
         (["verify", "-c", "allreduce", "-a", "ring", "-p", "100000"], "p=100000 needs about"),
         (
             ["verify", "-c", "allreduce", "-a", "ring", "-p", "256", "--memory-limit", "1MiB"],

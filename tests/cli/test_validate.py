@@ -86,4 +86,5 @@ def test_compute_without_argparse():
     result = validate.compute(request)
     [v] = result.validations
     assert set(v.measured) == {"ring", "direct"} and not result.failed
-    assert "predicted best" in validate.render(result, as_json=False)
+    text = validate.render(result, as_json=False)
+    assert "P: predicted fastest" in text and "spread" in text
