@@ -11,7 +11,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["check_dtype", "compiler_options", "ensure_cpu_devices", "shard_map", "x64_enabled"]
+__all__ = [
+    "INTEGER_DTYPES",
+    "check_dtype",
+    "compiler_options",
+    "ensure_cpu_devices",
+    "shard_map",
+    "x64_enabled",
+]
+
+# every backend runs these; each adds its floating-point types (its ``DTYPES``)
+INTEGER_DTYPES = tuple(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64))
 
 
 def ensure_cpu_devices(n: int) -> None:

@@ -277,7 +277,7 @@ def test_launch_in_place_refuses_another_p(backend, world, in_place):
 
 def test_the_replay_catches_a_deadlock():
     """Two ranks that both send first and receive in a later round block forever."""
-    from commsim.exec.mpi import Message, Round, Segment, StepPlan
+    from commsim.exec.mpi._plan import Message, Round, Segment, StepPlan
 
     seg = (Segment(0, 1, 0, False),)
 
