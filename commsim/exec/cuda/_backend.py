@@ -47,7 +47,7 @@ __all__ = ["DTYPES", "NO_GPU", "CudaBackend"]
 NO_GPU = "no CUDA GPU found (set NUMBA_ENABLE_CUDASIM=1 to run on numba's CUDA simulator)"
 
 
-# -- validate ------------------------------------------------------------------------------------
+# -- validate --------------------------------------------------------------------------------------
 DTYPES = ("float32", "float64", *INTEGER_DTYPES)
 
 
@@ -76,12 +76,14 @@ def _unavailable(device: int | None) -> str | None:
     return None
 
 
-# -- plan: :func:`commsim.exec.cuda._plan.plan` (numpy only) -----------------------------------
+# -- plan ------------------------------------------------------------------------------------------
+# commsim.exec.cuda._plan.plan (numpy only), made once per (schedule, count)
 def _planned(cache: CompileCache, schedule: Schedule, layout: Layout, chunk: int) -> Plan:
     return cache.get(schedule, ("plan", layout.count), lambda: plan(schedule, layout, chunk))
 
 
-# -- program: :mod:`commsim.exec.cuda._program` (numba.cuda) -----------------------------------
+# -- program ---------------------------------------------------------------------------------------
+# commsim.exec.cuda._program (numba.cuda), built once per (schedule, count, dtype)
 def _compiled(
     cache: CompileCache, schedule: Schedule, layout: Layout, dt: np.dtype, g: Geometry
 ) -> Compiled:
@@ -96,7 +98,7 @@ def _compiled(
     return cache.get(schedule, ("program", layout.count, dt.str), make)
 
 
-# -- native collective ---------------------------------------------------------------------------
+# -- native collective -----------------------------------------------------------------------------
 # collective -> (kernel of commsim.exec.cuda._kernels, its mode argument; None: it takes none)
 _NATIVE: dict[str, tuple[str, int | None]] = {
     "allreduce": ("native_sum", 0),
@@ -121,7 +123,7 @@ def _native_compiled(
     return cache.get(schedule, ("native", layout.count, dt.str), make)
 
 
-# -- register ------------------------------------------------------------------------------------
+# -- register --------------------------------------------------------------------------------------
 class CudaBackend:
     """Runs schedules on one GPU (or numba's CUDA simulator), ``p`` ranks in one device array.
 

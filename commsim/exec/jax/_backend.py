@@ -44,7 +44,7 @@ __all__ = ["AXIS", "DTYPES", "JaxMeshBackend"]
 AXIS = "ranks"
 
 
-# -- validate ------------------------------------------------------------------------------------
+# -- validate --------------------------------------------------------------------------------------
 DTYPES = ("float16", "bfloat16", "float32", "float64", "complex64", "complex128", *INTEGER_DTYPES)
 
 
@@ -74,12 +74,14 @@ def _devices(given: list[Any] | None, p: int) -> list[Any]:
     return list(devs[:p])
 
 
-# -- plan: :func:`commsim.exec.jax._plan.plan` (numpy only) ------------------------------------
+# -- plan ------------------------------------------------------------------------------------------
+# commsim.exec.jax._plan.plan (numpy only), made once per (schedule, count)
 def _planned(cache: CompileCache, schedule: Schedule, layout: Layout) -> Plan:
     return cache.get(schedule, ("plan", layout.count), lambda: plan(schedule, layout))
 
 
-# -- program: :func:`commsim.exec.jax._program.program` (JAX) ----------------------------------
+# -- program ---------------------------------------------------------------------------------------
+# commsim.exec.jax._program (JAX), built once per (schedule, count, dtype)
 def _compiled(
     cache: CompileCache,
     schedule: Schedule,
@@ -100,7 +102,7 @@ def _compiled(
     return cache.get(schedule, ("program", layout.count, dt.str), make)
 
 
-# -- native collective ---------------------------------------------------------------------------
+# -- native collective -----------------------------------------------------------------------------
 _NATIVE_NAMES = {
     "allreduce": "lax.psum",
     "reduce": "lax.psum",
@@ -129,7 +131,7 @@ def _native_compiled(
     return cache.get(schedule, ("native", layout.count, dt.str), make)
 
 
-# -- register ------------------------------------------------------------------------------------
+# -- register --------------------------------------------------------------------------------------
 class JaxMeshBackend:
     """Runs schedules on ``p`` JAX devices (the first ``p`` of ``devices``, default all).
 

@@ -49,7 +49,7 @@ INSTALL_HINT = (
 )
 
 
-# -- validate ------------------------------------------------------------------------------------
+# -- validate --------------------------------------------------------------------------------------
 DTYPES = ("float32", "float64", "complex64", "complex128", *INTEGER_DTYPES)
 
 
@@ -83,7 +83,8 @@ def _check_world(schedule: Schedule, size: int) -> None:
         )
 
 
-# -- plan: :func:`commsim.exec.mpi._plan.plan` (numpy only) ------------------------------------
+# -- plan ------------------------------------------------------------------------------------------
+# commsim.exec.mpi._plan.plan (numpy only), made once per (schedule, count)
 def _planned(cache: CompileCache, schedule: Schedule, layout: Layout, rank: int) -> RankPlan:
     def make() -> RankPlan:
         [pl] = plan(schedule, layout, ranks=[rank])
@@ -92,7 +93,8 @@ def _planned(cache: CompileCache, schedule: Schedule, layout: Layout, rank: int)
     return cache.get(schedule, ("plan", layout.count), make)
 
 
-# -- program: :func:`commsim.exec.mpi._program.program` (mpi4jax) ------------------------------
+# -- program ---------------------------------------------------------------------------------------
+# commsim.exec.mpi._program (mpi4jax), built once per (schedule, count, dtype)
 def _compiled(
     cache: CompileCache,
     schedule: Schedule,
@@ -111,7 +113,7 @@ def _compiled(
     return cache.get(schedule, ("program", layout.count, dt.str), make)
 
 
-# -- native collective ---------------------------------------------------------------------------
+# -- native collective -----------------------------------------------------------------------------
 _NATIVE_NAMES = {
     "allreduce": "MPI_Allreduce",
     "reduce": "MPI_Reduce",
@@ -133,7 +135,7 @@ def _native_compiled(
     return cache.get(schedule, ("native", layout.count, dt.str), make)
 
 
-# -- register ------------------------------------------------------------------------------------
+# -- register --------------------------------------------------------------------------------------
 class MpiBackend:
     """Runs schedules with one MPI process per rank; create it on every rank (it clones ``comm``).
 
