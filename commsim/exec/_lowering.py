@@ -177,8 +177,9 @@ def step_messages(
 class CompileCache:
     """Plans and programs per schedule (weakly held) and key, each made once.
 
-    Every backend keeps one: its plans under ``("plan", count)``, its programs under
-    ``("program", count, dtype)`` and its native collectives under ``("native", count, dtype)``.
+    Every device backend keeps one: its plans under ``("plan", count)``, its programs under
+    ``("program", count, dtype)``, its native collectives under ``("native", count, dtype)``
+    (and CUDA its uploaded launch tables, which serve every dtype, under ``("launches", count)``).
     """
 
     def __init__(self) -> None:
