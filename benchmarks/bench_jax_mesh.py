@@ -3,7 +3,7 @@ r"""JAX mesh backend benchmark: ring and Rabenseifner allreduce against ``lax.ps
 Target (issue: real execution): on 8 CPU devices the ring allreduce of 64 MiB float32 reaches
 >= 0.5x the busbw of ``jax.lax.psum`` timed in the same run.
 
-Each schedule is lowered by :class:`commsim.exec.jax_mesh.JaxMeshBackend` (one jitted
+Each schedule is lowered by :class:`commsim.exec.jax.JaxMeshBackend` (one jitted
 ``shard_map``, one ``ppermute`` per round) and timed by :func:`commsim.bench.measure`
 (warm-up, median of ``--iters`` runs, native collective interleaved). busbw follows nccl-tests:
 ``algbw = S / t``, ``busbw = algbw · 2(p-1)/p``; ``ratio = busbw / busbw(psum)``.
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     import commsim
     from commsim.bench import BenchRequest, format_table, measure
     from commsim.exec import layout
-    from commsim.exec.jax_mesh import JaxMeshBackend, plan
+    from commsim.exec.jax import JaxMeshBackend, plan
     from commsim.units import parse_sizes
 
     sizes = parse_sizes(args.sizes)

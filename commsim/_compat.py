@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "INTEGER_DTYPES",
     "as_dtype",
     "check_dtype",
     "compiler_options",
@@ -58,6 +59,10 @@ def ensure_x64(dtype: np.dtype) -> None:
     os.environ["JAX_ENABLE_X64"] = "1"
     if "jax" in sys.modules:
         sys.modules["jax"].config.update("jax_enable_x64", True)
+
+
+# every backend runs these; each adds its floating-point types (its ``DTYPES``)
+INTEGER_DTYPES = tuple(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64))
 
 
 def ensure_cpu_devices(n: int) -> None:

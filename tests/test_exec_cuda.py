@@ -22,7 +22,7 @@ import commsim
 from commsim import Schedule, Step
 from commsim.errors import CommsimError, ScheduleError
 from commsim.exec import execute, interpret, layout
-from commsim.exec.cuda import NO_GPU, CudaBackend, lower
+from commsim.exec.cuda import NO_GPU, CudaBackend, plan
 
 _NO_GPU = not glob.glob("/dev/nvidia[0-9]*")
 if _NO_GPU and "NUMBA_ENABLE_CUDASIM" not in os.environ and "numba.cuda" not in sys.modules:
@@ -95,7 +95,7 @@ def test_launch_geometry_does_not_change_results(backend, row, p, geometry):
 # -- lowering: staging only where a step's reads meet its writes --------------------------------
 def _plan(collective: str, name: str, p: int, per_unit: int = 1):
     s = commsim.build(collective, name, nranks=p)
-    return s, lower(s, layout(s, s.nbytes_units * per_unit))
+    return s, plan(s, layout(s, s.nbytes_units * per_unit))
 
 
 def _one_step(step: Step, p: int, nslots: int) -> Schedule:
@@ -103,34 +103,34 @@ def _one_step(step: Step, p: int, nslots: int) -> Schedule:
 
 
 def test_ring_steps_are_fused_exchanges_are_staged():
-    s, plan = _plan("allreduce", "ring", 5)
-    assert plan.staged_steps == [] and plan.stage_elems == 0
-    assert plan.nlaunches == s.nsteps == 8  # one launch per step
-    assert plan.traffic_elems == 5 * (5 - 1) * 5  # 5 (p - 1) n for n = 5 elements
-    s, plan = _plan("allreduce", "recursive_doubling", 4)
-    assert plan.staged_steps == list(range(s.nsteps))  # r <-> r xor 2^k read and write all
-    assert plan.nlaunches == 2 * s.nsteps
-    assert plan.stage_elems == 4  # the whole vector of every rank, once
+    s, pl = _plan("allreduce", "ring", 5)
+    assert pl.staged_steps == [] and pl.stage_elems == 0
+    assert pl.nlaunches == s.nsteps == 8  # one launch per step
+    assert pl.traffic_elems == 5 * (5 - 1) * 5  # 5 (p - 1) n for n = 5 elements
+    s, pl = _plan("allreduce", "recursive_doubling", 4)
+    assert pl.staged_steps == list(range(s.nsteps))  # r <-> r xor 2^k read and write all
+    assert pl.nlaunches == 2 * s.nsteps
+    assert pl.stage_elems == 4  # the whole vector of every rank, once
     # recursive halving: a rank sends one half and receives into the other: nothing staged
     assert _plan("allreduce", "rabenseifner", 8)[1].staged_steps == []
 
 
 def test_overlap_is_an_ir_property():
     swap = Step.make(src=[0, 1], dst=[1, 0], src_slot=0, dst_slot=0)
-    assert lower(_one_step(swap, 2, 1), layout(_one_step(swap, 2, 1), 1)).staged_steps == [0]
+    assert plan(_one_step(swap, 2, 1), layout(_one_step(swap, 2, 1), 1)).staged_steps == [0]
     ring = Step.make(src=[0, 1, 2], dst=[1, 2, 0], src_slot=[0, 1, 2], dst_slot=[0, 1, 2])
-    assert lower(_one_step(ring, 3, 3), layout(_one_step(ring, 3, 3), 3)).staged_steps == []
+    assert plan(_one_step(ring, 3, 3), layout(_one_step(ring, 3, 3), 3)).staged_steps == []
     # a local shift within one rank reads what it writes
     shift = Step.make(src=0, dst=0, src_slot=0, dst_slot=1, count=2)
     s = _one_step(shift, 1, 3)
-    plan = lower(s, layout(s, 6))
-    assert plan.staged_steps == [0] and plan.stage_elems == 4
+    pl = plan(s, layout(s, 6))
+    assert pl.staged_steps == [0] and pl.stage_elems == 4
 
 
 def test_many_reductions_into_one_block_are_one_group():
     # direct reduce-scatter: p - 1 ranks add into every block in one step
-    _, plan = _plan("reduce_scatter", "direct", 4)
-    (st,) = plan.steps
+    _, pl = _plan("reduce_scatter", "direct", 4)
+    (st,) = pl.steps
     g = st.apply.groups
     assert st.stage is None and st.apply.ngroups == 4
     assert (np.diff(g[3]) == 3).all() and g[2, :4].all()  # 3 sources each, reducing
@@ -139,7 +139,7 @@ def test_many_reductions_into_one_block_are_one_group():
 def test_partially_overlapping_reductions_are_cut_into_pieces():
     step = Step.make(src=[0, 1], dst=[2, 2], src_slot=[0, 1], dst_slot=[0, 1], count=2, reduce=True)
     s = _one_step(step, 3, 3)
-    (st,) = lower(s, layout(s, 3)).steps
+    (st,) = plan(s, layout(s, 3)).steps
     assert st.apply.groups[1, :3].tolist() == [1, 1, 1]  # [0,1) [1,2) [2,3)
     assert np.diff(st.apply.groups[3]).tolist() == [1, 2, 1]
 
@@ -148,7 +148,7 @@ def test_write_race_is_refused():
     step = Step.make(src=[0, 1], dst=[2, 2], src_slot=0, dst_slot=0)
     s = _one_step(step, 3, 1)
     with pytest.raises(ScheduleError, match="step 0: several transfers write rank 2 element 0"):
-        lower(s, layout(s, 1))
+        plan(s, layout(s, 1))
 
 
 @gpu
@@ -212,7 +212,7 @@ def test_copy_bandwidth_runs(backend):
 _TYPECHECK = """
 from numba import types
 from numba.cuda.compiler import compile_cuda
-from commsim.exec._cuda_kernels import KERNELS
+from commsim.exec.cuda._kernels import KERNELS
 i64 = types.int64
 for dt in (types.float32, types.int32):
     arena = types.Array(dt, 1, "C")

@@ -29,7 +29,7 @@ from commsim import COLLECTIVES, Schedule, Step, spec  # noqa: E402
 from commsim.algorithms import REGISTRY  # noqa: E402
 from commsim.errors import CommsimError  # noqa: E402
 from commsim.exec import check_outputs, execute, interpret, layout, random_inputs  # noqa: E402
-from commsim.exec.jax_mesh import JaxMeshBackend, plan  # noqa: E402
+from commsim.exec.jax import JaxMeshBackend, plan  # noqa: E402
 
 NDEV = len(jax.devices())
 pytestmark = pytest.mark.skipif(NDEV < 8, reason=f"needs 8 JAX devices, {NDEV} visible")

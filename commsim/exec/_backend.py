@@ -9,6 +9,14 @@ and returns once they are there (so a timed ``run`` never waits for a transfer),
 Backends are imported lazily (``get_backend("mpi")`` imports mpi4py only then), so
 ``import commsim`` works where MPI, CUDA or extra JAX devices are absent; ``unavailable()``
 returns one line saying why a backend cannot run here and how to fix it.
+
+Every device backend is a package with one anatomy (:mod:`commsim.exec.jax`,
+:mod:`commsim.exec.mpi`, :mod:`commsim.exec.cuda`): ``_plan`` lowers a schedule to a static
+plan with numpy alone (which rounds, segments, launches: testable anywhere), ``_program`` builds
+the device program from a plan, and ``_backend`` holds the backend class, its sections in the
+order **validate → plan → program → native collective → register**. The class lists the members
+of :class:`Backend` in the protocol's order; its plans and programs live in one
+:class:`~commsim.exec._lowering.CompileCache`.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from commsim._ir import Schedule
 from commsim.errors import CommsimError, UnknownNameError
 from commsim.exec._layout import Layout
 
-__all__ = ["BACKENDS", "Backend", "Compiled", "get_backend"]
+__all__ = ["BACKENDS", "Backend", "Compiled", "blocking", "get_backend", "uploaded"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,15 +44,36 @@ class Compiled:
     get: Callable[[Any], np.ndarray]
 
 
-class Backend(Protocol):
-    name: str
+def uploaded(array: Any) -> Any:
+    """A JAX array once its transfer to the device is done (``device_put`` is asynchronous): a
+    :attr:`Compiled.put` returns only then, so no timed ``run`` waits for an upload."""
+    array.block_until_ready()
+    return array
 
-    def unavailable(self) -> str | None:
-        """``None`` when usable here, else one line: why not, and how to fix it."""
+
+def blocking(exe: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``exe`` (a compiled JAX function) as a :attr:`Compiled.run`: it returns only when its
+    result is ready, so that the call can be timed."""
+
+    def run(buf: Any) -> Any:
+        out = exe(buf)
+        out.block_until_ready()
+        return out
+
+    return run
+
+
+class Backend(Protocol):
+    """What the harness, :func:`~commsim.exec.execute` and the CLI use of a backend, in order."""
+
+    name: str
 
     def check_dtype(self, dtype: Any) -> np.dtype:
         """``dtype`` as a numpy dtype if this backend runs it, else a one-line CommsimError
         (callable on the class: it never starts the device or MPI)."""
+
+    def unavailable(self) -> str | None:
+        """``None`` when usable here, else one line: why not, and how to fix it."""
 
     def native_name(self, collective: str) -> str:
         """What :meth:`native` runs for ``collective``, e.g. ``"MPI_Allreduce"``."""
@@ -64,7 +93,7 @@ class Backend(Protocol):
 # name -> "module:attribute"; modules are imported on first use
 BACKENDS: dict[str, str] = {
     "numpy": "commsim.exec.reference:NumpyBackend",
-    "jax": "commsim.exec.jax_mesh:JaxMeshBackend",
+    "jax": "commsim.exec.jax:JaxMeshBackend",
     "mpi": "commsim.exec.mpi:MpiBackend",
     "cuda": "commsim.exec.cuda:CudaBackend",
 }

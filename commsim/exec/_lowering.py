@@ -1,25 +1,63 @@
 """Lowering helpers shared by the executors (numpy only).
 
+Every device backend plans a schedule the same way before it builds a device program: it checks
+that the layout belongs to the schedule, takes the steps one by one as the IR validates them,
+turns slots into element ranges, and (for the message-passing backends) groups a step's transfers
+into messages and rounds with :func:`commsim._messages.group`, the one decomposition the cost
+models use too. Those steps live here, once:
+
+* :func:`check_layout`: the layout was made for this schedule (same ranks, same slots).
 * :func:`checked_steps`: the steps, each validated by the IR's one check
   (:meth:`commsim.Schedule.check_step`) before any backend lowers it.
 * :func:`element_ranges`: a step's transfers as element ranges (empty ones dropped).
 * :func:`merge_segments`: a message's transfers as element segments, contiguous runs merged.
-* :class:`CompileCache`: compiled programs per schedule (dropped with the schedule) and key.
+* :func:`step_messages`: a step's messages in rounds, and its local transfers, as segments.
+* :class:`CompileCache`: plans and programs per schedule (dropped with the schedule) and key.
 """
 
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Callable, Collection, Iterator
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
+from commsim._messages import group
+from commsim.errors import CommsimError
+
 if TYPE_CHECKING:
     from commsim._ir import Schedule, Step
-    from commsim.exec._backend import Compiled
+    from commsim.exec._layout import Layout
 
-__all__ = ["CompileCache", "ElementRanges", "checked_steps", "element_ranges", "merge_segments"]
+__all__ = [
+    "CompileCache",
+    "ElementRanges",
+    "Segments",
+    "StepMessages",
+    "check_layout",
+    "checked_steps",
+    "element_ranges",
+    "merge_segments",
+    "step_messages",
+]
+
+T = TypeVar("T")
+Segment = tuple[int, int, int, bool]  # (source start, length, destination start, reduce)
+
+
+def check_layout(schedule: Schedule, layout: Layout) -> None:
+    """Refuse a layout made for another schedule (other ranks or other slots), in one line."""
+    if layout.nranks != schedule.nranks:
+        raise CommsimError(
+            f"schedule {schedule.algorithm!r} has p={schedule.nranks} ranks but the layout is for "
+            f"{layout.nranks} ranks"
+        )
+    if len(layout.offsets) != schedule.nslots + 1:
+        raise CommsimError(
+            f"the layout has {len(layout.offsets) - 1} slots, schedule {schedule.algorithm!r} has "
+            f"{schedule.nslots}: build the layout from this schedule (commsim.exec.layout)"
+        )
 
 
 def checked_steps(schedule: Schedule) -> Iterator[tuple[int, Step]]:
@@ -53,7 +91,7 @@ def element_ranges(step: Step, off: np.ndarray) -> ElementRanges:
 
 def merge_segments(
     sa: np.ndarray, ln: np.ndarray, da: np.ndarray, red: np.ndarray
-) -> list[tuple[int, int, int, bool]]:
+) -> list[Segment]:
     """Transfers as segments ``(src, len, dst, reduce)``, sorted by source start (stably), runs
     contiguous on both sides with the same ``reduce`` merged.
 
@@ -67,7 +105,7 @@ def merge_segments(
         ... )
         [(0, 4, 5, False), (4, 2, 10, False)]
     """
-    segs: list[list] = []
+    segs: list[list[Any]] = []
     for i in np.argsort(sa, kind="stable").tolist():
         a, n, d, f = int(sa[i]), int(ln[i]), int(da[i]), bool(red[i])
         if segs:
@@ -79,16 +117,78 @@ def merge_segments(
     return [(a, n, d, f) for a, n, d, f in segs]
 
 
+class Segments(NamedTuple):
+    """One message's merged segments (:func:`merge_segments`), from ``src`` to ``dst``."""
+
+    src: int
+    dst: int
+    segments: list[Segment]
+
+
+class StepMessages(NamedTuple):
+    """A step as the message-passing backends lower it.
+
+    Attributes:
+        rounds: per round of :func:`commsim._messages.matchings` (in that order), its messages.
+        local: per rank with local transfers (``src == dst``, in rank order), those transfers as
+            one message from the rank to itself.
+    """
+
+    rounds: list[list[Segments]]
+    local: list[Segments]
+
+
+def step_messages(
+    step: Step, off: np.ndarray, nranks: int, ranks: Collection[int] | None = None
+) -> StepMessages:
+    """``step``'s messages in rounds and its local transfers, as segments for slot offsets ``off``.
+
+    With ``ranks``, only the messages that those ranks send or receive (rounds where none of them
+    takes part stay, empty, so that every rank numbers the rounds alike).
+
+    Examples:
+        >>> import numpy as np, commsim
+        >>> st = commsim.Step.make(src=[0, 1, 1], dst=[1, 0, 1], src_slot=[0, 1, 0], dst_slot=1)
+        >>> sm = step_messages(st, np.array([0, 2, 4]), 2)
+        >>> [[(m.src, m.dst, m.segments) for m in r] for r in sm.rounds]
+        [[(0, 1, [(0, 2, 2, False)]), (1, 0, [(2, 2, 2, False)])]]
+        >>> sm.local
+        [Segments(src=1, dst=1, segments=[(0, 2, 2, False)])]
+    """
+    src, dst, sa, ln, da, red = element_ranges(step, off)
+    wanted = None if ranks is None else set(ranks)
+    g = group(src, dst, nranks)
+    rounds = []
+    for rnd in g.rounds:
+        msgs = []
+        for m in rnd.tolist():
+            s, d, t = int(g.src[m]), int(g.dst[m]), g.transfers[m]
+            if wanted is None or s in wanted or d in wanted:
+                msgs.append(Segments(s, d, merge_segments(sa[t], ln[t], da[t], red[t])))
+        rounds.append(msgs)
+    local = []
+    for r in np.unique(src[g.local]).tolist():
+        if wanted is None or r in wanted:
+            t = g.local[src[g.local] == r]
+            local.append(Segments(r, r, merge_segments(sa[t], ln[t], da[t], red[t])))
+    return StepMessages(rounds, local)
+
+
 class CompileCache:
-    """Compiled programs per schedule (weakly held) and key, each made once."""
+    """Plans and programs per schedule (weakly held) and key, each made once.
+
+    Every device backend keeps one: its plans under ``("plan", count)``, its programs under
+    ``("program", count, dtype)``, its native collectives under ``("native", count, dtype)``
+    (and CUDA its uploaded launch tables, which serve every dtype, under ``("launches", count)``).
+    """
 
     def __init__(self) -> None:
-        self._entries: weakref.WeakKeyDictionary[Schedule, dict[tuple, Compiled]] = (
+        self._entries: weakref.WeakKeyDictionary[Schedule, dict[tuple[Any, ...], Any]] = (
             weakref.WeakKeyDictionary()
         )
 
-    def get(self, schedule: Schedule, key: tuple, make: Callable[[], Compiled]) -> Compiled:
-        """The program for ``(schedule, key)``, made by ``make()`` the first time."""
+    def get(self, schedule: Schedule, key: tuple[Any, ...], make: Callable[[], T]) -> T:
+        """The entry for ``(schedule, key)``, made by ``make()`` the first time."""
         entry = self._entries.setdefault(schedule, {})
         if key not in entry:
             entry[key] = make()

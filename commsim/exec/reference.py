@@ -11,21 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from commsim._compat import check_dtype
+from commsim._compat import INTEGER_DTYPES, check_dtype
 from commsim._ir import Schedule
 from commsim.exec._backend import Compiled
 from commsim.exec._layout import Layout
+from commsim.exec._lowering import check_layout
 
 __all__ = ["DTYPES", "NumpyBackend", "interpret"]
 
-DTYPES = (
-    "float16",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-    *(f"{k}int{b}" for k in ("", "u") for b in (8, 16, 32, 64)),
-)
+DTYPES = ("float16", "float32", "float64", "complex64", "complex128", *INTEGER_DTYPES)
 
 
 def interpret(schedule: Schedule, layout: Layout, buffers: np.ndarray) -> np.ndarray:
@@ -59,12 +53,12 @@ class NumpyBackend:
 
     name = "numpy"
 
-    def unavailable(self) -> str | None:
-        return None
-
     @staticmethod
     def check_dtype(dtype: Any) -> np.dtype:
         return check_dtype(dtype, "numpy", DTYPES)
+
+    def unavailable(self) -> str | None:
+        return None
 
     @staticmethod
     def native_name(collective: str) -> str:
@@ -75,6 +69,7 @@ class NumpyBackend:
         return 1  # one process walks every rank's buffer
 
     def compile(self, schedule: Schedule, layout: Layout, dtype: np.dtype) -> Compiled:
+        check_layout(schedule, layout)
         return Compiled(
             put=lambda host: np.array(host, dtype=dtype),
             run=lambda buf: interpret(schedule, layout, buf),

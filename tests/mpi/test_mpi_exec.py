@@ -294,7 +294,7 @@ def test_cli_run_in_place_runs_every_rank_and_prints_on_rank_0(backend, world, i
 
 def test_the_replay_catches_a_deadlock():
     """Two ranks that both send first and receive in a later round block forever."""
-    from commsim.exec.mpi import Message, Round, Segment, StepPlan
+    from commsim.exec.mpi._plan import Message, Round, Segment, StepPlan
 
     seg = (Segment(0, 1, 0, False),)
 

@@ -6,10 +6,10 @@ elements each (rank ``r``'s element ``e`` at ``r * nelems + e``), followed by a 
 ``KERNELS`` holds them:
 
 ``apply(arena, groups, srcs, chunk)``
-    Runs one lowered launch (:mod:`commsim.exec.cuda`): ``groups`` is ``int64 [5, G + 1]`` with
-    rows ``dst`` (arena offset), ``len``, ``reduce``, ``ptr`` (CSR into ``srcs``) and ``cstart``
-    (exclusive prefix sum of each group's chunk count, ``ceil(len / chunk)``). Group ``g`` computes,
-    for every element ``e < len[g]``,
+    Runs one launch of a plan (:mod:`commsim.exec.cuda._plan`): ``groups`` is
+    ``int64 [5, G + 1]`` with rows ``dst`` (arena offset), ``len``, ``reduce``, ``ptr`` (CSR into
+    ``srcs``) and ``cstart`` (exclusive prefix sum of each group's chunk count,
+    ``ceil(len / chunk)``). Group ``g`` computes, for every element ``e < len[g]``,
     ``arena[dst + e] = (arena[dst + e] if reduce else 0) + sum_k arena[srcs[k] + e]``, the sources
     taken in order (an overwrite group has exactly one source). Blocks take chunks grid-stride;
     a block finds its chunk's group by binary search in ``cstart`` (once per chunk, not per
@@ -29,7 +29,8 @@ elements each (rank ``r``'s element ``e`` at ``r * nelems + e``), followed by a 
     ``arena[r, count + q*block + i] = arena[q, r*block + i]`` (alltoall's output after its input).
 
 This module imports ``numba.cuda`` at import time (the simulator swaps the module-level ``cuda``
-name inside kernels), so only :mod:`commsim.exec.cuda` imports it, lazily.
+name inside kernels), so only :mod:`commsim.exec.cuda._program` imports it, and the backend
+imports that lazily.
 """
 
 from __future__ import annotations

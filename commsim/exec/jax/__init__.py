@@ -1,0 +1,12 @@
+"""The JAX mesh backend: a schedule as one jitted ``shard_map`` with a ``ppermute`` per round.
+
+:func:`plan` lowers a schedule with numpy alone (:mod:`commsim.exec.jax._plan`);
+:class:`JaxMeshBackend` validates, plans, builds the device program
+(:mod:`commsim.exec.jax._program`) and runs JAX's own collectives beside it
+(:mod:`commsim.exec.jax._backend`). Rank ``r`` is device ``r`` of a mesh along :data:`AXIS`.
+"""
+
+from commsim.exec.jax._backend import AXIS, DTYPES, JaxMeshBackend
+from commsim.exec.jax._plan import Plan, plan
+
+__all__ = ["AXIS", "DTYPES", "JaxMeshBackend", "Plan", "plan"]

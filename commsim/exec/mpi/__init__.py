@@ -1,0 +1,13 @@
+"""The mpi4jax backend: one MPI process per rank, ``sendrecv`` / ``send`` / ``recv`` per round.
+
+:func:`plan` lowers a schedule into every rank's program with numpy alone
+(:mod:`commsim.exec.mpi._plan`, with the argument that it cannot deadlock); :class:`MpiBackend`
+validates, plans, builds the device program (:mod:`commsim.exec.mpi._program`) and runs the MPI
+library's own collectives beside it (:mod:`commsim.exec.mpi._backend`). :func:`missing`,
+:func:`find_mpirun` and :data:`INSTALL_HINT` say whether MPI is installed, without importing it.
+"""
+
+from commsim.exec.mpi._backend import DTYPES, INSTALL_HINT, MpiBackend, find_mpirun, missing
+from commsim.exec.mpi._plan import RankPlan, plan
+
+__all__ = ["DTYPES", "INSTALL_HINT", "MpiBackend", "RankPlan", "find_mpirun", "missing", "plan"]
