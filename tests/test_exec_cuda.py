@@ -1,4 +1,4 @@
-"""The Numba-CUDA backend: every registry row runs and equals the reference interpreter.
+"""The Numba-CUDA backend (every registry row runs on it in ``tests/test_registry.py``).
 
 Runs on a GPU when one is present, else on numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``,
 set here when no NVIDIA device exists and numba.cuda is not loaded yet). The simulator runs one
@@ -31,8 +31,6 @@ if _NO_GPU and "NUMBA_ENABLE_CUDASIM" not in os.environ and "numba.cuda" not in 
 
     config.reload_config()
 
-ROWS = sorted(commsim.algorithms.REGISTRY)
-RANKS = range(1, 9)
 
 gpu = pytest.mark.gpu
 

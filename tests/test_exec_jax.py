@@ -1,12 +1,10 @@
 """The JAX mesh backend against the reference interpreter, on 8 CPU devices.
 
-Compilation dominates the cost (about 0.2-3 s per schedule), so the fast sweep is: every registry
-row at p = 3 (int32) and p = 8 (float32); a representative subset (different step shapes:
-full-cycle rounds, non-power-of-two folding, multi-segment messages with local rounds, masked
-partial rounds) at every other p in 1..8; every rooted row with a non-zero root; random schedules
-that exercise the IR's semantics directly (exchanges, several reductions into one slot, local
-copies, mixed reduce flags, unequal slot sizes) compared buffer for buffer. The remaining rows at
-the remaining p (completing every row × p = 1..8) are marked ``slow``.
+Every registry row runs on this backend in the registry sweep (``tests/test_registry.py``,
+``BACKEND_P``); this file tests what is particular to the backend: its native collectives, random
+schedules that exercise the IR's semantics directly (exchanges, several reductions into one slot,
+local copies, mixed reduce flags, unequal slot sizes) compared buffer for buffer, the plan's
+shape, the compile cache and its errors.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ jax = pytest.importorskip("jax")
 
 import commsim  # noqa: E402
 from commsim import COLLECTIVES, Schedule, Step, spec  # noqa: E402
-from commsim.algorithms import REGISTRY  # noqa: E402
 from commsim.errors import CommsimError  # noqa: E402
 from commsim.exec import check_outputs, execute, interpret, layout, random_inputs  # noqa: E402
 from commsim.exec.jax import JaxMeshBackend, plan  # noqa: E402
@@ -34,32 +31,10 @@ from commsim.exec.jax import JaxMeshBackend, plan  # noqa: E402
 NDEV = len(jax.devices())
 pytestmark = pytest.mark.skipif(NDEV < 8, reason=f"needs 8 JAX devices, {NDEV} visible")
 
-ROWS = sorted(REGISTRY)
-ROOTED = [r for r in ROWS if spec(r[0]).rooted]
-SUBSET = [
-    r
-    for r in [
-        ("allreduce", "ring"),
-        ("allreduce", "rabenseifner"),
-        ("alltoall", "bruck"),
-        ("broadcast", "scatter_allgather"),
-        ("reduce_scatter", "recursive_halving"),
-    ]
-    if r in REGISTRY
-]
-
 
 @pytest.fixture(scope="module")
 def backend() -> JaxMeshBackend:
     return JaxMeshBackend()  # shared: its compile cache is part of what is tested
-
-
-def run_row(backend, collective, name, p, dtype, **params):
-    s = commsim.build(collective, name, nranks=p, **params)
-    lay = layout(s, 2 * s.nbytes_units)
-    inputs = random_inputs(lay, dtype, seed=p)
-    out = execute(s, inputs, backend)  # checks against the reference interpreter
-    assert out.dtype == np.dtype(dtype)
 
 
 @pytest.mark.parametrize("p", [1, 3, 8])

@@ -2,7 +2,7 @@ r"""The mpi4jax backend: one process per rank, each running its own transfers as
 
 Rank ``r`` is MPI rank ``r`` of a communicator of exactly ``p`` processes (a private clone of
 ``COMM_WORLD`` by default). Run it under ``mpirun`` (``commsim run --backend mpi`` starts
-``mpirun`` itself: :func:`commsim.exec.mpi_launch.launch`). The anatomy, as in every backend:
+``mpirun`` itself: :func:`commsim.bench.measure_mpi`). The anatomy, as in every backend:
 
 * **validate**: the dtype (:data:`DTYPES`; 64-bit types need JAX's 64-bit mode), the layout, and
   that MPI runs exactly ``p`` processes; :func:`missing` says, without importing anything,
@@ -18,7 +18,7 @@ Rank ``r`` is MPI rank ``r`` of a communicator of exactly ``p`` processes (a pri
 
 Heavy imports (``mpi4py``, which initializes MPI, and ``mpi4jax``) happen only when a backend
 needs its communicator or builds a program; ``import commsim`` never needs MPI. Starting
-``mpirun`` and collecting the ranks' results is :mod:`commsim.exec.mpi_launch`'s job.
+``mpirun`` and collecting the ranks' results is :mod:`commsim.bench`'s job.
 """
 
 from __future__ import annotations
