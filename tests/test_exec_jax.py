@@ -186,3 +186,13 @@ def test_cli_run_on_the_mesh_against_psum(capsys):
     [m] = json.loads(capsys.readouterr().out)["measurements"]
     assert (m["backend"], m["native"], m["check"]) == ("jax", "lax.psum", "ok")
     assert m["ratio"] == pytest.approx(m["busbw_Bps"] / m["native_busbw_Bps"])
+
+
+def test_schedules_too_long_for_one_program_are_refused_up_front():
+    s = commsim.build("allreduce", "ring", nranks=4)  # 6 steps, 6 rounds
+    lay = layout(s, 4 * s.nbytes_units)
+    with pytest.raises(commsim.ResourceError, match="needs 6 ppermute rounds or more, past the 5"):
+        JaxMeshBackend(max_rounds=5).compile(s, lay, np.float32)
+    long = commsim.build("broadcast", "chain", nranks=4, segments=20_000)
+    with pytest.raises(commsim.ResourceError, match="20,002 ppermute rounds"):
+        JaxMeshBackend().compile(long, layout(long, 20_000), np.float32)  # before planning

@@ -33,7 +33,7 @@ import numpy as np
 
 from commsim._compat import INTEGER_DTYPES, check_dtype
 from commsim._ir import Schedule
-from commsim.errors import CommsimError
+from commsim.errors import CommsimError, ResourceError
 from commsim.exec._backend import Compiled
 from commsim.exec._layout import Layout
 from commsim.exec._lowering import CompileCache, check_layout
@@ -140,9 +140,17 @@ class JaxMeshBackend:
 
     check_dtype = staticmethod(_check_dtype)
 
-    def __init__(self, devices: Any = None, donate: bool = True) -> None:
+    #: ``ppermute`` rounds one program may have: XLA's compile time and memory grow with them
+    #: (about 50 ms a round on CPU, 2,000 rounds took 150 s and 5 GB), so longer schedules are
+    #: refused up front instead of compiling for minutes without a word.
+    MAX_ROUNDS = 1024
+
+    def __init__(
+        self, devices: Any = None, donate: bool = True, max_rounds: int = MAX_ROUNDS
+    ) -> None:
         self._devices = None if devices is None else list(devices)
         self.donate = donate
+        self.max_rounds = max_rounds
         self.traces = 0  # how many times a program was traced (the no-recompile tests read it)
         self._cache = CompileCache()
 
@@ -171,6 +179,8 @@ class JaxMeshBackend:
         """Lower ``schedule`` to one jitted ``shard_map`` (cached per schedule, count, dtype)."""
         dt = _check_dtype(dtype)
         check_layout(schedule, layout)
+        self._check_rounds(schedule.nsteps, schedule)  # every step is at least one round
+        self._check_rounds(self.plan(schedule, layout).nppermutes, schedule)
         devs = _devices(self._devices, schedule.nranks)
         return _compiled(
             self._cache, schedule, layout, dt, devs, donate=self.donate, on_trace=self._count_trace
@@ -182,6 +192,15 @@ class JaxMeshBackend:
         check_layout(schedule, layout)
         devs = _devices(self._devices, schedule.nranks)
         return _native_compiled(self._cache, schedule, layout, dt, devs)
+
+    def _check_rounds(self, rounds: int, schedule: Schedule) -> None:
+        if rounds > self.max_rounds:
+            raise ResourceError(
+                f"{schedule.collective} {schedule.algorithm!r} needs {rounds:,} ppermute rounds "
+                f"or more, past the {self.max_rounds:,} one JAX program compiles in reasonable "
+                "time and memory (about 50 ms a round on CPU); use fewer segments or steps, the "
+                "numpy or mpi backend, or JaxMeshBackend(max_rounds=...)"
+            )
 
     def _count_trace(self) -> None:
         self.traces += 1
