@@ -30,7 +30,7 @@ from commsim.cli.errors import EXIT_FAILED, EXIT_OK
 from commsim.cli.execution import ExecutionGroup
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.output import add_output_group, to_json
-from commsim.cli.schedules import ScheduleChoice, ScheduleGroup
+from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 
 __all__ = [
     "DESCRIPTION",
@@ -61,9 +61,10 @@ EXAMPLES = """\
   commsim run -c allreduce -a rabenseifner -p 4 --backend numpy -s 1KiB..1MiB --iters 5
   commsim run -c broadcast -a binomial -p 6 --root 3 --backend jax --dtype int32 --json
   commsim run -c broadcast -a chain -p 4 --param segments=16 --backend jax -s 4MiB
-  commsim run -c allreduce -a ring -p 2 --backend mpi -s 64MiB"""
+  commsim run -c allreduce -a ring -p 2 --backend mpi -s 64MiB
+  commsim run --file my_schedule.json --backend mpi -s 1MiB   # a saved (or hand-made) schedule"""
 
-SCHEDULES = ScheduleGroup("run")
+SCHEDULES = ScheduleGroup("run", file=True)
 EXECUTION = ExecutionGroup(
     backend="jax", iters=20, warmup=5, optional_checks=True, sizes=DEFAULT_RUN_SIZES
 )
@@ -73,7 +74,7 @@ EXECUTION = ExecutionGroup(
 class RunRequest:
     """Time the one schedule of ``schedules`` on ``backend`` as ``bench`` says."""
 
-    schedules: ScheduleChoice
+    schedules: ScheduleChoice | ScheduleFile
     backend: str
     bench: BenchRequest
     timeout: float = DEFAULT_TIMEOUT
@@ -104,7 +105,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse(args: argparse.Namespace) -> RunRequest:
     schedules = SCHEDULES.parse(args)
-    assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
     bench = EXECUTION.parse(args, parse_sizes(args.sizes))
     return RunRequest(schedules, args.backend, bench, float(args.timeout), args.json, args.progress)
 

@@ -102,3 +102,22 @@ def test_64_bit_types_need_no_environment_variable(dtype, tmp_path):
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-2000:]
     assert dtype in done.stdout
+
+
+def test_run_takes_a_saved_schedule(cli, tmp_path):
+    import json
+
+    import commsim
+
+    hand = commsim.Schedule.from_steps(
+        [commsim.Step.make(src=[0, 1], dst=[1, 0], src_slot=0, dst_slot=0, reduce=True)],
+        collective="allreduce", nranks=2, nslots=1, algorithm="hand_made",
+    )  # fmt: skip
+    path = str(commsim.save(hand, tmp_path / "mine.json"))
+    rc, out, err = cli("run", "--file", path, "--backend", "numpy", "-s", "4KiB", "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert (doc["algorithm"], doc["nranks"]) == ("hand_made", 2)
+    assert doc["measurements"][0]["check"] == "ok"
+    rc, _, err = cli("run", "--file", path, "-p", "2", "--backend", "numpy")
+    assert rc == 2 and "drop -p" in err
