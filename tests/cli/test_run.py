@@ -58,7 +58,7 @@ def test_cli_run_bad_input_is_one_error(cli, argv, message):
 
 def test_parse_gives_a_frozen_request():
     args = argparse.Namespace(
-        collective="allreduce", algorithm="ring", nranks="4", param=[], root=None,
+        collective="allreduce", algorithm="ring", nranks="4", param=[], root=None, file=None,
         backend="numpy", sizes="1KiB..4KiB", dtype="f4", iters=3, warmup=1, no_check=False,
         no_baseline=True, timeout=60, json=False, progress=None,
     )  # fmt: skip
