@@ -369,7 +369,7 @@ def _power_of_two_ticks(lo: float, hi: float) -> list[float]:
     return ticks
 
 
-def _thin(values: Sequence[float], lo: float, hi: float, most: int = 8) -> list[float]:
+def _thin(values: Sequence[float], lo: float, hi: float, most: int = 7) -> list[float]:
     """``values`` without those closer than 1/``most`` of the log axis to the previous kept; the
     last one stays (in place of its neighbour if need be), unless only the first is kept."""
     gap = math.log(hi / lo) / most
@@ -388,7 +388,7 @@ _MANTISSAS = ((1, 3), (1, 2, 5), (1, 2, 3, 5), (1, 2, 3, 4, 5, 6, 7, 8, 9))
 def _time_ticks(lo: float, hi: float) -> tuple[list[float], list[float]]:
     """Major ticks in ``[lo, hi]``: decades (every 2nd, 3rd... when more than eight), or when
     fewer than three decades show, the sparsest of 1-3, 1-2-5, 1-2-3-5 and 1..9 giving three or
-    more, thinned so that none crowd. Minor ticks (unlabelled) only between single decades."""
+    more. Minor ticks (unlabelled) only between single decades."""
     e0, e1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
 
     def inside(subs: Iterable[int], stride: int = 1) -> list[float]:
@@ -410,7 +410,7 @@ def _time_ticks(lo: float, hi: float) -> tuple[list[float], list[float]]:
         ticks = inside(subs)
         if len(ticks) >= 3:
             break
-    return _thin(ticks, lo, hi), []
+    return ticks, []
 
 
 # ---------------------------------------------------------------------------------------------
