@@ -13,6 +13,7 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule
 from commsim._progress import Progress
+from commsim.cli import plot
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError, one_line
 from commsim.cli.memory import MemoryBudget
@@ -98,8 +99,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     output.add_argument(
         "--plot",
         metavar="FILE",
-        help="also write a log-log figure of time vs size (.png, .pdf or .svg): one panel per p, "
-        "one line per algorithm, the lower bound dashed",
+        help="also write a log-log figure of time vs size (.png, .pdf or .svg): one panel per p "
+        f"(at most {plot.MAX_PANELS}), one line per algorithm (points where sizes are far apart), "
+        "ties named, the lower bound dashed; sizes of 0 are left out",
     )
 
 
@@ -125,6 +127,8 @@ def compute(request: CompareRequest) -> CompareResult:
     """Build everything first (failures and memory skips are known before the long part),
     predict, pick the winners, and draw the figure if asked."""
     choice, sizes = request.schedules, np.array(request.sizes, dtype=np.float64)
+    if request.plot is not None:
+        plot.check_drawable(request.sizes, len(choice.nranks))
     built = [_build(choice, p, request.budget, len(sizes)) for p in choice.nranks]
     if not any(schedules for schedules, _ in built):
         reasons = {why for _, skipped in built for why in skipped.values()}
@@ -138,10 +142,7 @@ def compute(request: CompareRequest) -> CompareResult:
     result = CompareResult(choice.collective, choice.algorithms, request.model, sizes, panels)
     if request.plot is None:
         return result
-    from commsim.cli import plot
-
-    drawn = [pn for pn in panels if pn.times]
-    plot.plot_compare(request.plot, choice.collective, request.model.describe(), sizes, drawn)
+    plot.plot_compare(request.plot, choice.collective, request.model.describe(), sizes, panels)
     return dataclasses.replace(result, plot=request.plot)
 
 
