@@ -83,9 +83,10 @@ def check_dtype(
 ) -> np.dtype:
     """The element type ``dtype`` as a numpy dtype, or a one-line :class:`CommsimError`.
 
-    ``supported`` lists the dtype names ``backend`` runs. Refused too: byte orders other than the
-    machine's (``>f4`` on a little-endian machine), and, for backends that run through JAX
-    (``jax=True``), 64-bit types while JAX's 64-bit mode is off.
+    ``supported`` lists the dtype names ``backend`` runs; byte orders other than the machine's
+    (``>f4`` on a little-endian machine) are refused too. A backend that runs through JAX
+    (``jax=True``) asked for a 64-bit type turns JAX's 64-bit mode on (:func:`ensure_x64`): the
+    type is supported, so no one should have to set an environment variable for it.
     """
     from commsim.errors import CommsimError
 
@@ -94,11 +95,8 @@ def check_dtype(
         raise CommsimError(f"dtype {dt.str!r} is not in this machine's byte order; use {dt.name}")
     if dt.name not in supported:
         raise CommsimError(f"the {backend} backend runs {', '.join(supported)}; got {dt.name}")
-    if jax and dt.itemsize == 8 and dt.kind in "iuf" and not x64_enabled():
-        raise CommsimError(
-            f"dtype {dt} needs JAX's 64-bit mode: set JAX_ENABLE_X64=1 before JAX starts, or "
-            "call commsim._compat.ensure_x64 (the command line does), or use a 32-bit dtype"
-        )
+    if jax:
+        ensure_x64(dt)
     return dt
 
 

@@ -171,7 +171,8 @@ class Schedule:
     """A collective-communication schedule: metadata plus a (lazy) sequence of :class:`Step`.
 
     Immutable: :func:`dataclasses.replace` gives a changed copy (steps shared unless ``step_fn``
-    is replaced; then say ``ntransfers_hint=None`` unless the counts are unchanged).
+    is replaced; then also pass ``ntransfers_hint=None, max_step_transfers_hint=None`` unless the
+    transfer counts are unchanged: memory estimates trust the hints).
 
     Args:
         collective: the collective it computes (a name from :data:`commsim.COLLECTIVES`).

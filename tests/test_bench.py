@@ -299,19 +299,24 @@ def test_bench_and_exec_never_import_the_registry_or_the_cli(path):
 
 
 class _Recording(NumpyBackend):
-    """The numpy backend, remembering the largest magnitude each schedule run starts from."""
+    """The numpy backend with a native collective that works in place (like CUDA's kernels),
+    remembering the largest magnitude each run, the schedule's or the native's, starts from."""
 
     def __init__(self) -> None:
-        self.starts: list[float] = []
+        self.starts: dict[str, list[float]] = {"schedule": [], "native": []}
 
-    def compile(self, schedule, layout, dtype):
-        inner = super().compile(schedule, layout, dtype)
-
+    def _recorded(self, inner: Compiled, what: str) -> Compiled:
         def run(buf):
-            self.starts.append(float(np.abs(buf).max()))
+            self.starts[what].append(float(np.abs(buf).max()))
             return inner.run(buf)
 
         return Compiled(put=inner.put, run=run, get=inner.get)
+
+    def compile(self, schedule, layout, dtype):
+        return self._recorded(super().compile(schedule, layout, dtype), "schedule")
+
+    def native(self, schedule, layout, dtype):  # the schedule again: it sums in place
+        return self._recorded(super().compile(schedule, layout, dtype), "native")
 
 
 def test_every_timed_run_starts_from_the_same_inputs():
@@ -321,8 +326,9 @@ def test_every_timed_run_starts_from_the_same_inputs():
     s = commsim.build("allreduce", "ring", nranks=8)
     [m] = measure(s, backend, BenchRequest(sizes=(4096,), dtype="float16", iters=12, warmup=3))
     assert m.check == "ok"
-    timed = backend.starts[1:]  # after the check's run
-    assert len(timed) == 15 and len(set(timed)) == 1 and np.isfinite(timed[0])
+    for what in ("schedule", "native"):
+        timed = backend.starts[what][1:]  # after the check's run
+        assert len(timed) == 15 and len(set(timed)) == 1 and np.isfinite(timed[0]), what
 
 
 def test_more_ranks_than_cores_is_said_in_the_measurement_and_the_table():

@@ -63,12 +63,21 @@ def test_refuses_more_ranks_than_devices():
         JaxMeshBackend(devices=jax.devices()[:2]).compile(s3, layout(s3, 3), np.float32)
 
 
-def test_64_bit_dtypes_need_x64_mode():
-    if jax.config.read("jax_enable_x64"):
-        pytest.skip("JAX 64-bit mode is on")
-    s = commsim.build("allreduce", "ring", nranks=2)
-    with pytest.raises(CommsimError, match="JAX_ENABLE_X64"):
-        JaxMeshBackend().compile(s, layout(s, 2), np.float64)
+def test_64_bit_dtypes_turn_on_jax_64_bit_mode():
+    # in a subprocess: the mode is global, and this test process keeps JAX's default
+    import subprocess
+    import sys
+
+    code = (
+        "import jax, numpy as np, commsim\n"
+        "from commsim.exec import execute\n"
+        "assert not jax.config.read('jax_enable_x64')\n"
+        "x = np.arange(8.0).reshape(2, 4)\n"
+        "out = execute(commsim.build('allreduce', 'ring', nranks=2), x, backend='jax')\n"
+        "assert out.dtype == np.float64 and jax.config.read('jax_enable_x64')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_second_compile_and_runs_do_not_retrace():

@@ -24,6 +24,7 @@ Examples:
     (996, 'ok')
 """
 
+from commsim.bench._any import measure_any
 from commsim.bench._launch import DEFAULT_TIMEOUT, measure_mpi
 from commsim.bench._local import measure
 from commsim.bench._loop import layout_for_size
@@ -44,6 +45,7 @@ __all__ = [
     "format_table",
     "layout_for_size",
     "measure",
+    "measure_any",
     "measure_in_place",
     "measure_mpi",
     "timing_stats",

@@ -9,7 +9,6 @@ around ``run``, which returns only when the device is done. MPI ranks are separa
 from __future__ import annotations
 
 from commsim import Schedule
-from commsim._compat import as_dtype, ensure_x64
 from commsim._progress import Progress
 from commsim.bench._loop import layout_for_size, measure_size
 from commsim.bench._measurement import Measurement
@@ -62,7 +61,6 @@ def measure(
         (4096, 1024, 'ok', True)
     """
     be = _backend(backend)
-    ensure_x64(as_dtype(request.dtype))
     dt = be.check_dtype(request.dtype)
     for size in request.sizes:  # refuse bad sizes before running
         layout_for_size(schedule, size, dt)

@@ -8,12 +8,12 @@ to its type size; the bytes that actually ran are reported), then
    the reference interpreter, and one run of the backend's own collective (the baseline); a
    mismatch is recorded in the :class:`Measurement`, never raised;
 2. **times** ``warmup`` untimed and ``iters`` timed runs of the schedule and, interleaved with
-   them, of the baseline, so both see the same machine. Every run starts from the same
-   well-scaled inputs: the schedule works in place (a backend may donate its buffer), so its
-   inputs are put on the device again, untimed, before each run — chaining runs would multiply
-   an allreduce's values by ``p`` per run until floats overflow and the timing measures
-   arithmetic on ``inf``. The native collective does not consume its argument (its output may
-   differ in shape), so its one input buffer serves every run;
+   them, of the baseline, so both see the same machine. Every run, the schedule's and the
+   baseline's, starts from the same well-scaled inputs, put on the device again (untimed) before
+   it: schedules work in place (a backend may donate its buffer) and some native collectives
+   too (the CUDA kernels write into their arena), and chaining runs would multiply an
+   allreduce's values by ``p`` per run until floats overflow and the timing measures arithmetic
+   on ``inf``;
 3. **summarizes**: median, min, max and spread, algbw and busbw (:mod:`commsim.bench._measurement`).
 
 How a run is timed and how several processes agree on the times and the verdict is the
@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from commsim import Schedule
-from commsim._compat import as_dtype, ensure_x64
 from commsim.bench._machine import memory, oversubscription
 from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest
@@ -110,11 +109,10 @@ def _timed_runs(
     tick: Callable[[], None] | None,
 ) -> np.ndarray:
     """``[2, iters]`` times of the schedule's and the baseline's timed runs (zeros if none)."""
-    nbuf = native.put(host) if native is not None else None
     times = np.zeros((2, request.iters))
     for i in range(request.warmup + request.iters):
         t = timer.time(compiled.run, compiled.put(host))[1]  # fresh inputs, put untimed
-        nt = timer.time(native.run, nbuf)[1] if native is not None else 0.0
+        nt = timer.time(native.run, native.put(host))[1] if native is not None else 0.0
         if i >= request.warmup:
             times[:, i - request.warmup] = t, nt
         if tick is not None:
@@ -132,7 +130,6 @@ def measure_size(
     tick: Callable[[], None] | None = None,
 ) -> Measurement:
     """Check and time ``schedule`` at ``size`` bytes on ``backend``; ``tick()`` after each run."""
-    ensure_x64(as_dtype(request.dtype))  # 64-bit types on a JAX backend: its 64-bit mode, on
     dt = backend.check_dtype(request.dtype)
     lay = layout_for_size(schedule, size, dt)
     inputs = random_inputs(lay, dt, request.seed)

@@ -24,11 +24,10 @@ def memory() -> tuple[float, str]:
 
 
 def usable_cores() -> int:
-    """Cores this process may run on (its CPU affinity where the OS reports it)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return os.cpu_count() or 1
+    """The machine's cores (``os.cpu_count``). Not this process's affinity: an MPI rank bound
+    to one core would count one core for all. A container's CPU quota is not seen, and neither
+    are the other nodes of a multi-node run: there the note can be missing, never false."""
+    return os.cpu_count() or 1
 
 
 def oversubscription(workers: int, cores: int | None = None) -> str | None:

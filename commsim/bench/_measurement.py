@@ -59,6 +59,8 @@ class Measurement:
     check: str = "skipped"  # "ok", "skipped" or "FAILED"
     error: str | None = None  # what the check found
     notes: tuple[str, ...] = ()  # why the numbers may not mean what they seem (oversubscription)
+    time_q1_s: float | None = None  # first quartile of the timed runs
+    time_q3_s: float | None = None  # third quartile
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "notes", tuple(self.notes))  # from JSON: a list
@@ -86,6 +88,7 @@ class Measurement:
     ) -> Measurement:
         """Statistics of the timed runs (and the native ones): median, spread, algbw, busbw."""
         med, tmin, tmax, spread = timing_stats(times)
+        q1, q3 = (float(q) for q in np.percentile(np.asarray(times, dtype=np.float64), [25, 75]))
         nbytes = lay.count * dt.itemsize
         factor = schedule.spec.busbw_factor(schedule.nranks)
         algbw = nbytes / med if med > 0 else float("inf")
@@ -118,6 +121,8 @@ class Measurement:
             check=check,
             error=error,
             notes=tuple(notes),
+            time_q1_s=q1,
+            time_q3_s=q3,
         )
 
 

@@ -21,7 +21,6 @@ import sys
 from collections.abc import Callable, Sequence
 
 from commsim import Schedule
-from commsim._compat import as_dtype, ensure_x64
 from commsim.bench._loop import layout_for_size, measure_size
 from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest
@@ -51,7 +50,6 @@ def check_mpi_request(schedules: Sequence[Schedule], request: BenchRequest) -> i
             f"one mpirun runs one rank count; these schedules have nranks "
             f"{', '.join(map(str, counts))}: measure them separately"
         )
-    ensure_x64(as_dtype(request.dtype))  # the ranks inherit it
     dt = MpiBackend.check_dtype(request.dtype)
     for s in schedules:
         for size in request.sizes:

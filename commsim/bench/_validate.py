@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 
 from commsim import Schedule
-from commsim.bench._launch import DEFAULT_TIMEOUT, measure_mpi
-from commsim.bench._local import measure
+from commsim.bench._any import measure_any
+from commsim.bench._launch import DEFAULT_TIMEOUT
 from commsim.bench._measurement import Measurement
 from commsim.bench._ranks import under_mpirun
 from commsim.bench._request import BenchRequest
@@ -72,17 +72,9 @@ def _run(
     progress: bool | None,
 ) -> list[Measurement]:
     """Measurements of every schedule, schedule-major, size-minor."""
-    if backend == "mpi":
-        if under_mpirun():
-            raise CommsimError("validate starts mpirun itself: run it without mpirun")
-        return measure_mpi(schedules, request, timeout=timeout, progress=progress)
-    from commsim._compat import ensure_cpu_devices
-    from commsim.exec import get_backend
-
-    if backend == "jax":
-        ensure_cpu_devices(schedules[0].nranks)
-    be = get_backend(backend)
-    return [m for s in schedules for m in measure(s, be, request, progress=progress)]
+    if backend == "mpi" and under_mpirun():
+        raise CommsimError("validate starts mpirun itself: run it without mpirun")
+    return measure_any(schedules, backend, request, timeout=timeout, progress=progress)
 
 
 _TIE = 1e-9  # relative: predictions this close are the same prediction
@@ -92,7 +84,9 @@ def _overlapping(ran: dict[str, Measurement], fastest: str) -> tuple[str, ...]:
     """Schedules whose measured interquartile range reaches the fastest one's."""
 
     def iqr(m: Measurement) -> tuple[float, float]:
-        half = m.spread * m.time_s / 2
+        if m.time_q1_s is not None and m.time_q3_s is not None:
+            return m.time_q1_s, m.time_q3_s
+        half = m.spread * m.time_s / 2  # a measurement from before quartiles were kept
         return m.time_s - half, m.time_s + half
 
     top = iqr(ran[fastest])[1]

@@ -13,16 +13,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 
-from commsim._compat import ensure_cpu_devices
 from commsim._ir import Schedule
 from commsim.bench import (
     DEFAULT_TIMEOUT,
     BenchRequest,
     Measurement,
     format_table,
-    measure,
+    measure_any,
     measure_in_place,
-    measure_mpi,
     under_mpirun,
 )
 from commsim.cli.arguments import DEFAULT_RUN_SIZES, parse_sizes
@@ -114,12 +112,10 @@ def compute(request: RunRequest) -> RunResult:
     rank, bench, progress = 0, request.bench, request.progress
     if request.backend == "mpi" and under_mpirun():
         rank, ms = measure_in_place([schedule], bench)
-    elif request.backend == "mpi":
-        ms = measure_mpi([schedule], bench, timeout=request.timeout, progress=progress)
     else:
-        if request.backend == "jax":
-            ensure_cpu_devices(schedule.nranks)
-        ms = measure(schedule, request.backend, bench, progress=progress)
+        ms = measure_any(
+            [schedule], request.backend, bench, timeout=request.timeout, progress=progress
+        )
     return RunResult(schedule, request.backend, bench, tuple(ms), rank)
 
 

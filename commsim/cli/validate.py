@@ -140,7 +140,7 @@ def render(result: ValidateResult, as_json: bool) -> str:
         f"{result.collective}, p={result.nranks}, on {result.backend} ({bench.dtype}, median of "
         f"{bench.iters}); predicted with {result.model.describe()}",
         "P: predicted fastest (P= : tied with it under the model); "
-        "M: measured fastest (M~ : within its interquartile range)",
+        "M: measured fastest of those run (M~ : within its interquartile range)",
         format_table(headers, table, "rlrrrrrll"),
     ]
     lines += [f"note: {n}" for n in dict.fromkeys(n for m in result.measurements for n in m.notes)]
