@@ -29,6 +29,12 @@ _LITERAL = re.compile(r"``([^`]*)``")
 _TEXT = re.compile(r"\\(?:text|mathrm|operatorname)\{([^{}]*)\}")
 _FRAC = re.compile(r"\\frac\{([^{}]*)\}\{([^{}]*)\}")
 _COMMAND = re.compile(r"\\[A-Za-z]+|\\[,{}#]")
+_SCRIPT = re.compile(r"([_^])\{([^{}]*)\}")  # a sub- or superscript group without nested braces
+
+
+def _script(m: re.Match[str]) -> str:
+    body = m.group(2)
+    return m.group(1) + (body if re.fullmatch(r"\w'?", body) else f"({body})")
 
 
 def _fraction(m: re.Match[str]) -> str:
@@ -39,9 +45,13 @@ def _fraction(m: re.Match[str]) -> str:
 
 def _math(text: str) -> str:
     """LaTeX math as readable Unicode: symbols, ``a/b`` fractions, no braces or commands."""
-    text = _TEXT.sub(r"\1", text).replace(r"\{", "\x02").replace(r"\}", "\x03")
-    while _FRAC.search(text):  # innermost first
-        text = _FRAC.sub(_fraction, text)
+    text = _TEXT.sub(lambda m: m.group(1).strip(), text)  # the words; spacing comes from outside
+    text = text.replace(r"\{", "\x02").replace(r"\}", "\x03")
+    while True:  # innermost groups first: scripts and fractions nest inside each other
+        done = _FRAC.sub(_fraction, _SCRIPT.sub(_script, text))
+        if done == text:
+            break
+        text = done
     text = _COMMAND.sub(lambda m: _SYMBOLS.get(m.group(0), m.group(0)[1:]), text)
     text = re.sub("\x01(?=[\\s)=,+\\-]|$)", "", text).replace("\x01", "·")
     text = re.sub(r"(?<![_^])\{([^{}]*)\}", r"\1", text)  # grouping braces
@@ -51,15 +61,17 @@ def _math(text: str) -> str:
 def to_text(doc: str) -> str:
     """``doc`` (reStructuredText with LaTeX math) as plain text for a terminal."""
     out: list[str] = []
-    in_math = False
+    math_indent: int | None = None  # the ``.. math::`` directive's indentation, inside its block
     for line in doc.splitlines():
+        indent = len(line) - len(line.lstrip())
         if line.strip().startswith(".. math::"):
-            in_math, rest = True, line.split("::", 1)[1].strip()
+            math_indent, rest = indent, line.split("::", 1)[1].strip()
             if rest:
-                out.append("    " + _math(rest))
+                out.append(" " * (indent + 4) + _math(rest))
             continue
-        if in_math and line.strip() and not line.startswith((" ", "\t")):
-            in_math = False
+        if math_indent is not None and line.strip() and indent <= math_indent:
+            math_indent = None  # the block ends at a line no deeper than its directive
+        in_math = math_indent is not None
         if in_math:
             out.append(_math(line) if line.strip() else line)
             continue

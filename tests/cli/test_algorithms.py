@@ -53,3 +53,12 @@ def test_one_algorithms_documentation_is_plain_text(cli, row):
     assert rc == 0
     for markup in (":math:", ":func:", ".. math::", "``", "\\frac", "\\alpha", "\\Bigl", "\\lceil"):
         assert markup not in out, markup
+
+
+def test_math_renders_nested_groups_and_ends_with_its_block():
+    from commsim.cli.rst import to_text
+
+    assert to_text(r":math:`\frac{n}{2^{k}}\beta`") == "n/(2^k)·β"
+    text = to_text("Args:\n    .. math::\n        a=\\frac{1}{2}\n\n    more text with {braces}")
+    assert text.splitlines()[1].strip() == "a=1/2" and text.endswith("more text with {braces}")
+    assert to_text(r":math:`\text{bit } k \text{ of } i`") == "bit k of i"
