@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 
 from commsim._collectives import COLLECTIVES
-from commsim._ir import Schedule, Step
+from commsim._ir import MAX_NRANKS, Schedule, Step
 from commsim.errors import ResourceError, ScheduleError
 from commsim.units import format_size
 
@@ -187,14 +187,24 @@ def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...], where:
 
 
 def _int_array(value: Any, where: str) -> np.ndarray:
-    arr = np.asarray(value)
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):  # ragged nesting
+        raise ScheduleError(f"{where} must be a list of integers") from None
     if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
         raise ScheduleError(f"{where} must be a list of integers")
     return arr.astype(np.int64)
 
 
-def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
-    """Build a materialized schedule from its dict form, validating every field."""
+def _integer(data: dict[str, Any], key: str, default: int, lo: int, hi: int, source: str) -> int:
+    value = data.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ScheduleError(f"{source}: field {key!r} must be an integer in [{lo}, {hi}]")
+    return value
+
+
+def _header(data: Any, source: str) -> dict[str, Any]:
+    """The schedule's metadata from its dict form, each field validated (no steps)."""
     if not isinstance(data, dict):
         raise ScheduleError(f"{source}: expected a JSON object at the top level")
     if data.get("format") != FORMAT:
@@ -208,50 +218,54 @@ def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
     collective = _field(data, "collective", str, source)
     if collective not in COLLECTIVES:
         raise ScheduleError(f"{source}: field 'collective' must be one of {', '.join(COLLECTIVES)}")
-    p = _field(data, "nranks", int, source)
-    if p < 1:
-        raise ScheduleError(f"{source}: field 'nranks' must be >= 1, got {p}")
-    root = data.get("root", 0)
-    if not isinstance(root, int) or not 0 <= root < p:
-        raise ScheduleError(f"{source}: field 'root' must be an integer in [0, {p})")
+    _field(data, "nranks", int, source)  # present, and an integer
+    p = _integer(data, "nranks", -1, 1, MAX_NRANKS, source)
     units = _int_array(_field(data, "slot_units", list, source), f"{source}: field 'slot_units'")
     if len(units) == 0 or (units <= 0).any():
         raise ScheduleError(
             f"{source}: field 'slot_units' must be a non-empty list of positive ints"
         )
-    S = len(units)
-    ndata = data.get("ndata", S)
-    if not isinstance(ndata, int) or not 1 <= ndata <= S:
-        raise ScheduleError(f"{source}: field 'ndata' must be an integer in [1, {S}]")
-    raw_steps = _field(data, "steps", list, source)
-    steps = []
-    for i, raw in enumerate(raw_steps):
-        where = f"{source}: step {i}"
-        if not isinstance(raw, dict):
-            raise ScheduleError(
-                f"{where}: expected an object with fields {', '.join(Step._fields)}"
-            )
-        cols = {f: _int_array(_field(raw, f, (list, np.ndarray), where), f"{where}: field {f!r}")
-                for f in _INT_FIELDS}  # fmt: skip
-        red = np.asarray(_field(raw, "reduce", (list, np.ndarray), where))
-        if red.ndim != 1 or (red.size and red.dtype != bool and not np.isin(red, [0, 1]).all()):
-            raise ScheduleError(f"{where}: field 'reduce' must be a list of booleans")
-        n = len(cols["src"])
-        for f, col in [*cols.items(), ("reduce", red)]:
-            if len(col) != n:
-                raise ScheduleError(f"{where}: field {f!r} has {len(col)} entries, 'src' has {n}")
-        steps.append(Step(**cols, reduce=red.astype(bool)))
     params = data.get("params", {})
-    schedule = Schedule.from_steps(
-        steps,
-        collective=collective,
-        root=root,
-        nranks=p,
-        slot_units=units,
-        ndata=ndata,
-        algorithm=str(data.get("algorithm" if version > 1 else "name", Path(source).stem)),
-        params=params if isinstance(params, dict) else {},
-    )
+    return {
+        "collective": collective,
+        "nranks": p,
+        "root": _integer(data, "root", 0, 0, p - 1, source),
+        "slot_units": units,
+        "ndata": _integer(data, "ndata", len(units), 1, len(units), source),
+        "algorithm": str(data.get("algorithm" if version > 1 else "name", Path(source).stem)),
+        "params": params if isinstance(params, dict) else {},
+    }
+
+
+def _step(raw: Any, where: str) -> Step:
+    """One step from its dict form: six equal-length fields, integers and booleans."""
+    if not isinstance(raw, dict):
+        raise ScheduleError(f"{where}: expected an object with fields {', '.join(Step._fields)}")
+    cols = {f: _int_array(_field(raw, f, (list, np.ndarray), where), f"{where}: field {f!r}")
+            for f in _INT_FIELDS}  # fmt: skip
+    try:
+        red = np.asarray(_field(raw, "reduce", (list, np.ndarray), where))
+    except (ValueError, TypeError):
+        red = np.zeros((0, 0))
+    if red.ndim != 1 or (red.size and red.dtype != bool and not np.isin(red, [0, 1]).all()):
+        raise ScheduleError(f"{where}: field 'reduce' must be a list of booleans")
+    n = len(cols["src"])
+    for f, col in [*cols.items(), ("reduce", red)]:
+        if len(col) != n:
+            raise ScheduleError(f"{where}: field {f!r} has {len(col)} entries, 'src' has {n}")
+    return Step(**cols, reduce=red.astype(bool))
+
+
+def from_dict(data: Any, *, source: str = "schedule") -> Schedule:
+    """Build a materialized schedule from its dict form, validating every field; every error
+    names ``source`` (the file) and, for a step, the step and the transfer."""
+    header = _header(data, source)
+    raw_steps = _field(data, "steps", list, source)
+    steps = [_step(raw, f"{source}: step {i}") for i, raw in enumerate(raw_steps)]
+    try:
+        schedule = Schedule.from_steps(steps, **header)
+    except ScheduleError as e:  # what the IR checks itself (slot_units overflowing, ...)
+        raise ScheduleError(f"{source}: {e}") from None
     for i, st in enumerate(steps):  # ranks, slot ranges, equal source/destination sizes
         try:
             schedule.check_step(st, i)

@@ -215,3 +215,33 @@ def test_execute_refuses_dtypes_its_backend_does_not_run(dtype, match):
 def test_build_refuses_bad_names_and_absurd_rank_counts(call, match):
     with pytest.raises(CommsimError, match=match):
         call()
+
+
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"slot_units": [[1, 2], [3]]}, "'slot_units' must be a list of integers"),
+        ({"root": 1}, "allreduce has no root"),
+        ({"root": True}, "'root' must be an integer"),
+        ({"nranks": 10**12}, "'nranks' must be an integer in"),
+        ({"slot_units": [2**62, 2**62, 1, 1]}, "2\\*\\*62"),
+    ],
+)
+def test_every_load_error_names_the_file(tmp_path, change, match):
+    doc = json.loads(
+        commsim.save(commsim.build("allreduce", "ring", nranks=4), tmp_path / "r.json").read_text()
+    )
+    doc.update(change)
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(ScheduleError, match=match) as e:
+        commsim.load(path)
+    assert str(e.value).startswith(str(path))
+
+
+def test_a_ragged_step_field_is_a_schedule_error(tmp_path):
+    doc = json.loads(commsim.save(RING, tmp_path / "r.json").read_text())
+    doc["steps"][0]["src"] = [[0], [1, 0]]
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(ScheduleError, match="field 'src' must be a list of integers"):
+        commsim.load(tmp_path / "bad.json")
