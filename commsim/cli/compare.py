@@ -19,7 +19,7 @@ from commsim.cli.errors import EXIT_OK, UsageError, one_line
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.model import add_model_group, parse_model
 from commsim.cli.output import add_output_group, format_ratio, format_table, to_json
-from commsim.cli.schedules import ScheduleChoice, ScheduleGroup
+from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.errors import ResourceError, ScheduleError
 from commsim.models import Model
 
@@ -42,13 +42,14 @@ DESCRIPTION = """\
 For each rank count, a table of predicted times (rows: sizes, columns: algorithms) with
 the fastest marked * and named in the 'winner' column, next to the lower bound. By
 default every algorithm of the collective takes part; one whose schedule would not fit
-in memory (or does not support a p) is skipped with a note. Long sweeps show a
-progress bar on stderr."""
+in memory (or does not support a p) is skipped with a note. --file adds your own saved
+schedule to the panel of its rank count. Long sweeps show a progress bar on stderr."""
 EXAMPLES = """\
   commsim compare -c allreduce -p 64
   commsim compare -c allreduce -a ring,rabenseifner -p 8,64,1024 -s 1KiB..1GiB:x4
   commsim compare -c allreduce -p 2..1024 -s 4KiB,64MiB --plot allreduce.png
-  commsim compare -c allgather -p 128 --alpha 5us --beta 400Gb/s --json"""
+  commsim compare -c allgather -p 128 --alpha 5us --beta 400Gb/s --json
+  commsim compare -c allreduce -p 8 --file my_schedule.json   # yours beside the registry's"""
 
 SCHEDULES = ScheduleGroup("compare", many_algorithms=True, many_nranks=True)
 _PLOT_FORMATS = (".png", ".pdf", ".svg")
@@ -66,6 +67,7 @@ class CompareRequest:
     plot: Path | None = None
     as_json: bool = False
     progress: bool | None = None
+    files: tuple[Schedule, ...] = ()  # saved schedules, each joining the panel of its nranks
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -94,6 +96,15 @@ class CompareResult:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     SCHEDULES.add(parser)
+    parser.add_argument(
+        "-f",
+        "--file",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="also compare a saved schedule (.json or .npz), in the panel of its rank count: "
+        "its collective must be -c's and its p one of -p's (repeatable)",
+    )
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
     output = add_output_group(parser, memory_limit=True)
     output.add_argument(
@@ -111,7 +122,19 @@ def parse(args: argparse.Namespace) -> CompareRequest:
     assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
     sizes, model = parse_sizes(args.sizes), parse_model(args)
     plot = _plot_path(args.plot) if args.plot else None
-    return CompareRequest(schedules, sizes, model, budget, plot, args.json, args.progress)
+    files = tuple(_load(path, schedules, budget) for path in args.file)
+    return CompareRequest(schedules, sizes, model, budget, plot, args.json, args.progress, files)
+
+
+def _load(path: str, choice: ScheduleChoice, budget: MemoryBudget) -> Schedule:
+    """The saved schedule at ``path``, if it computes ``choice``'s collective at one of its p."""
+    [s] = ScheduleFile(Path(path)).build_all(budget)
+    if s.collective != choice.collective or s.nranks not in choice.nranks:
+        raise UsageError(
+            f"{path}: a {s.collective} on {s.nranks} ranks cannot join a comparison of "
+            f"{choice.collective} at p={','.join(map(str, choice.nranks))}"
+        )
+    return s
 
 
 def _plot_path(text: str) -> Path:
@@ -130,6 +153,10 @@ def compute(request: CompareRequest) -> CompareResult:
     if request.plot is not None:
         plot.check_drawable(request.sizes, len(choice.nranks))
     built = [_build(choice, p, request.budget, len(sizes)) for p in choice.nranks]
+    for p, (schedules, _) in zip(choice.nranks, built, strict=True):
+        for s in (s for s in request.files if s.nranks == p):
+            name = s.algorithm if s.algorithm not in choice.algorithms else f"{s.algorithm} (file)"
+            schedules[name] = s
     if not any(schedules for schedules, _ in built):
         reasons = {why for _, skipped in built for why in skipped.values()}
         raise UsageError("nothing to compare: " + "; ".join(sorted(reasons)))
@@ -139,7 +166,8 @@ def compute(request: CompareRequest) -> CompareResult:
             _panel(choice.collective, p, schedules, skipped, request.model, sizes, bar)
             for p, (schedules, skipped) in zip(choice.nranks, built, strict=True)
         )
-    result = CompareResult(choice.collective, choice.algorithms, request.model, sizes, panels)
+    names = tuple(dict.fromkeys([*choice.algorithms, *(a for sch, _ in built for a in sch)]))
+    result = CompareResult(choice.collective, names, request.model, sizes, panels)
     if request.plot is None:
         return result
     plot.plot_compare(request.plot, choice.collective, request.model.describe(), sizes, panels)

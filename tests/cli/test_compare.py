@@ -80,7 +80,7 @@ def test_parse_gives_a_frozen_request(tmp_path):
     args = argparse.Namespace(
         collective="allgather", algorithm=None, nranks="2..8", param=[], root=None,
         sizes="1KiB", alpha=None, beta=None, gamma=None, ports="single", json=False,
-        progress=None, memory_limit=None, plot=str(tmp_path / "f.svg"),
+        progress=None, memory_limit=None, plot=str(tmp_path / "f.svg"), file=[],
     )  # fmt: skip
     request = compare.parse(args)
     assert request.schedules.nranks == (2, 4, 8) and request.plot == Path(tmp_path / "f.svg")
@@ -94,3 +94,32 @@ def test_compute_without_argparse():
     assert [pn.nranks for pn in result.panels] == [4, 8]
     assert all(len(pn.winners) == 2 and set(pn.times) == {"ring", "direct"} for pn in result.panels)
     assert result.plot is None and "fastest:" in compare.render(result, as_json=False)
+
+
+def test_compare_takes_saved_schedules_into_the_panel_of_their_rank_count(cli_json, tmp_path):
+    import commsim
+
+    hand = commsim.Schedule.from_steps(
+        [commsim.Step.make(src=[0, 1], dst=[1, 0], src_slot=0, dst_slot=0, reduce=True)],
+        collective="allreduce", nranks=2, nslots=1, algorithm="hand_made",
+    )  # fmt: skip
+    mine = str(commsim.save(hand, tmp_path / "hand.json"))
+    ring8 = str(commsim.save(commsim.build("allreduce", "ring", nranks=8), tmp_path / "r.json"))
+    doc = cli_json(
+        "compare", "-c", "allreduce", "-a", "ring", "-p", "2,8", "-s", "1KiB",
+        "--file", mine, "--file", ring8,
+    )  # fmt: skip
+    small, big = doc["results"]
+    assert set(small["time_s"]) == {"ring", "hand_made"} and small["winner"] == ["hand_made"]
+    assert big["time_s"]["ring (file)"] == big["time_s"]["ring"]
+    assert doc["algorithms"] == ["ring", "hand_made", "ring (file)"]
+
+
+def test_a_saved_schedule_of_another_collective_or_p_is_refused(cli, tmp_path):
+    import commsim
+
+    path = str(commsim.save(commsim.build("allreduce", "ring", nranks=4), tmp_path / "r.json"))
+    rc, _, err = cli("compare", "-c", "allgather", "-p", "4", "--file", path)
+    assert rc == 2 and "cannot join a comparison of allgather" in err
+    rc, _, err = cli("compare", "-c", "allreduce", "-p", "8", "--file", path)
+    assert rc == 2 and "on 4 ranks cannot join" in err
