@@ -37,8 +37,12 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
+import stat
+import tokenize
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +50,7 @@ import numpy as np
 
 from commsim._collectives import COLLECTIVES
 from commsim._ir import MAX_NRANKS, Schedule, Step
-from commsim.errors import ResourceError, ScheduleError
+from commsim.errors import CommsimError, ParameterError, ResourceError, ScheduleError
 from commsim.units import format_size
 
 __all__ = ["FORMAT", "VERSION", "from_dict", "load", "save", "to_dict"]
@@ -101,42 +105,117 @@ def _memory_limit() -> int:
         return 4 * 2**30
 
 
-def _check_inflated_size(path: Path) -> None:
-    """Refuse an NPZ whose members would inflate past :func:`_memory_limit` (a zip bomb)."""
+_NPZ_ARRAYS = ("meta", "step_ptr", *Step._fields)
+# what a damaged or foreign archive raises from zipfile, zlib and numpy's .npy reader
+_ARCHIVE_ERRORS = (
+    OSError,
+    EOFError,
+    ValueError,
+    TypeError,  # a header's dtype that is not one
+    KeyError,
+    zipfile.BadZipFile,
+    zlib.error,
+    NotImplementedError,  # a compression method or zip feature zipfile lacks
+    RuntimeError,  # an encrypted member
+    RecursionError,
+    SyntaxError,  # a header numpy's literal_eval cannot read
+    tokenize.TokenError,  # ... nor its fallback tokenizer
+)
+
+
+def _check_archive(path: Path) -> None:
+    """Check an NPZ before inflating any of it: a zip archive holding every array of a schedule,
+    each stored or deflated (not encrypted), each ``.npy`` header declaring a plain array of
+    exactly the bytes its member holds (a header claiming 2**40 elements would otherwise be
+    allocated before its data is found missing), all of it within :func:`_memory_limit` (a zip
+    bomb is refused here)."""
     try:
         with zipfile.ZipFile(path) as z:
-            inflated = sum(info.file_size for info in z.infolist())
-    except (zipfile.BadZipFile, OSError) as e:
+            members = {info.filename: info for info in z.infolist()}
+            inflated = sum(info.file_size for info in members.values())
+            if inflated > _memory_limit():
+                raise ResourceError(
+                    f"{path}: its arrays inflate to {format_size(inflated)}, more than the "
+                    f"{format_size(_memory_limit())} allowed (half of this machine's memory)"
+                )
+            shapes = {}
+            for name in _NPZ_ARRAYS:
+                info = members.get(f"{name}.npy")
+                if info is None:
+                    raise ScheduleError(f"{path}: not a commsim NPZ schedule (no array {name!r})")
+                if info.flag_bits & 0x1 or info.compress_type not in (
+                    zipfile.ZIP_STORED,
+                    zipfile.ZIP_DEFLATED,
+                ):
+                    raise ScheduleError(
+                        f"{path}: array {name!r} is encrypted or compressed in a way NPZ files "
+                        f"never are"
+                    )
+                with z.open(info) as f:
+                    shapes[name] = _check_npy_header(f, info.file_size, f"{path}: array {name!r}")
+            lengths = {f: shapes[f][0] if len(shapes[f]) == 1 else -1 for f in Step._fields}
+            if len(set(lengths.values())) != 1 or -1 in lengths.values():
+                raise ScheduleError(
+                    f"{path}: the transfer fields must be 1-D arrays of one length, got {lengths}"
+                )
+    except CommsimError:
+        raise
+    except _ARCHIVE_ERRORS as e:
+        raise ScheduleError(f"{path}: not a commsim NPZ schedule ({e})") from None
+
+
+def _check_npy_header(f: Any, member_size: int, where: str) -> tuple[int, ...]:
+    """Read a ``.npy`` header from ``f`` and return its shape: a plain dtype, and a shape whose
+    bytes are exactly what is left of the member's ``member_size``."""
+    version = np.lib.format.read_magic(f)
+    if version == (1, 0):
+        shape, _, dtype = np.lib.format.read_array_header_1_0(f)
+    elif version == (2, 0):
+        shape, _, dtype = np.lib.format.read_array_header_2_0(f)
+    else:
+        raise ScheduleError(f"{where}: .npy format {version} is not one numpy saves schedules in")
+    if dtype.hasobject:
+        raise ScheduleError(f"{where}: holds Python objects, not numbers")
+    claimed = math.prod(shape) * dtype.itemsize
+    held = member_size - f.tell()
+    if claimed != held:
         raise ScheduleError(
-            f"{path}: not a commsim NPZ schedule (not a zip archive: {e})"
-        ) from None
-    if inflated > _memory_limit():
-        raise ResourceError(
-            f"{path}: its arrays inflate to {format_size(inflated)}, more than the "
-            f"{format_size(_memory_limit())} allowed (half of this machine's memory)"
+            f"{where}: its header declares {format_size(claimed)} ({dtype} {shape}) but it "
+            f"holds {format_size(max(held, 0))}"
         )
+    return tuple(shape)
 
 
 def _step_pointers(ptr: np.ndarray, ntransfers: int, source: str) -> np.ndarray:
     """Validate ``step_ptr``: integers from 0 to the transfer count, never decreasing."""
-    if ptr.ndim != 1 or not np.issubdtype(ptr.dtype, np.integer) or len(ptr) < 1:
+    if ptr.ndim != 1 or ptr.dtype.kind not in "iu" or len(ptr) < 1:
         raise ScheduleError(f"{source}: field 'step_ptr' must be a 1-D array of integers")
-    if ptr[0] != 0 or ptr[-1] != ntransfers or (np.diff(ptr) < 0).any():
+    if ptr.dtype.kind == "u" and int(ptr.max()) >= 2**63:  # uint64 differences never go negative
+        raise ScheduleError(f"{source}: field 'step_ptr' holds an integer past 2**63")
+    ptr = ptr.astype(np.int64)
+    if ptr[0] != 0 or ptr[-1] != ntransfers:
         raise ScheduleError(
             f"{source}: field 'step_ptr' must rise from 0 to the {ntransfers} transfers "
             f"without decreasing (it goes from {int(ptr[0])} to {int(ptr[-1])})"
+        )
+    down = np.diff(ptr) < 0
+    if down.any():
+        i = int(np.argmax(down))
+        raise ScheduleError(
+            f"{source}: field 'step_ptr' must not decrease, but step {i} would end at transfer "
+            f"{int(ptr[i + 1])}, before its start at {int(ptr[i])}"
         )
     return ptr
 
 
 def _load_npz(path: Path) -> Schedule:
-    _check_inflated_size(path)
+    _check_archive(path)
     try:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             ptr = z["step_ptr"]
             cols = {f: z[f] for f in Step._fields}
-    except (OSError, ValueError, KeyError, zipfile.BadZipFile, RecursionError) as e:
+    except _ARCHIVE_ERRORS as e:
         raise ScheduleError(f"{path}: not a commsim NPZ schedule ({e})") from None
     lengths = {f: len(c) if c.ndim == 1 else -1 for f, c in cols.items()}
     if len(set(lengths.values())) != 1 or -1 in lengths.values():
@@ -155,18 +234,35 @@ def load(path: str | os.PathLike[str]) -> Schedule:
 
     Validates the file's structure (NPZ step index, JSON nesting, sizes) before building
     anything; a file that would need more than half the machine's memory is a ResourceError.
+    Only regular files are read: a device (``/dev/zero``) or a pipe would never end.
     """
-    path = Path(path)
-    if not path.exists():
-        raise ScheduleError(f"{path}: no such file")
-    if path.is_dir():
+    try:
+        path = Path(path)
+    except TypeError:
+        raise ParameterError(
+            f"load expects a file path, got {type(path).__name__} {path!r:.40}"
+        ) from None
+    try:
+        info = path.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        raise ScheduleError(f"{path}: no such file") from None
+    except (OSError, ValueError) as e:  # a name too long, a symlink loop, a NUL in the name
+        raise ScheduleError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+    if stat.S_ISDIR(info.st_mode):
         raise ScheduleError(f"{path}: is a directory, not a schedule file")
+    if not stat.S_ISREG(info.st_mode):
+        raise ScheduleError(f"{path}: not a regular file (a device or a pipe), not a schedule")
     if path.suffix == ".npz":
         return _load_npz(path)
-    if path.stat().st_size > _memory_limit() // 8:  # parsed JSON takes ~8x its text
-        raise ResourceError(f"{path}: {format_size(path.stat().st_size)} of JSON is too large")
+    limit = _memory_limit() // 8  # parsed JSON takes ~8x its text
+    if info.st_size > limit:
+        raise ResourceError(f"{path}: {format_size(info.st_size)} of JSON is too large")
     try:
-        data = json.loads(path.read_text())
+        with path.open("rb") as f:
+            text = f.read(limit + 1)  # no more than allowed, whatever stat said
+        if len(text) > limit:
+            raise ResourceError(f"{path}: more than {format_size(limit)} of JSON is too large")
+        data = json.loads(text)
     except (OSError, UnicodeDecodeError) as e:
         raise ScheduleError(f"{path}: cannot read ({e})") from None
     except json.JSONDecodeError as e:
@@ -187,13 +283,37 @@ def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...], where:
 
 
 def _int_array(value: Any, where: str) -> np.ndarray:
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError):  # ragged nesting
-        raise ScheduleError(f"{where} must be a list of integers") from None
-    if arr.ndim != 1 or (arr.size and not np.issubdtype(arr.dtype, np.integer)):
-        raise ScheduleError(f"{where} must be a list of integers")
+    """A JSON list of ints or an NPZ integer array as int64; anything else (nested or ragged
+    lists, booleans, floats, integers past int64) a ScheduleError naming ``where``."""
+    if isinstance(value, list):
+        if not all(type(x) is int for x in value):
+            raise ScheduleError(f"{where} must be a list of integers")
+        try:
+            return np.array(value, dtype=np.int64)
+        except OverflowError:
+            raise ScheduleError(f"{where} holds an integer outside [-2**63, 2**63)") from None
+    arr = np.asarray(value)
+    if arr.ndim != 1 or (arr.size and arr.dtype.kind not in "iu"):
+        raise ScheduleError(f"{where} must be a 1-D array of integers, got {arr.dtype} {arr.shape}")
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) >= 2**63:
+        raise ScheduleError(f"{where} holds an integer outside [-2**63, 2**63)")
     return arr.astype(np.int64)
+
+
+def _bool_array(value: Any, where: str) -> np.ndarray:
+    """A JSON list of booleans (or 0/1) or an NPZ boolean or 0/1 array, as bool."""
+    if isinstance(value, list):
+        if not all(x is True or x is False or (type(x) is int and x in (0, 1)) for x in value):
+            raise ScheduleError(f"{where} must be a list of booleans")
+        return np.array(value, dtype=bool)
+    arr = np.asarray(value)
+    if arr.ndim != 1 or (
+        arr.size
+        and arr.dtype != bool
+        and (arr.dtype.kind not in "iu" or not np.isin(arr, [0, 1]).all())
+    ):
+        raise ScheduleError(f"{where} must be a 1-D array of booleans, got {arr.dtype} {arr.shape}")
+    return arr.astype(bool)
 
 
 def _integer(data: dict[str, Any], key: str, default: int, lo: int, hi: int, source: str) -> int:
@@ -243,17 +363,12 @@ def _step(raw: Any, where: str) -> Step:
         raise ScheduleError(f"{where}: expected an object with fields {', '.join(Step._fields)}")
     cols = {f: _int_array(_field(raw, f, (list, np.ndarray), where), f"{where}: field {f!r}")
             for f in _INT_FIELDS}  # fmt: skip
-    try:
-        red = np.asarray(_field(raw, "reduce", (list, np.ndarray), where))
-    except (ValueError, TypeError):
-        red = np.zeros((0, 0))
-    if red.ndim != 1 or (red.size and red.dtype != bool and not np.isin(red, [0, 1]).all()):
-        raise ScheduleError(f"{where}: field 'reduce' must be a list of booleans")
+    red = _bool_array(_field(raw, "reduce", (list, np.ndarray), where), f"{where}: field 'reduce'")
     n = len(cols["src"])
     for f, col in [*cols.items(), ("reduce", red)]:
         if len(col) != n:
             raise ScheduleError(f"{where}: field {f!r} has {len(col)} entries, 'src' has {n}")
-    return Step(**cols, reduce=red.astype(bool))
+    return Step(**cols, reduce=red)
 
 
 def from_dict(data: Any, *, source: str = "schedule") -> Schedule:

@@ -35,7 +35,10 @@ Grammar (whitespace around tokens and between a number and its unit is ignored):
     ints      := like sizes, but every value is a plain integer >= 1 (rank counts): "8",
                  "2,4,8", "2..64" (powers of two), "1..16:+1", "3..243:x3".
 
-A list or range expands to at most :data:`MAX_LIST_VALUES` values.
+A list or range expands to at most :data:`MAX_LIST_VALUES` values. Limits, each refused with one
+line before any work: a number has at most 64 characters and a decimal exponent within +-400; a size
+is at most 2**62 bytes; a time, and a time per byte, at most 1e9 s. Parsing takes time linear in the
+text, whatever it holds.
 
 The ``format_*`` functions render numbers for tables and messages: :func:`format_size` uses binary
 units and is exact for whole byte counts (``format_size(1536) == "1.5KiB"``), :func:`format_time`
@@ -127,11 +130,15 @@ _BANDWIDTH_ACCEPTED = (
     "a time per byte such as 40ps/B or 4e-11s/B, a bare number of seconds per byte, or inf"
 )
 
+# Each pattern is matched against text already stripped at both ends and ends in a greedy
+# ``(.*)``: a lazy ``(.*?)\s*`` before the end backtracks quadratically over inner white space
+# ("1x" + 100,000 spaces + "x" took minutes).
 _NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-_QUANTITY_RE = re.compile(rf"\s*([+-]?{_NUMBER})\s*(.*?)\s*", re.DOTALL | re.ASCII)
-_INF_RE = re.compile(r"\s*\+?(infinity|inf)\s*(.*?)\s*", re.IGNORECASE | re.DOTALL)
+_QUANTITY_RE = re.compile(rf"([+-]?{_NUMBER})\s*(.*)", re.DOTALL | re.ASCII)
+_ASCII_SPACE = " \t\n\r\f\v"  # what \s matches under re.ASCII
+_INF_RE = re.compile(r"\+?(infinity|inf)\s*(.*)", re.IGNORECASE | re.DOTALL)
 _INT_RE = re.compile(r"\s*\+?\d+\s*", re.ASCII)
-_STEP_RE = re.compile(r"\s*([xX*+])\s*(.*?)\s*", re.DOTALL)
+_STEP_RE = re.compile(r"([xX*+])\s*(.*)", re.DOTALL)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -148,7 +155,7 @@ def _split_quantity(text: str) -> tuple[Fraction, str] | None:
     Numbers too long or with exponents past any float (``1e999999999``) are refused before
     :class:`~fractions.Fraction` builds them exactly, which would take minutes.
     """
-    m = _QUANTITY_RE.fullmatch(text)
+    m = _QUANTITY_RE.fullmatch(text.strip(_ASCII_SPACE))
     if m is None:
         return None
     number = m.group(1)
@@ -158,6 +165,18 @@ def _split_quantity(text: str) -> tuple[Fraction, str] | None:
     if exponent and abs(int(exponent)) > _MAX_EXPONENT:
         raise UnitError(f"{number!r} is out of range (|exponent| <= {_MAX_EXPONENT})")
     return Fraction(number), m.group(2)
+
+
+def _plain_int(text: str, context: str) -> int | None:
+    """``text`` as a plain decimal integer (ASCII digits, an optional ``+``, white space
+    around), or ``None`` if it is not one. More than :data:`_MAX_DIGITS` digits are refused
+    before :func:`int`, whose own limit (4300 digits) would raise a bare ValueError."""
+    if _INT_RE.fullmatch(text) is None:
+        return None
+    digits = text.strip(_ASCII_SPACE)
+    if len(digits) > _MAX_DIGITS:
+        raise UnitError(f"number {digits[:20]}... in {context[:40]!r} has too many digits")
+    return int(digits)
 
 
 def _real(value: object, what: str) -> Fraction:
@@ -171,7 +190,12 @@ def _real(value: object, what: str) -> Fraction:
         return Fraction(operator.index(value))
     except TypeError:
         pass
-    x = float(value)
+    if isinstance(value, numbers.Rational):  # exactly, however large: Fraction(10**400, 3)
+        return Fraction(value.numerator, value.denominator)
+    try:
+        x = float(value)
+    except (OverflowError, ValueError):
+        raise UnitError(f"{what} {value!r:.40} is out of range") from None
     if not math.isfinite(x):
         raise UnitError(f"{what} must be finite, got {value!r}")
     return Fraction(x)
@@ -183,7 +207,24 @@ def _is_number(value: object) -> bool:
 
 def _show(value: object) -> str:
     """Quote user input for an error message: strings as ``'...'``, numbers as they print."""
-    return repr(value) if isinstance(value, str) else str(value)
+    if isinstance(value, str):
+        return _q(value)
+    try:
+        shown = str(value)
+    except ValueError:  # an int past 4300 digits will not print
+        return "a number of more than 4300 digits"
+    return shown if len(shown) <= _QUOTE_MAX else f"{shown[:20]}... ({len(shown):,} characters)"
+
+
+_QUOTE_MAX = 60
+
+
+def _q(text: str) -> str:
+    """``text`` quoted for an error message, cut after ``_QUOTE_MAX`` characters: a 100 kB
+    argument must not become a 100 kB error line."""
+    if len(text) <= _QUOTE_MAX:
+        return repr(text)
+    return f"{text[:_QUOTE_MAX]!r}... ({len(text):,} characters)"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -197,17 +238,17 @@ def _size_from_text(text: str) -> int:
         if unit in _AMBIGUOUS_PREFIXES:
             p = unit[0].upper()
             raise UnitError(
-                f"ambiguous size {text!r}: write {p}iB (powers of 1024) or {p}B (powers of 1000)"
+                f"ambiguous size {_q(text)}: write {p}iB (powers of 1024) or {p}B (powers of 1000)"
             )
         raise UnitError(
-            f"cannot parse size {text!r}: expected a number with an optional unit "
+            f"cannot parse size {_q(text)}: expected a number with an optional unit "
             f"{_SIZE_ACCEPTED} (e.g. 64MiB)"
         )
     value = parsed[0] * _SIZE_UNITS.get(unit, 1)
     if value < 0:
-        raise UnitError(f"size must be >= 0, got {text!r}")
+        raise UnitError(f"size must be >= 0, got {_q(text)}")
     if value.denominator != 1:
-        raise UnitError(f"size {text!r} is not a whole number of bytes ({float(value):g} B)")
+        raise UnitError(f"size {_q(text)} is not a whole number of bytes ({float(value):g} B)")
     return _capped(int(value), text)
 
 
@@ -266,12 +307,12 @@ def _expand_list(
 ) -> list[int]:
     """Expand ``"a,b,lo..hi[:xF|:+S]"`` with ``parse_one`` for each value; dedupe, keep order."""
     if not text.strip():
-        raise UnitError(f"empty {what} list {text!r}: expected e.g. {_example(what)}")
+        raise UnitError(f"empty {what} list {_q(text)}: expected e.g. {_example(what)}")
     out: dict[int, None] = {}
     total = 0
     for item in text.split(","):
         if not item.strip():
-            raise UnitError(f"empty item in {what} list {text!r}: remove the extra comma")
+            raise UnitError(f"empty item in {what} list {_q(text)}: remove the extra comma")
         if ".." not in item:
             values = [parse_one(item)]
         else:
@@ -279,7 +320,7 @@ def _expand_list(
         total += len(values)
         if total > MAX_LIST_VALUES:
             raise UnitError(
-                f"{what} list {text!r} expands to more than {MAX_LIST_VALUES} values: "
+                f"{what} list {_q(text)} expands to more than {MAX_LIST_VALUES} values: "
                 f"use a coarser step"
             )
         out.update(dict.fromkeys(values))
@@ -300,19 +341,19 @@ def _expand_range(
     lo_text, _, rest = item.partition("..")
     hi_text, colon, step_text = rest.partition(":")
     if ".." in rest:
-        raise UnitError(f"cannot parse {what} range {item!r}: expected A..B, A..B:xF or A..B:+S")
+        raise UnitError(f"cannot parse {what} range {_q(item)}: expected A..B, A..B:xF or A..B:+S")
     try:
         lo, hi = parse_one(lo_text), parse_one(hi_text)
     except UnitError as e:
-        raise UnitError(f"{e} (in range {item!r})") from None
+        raise UnitError(f"{e} (in range {_q(item)})") from None
     if lo > hi:
-        raise UnitError(f"empty {what} range {item!r}: the start is larger than the end")
+        raise UnitError(f"empty {what} range {_q(item)}: the start is larger than the end")
     factor, add = 2, 0
     if colon:
-        m = _STEP_RE.fullmatch(step_text)
+        m = _STEP_RE.fullmatch(step_text.strip())
         if m is None:
             raise UnitError(
-                f"cannot parse the step of {what} range {item!r}: expected ':xF' (multiply by "
+                f"cannot parse the step of {what} range {_q(item)}: expected ':xF' (multiply by "
                 f"an integer F >= 2) or ':+S' (add S > 0)"
             )
         op, arg = m.groups()
@@ -320,22 +361,23 @@ def _expand_range(
             try:
                 add = parse_add(arg)
             except UnitError as e:
-                raise UnitError(f"bad step in {what} range {item!r}: {e}") from None
+                raise UnitError(f"bad step in {what} range {_q(item)}: {e}") from None
             if add <= 0:
-                raise UnitError(f"the step of {what} range {item!r} must be > 0")
+                raise UnitError(f"the step of {what} range {_q(item)} must be > 0")
         else:
-            if _INT_RE.fullmatch(arg) is None:
+            parsed = _plain_int(arg, item)
+            if parsed is None:
                 raise UnitError(
-                    f"the factor of {what} range {item!r} must be an integer >= 2, got {arg!r}"
+                    f"the factor of {what} range {_q(item)} must be an integer >= 2, got {_q(arg)}"
                 )
-            factor = int(arg)
+            factor = parsed
             if factor < 2:
-                raise UnitError(f"the factor of {what} range {item!r} must be an integer >= 2")
+                raise UnitError(f"the factor of {what} range {_q(item)} must be an integer >= 2")
     if add:
         count = (hi - lo) // add + 1
         if count > MAX_LIST_VALUES:
             raise UnitError(
-                f"{what} range {item!r} expands to more than {MAX_LIST_VALUES} values: "
+                f"{what} range {_q(item)} expands to more than {MAX_LIST_VALUES} values: "
                 f"use a coarser step"
             )
         return list(range(lo, hi + 1, add))
@@ -343,7 +385,7 @@ def _expand_range(
         if hi == 0:
             return [0]
         raise UnitError(
-            f"{what} range {item!r} starts at 0 and multiplies: use an additive step (':+S') "
+            f"{what} range {_q(item)} starts at 0 and multiplies: use an additive step (':+S') "
             f"or list 0 separately ('0,1..{hi_text.strip()}')"
         )
     values = []
@@ -355,9 +397,10 @@ def _expand_range(
 
 
 def _step_int(text: str) -> int:
-    if _INT_RE.fullmatch(text) is None:
-        raise UnitError(f"expected an integer, got {text.strip()!r}")
-    return int(text)
+    value = _plain_int(text, text)
+    if value is None:
+        raise UnitError(f"expected an integer, got {_q(text.strip())}")
+    return value
 
 
 def parse_sizes(text: str | int) -> list[int]:
@@ -392,9 +435,10 @@ def parse_sizes(text: str | int) -> list[int]:
 
 def _rank_count(name: str) -> Callable[[str], int]:
     def parse_one(item: str) -> int:
-        if _INT_RE.fullmatch(item) is None or int(item) < 1:
-            raise UnitError(f"{name} must be an integer >= 1, got {item!r}")
-        return int(item)
+        value = _plain_int(item, item)
+        if value is None or value < 1:
+            raise UnitError(f"{name} must be an integer >= 1, got {_q(item)}")
+        return value
 
     return parse_one
 
@@ -461,7 +505,7 @@ def parse_time(text: str | float) -> float:
         parsed = _split_quantity(text)
         if parsed is None or (parsed[1].lower() not in _TIME_UNITS and parsed[1] != ""):
             raise UnitError(
-                f"cannot parse time {text!r}: expected a number with an optional unit "
+                f"cannot parse time {_q(text)}: expected a number with an optional unit "
                 f"{_TIME_ACCEPTED} (e.g. 2us)"
             )
         value = parsed[0] * _TIME_UNITS.get(parsed[1].lower(), Fraction(1))
@@ -521,8 +565,9 @@ def parse_bandwidth_or_inverse(text: str | float) -> float:
         Seconds per byte, ``>= 0``.
 
     Raises:
-        UnitError: If the text does not parse, is negative, or is a zero bandwidth
-            (``"0GB/s"``: a link that never delivers).
+        UnitError: If the text does not parse, is negative, is a zero bandwidth
+            (``"0GB/s"``: a link that never delivers), or is slower than one byte per
+            1e9 seconds.
 
     Examples:
         >>> parse_bandwidth_or_inverse("25GB/s"), parse_bandwidth_or_inverse("100Gb/s")
@@ -536,42 +581,52 @@ def parse_bandwidth_or_inverse(text: str | float) -> float:
         value = _real(text, "inverse bandwidth (s/B)")
         if value < 0:
             raise UnitError(f"inverse bandwidth (s/B) must be >= 0, got {_show(text)}")
-        return float(value)
-    inf = _INF_RE.fullmatch(text)
+        return _seconds_per_byte(value, text)
+    inf = _INF_RE.fullmatch(text.strip())
     if inf is not None:
         if inf.group(2) == "" or _rate_unit(re.sub(r"\s+", "", inf.group(2))) is not None:
             return 0.0
-        raise UnitError(f"cannot parse bandwidth {text!r}: {_BANDWIDTH_ACCEPTED}")
+        raise UnitError(f"cannot parse bandwidth {_q(text)}: {_BANDWIDTH_ACCEPTED}")
     parsed = _split_quantity(text)
     if parsed is None:
-        raise UnitError(f"cannot parse bandwidth {text!r}: {_BANDWIDTH_ACCEPTED}")
+        raise UnitError(f"cannot parse bandwidth {_q(text)}: {_BANDWIDTH_ACCEPTED}")
     number, unit = parsed[0], re.sub(r"\s+", "", parsed[1])
     if number < 0:
-        raise UnitError(f"bandwidth must be >= 0, got {text!r}")
+        raise UnitError(f"bandwidth must be >= 0, got {_q(text)}")
     if unit == "":
-        return float(number)
+        return _seconds_per_byte(number, text)
     if unit.endswith("/B"):
         per_byte = _TIME_UNITS.get(unit[:-2].lower())
         if per_byte is None:
-            raise UnitError(f"cannot parse bandwidth {text!r}: {_BANDWIDTH_ACCEPTED}")
-        return float(number * per_byte)
+            raise UnitError(f"cannot parse bandwidth {_q(text)}: {_BANDWIDTH_ACCEPTED}")
+        return _seconds_per_byte(number * per_byte, text)
     ambiguous = _ambiguous_bits(unit)
     if ambiguous is not None:
         n = parsed[0]
         shown = f"{float(n):g}" if n.denominator != 1 else str(n.numerator)
         raise UnitError(
-            f"ambiguous bandwidth {text!r}: write {shown}{ambiguous}B/s (bytes) or "
+            f"ambiguous bandwidth {_q(text)}: write {shown}{ambiguous}B/s (bytes) or "
             f"{shown}{ambiguous}bit/s (bits)"
         )
     rate = _rate_unit(unit)
     if rate is None:
-        raise UnitError(f"cannot parse bandwidth {text!r}: {_BANDWIDTH_ACCEPTED}")
+        raise UnitError(f"cannot parse bandwidth {_q(text)}: {_BANDWIDTH_ACCEPTED}")
     if number == 0:
         raise UnitError(
-            f"bandwidth must be > 0, got {text!r} (for an infinitely fast link write 'inf' "
+            f"bandwidth must be > 0, got {_q(text)} (for an infinitely fast link write 'inf' "
             f"or '0s/B')"
         )
-    return float(1 / (number * rate))
+    return _seconds_per_byte(1 / (number * rate), text)
+
+
+def _seconds_per_byte(value: Fraction, text: object) -> float:
+    """``value`` s/B as a float, refusing a link slower than a byte per ``MAX_TIME`` seconds
+    (past ~1e308 s/B, as ``1e-400GB/s`` is, the float would overflow)."""
+    if value > MAX_TIME:
+        raise UnitError(
+            f"bandwidth {_show(text)} is too slow (the limit is one byte per {MAX_TIME:g} s)"
+        )
+    return float(value)
 
 
 # ---------------------------------------------------------------------------------------------

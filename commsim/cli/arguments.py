@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from commsim import units
-from commsim.cli.errors import EXIT_USAGE
+from commsim.cli.errors import EXIT_USAGE, clip, quote
 
 __all__ = [
     "DEFAULT_PREDICT_SIZES",
@@ -56,7 +56,8 @@ class Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"^-\.?\d")
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        line = clip(" ".join(f"{self.prog}: error: {message}".split()))  # argparse quotes values
+        self.exit(EXIT_USAGE, f"{line} (see '{self.prog} --help')\n")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -81,7 +82,9 @@ def int_type(name: str, lo: int) -> Callable[[str], int]:
         try:
             value = int(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
+            raise argparse.ArgumentTypeError(
+                f"{name} must be an integer, got {quote(text)}"
+            ) from None
         if value < lo:
             raise argparse.ArgumentTypeError(f"{name} must be >= {lo}, got {value}")
         return value

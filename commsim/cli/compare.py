@@ -15,7 +15,7 @@ from commsim._ir import Schedule
 from commsim._progress import Progress
 from commsim.cli import plot
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
-from commsim.cli.errors import EXIT_OK, UsageError, one_line
+from commsim.cli.errors import EXIT_OK, UsageError, one_line, quote
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.model import add_model_group, parse_model
 from commsim.cli.output import add_output_group, format_ratio, format_table, to_json
@@ -140,9 +140,11 @@ def _load(path: str, choice: ScheduleChoice, budget: MemoryBudget) -> Schedule:
 def _plot_path(text: str) -> Path:
     path = Path(text)
     if path.suffix.lower() not in _PLOT_FORMATS:
-        raise UsageError(f"--plot {text!r}: the name must end in {', '.join(_PLOT_FORMATS)}")
+        raise UsageError(f"--plot {quote(text)}: the name must end in {', '.join(_PLOT_FORMATS)}")
     if not path.parent.is_dir():
-        raise UsageError(f"--plot {text!r}: directory {str(path.parent)!r} does not exist")
+        raise UsageError(
+            f"--plot {quote(text)}: directory {quote(str(path.parent))} does not exist"
+        )
     return path
 
 

@@ -21,7 +21,7 @@ from commsim._collectives import COLLECTIVES
 from commsim._ir import Schedule
 from commsim.algorithms import available, build, info
 from commsim.cli.arguments import UNITS_EPILOG, add_epilog, int_type
-from commsim.cli.errors import UsageError
+from commsim.cli.errors import UsageError, quote
 from commsim.cli.memory import MemoryBudget
 from commsim.errors import ResourceError
 
@@ -181,7 +181,7 @@ class ScheduleGroup:
             return tuple(names)
         chosen = [a.strip() for a in text.split(",")]
         if "" in chosen:
-            raise UsageError(f"empty name in algorithm list {text!r}")
+            raise UsageError(f"empty name in algorithm list {quote(text)}")
         for a in chosen:
             info(collective, a)  # UnknownNameError with the closest names
         if len(chosen) > 1 and not self.many_algorithms:
@@ -209,7 +209,9 @@ def coerce_param(key: str, value: str, default: Any) -> Any:
             return True
         if low in ("0", "false", "no", "off"):
             return False
-        raise UsageError(f"parameter {key} is a boolean (true/false), got {value!r}")
+        raise UsageError(f"parameter {key} is a boolean (true/false), got {quote(value)}")
+    if isinstance(default, str):  # text stays text: "0" is not the number 0
+        return value
     for parse in (int, float):
         try:
             number = parse(value)
@@ -217,18 +219,25 @@ def coerce_param(key: str, value: str, default: Any) -> Any:
             continue
         if isinstance(default, int) and isinstance(number, float):
             if not number.is_integer():
-                raise UsageError(f"parameter {key} is an integer, got {value!r}")
+                raise UsageError(f"parameter {key} is an integer, got {quote(value)}")
             number = int(number)
-        if not math.isfinite(number) or abs(number) > _PARAM_LIMIT:
-            raise UsageError(f"parameter {key}={value} is out of range (|value| <= {_PARAM_LIMIT})")
+        if abs(number) > _PARAM_LIMIT or not math.isfinite(number):  # ints past any float
+            raise UsageError(
+                f"parameter {key}={quote(value)} is out of range (|value| <= {_PARAM_LIMIT})"
+            )
         return number
     if isinstance(default, int):
         try:
-            return units.parse_size(value)
+            number = units.parse_size(value)
         except units.UnitError:
-            raise UsageError(f"parameter {key} is an integer, got {value!r}") from None
+            raise UsageError(f"parameter {key} is an integer, got {quote(value)}") from None
+        if number > _PARAM_LIMIT:
+            raise UsageError(
+                f"parameter {key}={quote(value)} is out of range (|value| <= {_PARAM_LIMIT})"
+            )
+        return number
     if isinstance(default, float):
-        raise UsageError(f"parameter {key} is a number, got {value!r}")
+        raise UsageError(f"parameter {key} is a number, got {quote(value)}")
     return value
 
 
@@ -250,14 +259,14 @@ def _parse_params(
     for item in items:
         key, eq, value = (part.strip() for part in item.partition("="))
         if not eq or not key.isidentifier() or not value:
-            raise UsageError(f"--param expects KEY=VALUE such as segments=8, got {item!r}")
+            raise UsageError(f"--param expects KEY=VALUE such as segments=8, got {quote(item)}")
         raw[key] = value
     accepted = {a: info(collective, a).params for a in algorithms}
     for key in raw:
         if not any(key in params for params in accepted.values()):
             names = sorted({k for params in accepted.values() for k in params})
             raise UsageError(
-                f"{collective}/{'/'.join(algorithms)} has no parameter {key!r}; "
+                f"{collective}/{'/'.join(algorithms)} has no parameter {quote(key)}; "
                 f"accepted: {', '.join(names) or 'none'}"
             )
     return {

@@ -86,8 +86,8 @@ def as_inverse_bandwidth(name: str, value: Any) -> float:
 
 def as_ports(ports: Any) -> int | str:
     """``"single"``, ``"multi"`` or a port count ``k >= 1`` (``1`` is ``"single"``)."""
-    if isinstance(ports, str) and ports.isdigit():
-        ports = int(ports)
+    if isinstance(ports, str) and ports.isascii() and ports.isdigit() and len(ports) <= 18:
+        ports = int(ports)  # not "²" (isdigit, but int() refuses it) nor 5,000 digits
     if ports in ("single", "multi"):
         return ports
     if isinstance(ports, numbers.Integral) and not isinstance(ports, bool) and ports >= 1:
