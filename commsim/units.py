@@ -183,7 +183,7 @@ def _real(value: object, what: str) -> Fraction:
     """Validate a numeric (non-string) argument and return it exactly."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise UnitError(
-            f"cannot parse {what} {value!r}: expected a string or a number, "
+            f"cannot parse {what} {value!r:.60}: expected a string or a number, "
             f"got {type(value).__name__}"
         )
     try:
@@ -386,7 +386,7 @@ def _expand_range(
             return [0]
         raise UnitError(
             f"{what} range {_q(item)} starts at 0 and multiplies: use an additive step (':+S') "
-            f"or list 0 separately ('0,1..{hi_text.strip()}')"
+            f"or list 0 separately ({_q('0,1..' + hi_text.strip())})"
         )
     values = []
     v = lo

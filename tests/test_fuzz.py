@@ -159,6 +159,7 @@ def test_size_grammar(text):
 @example("1..2:x" + "9" * 5000)  # found: int() refused it with a bare ValueError
 @example("0..1KiB:+" + "9" * 5000)
 @example(_SPACED)
+@example("0..1\nB")  # found: the hint quoted the range's end as typed, new line and all
 def test_sizes_grammar(text):
     try:
         values = units.parse_sizes(text)
