@@ -1,9 +1,25 @@
-"""The closing lines every executor benchmark prints: the target ratio, JSON out, exit status."""
+"""What every executor benchmark shares: its request from the command line, and the closing
+lines it prints (the target ratio, JSON out, exit status)."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
+
+
+def bench_request(args: Any, sizes: Sequence[int]) -> Any:
+    """The :class:`commsim.bench.BenchRequest` of ``--dtype --iters --warmup --no-check``
+    (imported here, after the script has set the environment JAX reads)."""
+    from commsim.bench import BenchRequest
+
+    return BenchRequest(
+        tuple(sizes),
+        dtype=args.dtype,
+        iters=args.iters,
+        warmup=args.warmup,
+        check=not args.no_check,
+    )
 
 
 def finish(out: list[dict[str, Any]], baseline: str, target: str, json_path: str | None) -> int:

@@ -25,7 +25,7 @@ import os
 import platform
 import sys
 
-from _summary import finish  # benchmarks/ is on sys.path when run as a script
+from _summary import bench_request, finish  # benchmarks/ is on sys.path when run as a script
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -51,19 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     import jax
 
     import commsim
-    from commsim.bench import BenchRequest, format_table, measure
+    from commsim.bench import format_table, measure
     from commsim.exec import layout
     from commsim.exec.jax import JaxMeshBackend, plan
     from commsim.units import parse_sizes
 
     sizes = parse_sizes(args.sizes)
-    request = BenchRequest(
-        tuple(sizes),
-        dtype=args.dtype,
-        iters=args.iters,
-        warmup=args.warmup,
-        check=not args.no_check,
-    )
+    request = bench_request(args, sizes)
     backend = JaxMeshBackend(devices=jax.devices(args.platform)[: args.ranks])
     print(
         f"# jax {jax.__version__} on {args.ranks} {args.platform} devices, "

@@ -27,7 +27,7 @@ import os
 import platform
 import sys
 
-from _summary import finish  # benchmarks/ is on sys.path when run as a script
+from _summary import bench_request, finish  # benchmarks/ is on sys.path when run as a script
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -49,7 +49,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     import commsim
-    from commsim.bench import BenchRequest, format_table, measure_mpi
+    from commsim.bench import format_table, measure_mpi
     from commsim.exec import layout
     from commsim.exec.mpi import plan
     from commsim.units import parse_sizes
@@ -65,13 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     for s in schedules:
         [pl] = plan(s, layout(s, max(sizes) // 4), ranks=[0])
         print(f"## allreduce/{s.algorithm}, rank 0's program: {pl.summary()}")
-    request = BenchRequest(
-        tuple(sizes),
-        dtype=args.dtype,
-        iters=args.iters,
-        warmup=args.warmup,
-        check=not args.no_check,
-    )
+    request = bench_request(args, sizes)
     ms = measure_mpi(schedules, request, timeout=args.timeout)
     for name in names:
         print(f"\n## allreduce/{name} vs MPI_Allreduce")
