@@ -1,0 +1,139 @@
+"""Basic generators: a crossbar switch, a ring, a torus, a hypercube.
+
+Every generator (networkx style) takes the size first and the keywords ``bandwidth=`` (bytes/s
+per direction, or ``"400Gb/s"``) and ``latency=`` (seconds per link, or ``"500ns"``), and returns
+an ``nx.Graph`` whose hosts are ``0..n-1`` and whose edges carry ``bandwidth``, ``latency`` and
+``kind``. The defaults (25 GB/s, 1 µs per link) make a host-to-host message through one switch
+cost what the default :class:`commsim.models.Hockney` says: 2 µs and 1/(25 GB/s) per byte.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from commsim.errors import ParameterError
+from commsim.topology._attributes import as_bandwidth, as_latency
+
+__all__ = ["DEFAULT_BANDWIDTH", "DEFAULT_LATENCY", "hypercube", "ring", "switch", "torus"]
+
+DEFAULT_BANDWIDTH = 25e9
+DEFAULT_LATENCY = 1e-6
+
+
+def _count(n: Any, what: str, minimum: int = 1) -> int:
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < minimum:
+        raise ParameterError(f"{what} must be an integer >= {minimum}, got {n!r}")
+    return int(n)
+
+
+def switch(
+    n: int,
+    *,
+    bandwidth: float | str = DEFAULT_BANDWIDTH,
+    latency: float | str = DEFAULT_LATENCY,
+    kind: str = "link",
+) -> nx.Graph:
+    """``n`` hosts on one non-blocking crossbar switch (node ``"switch"``).
+
+    Every host has one full-duplex link to the switch, so any permutation of messages runs at
+    full bandwidth: a message crosses two links (latency ``2 × latency``).
+
+    Examples:
+        >>> g = switch(8)
+        >>> g.number_of_nodes(), g.number_of_edges()
+        (9, 8)
+    """
+    n = _count(n, "switch: the number of hosts")
+    bw, lat = as_bandwidth(bandwidth), as_latency(latency)
+    g = nx.Graph(name=f"switch({n})")
+    g.add_nodes_from(range(n), kind="host")
+    g.add_node("switch", kind="switch")
+    g.add_edges_from(((i, "switch") for i in range(n)), bandwidth=bw, latency=lat, kind=kind)
+    return g
+
+
+def torus(
+    dims: Sequence[int] | int,
+    *,
+    bandwidth: float | str = DEFAULT_BANDWIDTH,
+    latency: float | str = DEFAULT_LATENCY,
+    kind: str = "link",
+) -> nx.Graph:
+    """A direct network: hosts on a ``d``-dimensional torus, joined to their grid neighbours.
+
+    Host ``i`` has mixed-radix coordinates over ``dims`` (last dimension fastest). Along a
+    dimension of size ``k >= 3`` each host has two links (wrap-around included); of size 2, one
+    (a hypercube dimension); of size 1, none. Routed dimension by dimension, the short way round.
+
+    Examples:
+        >>> g = torus((4, 4))
+        >>> g.number_of_nodes(), g.number_of_edges(), {d for _, d in g.degree()}
+        (16, 32, {4})
+        >>> torus((2, 2, 2)).number_of_edges()  # the 3-cube
+        12
+    """
+    dims_t = (dims,) if isinstance(dims, int | np.integer) else tuple(dims)
+    if not dims_t:
+        raise ParameterError("torus: dims must name at least one dimension")
+    dims_t = tuple(_count(k, "torus: every dimension") for k in dims_t)
+    bw, lat = as_bandwidth(bandwidth), as_latency(latency)
+    n = math.prod(dims_t)
+    g = nx.Graph(name=f"torus({'x'.join(map(str, dims_t))})", routing=("torus", dims_t))
+    g.add_nodes_from(range(n), kind="host")
+    idx = np.arange(n)
+    stride = 1
+    for k in reversed(dims_t):
+        if k >= 2:
+            c = (idx // stride) % k
+            nxt = idx + (((c + 1) % k) - c) * stride
+            pairs = zip(idx.tolist(), nxt.tolist(), strict=True)
+            if k == 2:
+                pairs = ((a, b) for a, b in pairs if a < b)
+            g.add_edges_from(pairs, bandwidth=bw, latency=lat, kind=kind)
+        stride *= k
+    return g
+
+
+def ring(
+    n: int,
+    *,
+    bandwidth: float | str = DEFAULT_BANDWIDTH,
+    latency: float | str = DEFAULT_LATENCY,
+    kind: str = "link",
+) -> nx.Graph:
+    """``n`` hosts in a cycle, each joined to the next: the 1-D torus.
+
+    Examples:
+        >>> g = ring(6)
+        >>> g.number_of_edges(), nx.diameter(g)
+        (6, 3)
+    """
+    _count(n, "ring: the number of hosts")
+    g = torus((n,), bandwidth=bandwidth, latency=latency, kind=kind)
+    g.graph["name"] = f"ring({n})"
+    return g
+
+
+def hypercube(
+    dim: int,
+    *,
+    bandwidth: float | str = DEFAULT_BANDWIDTH,
+    latency: float | str = DEFAULT_LATENCY,
+    kind: str = "link",
+) -> nx.Graph:
+    """``2**dim`` hosts, host ``i`` joined to ``i xor 2**k`` for each ``k``: a torus of 2s.
+
+    Examples:
+        >>> g = hypercube(4)
+        >>> g.number_of_nodes(), g.number_of_edges(), nx.diameter(g)
+        (16, 32, 4)
+    """
+    dim = _count(dim, "hypercube: the dimension", minimum=0)
+    g = torus((2,) * dim if dim else (1,), bandwidth=bandwidth, latency=latency, kind=kind)
+    g.graph["name"] = f"hypercube({dim})"
+    return g

@@ -1,0 +1,243 @@
+"""A topology graph compiled to arrays: hosts, directed links, link classes, and routes.
+
+The user-facing object is a networkx graph (STYLE: networkx generators): nodes are hosts and
+switches, edges are links. Attributes read:
+
+* node ``kind``: ``"switch"`` for a switch; any other value (or none) is a host. Hosts are the
+  endpoints ranks are placed on, in the graph's node order. Optional node ``node``: the server a
+  host (a GPU) belongs to, used by round-robin placement and by ``ranks_per_node``.
+* edge ``bandwidth`` (bytes/s, or a string such as ``"400Gb/s"``; required), ``latency``
+  (seconds or ``"500ns"``; default 0) and ``kind`` (the link's class, e.g. ``"nvlink"``,
+  ``"rail"``; default ``"link"``).
+
+An undirected edge is a full-duplex link: two directed links, each with the full bandwidth. An
+``nx.DiGraph`` gives one directed link per edge. :class:`Network` checks the graph once (every
+problem is one line naming the node or edge) and keeps flat arrays, so models never touch
+networkx in their loops.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from commsim.errors import ParameterError
+from commsim.topology._attributes import as_bandwidth, as_latency
+from commsim.topology._routing import RouteCache, forwarding_distances, route_shortest, route_torus
+
+__all__ = ["MAX_FORWARDING_NODES", "Network", "as_network"]
+
+#: Shortest-path routing keeps an ``F × F`` int16 distance table over forwarding nodes; past
+#: this many (512 MiB) a graph needs a structured router (a generator's ``graph["routing"]``).
+MAX_FORWARDING_NODES = 16_384
+
+
+def _edge_name(u: Any, v: Any) -> str:
+    return f"({u!r}, {v!r})"
+
+
+class Network:
+    """A graph of hosts, switches and links, as arrays (see the module docstring).
+
+    Attributes:
+        graph: the networkx graph it was built from.
+        nodes: node labels; arrays below index into this list.
+        hosts: node index of each host, in graph order (host ``i`` is ``nodes[hosts[i]]``).
+        host_server: per host, the server it belongs to (node attribute ``node``; the host
+            itself when absent), numbered from 0 in order of appearance.
+        link_src, link_dst: node index of each directed link's ends.
+        bandwidth, latency: per directed link, bytes/s and seconds.
+        link_kind: per directed link, an index into ``kinds`` (its class).
+        kinds: link class names, in order of first appearance.
+
+    Examples:
+        >>> import networkx as nx
+        >>> g = nx.path_graph(3)
+        >>> nx.set_edge_attributes(g, 1e9, "bandwidth")
+        >>> net = Network(g)
+        >>> net.nhosts, net.nlinks  # an undirected edge is two directed links
+        (3, 4)
+        >>> net.route(0, 2)  # link ids along the path
+        [0, 2]
+    """
+
+    def __init__(self, graph: Any) -> None:
+        if isinstance(graph, Network):
+            graph = graph.graph
+        if not isinstance(graph, nx.Graph):
+            raise ParameterError(f"a topology is a networkx graph, got {type(graph).__name__}")
+        if graph.is_multigraph():
+            raise ParameterError(
+                "multigraphs are not supported: join parallel links into one edge whose "
+                "bandwidth is their sum"
+            )
+        self.graph = graph
+        self.directed = graph.is_directed()
+        self.nodes = list(graph.nodes)
+        index = {v: i for i, v in enumerate(self.nodes)}
+        self.node_index = index
+        kind = [graph.nodes[v].get("kind", "host") for v in self.nodes]
+        self.is_switch = np.array([k == "switch" for k in kind], dtype=bool)
+        self.hosts = np.flatnonzero(~self.is_switch)
+        if len(self.hosts) == 0:
+            raise ParameterError("the topology has no hosts (every node has kind='switch')")
+        self._read_links(index)
+        self._read_servers()
+        self._check_connected()
+        n = len(self.nodes)
+        out_order = np.lexsort((self.link_dst, self.link_src))
+        self.out_indptr = np.searchsorted(self.link_src[out_order], np.arange(n + 1))
+        self.out_nbr = self.link_dst[out_order]
+        self.out_link = out_order.astype(np.int64)
+        in_order = np.lexsort((self.link_src, self.link_dst))
+        self.in_indptr = np.searchsorted(self.link_dst[in_order], np.arange(n + 1))
+        self.in_nbr = self.link_src[in_order]
+        self._dist: np.ndarray | None = None
+        self._fwd_of: np.ndarray | None = None
+        self._cache = RouteCache(n, self._route_nodes)
+
+    # -- reading the graph -----------------------------------------------------------------
+    def _read_links(self, index: dict[Any, int]) -> None:
+        src, dst, bw, lat, kinds = [], [], [], [], []
+        kind_ids: dict[str, int] = {}
+        for u, v, data in self.graph.edges(data=True):
+            if u == v:
+                raise ParameterError(f"edge {_edge_name(u, v)} is a self-loop; remove it")
+            if "bandwidth" not in data:
+                raise ParameterError(
+                    f"edge {_edge_name(u, v)} has no 'bandwidth' attribute "
+                    "(bytes/s, or a string such as '400Gb/s')"
+                )
+            b = as_bandwidth(data["bandwidth"], f"bandwidth of edge {_edge_name(u, v)}")
+            t = as_latency(data.get("latency", 0.0), f"latency of edge {_edge_name(u, v)}")
+            k = str(data.get("kind", "link"))
+            kid = kind_ids.setdefault(k, len(kind_ids))
+            pairs = [(u, v)] if self.directed else [(u, v), (v, u)]
+            for a, c in pairs:
+                src.append(index[a])
+                dst.append(index[c])
+                bw.append(b)
+                lat.append(t)
+                kinds.append(kid)
+        self.link_src = np.array(src, dtype=np.int64)
+        self.link_dst = np.array(dst, dtype=np.int64)
+        self.bandwidth = np.array(bw, dtype=np.float64)
+        self.latency = np.array(lat, dtype=np.float64)
+        self.link_kind = np.array(kinds, dtype=np.int64)
+        self.kinds = tuple(kind_ids)
+
+    def _read_servers(self) -> None:
+        labels = [
+            self.graph.nodes[self.nodes[h]].get("node", ("host", i))
+            for i, h in enumerate(self.hosts)
+        ]
+        ids: dict[Any, int] = {}
+        self.host_server = np.array([ids.setdefault(x, len(ids)) for x in labels], dtype=np.int64)
+
+    def _check_connected(self) -> None:
+        g = self.graph
+        comps = nx.strongly_connected_components(g) if self.directed else nx.connected_components(g)
+        first = self.nodes[self.hosts[0]]
+        for comp in comps:
+            if first in comp:
+                missing = [self.nodes[h] for h in self.hosts if self.nodes[h] not in comp]
+                if missing:
+                    more = f" and {len(missing) - 1} more" if len(missing) > 1 else ""
+                    raise ParameterError(
+                        f"the topology is disconnected: host {missing[0]!r}{more} cannot reach "
+                        f"host {first!r}"
+                    )
+                return
+
+    # -- sizes -------------------------------------------------------------------------------
+    @property
+    def nhosts(self) -> int:
+        return len(self.hosts)
+
+    @property
+    def nlinks(self) -> int:
+        return len(self.link_src)
+
+    @property
+    def nservers(self) -> int:
+        return int(self.host_server.max()) + 1
+
+    def host_label(self, host: int) -> Any:
+        """The graph's label of host ``host`` (an index into :attr:`hosts`)."""
+        return self.nodes[self.hosts[host]]
+
+    def link_label(self, link: int) -> tuple[Any, Any]:
+        """``(u, v)`` graph labels of directed link ``link``."""
+        return self.nodes[self.link_src[link]], self.nodes[self.link_dst[link]]
+
+    def kind_index(self, kind: str) -> int:
+        """The index of link class ``kind`` in :attr:`kinds` (an error names the closest)."""
+        if kind in self.kinds:
+            return self.kinds.index(kind)
+        close = difflib.get_close_matches(kind, self.kinds, n=3)
+        hint = (
+            f"; did you mean {', '.join(close)}?"
+            if close
+            else f"; classes: {', '.join(self.kinds)}"
+        )
+        raise ParameterError(f"no link class {kind!r} in this topology{hint}")
+
+    # -- routes ------------------------------------------------------------------------------
+    def routes(self, src_host: np.ndarray, dst_host: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Routes between hosts ``src_host[i] -> dst_host[i]`` (host indices, arrays).
+
+        Returns ``(indptr, links)`` in CSR form: the directed link ids of route ``i`` are
+        ``links[indptr[i]:indptr[i + 1]]``, in order. Computed once per pair and cached.
+        """
+        return self._cache.routes(self.hosts[src_host], self.hosts[dst_host])
+
+    def route(self, src_host: int, dst_host: int) -> list[int]:
+        """The link ids of one route (a convenience over :meth:`routes`)."""
+        indptr, links = self.routes(np.array([src_host]), np.array([dst_host]))
+        return links[indptr[0] : indptr[1]].tolist()
+
+    def _route_nodes(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        routing = self.graph.graph.get("routing")
+        if routing is not None and routing[0] == "torus" and not self.is_switch.any():
+            dims = np.asarray(routing[1], dtype=np.int64)
+            if int(np.prod(dims)) == len(self.nodes):
+                indptr, links, ok = route_torus(
+                    src, dst, dims, self.out_indptr, self.out_nbr, self.out_link
+                )
+                if ok:
+                    return indptr, links
+        fwd_of, dist = self._distances()
+        indptr, links, bad = route_shortest(
+            src, dst, self.out_indptr, self.out_nbr, self.out_link, self.in_indptr,
+            self.in_nbr, fwd_of, dist,
+        )  # fmt: skip
+        if bad >= 0:
+            raise ParameterError(
+                f"no route from {self.nodes[src[bad]]!r} to {self.nodes[dst[bad]]!r}: in a graph "
+                "with switches, traffic is forwarded by switches only"
+            )
+        return indptr, links
+
+    def _distances(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._dist is None:
+            fwd = self.is_switch if self.is_switch.any() else np.ones(len(self.nodes), bool)
+            fwd_nodes = np.flatnonzero(fwd)
+            if len(fwd_nodes) > MAX_FORWARDING_NODES:
+                raise ParameterError(
+                    f"shortest-path routing over {len(fwd_nodes)} forwarding nodes would need "
+                    f"{len(fwd_nodes) ** 2 * 2 / 2**30:.1f} GiB; build the graph with a "
+                    "commsim.topology generator, whose structured routing has no such limit"
+                )
+            fwd_of = np.full(len(self.nodes), -1, dtype=np.int64)
+            fwd_of[fwd_nodes] = np.arange(len(fwd_nodes))
+            self._fwd_of = fwd_of
+            self._dist = forwarding_distances(self.in_indptr, self.in_nbr, fwd_of, fwd_nodes)
+        return self._fwd_of, self._dist
+
+
+def as_network(topology: Any) -> Network:
+    """A :class:`Network` from a ``Network`` or a networkx graph."""
+    return topology if isinstance(topology, Network) else Network(topology)

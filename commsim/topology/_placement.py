@@ -1,0 +1,125 @@
+"""Placement: which host each rank runs on.
+
+* ``"linear"`` (default): rank ``r`` on host ``r`` (hosts in graph order; a generator numbers a
+  server's GPUs consecutively, so consecutive ranks share a server, as ``mpirun --map-by core``
+  or one process per GPU does).
+* ``"round_robin"``: rank ``r`` on server ``r mod S`` (``S`` servers, the hosts' ``node``
+  attribute), filling each server's hosts in order (``mpirun --map-by node``).
+* ``"random"`` or ``"random:SEED"``: a seeded random permutation of hosts (``numpy`` PCG64).
+* a sequence of host indices, one per rank, all distinct.
+
+At most one rank per host: a host is one endpoint of the network (one GPU, one NIC).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from commsim.errors import ParameterError
+from commsim.topology._network import Network
+
+__all__ = ["PLACEMENTS", "place", "ranks_per_server"]
+
+PLACEMENTS = ("linear", "round_robin", "random")
+
+
+def place(network: Network, nranks: int, placement: str | Sequence[int] = "linear") -> np.ndarray:
+    """Host index of each of ``nranks`` ranks on ``network`` (see the module docstring).
+
+    Examples:
+        >>> from commsim.topology import switch
+        >>> place(Network(switch(4)), 3, "linear").tolist()
+        [0, 1, 2]
+        >>> sorted(place(Network(switch(4)), 4, "random:7").tolist())
+        [0, 1, 2, 3]
+    """
+    h = network.nhosts
+    if nranks > h:
+        raise ParameterError(
+            f"{nranks} ranks on a topology with {h} hosts: at most one rank per host "
+            "(use a larger topology or fewer ranks)"
+        )
+    if isinstance(placement, str):
+        name, _, arg = placement.partition(":")
+        if name == "linear" and not arg:
+            return np.arange(nranks, dtype=np.int64)
+        if name in ("round_robin", "round-robin") and not arg:
+            servers = network.host_server
+            order = np.lexsort((servers, _position_in_server(servers)))
+            return order[:nranks].astype(np.int64)
+        if name == "random":
+            try:
+                seed = int(arg) if arg else 0
+            except ValueError:
+                raise ParameterError(
+                    f"placement random:SEED needs an integer seed, got {arg!r}"
+                ) from None
+            return np.random.default_rng(seed).permutation(h)[:nranks].astype(np.int64)
+        raise ParameterError(
+            f"unknown placement {placement!r}: use linear, round_robin, random[:SEED] or a list "
+            "of host indices"
+        )
+    return _explicit(placement, nranks, h)
+
+
+def _position_in_server(servers: np.ndarray) -> np.ndarray:
+    """Per host, how many hosts of its server come before it."""
+    order = np.argsort(servers, kind="stable")
+    s = servers[order]
+    first = np.searchsorted(s, s)
+    pos = np.empty_like(servers)
+    pos[order] = np.arange(len(s)) - first
+    return pos
+
+
+def _explicit(placement: Any, nranks: int, nhosts: int) -> np.ndarray:
+    try:
+        hosts = np.asarray(placement)
+    except Exception:  # pragma: no cover - exotic sequences
+        raise ParameterError("a placement list must be host indices") from None
+    if hosts.ndim != 1 or not np.issubdtype(hosts.dtype, np.integer):
+        raise ParameterError("a placement list must be a flat list of integer host indices")
+    if len(hosts) != nranks:
+        raise ParameterError(f"the placement lists {len(hosts)} hosts for {nranks} ranks")
+    bad = np.flatnonzero((hosts < 0) | (hosts >= nhosts))
+    if len(bad):
+        raise ParameterError(
+            f"placement of rank {bad[0]}: host {hosts[bad[0]]} is out of range 0..{nhosts - 1}"
+        )
+    _, first, counts = np.unique(hosts, return_index=True, return_counts=True)
+    if (counts > 1).any():
+        raise ParameterError(
+            f"placement puts two ranks on host {hosts[first[np.argmax(counts > 1)]]}: at most one rank per host"
+        )
+    return hosts.astype(np.int64)
+
+
+def ranks_per_server(network: Network, hosts: np.ndarray) -> int | None:
+    """``g`` when ranks ``0..p-1`` placed on ``hosts`` fill servers in consecutive groups of
+    ``g`` (the last may be smaller): what ``ranks_per_node`` of a hierarchical algorithm needs.
+    ``None`` when the placement does not keep a server's ranks together.
+
+    Examples:
+        >>> import networkx as nx
+        >>> g = nx.complete_graph(4)
+        >>> nx.set_edge_attributes(g, 1.0, "bandwidth")
+        >>> nx.set_node_attributes(g, {0: "a", 1: "a", 2: "b", 3: "b"}, "node")
+        >>> (
+        ...     ranks_per_server(Network(g), np.arange(4)),
+        ...     ranks_per_server(Network(g), np.array([0, 2, 1, 3])),
+        ... )
+        (2, None)
+    """
+    server = network.host_server[hosts]
+    if len(server) == 0:
+        return None
+    change = np.flatnonzero(server[1:] != server[:-1]) + 1
+    starts = np.concatenate([[0], change])
+    if len(np.unique(server[starts])) != len(starts):
+        return None  # a server's ranks are not contiguous
+    sizes = np.diff(np.concatenate([starts, [len(server)]]))
+    g = int(sizes[0])
+    return g if (sizes[:-1] == g).all() and sizes[-1] <= g else None
