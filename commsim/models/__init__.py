@@ -4,12 +4,23 @@ Every model implements the :class:`Model` protocol (``predict``, ``lower_bound``
 ``to_dict``), so the command line and notebooks work with any of them.
 
 * :class:`Hockney` — α-β-γ with per-rank clocks, single- or multi-port.
+* :class:`Topology` — a network graph, placement and link contention.
 * :func:`lower_bound` — Chan et al. 2007 bounds no algorithm can beat.
 """
 
 from commsim.models._bounds import lower_bound
 from commsim.models._model import Model
 from commsim.models._prediction import Prediction
+from commsim.models._usage import CriticalPath, NetworkUsage
 from commsim.models.hockney import Hockney
+from commsim.models.topology import Topology
 
-__all__ = ["Hockney", "Model", "Prediction", "lower_bound"]
+__all__ = [
+    "CriticalPath",
+    "Hockney",
+    "Model",
+    "NetworkUsage",
+    "Prediction",
+    "Topology",
+    "lower_bound",
+]

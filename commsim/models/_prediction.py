@@ -29,6 +29,8 @@ class Prediction:
         busbw_factor: nccl-tests' bus-bandwidth factor for this collective and ``p``.
         notes: the model's caveats about this prediction, one sentence each (e.g. a time below
             the lower bound: the schedule cannot compute its collective). Empty when none.
+        network: what a network model adds (:class:`~commsim.models.NetworkUsage`: bytes and
+            busy time per link, the busiest link class, the critical path); ``None`` otherwise.
     """
 
     algorithm: str
@@ -41,6 +43,7 @@ class Prediction:
     step_time: np.ndarray
     busbw_factor: float
     notes: tuple[str, ...] = ()
+    network: Any = None
 
     @property
     def algbw(self) -> Any:
@@ -72,4 +75,5 @@ class Prediction:
             "algbw_Bps": plain(self.algbw),
             "busbw_Bps": plain(self.busbw),
             "notes": list(self.notes),
+            **({"network": self.network.to_dict()} if self.network is not None else {}),
         }

@@ -1,0 +1,383 @@
+r"""``contention="flow"``: an event-driven flow-level simulation of a whole schedule.
+
+Every message is a flow from its start to its last byte; rates are max-min fair over the flows
+in flight (progressive filling, as ``"maxmin"``), recomputed whenever a flow starts or ends.
+Events at the same instant are handled together, so a symmetric schedule costs about two rate
+computations per round.
+
+When a message may start follows :class:`~commsim.models.Topology`'s rules: a rank takes part in
+its messages round after round (single port), and a message starts when both ends are ready,
+:math:`s = \max(c_q, c_r)`, where a rank's clock :math:`c` is the end of the last message that
+involved it. Unlike the static modes, a message ends when its bytes are through at the rates it
+actually got, so a flow slowed by a neighbour speeds up when the neighbour finishes, and a
+message of a later round can overlap an earlier one on other ranks. Its path latency is added
+after its last byte: :math:`e = t_\text{last byte} + L_m`; the receiver then reduces for
+:math:`b_\text{red}\gamma`. Local reductions are items of their rank alone, after its messages
+of the step. With one message per link at a time, this is ``"none"`` exactly.
+
+Cost: the whole schedule's messages are materialized (arrays of ``O(messages)``), and each event
+costs ``O(flows in flight × path length)``: meant for small and medium ``p``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numba
+import numpy as np
+
+from commsim._messages import matchings, messages
+from commsim.errors import ResourceError
+from commsim.models._contention import path_latency
+from commsim.models._usage import CriticalPath, NetworkUsage
+
+if TYPE_CHECKING:
+    from commsim.models.topology import Topology
+
+__all__ = ["MAX_FLOW_MESSAGES", "simulate"]
+
+#: The flow simulation materializes every message; beyond this many it refuses.
+MAX_FLOW_MESSAGES = 20_000_000
+
+
+@numba.njit(cache=True, nogil=True)
+def _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen):  # pragma: no cover
+    """Max-min fair rates of the network flows ``active[:nact]`` (progressive filling)."""
+    nused = 0
+    for a in range(nact):
+        m = active[a]
+        rate[m] = 0.0
+        frozen[m] = indptr[m] == indptr[m + 1]  # local items: no links
+        for e in range(indptr[m], indptr[m + 1]):
+            link = links[e]
+            if cnt[link] == 0:
+                used[nused] = link
+                nused += 1
+                cap[link] = bw[link]
+            cnt[link] += 1
+    left = 0
+    for a in range(nact):
+        if not frozen[active[a]]:
+            left += 1
+    while left > 0:
+        delta = np.inf
+        for u in range(nused):
+            link = used[u]
+            if cnt[link] > 0:
+                s = cap[link] / cnt[link]
+                if s < delta:
+                    delta = s
+        if delta == np.inf:
+            for a in range(nact):
+                m = active[a]
+                if not frozen[m]:
+                    rate[m] = np.inf
+                    frozen[m] = True
+            break
+        for a in range(nact):
+            m = active[a]
+            if not frozen[m]:
+                rate[m] += delta
+        for u in range(nused):
+            link = used[u]
+            if cnt[link] > 0:
+                cap[link] -= delta * cnt[link]
+        for a in range(nact):
+            m = active[a]
+            if frozen[m]:
+                continue
+            hit = False
+            for e in range(indptr[m], indptr[m + 1]):
+                link = links[e]
+                if cap[link] <= 1e-12 * bw[link] or cap[link] / max(cnt[link], 1) <= 0.0:
+                    hit = True
+                    break
+            if hit:
+                frozen[m] = True
+                left -= 1
+                for e in range(indptr[m], indptr[m + 1]):
+                    cnt[links[e]] -= 1
+    for u in range(nused):
+        cnt[used[u]] = 0
+
+
+@numba.njit(cache=True, nogil=True)
+def _simulate(  # pragma: no cover
+    src, dst, rnd, work, lat, red_time, indptr, links, bw, seq_indptr, seq_items, clock, is_local
+):
+    """Run the events; returns per item (start, end, pred). ``work``: bytes (network items) or
+    seconds (local items, which run at rate 1 on no link)."""
+    n = src.shape[0]
+    p = clock.shape[0]
+    state = np.zeros(n, dtype=np.int8)  # 0 waiting, 1 scheduled, 2 active, 3 done
+    start = np.zeros(n)
+    end = np.zeros(n)
+    pred = np.full(n, -1, dtype=np.int64)
+    setter = np.full(p, -1, dtype=np.int64)
+    remaining = np.zeros(n)
+    rate = np.zeros(n)
+    ptr = seq_indptr[:-1].copy()
+    active = np.empty(n, dtype=np.int64)
+    nact = 0
+    sched = np.empty(n, dtype=np.int64)
+    nsched = 0
+    cap = np.zeros(bw.shape[0])
+    cnt = np.zeros(bw.shape[0], dtype=np.int64)
+    used = np.empty(bw.shape[0], dtype=np.int64)
+    frozen = np.zeros(n, dtype=np.bool_)
+    touched = np.empty(2 * n + p, dtype=np.int64)
+    ntouched = 0
+    for r in range(p):
+        touched[ntouched] = r
+        ntouched += 1
+    now = 0.0
+    done = 0
+    while done < n:
+        # schedule the items whose ends are both free of earlier rounds
+        for t in range(ntouched):
+            r = touched[t]
+            while ptr[r] < seq_indptr[r + 1] and state[seq_items[ptr[r]]] == 3:
+                ptr[r] += 1
+            if ptr[r] == seq_indptr[r + 1]:
+                continue
+            head_round = rnd[seq_items[ptr[r]]]
+            k = ptr[r]
+            while k < seq_indptr[r + 1] and rnd[seq_items[k]] == head_round:
+                m = seq_items[k]
+                k += 1
+                if state[m] != 0:
+                    continue
+                other = dst[m] if src[m] == r else src[m]
+                q = ptr[other]
+                while q < seq_indptr[other + 1] and state[seq_items[q]] == 3:
+                    q += 1
+                ptr[other] = q
+                if q < seq_indptr[other + 1] and rnd[seq_items[q]] < rnd[m]:
+                    continue  # the other end still has earlier rounds to do
+                a, b = clock[src[m]], clock[dst[m]]
+                start[m] = a if a > b else b
+                pred[m] = setter[src[m]] if a >= b else setter[dst[m]]
+                state[m] = 1
+                sched[nsched] = m
+                nsched += 1
+        ntouched = 0
+        # the next event: a start or a finish
+        t_next = np.inf
+        for i in range(nsched):
+            if start[sched[i]] < t_next:
+                t_next = start[sched[i]]
+        for i in range(nact):
+            m = active[i]
+            f = now + (remaining[m] / rate[m] if rate[m] > 0 else np.inf)
+            if f < t_next:
+                t_next = f
+        if t_next == np.inf:
+            break  # cannot happen for a valid schedule
+        dt = t_next - now
+        tol = 1e-12 * (abs(t_next) + 1e-9)
+        changed = False
+        # finishes
+        i = 0
+        while i < nact:
+            m = active[i]
+            if rate[m] == np.inf:
+                left_t = 0.0
+            else:
+                remaining[m] -= rate[m] * dt
+                left_t = remaining[m] / rate[m] if rate[m] > 0 else np.inf
+            if left_t <= tol:
+                e = t_next + lat[m]
+                end[m] = e
+                state[m] = 3
+                done += 1
+                s, d = src[m], dst[m]
+                if e > clock[s]:
+                    clock[s] = e
+                    setter[s] = m
+                e2 = e + red_time[m]
+                if e2 > clock[d]:
+                    clock[d] = e2
+                    setter[d] = m
+                touched[ntouched] = s
+                touched[ntouched + 1] = d
+                ntouched += 2
+                nact -= 1
+                active[i] = active[nact]
+                changed = True
+            else:
+                i += 1
+        now = t_next
+        # starts
+        i = 0
+        while i < nsched:
+            m = sched[i]
+            if start[m] <= now + tol:
+                state[m] = 2
+                remaining[m] = work[m]
+                active[nact] = m
+                nact += 1
+                nsched -= 1
+                sched[i] = sched[nsched]
+                changed = True
+                if is_local[m]:
+                    rate[m] = 1.0
+            else:
+                i += 1
+        if changed and nact:
+            _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen)
+            for a in range(nact):
+                if is_local[active[a]]:
+                    rate[active[a]] = 1.0
+    return start, end, pred
+
+
+class _FlowRun:
+    """What :func:`simulate` returns: the interface of the static modes' run."""
+
+    def __init__(self, clock, step_time, usage_fn, notes) -> None:
+        self.clock, self.step_time, self._usage, self.notes = clock, step_time, usage_fn, notes
+
+    def usage(self, total: np.ndarray) -> NetworkUsage:
+        return self._usage(total)
+
+
+def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) -> _FlowRun:
+    """Materialize the schedule's messages and run the flow simulation once per size."""
+    p, net = schedule.nranks, model.network
+    cols = {k: [] for k in ("src", "dst", "rnd", "units", "red", "step", "local")}
+    nround = 0
+    total = 0
+    for i, st in enumerate(schedule.steps()):
+        if not len(st.src):
+            continue
+        schedule.check_step(st, i)
+        msg = messages(st, schedule)
+        rounds = [np.arange(len(msg.src))] if msg.unique_ports else matchings(msg.src, msg.dst, p)
+        for idx in rounds:
+            _append(
+                cols,
+                msg.src[idx],
+                msg.dst[idx],
+                nround,
+                msg.units[idx],
+                msg.reduce_units[idx],
+                i,
+                False,
+            )
+            nround += 1
+            total += len(idx)
+        if len(msg.local_rank):
+            red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=p)
+            ranks = np.flatnonzero(red)
+            _append(cols, ranks, ranks, nround, np.zeros(len(ranks)), red[ranks], i, True)
+            nround += 1
+        if total > MAX_FLOW_MESSAGES:
+            raise ResourceError(
+                f"contention='flow' materializes every message: this schedule has more than "
+                f"{MAX_FLOW_MESSAGES:,}; use contention='maxmin' or 'bottleneck' at this size"
+            )
+    a = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
+    src, dst = a["src"].astype(np.int64), a["dst"].astype(np.int64)
+    is_local = a["local"].astype(bool)
+    rnd, step = a["rnd"].astype(np.int64), a["step"].astype(np.int64)
+    n = len(src)
+    # routes of network items; local items get empty routes
+    indptr = np.zeros(n + 1, dtype=np.int64)
+    remote = np.flatnonzero(~is_local)
+    r_ptr, r_links = (
+        net.routes(hosts[src[remote]], hosts[dst[remote]])
+        if len(remote)
+        else (np.zeros(1, np.int64), np.zeros(0, np.int64))
+    )
+    lengths = np.zeros(n, dtype=np.int64)
+    lengths[remote] = np.diff(r_ptr)
+    np.cumsum(lengths, out=indptr[1:])
+    links = r_links  # remote items keep their order, local ones add nothing
+    lat = np.zeros(n)
+    lat[remote] = path_latency(r_ptr, r_links, net.latency) + model.overhead
+    slow = model.slow_factors(p)
+    f = np.maximum(slow[src], slow[dst])
+    # per-rank sequences, in round order
+    ranks = np.concatenate([src, dst[~is_local]])
+    items = np.concatenate([np.arange(n), np.flatnonzero(~is_local)])
+    order = np.lexsort((items, rnd[items], ranks))
+    seq_items = items[order]
+    seq_indptr = np.searchsorted(ranks[order], np.arange(p + 1))
+    per_unit = sizes / schedule.nbytes_units
+    clock = np.zeros((p, len(sizes)))
+    step_time = np.zeros((schedule.nsteps, len(sizes)))
+    init = model.initial_clock(p, 1)[:, 0]
+    last = None
+    for k in range(len(sizes)):
+        bytes_ = a["units"] * per_unit[k] * f
+        red_time = a["red"] * per_unit[k] * model.gamma * slow[dst]
+        work = np.where(is_local, red_time, bytes_)
+        red_net = np.where(is_local, 0.0, red_time)
+        c = init.copy()
+        start, end, pred = _simulate(
+            src, dst, rnd, work, lat, red_net, indptr, links, net.bandwidth, seq_indptr,
+            seq_items, c, is_local,
+        )  # fmt: skip
+        clock[:, k] = c
+        if n:
+            fin = end + red_net
+            per_step = np.full(schedule.nsteps, -np.inf)
+            np.maximum.at(per_step, step, fin)
+            step_time[:, k] = np.maximum.accumulate(np.maximum(per_step, init.max()))
+        last = (start, end, pred)
+
+    def usage(total_time: np.ndarray) -> NetworkUsage:
+        link_units = np.bincount(links, np.repeat(a["units"], lengths), minlength=net.nlinks)
+        link_bytes = np.multiply.outer(link_units, per_unit)
+        with np.errstate(invalid="ignore"):
+            busy = np.where(
+                np.isinf(net.bandwidth)[:, None], 0.0, link_bytes / net.bandwidth[:, None]
+            )
+        cp = None
+        if last is not None and n:
+            start, end, pred = last
+            rank = int(np.argmax(clock[:, -1]))
+            mine = np.flatnonzero((src == rank) | (dst == rank))
+            g = int(mine[np.argmax(end[mine])]) if len(mine) else -1
+            chain = []
+            while g >= 0:
+                chain.append(g)
+                g = int(pred[g])
+            idx = np.array(chain[::-1], dtype=np.int64)
+            idx = idx[~is_local[idx]]
+            if len(idx):
+                kinds = tuple(
+                    "+".join(
+                        dict.fromkeys(
+                            net.kinds[x] for x in net.link_kind[links[indptr[m] : indptr[m + 1]]]
+                        )
+                    )
+                    for m in idx
+                )
+                transfer = end[idx] - start[idx] - lat[idx]
+                wait = float(total_time[-1] - lat[idx].sum() - transfer.sum())
+                cp = CriticalPath(
+                    step[idx],
+                    src[idx],
+                    dst[idx],
+                    start[idx],
+                    end[idx],
+                    lat[idx],
+                    transfer,
+                    kinds,
+                    max(wait, 0.0),
+                )
+        return NetworkUsage(net.kinds, net.link_kind, link_bytes, busy, total_time, cp)
+
+    return _FlowRun(clock, step_time, usage, [])
+
+
+def _append(cols, src, dst, rnd, units, red, step, local) -> None:
+    m = len(src)
+    cols["src"].append(np.asarray(src))
+    cols["dst"].append(np.asarray(dst))
+    cols["rnd"].append(np.full(m, rnd))
+    cols["units"].append(np.asarray(units, dtype=np.float64))
+    cols["red"].append(np.asarray(red, dtype=np.float64))
+    cols["step"].append(np.full(m, step))
+    cols["local"].append(np.full(m, local))

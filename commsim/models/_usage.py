@@ -1,0 +1,135 @@
+"""What a network prediction adds to a :class:`~commsim.models.Prediction`: link usage and the
+critical path."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from commsim import units
+
+__all__ = ["CriticalPath", "NetworkUsage"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class CriticalPath:
+    """The chain of messages that made the last rank finish (at the largest size predicted).
+
+    Walking back from the last rank's final message, each message's start waited for the
+    message that last set its sender's or receiver's clock, whichever was later.
+
+    Attributes:
+        step, src, dst: per message on the chain, first to last.
+        start, end: its start (both ends ready) and end, seconds.
+        latency, transfer: its path latency and its transfer time (bytes over its rate).
+        kinds: per message, the link classes its route crosses (``"+"``-joined).
+        wait: time on the chain not spent in messages (reductions, start skew), seconds.
+    """
+
+    step: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    latency: np.ndarray
+    transfer: np.ndarray
+    kinds: tuple[str, ...]
+    wait: float
+
+    @property
+    def nmessages(self) -> int:
+        return len(self.step)
+
+    def time_by_kind(self) -> dict[str, float]:
+        """Transfer time on the chain per route class (e.g. ``{"nvlink": ..., "host+spine": ...}``)."""
+        out: dict[str, float] = {}
+        for k, t in zip(self.kinds, self.transfer, strict=True):
+            out[k] = out.get(k, 0.0) + float(t)
+        return out
+
+    def summary(self) -> str:
+        """One line: messages, and the split of the chain's time into latency, transfer, wait."""
+        lat, tr = float(self.latency.sum()), float(self.transfer.sum())
+        by = sorted(self.time_by_kind().items(), key=lambda kv: -kv[1])
+        kinds = ", ".join(f"{k} {units.format_time(t)}" for k, t in by[:3])
+        return (
+            f"{self.nmessages} messages: latency {units.format_time(lat)}, transfer "
+            f"{units.format_time(tr)} ({kinds}), other {units.format_time(self.wait)}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "nmessages": self.nmessages,
+            "latency_s": float(self.latency.sum()),
+            "transfer_s": float(self.transfer.sum()),
+            "other_s": self.wait,
+            "transfer_s_by_route_kind": self.time_by_kind(),
+            "ranks": sorted({*self.src.tolist(), *self.dst.tolist()})[:64],
+        }
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NetworkUsage:
+    """Per-link traffic of one prediction. Sizes along the last axis, as in the prediction.
+
+    Attributes:
+        kinds: link class names (a network's ``kinds``).
+        link_kind: per directed link, its class index.
+        link_bytes: bytes each directed link carried, ``[links, sizes]``.
+        link_busy: seconds each link spent transmitting (bytes / bandwidth), ``[links, sizes]``.
+        time: the prediction's completion time per size.
+        critical_path: see :class:`CriticalPath` (``None`` when not tracked).
+    """
+
+    kinds: tuple[str, ...]
+    link_kind: np.ndarray
+    link_bytes: np.ndarray
+    link_busy: np.ndarray
+    time: np.ndarray
+    critical_path: CriticalPath | None = None
+
+    def _by_kind(self, values: np.ndarray, reduce: Any) -> np.ndarray:
+        out = np.zeros((len(self.kinds), values.shape[1]))
+        for k in range(len(self.kinds)):
+            sel = self.link_kind == k
+            if sel.any():
+                out[k] = reduce(values[sel], axis=0)
+        return out
+
+    @property
+    def kind_bytes(self) -> np.ndarray:
+        """Bytes per link class, ``[kinds, sizes]``."""
+        return self._by_kind(self.link_bytes, np.sum)
+
+    @property
+    def kind_busiest(self) -> np.ndarray:
+        """Busy time of the busiest link of each class, ``[kinds, sizes]``."""
+        return self._by_kind(self.link_busy, np.max)
+
+    @property
+    def utilization(self) -> np.ndarray:
+        """Busiest link's busy time over the completion time, per class, ``[kinds, sizes]``."""
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(self.time > 0, self.kind_busiest / self.time, 0.0)
+
+    @property
+    def limiting(self) -> tuple[str, ...]:
+        """Per size, the class of the busiest link: the one a faster link would help most."""
+        busiest = self.kind_busiest
+        return tuple(
+            self.kinds[int(np.argmax(busiest[:, j]))] if busiest[:, j].max() > 0 else "-"
+            for j in range(busiest.shape[1])
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        util = self.utilization
+        return {
+            "limiting_link_class": list(self.limiting),
+            "link_classes": {
+                k: {"bytes": self.kind_bytes[i].tolist(), "utilization": util[i].tolist()}
+                for i, k in enumerate(self.kinds)
+            },
+            "critical_path": None if self.critical_path is None else self.critical_path.to_dict(),
+        }

@@ -1,0 +1,435 @@
+r"""The topology model: schedules timed on a network graph, with link contention.
+
+A message's time is its path latency plus its bytes over its rate; how links are shared sets the
+rate (``contention=``, :mod:`commsim.models._contention`; ``"flow"`` is an event-driven
+flow-level simulation, :mod:`commsim.models._flow`). Everything else follows
+:class:`~commsim.models.Hockney`'s rules, so the two agree exactly where the network adds nothing
+(one non-blocking switch, ``contention="none"``):
+
+* ranks sit on hosts (``placement``, :func:`commsim.topology.place`), one rank per host;
+* each step's messages (one per ``(step, src, dst)``) run in rounds in which a rank sends one and
+  receives one message (single port, full duplex; :func:`commsim._messages.matchings`); the
+  messages of one round are in flight together and share links;
+* per-rank clocks and rendezvous: a message :math:`q \to r` starts at
+  :math:`s = \max(c_q, c_r)` and ends at :math:`e = s + L_m + b / R_m`, where :math:`L_m` is the
+  sum of its links' latencies (plus ``overhead``) and :math:`R_m` its rate; then
+  :math:`c_q \leftarrow \max(c_q, e)`, :math:`c_r \leftarrow \max(c_r, e + b_\text{red}\gamma)`.
+
+Stragglers, as inputs: ``start_skew`` (each rank's clock at time 0), ``slow_ranks`` (a factor
+:math:`f \ge 1` per rank on its transfers, :math:`\max(f_q, f_r)`, and its reductions) and
+``link_factor`` (per edge a bandwidth factor in [0, 1]; 0 is a failed link: it is removed and
+routes go around it).
+
+The prediction carries :class:`~commsim.models.NetworkUsage`: bytes and busy time per link, the
+busiest link class, and the critical path.
+
+Cost of the model: the rates of a round depend only on which pairs talk, so they are computed
+once per distinct round (a ring's rounds are all one) and cached; timing is then one compiled
+pass over each round's messages.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import itertools
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from commsim import units
+from commsim._ir import Schedule, Step
+from commsim._messages import matchings, messages
+from commsim.errors import ParameterError
+from commsim.models._bounds import lower_bound
+from commsim.models._contention import CONTENTION, path_latency, rates
+from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
+from commsim.models._prediction import Prediction
+from commsim.models._usage import CriticalPath, NetworkUsage
+from commsim.topology import Network, as_network, place
+
+__all__ = ["CRITICAL_PATH_BUDGET", "Topology"]
+
+#: Critical paths are tracked when a schedule has at most this many messages (16 bytes each).
+CRITICAL_PATH_BUDGET = 20_000_000
+_CACHE_ROUNDS = 4096  # distinct rounds whose routes and rates are kept
+
+
+class Topology:
+    """Schedules timed on a network (implements :class:`commsim.models.Model`).
+
+    Args:
+        network: a :class:`commsim.topology.Network` or a networkx graph (edge ``bandwidth``,
+            ``latency``; see :mod:`commsim.topology`).
+        placement: ``"linear"``, ``"round_robin"``, ``"random[:SEED]"`` or a list of host
+            indices (:func:`commsim.topology.place`); applied to each schedule's rank count.
+        contention: ``"none"``, ``"bottleneck"`` (default), ``"maxmin"`` or ``"flow"``.
+        gamma: reduction time per byte (seconds/byte or a bandwidth string).
+        overhead: software time added to every message's path latency (seconds or ``"1us"``).
+        start_skew: per rank, the time it starts (a sequence of ``p`` seconds, or a mapping
+            ``{rank: seconds}``).
+        slow_ranks: ``{rank: factor >= 1}``: its transfers and reductions take ``factor`` times
+            longer.
+        link_factor: ``{(u, v): factor in [0, 1]}`` per graph edge: its bandwidth times
+            ``factor``; 0 removes the link (a failed link).
+
+    Examples:
+        >>> import commsim
+        >>> from commsim.topology import switch, ring
+        >>> s = commsim.build("allreduce", "recursive_doubling", nranks=8)
+        >>> flat = Topology(switch(8)).predict(s, "1MiB").time
+        >>> phys = Topology(ring(8, latency=0.5e-6)).predict(s, "1MiB").time
+        >>> phys > flat  # partners 4 hops apart share ring links
+        True
+    """
+
+    name = "topology"
+    bound_name = "Chan et al. 2007 bound (fastest host link)"
+
+    def __init__(
+        self,
+        network: Any,
+        *,
+        placement: str | Sequence[int] = "linear",
+        contention: str = "bottleneck",
+        gamma: float | str = 1 / 100e9,
+        overhead: float | str = 0.0,
+        start_skew: Sequence[float] | Mapping[int, float] | None = None,
+        slow_ranks: Mapping[int, float] | None = None,
+        link_factor: Mapping[tuple[Any, Any], float] | None = None,
+    ) -> None:
+        if contention not in CONTENTION:
+            close = difflib.get_close_matches(str(contention), CONTENTION, n=1)
+            hint = f" (did you mean {close[0]}?)" if close else ""
+            raise ParameterError(
+                f"unknown contention {contention!r}{hint}: use {', '.join(CONTENTION)}"
+            )
+        net = as_network(network)
+        if link_factor:
+            net = Network(_apply_link_factor(net.graph, link_factor))
+        self.network = net
+        self.placement = placement
+        self.contention = contention
+        self.gamma = as_inverse_bandwidth("gamma", gamma)
+        self.overhead = as_time("overhead", overhead)
+        self.start_skew = start_skew
+        self.slow_ranks = dict(slow_ranks or {})
+        for r, f in self.slow_ranks.items():
+            if isinstance(f, bool) or not isinstance(f, int | float) or not 1 <= f < np.inf:
+                raise ParameterError(
+                    f"slow_ranks: rank {r}'s factor must be a number >= 1, got {f!r}"
+                )
+        self.link_factor = dict(link_factor or {})
+        self._rounds: dict[bytes, tuple[np.ndarray, ...]] = {}
+
+    # -- the Model protocol -------------------------------------------------------------------
+    def __repr__(self) -> str:
+        return f"Topology({self._graph_name()}, contention={self.contention!r})"
+
+    def _graph_name(self) -> str:
+        g = self.network.graph
+        return str(g.graph.get("name") or f"graph of {self.network.nhosts} hosts")
+
+    def describe(self) -> str:
+        """E.g. ``topology fat_tree(1024) contention=bottleneck gamma=1/(100 GB/s)``."""
+        gamma = "0s/B" if self.gamma == 0 else f"1/({units.format_bandwidth(1 / self.gamma)})"
+        extra = f" overhead={units.format_time(self.overhead)}" if self.overhead else ""
+        place_ = self.placement if isinstance(self.placement, str) else "explicit"
+        stragglers = (
+            " with stragglers"
+            if (self.start_skew is not None or self.slow_ranks or self.link_factor)
+            else ""
+        )
+        return (
+            f"topology {self._graph_name()} contention={self.contention} placement={place_} "
+            f"gamma={gamma}{extra}{stragglers}"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        net = self.network
+        return {
+            "name": self.name,
+            "topology": self._graph_name(),
+            "hosts": net.nhosts,
+            "links": net.nlinks,
+            "link_classes": list(net.kinds),
+            "contention": self.contention,
+            "placement": self.placement
+            if isinstance(self.placement, str)
+            else list(self.placement),
+            "gamma_s_per_byte": self.gamma,
+            "overhead_s": self.overhead,
+        }
+
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
+        r"""Chan et al.'s bound with :math:`\alpha` = the least latency any message between two
+        placed hosts can have, :math:`\beta` = 1 / the fastest link out of a placed host (a
+        message takes one path, so it never goes faster), :math:`\gamma` as given."""
+        if nranks > self.network.nhosts:
+            place(self.network, nranks, "linear")  # raises the one-line error
+        alpha, beta = self._bound_terms(nranks)
+        return lower_bound(collective, nranks, nbytes, alpha, beta, self.gamma / self._fmin())
+
+    def _fmin(self) -> float:
+        return 1.0
+
+    def _bound_terms(self, nranks: int) -> tuple[float, float]:
+        net = self.network
+        hosts = net.hosts[place(net, nranks, self.placement)] if nranks > 1 else net.hosts[:1]
+        is_placed = np.zeros(len(net.nodes), dtype=bool)
+        is_placed[hosts] = True
+        out = is_placed[net.link_src]
+        inn = is_placed[net.link_dst]
+        direct = out & inn
+        if direct.any():
+            alpha = float(net.latency[direct].min())
+        else:
+            alpha = float(
+                net.latency[out].min(initial=np.inf) + net.latency[inn].min(initial=np.inf)
+            )
+        alpha = (0.0 if not np.isfinite(alpha) else alpha) + self.overhead
+        fastest = float(net.bandwidth[out].max(initial=0.0))
+        beta = 0.0 if not (fastest > 0) or np.isinf(fastest) else 1.0 / fastest
+        return alpha, beta
+
+    def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
+        """Time ``schedule`` on the network for message size(s) ``nbytes`` (bytes, an array, or
+        a size string such as ``"1KiB..1GiB"``)."""
+        schedule = as_schedule(schedule)
+        sizes, scalar = as_sizes(nbytes)
+        schedule.spec.check_layout(schedule.nranks, schedule.ndata)
+        hosts = place(self.network, schedule.nranks, self.placement)
+        if self.contention == "flow":
+            from commsim.models._flow import simulate
+
+            run = simulate(self, schedule, sizes, hosts)
+        else:
+            run = _Run(self, schedule, sizes, hosts)
+            for i, st in enumerate(schedule.steps()):
+                run.step(i, st)
+        total = run.clock.max(axis=0)
+        usage = run.usage(total)
+        notes = list(run.notes)
+        bound = np.atleast_1d(self.lower_bound(schedule.collective, schedule.nranks, sizes))
+        if (total < bound * (1 - 1e-9) - 1e-15).any():
+            notes.append(
+                f"the prediction is below the {self.bound_name}: this schedule cannot compute "
+                f"its collective (commsim.verify says where it goes wrong)"
+            )
+
+        def out(a: np.ndarray) -> Any:
+            return a[..., 0] if scalar else a
+
+        return Prediction(
+            algorithm=schedule.algorithm,
+            collective=schedule.collective,
+            nranks=schedule.nranks,
+            model=self.describe(),
+            nbytes=float(sizes[0]) if scalar else sizes,
+            time=float(total[0]) if scalar else total,
+            rank_time=out(run.clock),
+            step_time=out(run.step_time),
+            busbw_factor=schedule.spec.busbw_factor(schedule.nranks),
+            notes=tuple(notes),
+            network=usage,
+        )
+
+    # -- inputs -------------------------------------------------------------------------------
+    def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
+        clock = np.zeros((nranks, nsizes))
+        skew = self.start_skew
+        if skew is None:
+            return clock
+        if isinstance(skew, Mapping):
+            for r, t in skew.items():
+                clock[self._rank(r, nranks, "start_skew")] = as_time(f"start_skew[{r}]", t)
+            return clock
+        values = np.asarray([as_time("start_skew", t) for t in skew])
+        if len(values) != nranks:
+            raise ParameterError(f"start_skew has {len(values)} values for {nranks} ranks")
+        return clock + values[:, None]
+
+    def slow_factors(self, nranks: int) -> np.ndarray:
+        slow = np.ones(nranks)
+        for r, f in self.slow_ranks.items():
+            slow[self._rank(r, nranks, "slow_ranks")] = f
+        return slow
+
+    @staticmethod
+    def _rank(r: Any, nranks: int, what: str) -> int:
+        if isinstance(r, bool) or not isinstance(r, int | np.integer) or not 0 <= r < nranks:
+            raise ParameterError(f"{what}: rank {r!r} is not one of 0..{nranks - 1}")
+        return int(r)
+
+    def round_costs(
+        self, hosts: np.ndarray, src: np.ndarray, dst: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
+        """``(latency, inverse rate, indptr, links)`` of a round's messages (cached per round)."""
+        key = hashlib.blake2b(src.tobytes() + b"|" + dst.tobytes(), digest_size=16).digest()
+        hit = self._rounds.get(key)
+        if hit is not None and hit[0] is hosts:
+            return hit[1:]
+        net = self.network
+        indptr, links = net.routes(hosts[src], hosts[dst])
+        lat = path_latency(indptr, links, net.latency) + self.overhead
+        rate = rates(self.contention, indptr, links, net.bandwidth)
+        with np.errstate(divide="ignore"):
+            inv = np.where(np.isinf(rate), 0.0, 1.0 / rate)
+        if len(self._rounds) >= _CACHE_ROUNDS:
+            self._rounds.clear()
+        self._rounds[key] = (hosts, lat, inv, indptr, links)
+        return lat, inv, indptr, links
+
+
+def _apply_link_factor(graph: nx.Graph, factors: Mapping[tuple[Any, Any], float]) -> nx.Graph:
+    g = graph.copy()
+    for edge, f in factors.items():
+        try:
+            u, v = edge
+        except (TypeError, ValueError):
+            raise ParameterError(f"link_factor keys are edges (u, v), got {edge!r}") from None
+        if not g.has_edge(u, v):
+            raise ParameterError(f"link_factor: the topology has no edge ({u!r}, {v!r})")
+        if isinstance(f, bool) or not isinstance(f, int | float) or not 0 <= f <= 1:
+            raise ParameterError(f"link_factor of ({u!r}, {v!r}) must be in [0, 1], got {f!r}")
+        if f == 0:
+            g.remove_edge(u, v)
+        else:
+            from commsim.topology import as_bandwidth
+
+            g.edges[u, v]["bandwidth"] = as_bandwidth(g.edges[u, v]["bandwidth"]) * f
+    return g
+
+
+class _Run:
+    """The per-rank clocks and link counters of one prediction, advanced round by round."""
+
+    def __init__(
+        self, model: Topology, schedule: Schedule, sizes: np.ndarray, hosts: np.ndarray
+    ) -> None:
+        p, ns = schedule.nranks, len(sizes)
+        self.model, self.schedule, self.hosts, self.p = model, schedule, hosts, p
+        self.per_unit = sizes / schedule.nbytes_units
+        self.gw = model.gamma * self.per_unit
+        self.clock = model.initial_clock(p, ns)
+        self.slow = model.slow_factors(p)
+        self.step_time = np.zeros((schedule.nsteps, ns))
+        self.last = self.clock.max(axis=0) if p else np.zeros(ns)
+        self.tmp = np.empty((max(p, 1), ns))
+        self.kc = ns - 1  # the critical path is tracked at the largest index (last size)
+        self.setter = np.full(p, -1, dtype=np.int64)
+        self.track = (schedule.ntransfers_hint or 0) <= CRITICAL_PATH_BUDGET
+        self.nmsg = 0
+        self.chunks: list[tuple[np.ndarray, ...]] = []
+        self.units_by_round: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.notes: list[str] = []
+        from commsim.models import _topology_kernels
+
+        self.kernel = _topology_kernels.round_per_message
+
+    def step(self, i: int, st: Step) -> None:
+        if len(st.src):
+            self.schedule.check_step(st, i)
+            msg = messages(st, self.schedule)
+            rounds = (
+                [np.arange(len(msg.src))]
+                if msg.unique_ports
+                else matchings(msg.src, msg.dst, self.p)
+            )
+            for idx in rounds:
+                self._round(i, msg.src[idx], msg.dst[idx], msg.units[idx], msg.reduce_units[idx])
+            if len(msg.local_rank):
+                red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=self.p)
+                self.clock += np.multiply.outer(red * self.slow, self.gw)
+                self.last = np.maximum(self.last, self.clock[msg.local_rank].max(axis=0))
+            if len(msg.src):
+                self.last = np.maximum(
+                    self.last,
+                    np.maximum(self.clock[msg.src].max(axis=0), self.clock[msg.dst].max(axis=0)),
+                )
+        self.step_time[i] = self.last
+
+    def _round(
+        self, i: int, src: np.ndarray, dst: np.ndarray, units: np.ndarray, red: np.ndarray
+    ) -> None:
+        lat, inv, indptr, links = self.model.round_costs(self.hosts, src, dst)
+        m = len(src)
+        if m > len(self.tmp):
+            self.tmp = np.empty((m, self.clock.shape[1]))
+        track = self.track and self.nmsg + m <= CRITICAL_PATH_BUDGET
+        pred = np.empty(m if track else 0, dtype=np.int64)
+        start = self.clock[src, self.kc].copy(), self.clock[dst, self.kc].copy()
+        self.kernel(
+            self.clock, src, dst, units.astype(np.float64), red.astype(np.float64), lat, inv,
+            self.slow, self.per_unit, self.gw, self.tmp, self.kc, self.setter, pred, self.nmsg,
+        )  # fmt: skip
+        if track:
+            end = self.tmp[:m, self.kc].copy()
+            self.chunks.append(
+                (np.full(m, i), src, dst, np.maximum(*start), end, lat, pred, indptr, links)
+            )
+        else:
+            self.track = False
+        self.nmsg += m
+        key = id(indptr)
+        acc = self.units_by_round.get(key)
+        if acc is None:
+            self.units_by_round[key] = (indptr, links, units.astype(np.float64))
+        else:
+            acc[2][:] += units
+
+    def usage(self, total: np.ndarray) -> NetworkUsage:
+        net = self.model.network
+        link_units = np.zeros(net.nlinks)
+        for indptr, links, acc in self.units_by_round.values():
+            link_units += np.bincount(links, np.repeat(acc, np.diff(indptr)), minlength=net.nlinks)
+        link_bytes = np.multiply.outer(link_units, self.per_unit)
+        with np.errstate(invalid="ignore"):
+            busy = np.where(
+                np.isinf(net.bandwidth)[:, None], 0.0, link_bytes / net.bandwidth[:, None]
+            )
+        if not self.track and self.nmsg:
+            self.notes.append(
+                f"critical path not tracked: {self.nmsg:,} messages exceed the "
+                f"{CRITICAL_PATH_BUDGET:,} budget"
+            )
+        return NetworkUsage(
+            net.kinds, net.link_kind, link_bytes, busy, total, self._critical_path(total)
+        )
+
+    def _critical_path(self, total: np.ndarray) -> CriticalPath | None:
+        if not self.track or not self.chunks:
+            return None
+        last = int(np.argmax(self.clock[:, self.kc]))
+        g = int(self.setter[last])
+        if g < 0:
+            return None
+        cols = [np.concatenate([c[k] for c in self.chunks]) for k in range(7)]
+        step, src, dst, start, end, lat, pred = cols
+        chain = []
+        while g >= 0:
+            chain.append(g)
+            g = int(pred[g])
+        chain.reverse()
+        idx = np.array(chain)
+        transfer = end[idx] - start[idx] - lat[idx]
+        net = self.model.network
+        indptr, links = net.routes(self.hosts[src[idx]], self.hosts[dst[idx]])
+        kinds = tuple(
+            "+".join(dict.fromkeys(net.kinds[k] for k in net.link_kind[links[a:b]]))
+            for a, b in itertools.pairwise(indptr)
+        )
+        wait = float(total[self.kc] - (lat[idx].sum() + transfer.sum()))
+        return CriticalPath(
+            step[idx],
+            src[idx],
+            dst[idx],
+            start[idx],
+            end[idx],
+            lat[idx],
+            transfer,
+            kinds,
+            max(wait, 0.0),
+        )
