@@ -1,0 +1,116 @@
+"""Topologies named on a command line: ``NAME[:ARGS]`` strings and graph files.
+
+Grammar (whitespace ignored)::
+
+    spec  := NAME [":" args]
+    args  := arg ("," arg)*
+    arg   := value | KEY "=" value          positional values first, then keywords
+    value := an integer, a size-like product "8x8x4", or a quantity with a unit ("400Gb/s", "1us")
+
+``torus:8x8x4`` is ``torus((8, 8, 4))``; ``switch:64,bandwidth=400Gb/s,latency=1us`` is
+``switch(64, bandwidth="400Gb/s", latency="1us")``. Every generator in :data:`GENERATORS` takes
+the same keywords (``bandwidth``, ``latency``) plus its own. Files: ``.graphml``, ``.gml`` and
+node-link ``.json`` (networkx's formats); their attribute strings parse with units like the
+keywords.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from commsim.errors import ParameterError, UnknownNameError
+from commsim.topology._basic import hypercube, ring, switch, torus
+
+__all__ = ["GENERATORS", "load_topology", "parse_topology", "register_generator"]
+
+#: Generators reachable by name: ``name -> function(size, **keywords) -> nx.Graph``.
+GENERATORS: dict[str, Callable[..., nx.Graph]] = {
+    "switch": switch,
+    "ring": ring,
+    "torus": torus,
+    "hypercube": hypercube,
+}
+
+_FILE_SUFFIXES = (".graphml", ".gml", ".json")
+
+
+def register_generator(name: str, fn: Callable[..., nx.Graph]) -> None:
+    """Make generator ``fn`` reachable as ``name`` in topology specs."""
+    GENERATORS[name] = fn
+
+
+def _value(text: str) -> Any:
+    """An int, a tuple of ints (``8x8x4``), a float, or the text itself (a quantity with a unit)."""
+    t = text.strip()
+    if re.fullmatch(r"\d+", t):
+        return int(t)
+    if re.fullmatch(r"\d+(x\d+)+", t):
+        return tuple(int(x) for x in t.split("x"))
+    if re.fullmatch(r"[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", t):
+        return float(t)
+    return t
+
+
+def parse_topology(text: str) -> nx.Graph:
+    """The graph a ``NAME[:ARGS]`` spec names (see the module docstring).
+
+    Examples:
+        >>> parse_topology("torus:4x4").number_of_nodes()
+        16
+        >>> parse_topology("switch:8,bandwidth=400Gb/s").edges[0, "switch"]["bandwidth"]
+        50000000000.0
+    """
+    name, _, rest = text.strip().partition(":")
+    name = name.strip().replace("-", "_")
+    fn = GENERATORS.get(name)
+    if fn is None:
+        close = difflib.get_close_matches(name, GENERATORS, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownNameError(
+            f"unknown topology {name!r}{hint} (known: {', '.join(sorted(GENERATORS))})"
+        )
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for item in filter(None, (x.strip() for x in rest.split(","))) if rest.strip() else []:
+        key, eq, value = item.partition("=")
+        if eq:
+            kwargs[key.strip().replace("-", "_")] = _value(value)
+        elif kwargs:
+            raise ParameterError(f"topology {text!r}: positional value {item!r} after a keyword")
+        else:
+            args.append(_value(item))
+    try:
+        inspect.signature(fn).bind(*args, **kwargs)
+    except TypeError as e:
+        sig = str(inspect.signature(fn)).replace("'", "")
+        raise ParameterError(f"topology {text!r}: {e} (usage: {name}{sig})") from None
+    return fn(*args, **kwargs)
+
+
+def load_topology(path: str | Path) -> nx.Graph:
+    """A graph from a ``.graphml``, ``.gml`` or node-link ``.json`` file."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in _FILE_SUFFIXES:
+        raise ParameterError(
+            f"{path}: a topology file ends in {', '.join(_FILE_SUFFIXES)} (got {suffix or 'no suffix'!r})"
+        )
+    if not path.is_file():
+        raise ParameterError(f"{path}: no such file")
+    try:
+        if suffix == ".graphml":
+            return nx.read_graphml(path)
+        if suffix == ".gml":
+            return nx.read_gml(path)
+        return nx.node_link_graph(json.loads(path.read_text()), edges="links")
+    except (OSError, ValueError, KeyError, TypeError, nx.NetworkXError) as e:
+        first = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ParameterError(f"{path}: cannot read the graph ({first[:200]})") from None
