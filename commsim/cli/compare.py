@@ -18,6 +18,7 @@ from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError, one_line, quote
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.model import add_model_group, parse_model
+from commsim.cli.network import add_network_group, parse_network
 from commsim.cli.output import add_output_group, format_ratio, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.errors import ResourceError, ScheduleError
@@ -68,6 +69,7 @@ class CompareRequest:
     as_json: bool = False
     progress: bool | None = None
     files: tuple[Schedule, ...] = ()  # saved schedules, each joining the panel of its nranks
+    notes: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -80,6 +82,7 @@ class Panel:
     lower_bound: np.ndarray
     winners: tuple[str, ...]
     skipped: Mapping[str, str]
+    limiting: tuple[str, ...] | None = None  # per size, the link class limiting the winner
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -92,6 +95,7 @@ class CompareResult:
     sizes: np.ndarray
     panels: tuple[Panel, ...]
     plot: Path | None = None
+    notes: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,6 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "its collective must be -c's and its p one of -p's (repeatable)",
     )
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
+    add_network_group(parser)
     output = add_output_group(parser, memory_limit=True)
     output.add_argument(
         "--plot",
@@ -118,12 +123,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse(args: argparse.Namespace) -> CompareRequest:
     budget = MemoryBudget.parse(args.memory_limit)
+    network = parse_network(args)
+    if network is not None and args.nranks is None:
+        args.nranks = str(network.default_nranks())  # every host
     schedules = SCHEDULES.parse(args)
     assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
-    sizes, model = parse_sizes(args.sizes), parse_model(args)
+    notes: list[str] = []
+    if network is not None:
+        schedules, notes = network.with_ranks_per_node(schedules)
+    sizes, model = parse_sizes(args.sizes), parse_model(args, network)
     plot = _plot_path(args.plot) if args.plot else None
     files = tuple(_load(path, schedules, budget) for path in args.file)
-    return CompareRequest(schedules, sizes, model, budget, plot, args.json, args.progress, files)
+    return CompareRequest(
+        schedules, sizes, model, budget, plot, args.json, args.progress, files, tuple(notes)
+    )
 
 
 def _load(path: str, choice: ScheduleChoice, budget: MemoryBudget) -> Schedule:
@@ -169,7 +182,9 @@ def compute(request: CompareRequest) -> CompareResult:
             for p, (schedules, skipped) in zip(choice.nranks, built, strict=True)
         )
     names = tuple(dict.fromkeys([*choice.algorithms, *(a for sch, _ in built for a in sch)]))
-    result = CompareResult(choice.collective, names, request.model, sizes, panels)
+    result = CompareResult(
+        choice.collective, names, request.model, sizes, panels, notes=request.notes
+    )
     if request.plot is None:
         return result
     plot.plot_compare(request.plot, choice.collective, request.model.describe(), sizes, panels)
@@ -201,14 +216,17 @@ def _panel(
     sizes: np.ndarray,
     bar: Progress,
 ) -> Panel:
-    times = {
-        a: np.atleast_1d(np.asarray(model.predict(bar.track(s, f"p={nranks} {a}"), sizes).time))
-        for a, s in schedules.items()
-    }
+    preds = {a: model.predict(bar.track(s, f"p={nranks} {a}"), sizes) for a, s in schedules.items()}
+    times = {a: np.atleast_1d(np.asarray(pr.time)) for a, pr in preds.items()}
     bound = np.atleast_1d(np.asarray(model.lower_bound(collective, nranks, sizes)))
     names = list(times)
     winners = [names[i] for i in np.argmin([times[a] for a in names], axis=0)] if names else []
-    return Panel(nranks, times, bound, tuple(winners), dict(skipped))
+    limiting = None
+    if names and all(pr.network is not None for pr in preds.values()):
+        limiting = tuple(
+            str(np.atleast_1d(preds[w].network.limiting)[j]) for j, w in enumerate(winners)
+        )
+    return Panel(nranks, times, bound, tuple(winners), dict(skipped), limiting)
 
 
 def render(result: CompareResult, as_json: bool) -> str:
@@ -225,11 +243,13 @@ def render(result: CompareResult, as_json: bool) -> str:
                         "time_s": pn.times,
                         "lower_bound_s": pn.lower_bound,
                         "winner": pn.winners,
+                        "winner_limited_by": pn.limiting,
                         "skipped": pn.skipped,
                     }
                     for pn in result.panels
                 ],
                 "plot": str(result.plot) if result.plot else None,
+                "notes": list(result.notes),
             }
         )
     lines = [
@@ -237,6 +257,7 @@ def render(result: CompareResult, as_json: bool) -> str:
         f"* marks the fastest algorithm per size; bound: {result.model.bound_name}",
     ]
     lines += [_render_panel(result.collective, result.sizes, pn) for pn in result.panels]
+    lines += [f"note: {n}" for n in result.notes]
     if result.plot is not None:
         lines.append(f"\nplot written to {result.plot}")
     return "\n".join(lines)
@@ -251,6 +272,7 @@ def _render_panel(collective: str, sizes: np.ndarray, pn: Panel) -> str:
             win = pn.winners[j]
             cells = [units.format_time(pn.times[a][j]) + ("*" if a == win else " ") for a in names]
             t_win, lb = pn.times[win][j], pn.lower_bound[j]
+            limit = [pn.limiting[j]] if pn.limiting is not None else []
             rows.append(
                 [
                     units.format_size(int(n)),
@@ -258,10 +280,15 @@ def _render_panel(collective: str, sizes: np.ndarray, pn: Panel) -> str:
                     units.format_time(lb),
                     win,
                     format_ratio(t_win, lb),
+                    *limit,
                 ]
             )
         headers = ["size", *(f"{a} " for a in names), "bound", "winner", "winner/bound"]
-        lines.append(format_table(headers, rows, "r" + "r" * len(names) + "rlr"))
+        align = "r" + "r" * len(names) + "rlr"
+        if pn.limiting is not None:
+            headers.append("limited by")
+            align += "l"
+        lines.append(format_table(headers, rows, align))
         lines.append("fastest: " + _ranges(sizes, pn.winners))
     lines += [f"note: skipped {a}: {why}" for a, why in pn.skipped.items()]
     return "\n".join(lines)

@@ -15,7 +15,8 @@ import re
 from commsim import units
 from commsim.cli.arguments import add_epilog, add_sizes_argument
 from commsim.cli.errors import UsageError
-from commsim.models import Hockney, Model
+from commsim.cli.network import NetworkChoice
+from commsim.models import Hockney, Model, Topology
 
 __all__ = ["MODEL_EPILOG", "add_model_group", "parse_model"]
 
@@ -74,8 +75,11 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
     add_epilog(parser, MODEL_EPILOG)
 
 
-def parse_model(args: argparse.Namespace) -> Model:
-    """The model of the group's options (the defaults where an option is not given)."""
+def parse_model(args: argparse.Namespace, network: NetworkChoice | None = None) -> Model:
+    """The model of the group's options (the defaults where an option is not given): the
+    topology model on ``network`` when one was chosen, else Hockney."""
+    if network is not None:
+        return _topology_model(args, network)
     alpha = _DEFAULT.alpha if args.alpha is None else units.parse_time(args.alpha)
     beta = _DEFAULT.beta if args.beta is None else units.parse_bandwidth_or_inverse(args.beta)
     gamma = _DEFAULT.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
@@ -83,3 +87,27 @@ def parse_model(args: argparse.Namespace) -> Model:
         return Hockney(alpha=alpha, beta=beta, gamma=gamma, ports=args.ports)
     except ValueError as e:
         raise UsageError(f"--ports: {e}" if "ports" in str(e) else str(e)) from None
+
+
+def _topology_model(args: argparse.Namespace, network: NetworkChoice) -> Model:
+    """The topology model: the links carry latency and bandwidth, so --alpha/--beta/--ports
+    (Hockney's) would be ignored; refuse them rather than print a number they did not shape."""
+    given = [
+        flag
+        for flag, value in (("--alpha", args.alpha), ("--beta", args.beta))
+        if value is not None
+    ]
+    if args.ports != _DEFAULT.ports:
+        given.append("--ports")
+    if given:
+        raise UsageError(
+            f"{', '.join(given)} set the Hockney model; on a network (--topology) every link "
+            "carries its own latency and bandwidth: drop them"
+        )
+    gamma = _DEFAULT.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
+    return Topology(
+        network.network,
+        placement=network.placement,
+        contention=network.contention,
+        gamma=gamma,
+    )

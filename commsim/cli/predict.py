@@ -14,6 +14,7 @@ from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_OK
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.model import add_model_group, parse_model
+from commsim.cli.network import add_network_group, parse_network
 from commsim.cli.output import (
     add_output_group,
     format_bandwidth,
@@ -63,6 +64,7 @@ class PredictRequest:
     budget: MemoryBudget
     as_json: bool = False
     progress: bool | None = None
+    notes: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -79,19 +81,28 @@ class PredictResult:
     algbw: np.ndarray
     busbw: np.ndarray
     lower_bound: np.ndarray
+    notes: tuple[str, ...] = ()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     SCHEDULES.add(parser)
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
+    add_network_group(parser)
     add_output_group(parser, memory_limit=True)
 
 
 def parse(args: argparse.Namespace) -> PredictRequest:
     budget = MemoryBudget.parse(args.memory_limit)
     sizes = parse_sizes(args.sizes)
-    model = parse_model(args)
-    return PredictRequest(SCHEDULES.parse(args), sizes, model, budget, args.json, args.progress)
+    network = parse_network(args)
+    if network is not None and args.nranks is None and not args.file:
+        args.nranks = str(network.default_nranks())  # every host
+    schedules = SCHEDULES.parse(args)
+    notes: list[str] = []
+    if network is not None and isinstance(schedules, ScheduleChoice):
+        schedules, notes = network.with_ranks_per_node(schedules)
+    model = parse_model(args, network)
+    return PredictRequest(schedules, sizes, model, budget, args.json, args.progress, tuple(notes))
 
 
 def compute(request: PredictRequest) -> PredictResult:
@@ -106,7 +117,9 @@ def compute(request: PredictRequest) -> PredictResult:
         time, algbw, busbw, bound = (
             np.atleast_1d(np.asarray(x, float)) for x in (pred.time, pred.algbw, pred.busbw, bound)
         )
-    return PredictResult(s, ntransfers[0], request.model, pred, sizes, time, algbw, busbw, bound)
+    return PredictResult(
+        s, ntransfers[0], request.model, pred, sizes, time, algbw, busbw, bound, request.notes
+    )
 
 
 def _counting(schedule: Schedule) -> tuple[Schedule, list[int]]:
@@ -137,7 +150,8 @@ def render(result: PredictResult, as_json: bool) -> str:
                 "nsteps": s.nsteps,
                 "ntransfers": result.ntransfers,
                 "model": result.model.to_dict(),
-                "notes": list(result.prediction.notes),
+                "notes": [*result.notes, *result.prediction.notes],
+                **({"network": pred.network.to_dict()} if pred.network is not None else {}),
                 "results": [
                     {
                         "nbytes": int(n),
@@ -168,13 +182,43 @@ def render(result: PredictResult, as_json: bool) -> str:
         for n, t, a, b, lb in columns
     ]
     headers = ["size", "time", "algbw", "busbw", "bound", "time/bound"]
+    align = "rrrrrr"
+    if pred.network is not None:
+        for row, limit in zip(table, np.atleast_1d(pred.network.limiting), strict=True):
+            row.append(limit)
+        headers.append("limited by")
+        align += "l"
     return (
         f"{s.collective}{root} {s.algorithm}{params}, p={s.nranks}: {s.nsteps} steps, "
         f"{result.ntransfers:,} transfers\n"
         f"model: {result.model.describe()}; bound: {result.model.bound_name}\n\n"
-        + format_table(headers, table, "rrrrrr")
-        + "".join(f"\nnote: {n}" for n in pred.notes)
+        + format_table(headers, table, align)
+        + (_network_lines(result) if pred.network is not None else "")
+        + "".join(f"\nnote: {n}" for n in (*result.notes, *pred.notes))
     )
+
+
+def _network_lines(result: PredictResult) -> str:
+    """Per link class at the largest size: bytes carried and the busiest link's utilization;
+    then the critical path."""
+    usage = result.prediction.network
+    j = len(result.sizes) - 1
+    kind_bytes = usage.kind_bytes.reshape(len(usage.kinds), -1)[:, j]
+    util = usage.utilization.reshape(len(usage.kinds), -1)[:, j]
+    busiest = usage.kind_busiest.reshape(len(usage.kinds), -1)[:, j]
+    rows = [
+        [k, units.format_size(float(b), exact=False), units.format_time(float(t)), f"{u:.0%}"]
+        for k, b, t, u in zip(usage.kinds, kind_bytes, busiest, util, strict=True)
+    ]
+    size = units.format_size(int(result.sizes[j]))
+    text = (
+        f"\n\nlinks at {size} (busiest link of each class: its busy time and share of the "
+        "total time)\n"
+        + format_table(["class", "bytes", "busiest link busy", "utilization"], rows, "lrrr")
+    )
+    if usage.critical_path is not None:
+        text += f"\ncritical path at {size}: {usage.critical_path.summary()}"
+    return text
 
 
 def _columns(r: PredictResult) -> list[tuple[float, float, float, float, float]]:

@@ -9,6 +9,7 @@ Every model implements the :class:`Model` protocol (``predict``, ``lower_bound``
 """
 
 from commsim.models._bounds import lower_bound
+from commsim.models._contention import CONTENTION
 from commsim.models._model import Model
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage
@@ -16,6 +17,7 @@ from commsim.models.hockney import Hockney
 from commsim.models.topology import Topology
 
 __all__ = [
+    "CONTENTION",
     "CriticalPath",
     "Hockney",
     "Model",

@@ -10,7 +10,10 @@ import numpy as np
 
 from commsim import units
 
-__all__ = ["CriticalPath", "NetworkUsage"]
+__all__ = ["LIMITING_UTILIZATION", "CriticalPath", "NetworkUsage"]
+
+#: A link class limits a prediction when its busiest link is busy at least this share of the time.
+LIMITING_UTILIZATION = 0.5
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -116,12 +119,16 @@ class NetworkUsage:
 
     @property
     def limiting(self) -> tuple[str, ...]:
-        """Per size, the class of the busiest link: the one a faster link would help most."""
+        """Per size, what limits the time: the class of the busiest link when that link is busy
+        at least half of the time (a faster link of that class would help most), else
+        ``"latency"`` (per-message latency and waiting dominate; no link is the bottleneck)."""
         busiest = self.kind_busiest
-        return tuple(
-            self.kinds[int(np.argmax(busiest[:, j]))] if busiest[:, j].max() > 0 else "-"
-            for j in range(busiest.shape[1])
-        )
+        util = self.utilization
+        out = []
+        for j in range(busiest.shape[1]):
+            k = int(np.argmax(busiest[:, j]))
+            out.append(self.kinds[k] if util[k, j] >= LIMITING_UTILIZATION else "latency")
+        return tuple(out)
 
     def to_dict(self) -> dict[str, Any]:
         util = self.utilization

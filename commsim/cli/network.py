@@ -1,0 +1,135 @@
+"""The network argument group: which network a topology-model prediction runs on.
+
+``--topology NAME[:ARGS]|FILE`` names a generator (``torus:8x8x8``) or a graph file;
+``--cluster PRESET|FILE.toml`` a hypothetical cluster (``dgx-h100:128``); ``--placement`` puts
+ranks on its hosts; ``--contention`` says how messages share links. :func:`parse_network`
+resolves them into a :class:`NetworkChoice` (``None`` when neither was given), which the model
+group turns into a :class:`commsim.models.Topology`, and which supplies defaults the network
+implies: ``-p`` (every host) and the ``ranks_per_node`` of hierarchical algorithms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from commsim.cli.arguments import add_epilog
+from commsim.cli.errors import UsageError, quote
+from commsim.cli.schedules import ScheduleChoice
+from commsim.models import CONTENTION
+from commsim.topology import (
+    GENERATORS,
+    Network,
+    load_topology,
+    parse_topology,
+    place,
+    ranks_per_server,
+)
+
+__all__ = ["NETWORK_EPILOG", "NetworkChoice", "add_network_group", "parse_network"]
+
+_GRAPH_SUFFIXES = (".graphml", ".gml", ".json")
+
+NETWORK_EPILOG = f"""\
+network (the topology model, chosen by --topology or --cluster):
+  --topology NAME[:ARGS] names a generator: {", ".join(sorted(GENERATORS))}; e.g. torus:8x8x8,
+  switch:64,bandwidth=400Gb/s,latency=1us; or a graph file (.graphml, .gml, node-link .json)
+  whose edges carry bandwidth and latency. A message costs its path's latency plus its bytes
+  over its share of the links it crosses (--contention: none = alone on its path; bottleneck =
+  equal shares per link; maxmin = max-min fair rates; flow = event-driven flows, the accurate
+  reference for small and medium p). Ranks sit one per host (--placement linear, round_robin,
+  random[:SEED]); -p defaults to every host. The output adds the link class that limits each
+  size (its busiest link) and the critical path.
+"""
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NetworkChoice:
+    """A resolved network: its ``name`` as given, the compiled ``network``, the ``placement``
+    and ``contention`` chosen, and the ``ranks_per_node`` a cluster declares (or ``None``)."""
+
+    name: str
+    network: Network
+    placement: str
+    contention: str
+    ranks_per_node: int | None = None
+
+    def default_nranks(self) -> int:
+        return self.network.nhosts
+
+    def servers_of(self, nranks: int) -> int | None:
+        """Ranks per server under this placement (``None`` if a server's ranks are not
+        consecutive)."""
+        if self.ranks_per_node is not None and self.placement == "linear":
+            return self.ranks_per_node
+        return ranks_per_server(self.network, place(self.network, nranks, self.placement))
+
+    def with_ranks_per_node(self, choice: ScheduleChoice) -> tuple[ScheduleChoice, list[str]]:
+        """``choice`` with ``ranks_per_node`` set to the network's for every algorithm that has
+        that parameter and was not given it; and notes saying so."""
+        from commsim.algorithms import info
+
+        takers = [
+            a
+            for a in choice.algorithms
+            if "ranks_per_node" in info(choice.collective, a).params
+            and "ranks_per_node" not in choice.params[a]
+        ]
+        if not takers:
+            return choice, []
+        g = self.servers_of(max(choice.nranks))
+        if g is None:
+            return choice, [
+                f"placement {self.placement} does not keep a server's ranks together: "
+                f"{', '.join(takers)} keep their default ranks_per_node"
+            ]
+        params = {a: dict(v) for a, v in choice.params.items()}
+        for a in takers:
+            params[a]["ranks_per_node"] = g
+        note = f"ranks_per_node={g} (from the network) for {', '.join(takers)}"
+        return dataclasses.replace(choice, params=params), [note]
+
+
+def add_network_group(parser: argparse.ArgumentParser) -> None:
+    """Add ``--topology --cluster --placement --contention`` and their help."""
+    g = parser.add_argument_group("network (topology model)")
+    g.add_argument(
+        "--topology",
+        metavar="NAME[:ARGS]|FILE",
+        help="predict on this network: a generator spec (torus:8x8x8, switch:64) or a graph file",
+    )
+    g.add_argument(
+        "--placement",
+        default="linear",
+        metavar="HOW",
+        help="ranks on hosts: linear, round_robin (across servers), random[:SEED] "
+        "(default: linear)",
+    )
+    g.add_argument(
+        "--contention",
+        default="bottleneck",
+        choices=CONTENTION,
+        metavar="MODE",
+        help=f"how messages share links: {', '.join(CONTENTION)} (default: bottleneck)",
+    )
+    add_epilog(parser, NETWORK_EPILOG)
+
+
+def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
+    """The network of ``--topology`` (``None`` if not given), checked and compiled."""
+    text = getattr(args, "topology", None)
+    if text is None:
+        return None
+    graph = _graph(text)
+    network = Network(graph)
+    return NetworkChoice(text, network, args.placement, args.contention)
+
+
+def _graph(text: str) -> Any:
+    if Path(text).suffix.lower() in _GRAPH_SUFFIXES or Path(text).is_file():
+        return load_topology(text)
+    if not text.strip():
+        raise UsageError(f"--topology {quote(text)}: give a generator spec or a graph file")
+    return parse_topology(text)
