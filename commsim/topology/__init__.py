@@ -2,11 +2,17 @@
 
 A topology is a networkx graph of hosts and switches whose edges carry ``bandwidth`` and
 ``latency``; :class:`Network` checks it and compiles it to arrays; :func:`place` puts ranks on
-hosts. The topology model (:class:`commsim.models.Topology`) times schedules on it.
+hosts. Generators (networkx style, size first, ``bandwidth=``/``latency=`` everywhere):
+:func:`switch`, :func:`ring`, :func:`torus`, :func:`hypercube`, :func:`fat_tree`,
+:func:`kary_fat_tree`, :func:`dragonfly`, :func:`nvlink_island`, :func:`rail_optimized`, and
+:func:`join` for an intra-server graph joined by an inter-server one. The topology model (:class:`commsim.models.Topology`) times schedules on it.
 """
 
 from commsim.topology._attributes import as_bandwidth, as_latency
 from commsim.topology._basic import hypercube, ring, switch, torus
+from commsim.topology._dragonfly import dragonfly
+from commsim.topology._fat_tree import fat_tree, kary_fat_tree
+from commsim.topology._gpu import join, nvlink_island, rail_optimized
 from commsim.topology._network import Network, as_network
 from commsim.topology._placement import PLACEMENTS, place, ranks_per_server
 from commsim.topology._spec import GENERATORS, load_topology, parse_topology, register_generator
@@ -18,10 +24,16 @@ __all__ = [
     "as_bandwidth",
     "as_latency",
     "as_network",
+    "dragonfly",
+    "fat_tree",
     "hypercube",
+    "join",
+    "kary_fat_tree",
     "load_topology",
+    "nvlink_island",
     "parse_topology",
     "place",
+    "rail_optimized",
     "ranks_per_server",
     "register_generator",
     "ring",

@@ -28,6 +28,9 @@ import networkx as nx
 
 from commsim.errors import ParameterError, UnknownNameError
 from commsim.topology._basic import hypercube, ring, switch, torus
+from commsim.topology._dragonfly import dragonfly
+from commsim.topology._fat_tree import fat_tree, kary_fat_tree
+from commsim.topology._gpu import nvlink_island, rail_optimized
 
 __all__ = ["GENERATORS", "load_topology", "parse_topology", "register_generator"]
 
@@ -37,6 +40,11 @@ GENERATORS: dict[str, Callable[..., nx.Graph]] = {
     "ring": ring,
     "torus": torus,
     "hypercube": hypercube,
+    "fat_tree": fat_tree,
+    "kary_fat_tree": kary_fat_tree,
+    "dragonfly": dragonfly,
+    "nvlink_island": nvlink_island,
+    "rail_optimized": rail_optimized,
 }
 
 _FILE_SUFFIXES = (".graphml", ".gml", ".json")

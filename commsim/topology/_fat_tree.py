@@ -1,0 +1,178 @@
+r"""Fat trees: leaf–spine (two or three levels, with oversubscription) and the k-ary fat tree.
+
+Hosts are ``0..n-1`` (first in node order); switches are nodes with ``kind="switch"``. Link
+classes (edge ``kind``): ``"host"`` (host–leaf), ``"leaf-spine"``, ``"spine-core"``. Minimal
+routes on these graphs go up to the lowest common level and down again (up–down routing), spread
+over the equal-cost uplinks by the ECMP hash of :mod:`commsim.topology._routing`.
+
+References: Leiserson, "Fat-trees: universal networks for hardware-efficient supercomputing",
+IEEE Trans. Computers 34(10), 1985; Al-Fares, Loukissas & Vahdat, "A scalable, commodity data
+center network architecture", SIGCOMM 2008 (the k-ary fat tree).
+"""
+
+from __future__ import annotations
+
+import math
+
+import networkx as nx
+import numpy as np
+
+from commsim.errors import ParameterError
+from commsim.topology._attributes import as_bandwidth, as_latency
+from commsim.topology._basic import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, _count
+
+__all__ = ["fat_tree", "kary_fat_tree"]
+
+
+def _ratio(value: float, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 1 <= value < math.inf:
+        raise ParameterError(f"{what} must be a number >= 1 (1 = non-blocking), got {value!r}")
+    return float(value)
+
+
+def fat_tree(
+    n: int,
+    *,
+    hosts_per_leaf: int = 32,
+    oversubscription: float = 1.0,
+    levels: int = 2,
+    leaves_per_pod: int = 16,
+    spines: int | None = None,
+    bandwidth: float | str = DEFAULT_BANDWIDTH,
+    latency: float | str = DEFAULT_LATENCY,
+) -> nx.Graph:
+    r"""``n`` hosts on a leaf–spine fat tree of two or three levels.
+
+    Two levels: ``⌈n / h⌉`` leaves of ``h = hosts_per_leaf`` hosts; every leaf is joined to every
+    spine. A leaf's uplink capacity is its hosts' bandwidth over ``oversubscription`` (``o``):
+    with ``S`` spines (default ``max(1, round(h / o))``) each leaf–spine edge carries
+    :math:`h \cdot B / (o S)`, so traffic leaving a leaf at full rate is slowed ``o``-fold. Three
+    levels: leaves form pods of ``leaves_per_pod``; each pod has its own ``S`` spines, and every
+    pod spine is joined to every core switch (``S`` cores) with the pod's leaf-to-spine capacity
+    (the core is non-blocking; oversubscription is at the leaves).
+
+    Bisection bandwidth (``graph.graph["bisection_bandwidth"]``, bytes/s per direction, for
+    full leaves and an even number of them): :math:`\frac{n}{2} B / o`.
+
+    Examples:
+        >>> g = fat_tree(64, hosts_per_leaf=16, oversubscription=4)
+        >>> kinds = nx.get_edge_attributes(g, "kind")
+        >>> sum(k == "host" for k in kinds.values()), sum(k == "leaf-spine" for k in kinds.values())
+        (64, 16)
+        >>> sum(d for u, v, d in g.edges(data="bandwidth") if u == ("leaf", 0)) / 25e9  # uplinks
+        4.0
+        >>> fat_tree(256, hosts_per_leaf=8, levels=3, leaves_per_pod=4).number_of_nodes()  # 32+64+8
+        360
+    """
+    n = _count(n, "fat_tree: the number of hosts")
+    h = _count(hosts_per_leaf, "fat_tree: hosts_per_leaf")
+    o = _ratio(oversubscription, "fat_tree: oversubscription")
+    if levels not in (2, 3):
+        raise ParameterError(f"fat_tree: levels must be 2 or 3, got {levels!r}")
+    s = max(1, round(h / o)) if spines is None else _count(spines, "fat_tree: spines")
+    bw, lat = as_bandwidth(bandwidth), as_latency(latency)
+    up_bw = h * bw / (o * s)
+    nleaves = -(-n // h)
+    g = nx.Graph(name=f"fat_tree({n})", bisection_bandwidth=n / 2 * bw / o)
+    g.add_nodes_from(range(n), kind="host")
+    leaves = [("leaf", i) for i in range(nleaves)]
+    g.add_nodes_from(leaves, kind="switch")
+    hosts = np.arange(n)
+    g.add_edges_from(
+        zip(hosts.tolist(), [leaves[i] for i in (hosts // h).tolist()], strict=True),
+        bandwidth=bw,
+        latency=lat,
+        kind="host",
+    )
+    if levels == 2:
+        spine_nodes = [("spine", j) for j in range(s)]
+        g.add_nodes_from(spine_nodes, kind="switch")
+        g.add_edges_from(
+            ((leaf, sp) for leaf in leaves for sp in spine_nodes),
+            bandwidth=up_bw,
+            latency=lat,
+            kind="leaf-spine",
+        )
+        return g
+    lpp = _count(leaves_per_pod, "fat_tree: leaves_per_pod")
+    npods = -(-nleaves // lpp)
+    cores = [("core", j) for j in range(s)]
+    g.add_nodes_from(cores, kind="switch")
+    for pod in range(npods):
+        pod_spines = [("spine", pod, j) for j in range(s)]
+        g.add_nodes_from(pod_spines, kind="switch")
+        pod_leaves = leaves[pod * lpp : (pod + 1) * lpp]
+        g.add_edges_from(
+            ((leaf, sp) for leaf in pod_leaves for sp in pod_spines),
+            bandwidth=up_bw,
+            latency=lat,
+            kind="leaf-spine",
+        )
+        g.add_edges_from(
+            ((sp, c) for sp in pod_spines for c in cores),
+            bandwidth=len(pod_leaves) * up_bw / s,
+            latency=lat,
+            kind="spine-core",
+        )
+    g.graph["name"] = f"fat_tree({n},levels=3)"
+    return g
+
+
+def kary_fat_tree(
+    k: int,
+    *,
+    bandwidth: float | str = DEFAULT_BANDWIDTH,
+    latency: float | str = DEFAULT_LATENCY,
+) -> nx.Graph:
+    r"""The k-ary fat tree of Al-Fares et al. (2008), built of identical ``k``-port switches.
+
+    ``k`` pods of ``k/2`` edge and ``k/2`` aggregation switches; each edge switch serves ``k/2``
+    hosts and is joined to every aggregation switch of its pod; aggregation switch ``j`` of each
+    pod is joined to core switches ``j k/2 .. (j+1) k/2 - 1`` (``(k/2)^2`` cores). ``k^3/4``
+    hosts, full bisection bandwidth :math:`\frac{k^3}{8} B`.
+
+    Examples:
+        >>> g = kary_fat_tree(4)
+        >>> g.number_of_nodes() - 16, g.number_of_edges()  # 20 switches; 16 + 16 + 16 links
+        (20, 48)
+        >>> {d for v, d in g.degree() if g.nodes[v]["kind"] == "switch"}  # all k-port
+        {4}
+    """
+    k = _count(k, "kary_fat_tree: k", minimum=2)
+    if k % 2:
+        raise ParameterError(f"kary_fat_tree: k must be even, got {k}")
+    bw, lat = as_bandwidth(bandwidth), as_latency(latency)
+    half = k // 2
+    n = k**3 // 4
+    g = nx.Graph(name=f"kary_fat_tree({k})", bisection_bandwidth=n / 2 * bw)
+    g.add_nodes_from(range(n), kind="host")
+    edge = [("edge", p, i) for p in range(k) for i in range(half)]
+    agg = [("agg", p, i) for p in range(k) for i in range(half)]
+    core = [("core", i) for i in range(half * half)]
+    g.add_nodes_from(edge + agg + core, kind="switch")
+    g.add_edges_from(
+        ((x, edge[x // half]) for x in range(n)), bandwidth=bw, latency=lat, kind="host"
+    )
+    g.add_edges_from(
+        (
+            (("edge", p, i), ("agg", p, j))
+            for p in range(k)
+            for i in range(half)
+            for j in range(half)
+        ),
+        bandwidth=bw,
+        latency=lat,
+        kind="edge-agg",
+    )
+    g.add_edges_from(
+        (
+            (("agg", p, j), ("core", j * half + c))
+            for p in range(k)
+            for j in range(half)
+            for c in range(half)
+        ),
+        bandwidth=bw,
+        latency=lat,
+        kind="agg-core",
+    )
+    return g
