@@ -95,7 +95,7 @@ def join(intra: nx.Graph, inter: nx.Graph, servers: int, *, name: str | None = N
         out.add_edges_from((rename(u), rename(v), d) for u, v, d in intra.edges(data=True))
 
     def rename_x(v):
-        return xpos[v] if v in xpos else ("fabric", v)
+        return xpos.get(v, ("fabric", v))
 
     out.add_nodes_from((("fabric", v), {"kind": "switch"}) for v in inter if v not in xpos)
     out.add_edges_from((rename_x(u), rename_x(v), d) for u, v, d in inter.edges(data=True))
