@@ -18,6 +18,7 @@ from typing import Any
 from commsim.cli.arguments import add_epilog
 from commsim.cli.errors import UsageError, quote
 from commsim.cli.schedules import ScheduleChoice
+from commsim.clusters import cluster
 from commsim.models import CONTENTION
 from commsim.topology import (
     GENERATORS,
@@ -34,6 +35,11 @@ _GRAPH_SUFFIXES = (".graphml", ".gml", ".json")
 
 NETWORK_EPILOG = f"""\
 network (the topology model, chosen by --topology or --cluster):
+  --cluster PRESET names a hypothetical cluster built from public specifications:
+  dgx-h100:N (N DGX H100: NVLink4 inside, 8 x 400 Gb/s rails into a rail-optimized fat tree),
+  dgx-a100:N, gb200-nvl72:N (N NVL72 racks), tpu-v5p:AxBxC (3-D torus), dragonfly:G
+  (Slingshot-like), ethernet:N (100 GbE, 2:1 leaf-spine); or a TOML file. docs/clusters.md
+  lists the numbers and their sources. Hierarchical algorithms get its ranks_per_node.
   --topology NAME[:ARGS] names a generator: {", ".join(sorted(GENERATORS))}; e.g. torus:8x8x8,
   switch:64,bandwidth=400Gb/s,latency=1us; or a graph file (.graphml, .gml, node-link .json)
   whose edges carry bandwidth and latency. A message costs its path's latency plus its bytes
@@ -101,11 +107,17 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
         help="predict on this network: a generator spec (torus:8x8x8, switch:64) or a graph file",
     )
     g.add_argument(
+        "--cluster",
+        metavar="PRESET|FILE.toml",
+        help="predict on a hypothetical cluster: dgx-h100:128, dgx-a100:N, gb200-nvl72:N, "
+        "tpu-v5p:4x4x8, dragonfly:G, ethernet:N, or a TOML file (docs/clusters.md)",
+    )
+    g.add_argument(
         "--placement",
-        default="linear",
+        default=None,
         metavar="HOW",
         help="ranks on hosts: linear, round_robin (across servers), random[:SEED] "
-        "(default: linear)",
+        "(default: linear, or the cluster file's)",
     )
     g.add_argument(
         "--contention",
@@ -118,13 +130,21 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
-    """The network of ``--topology`` (``None`` if not given), checked and compiled."""
-    text = getattr(args, "topology", None)
+    """The network of ``--topology`` or ``--cluster`` (``None`` if neither), checked and
+    compiled."""
+    text, preset = getattr(args, "topology", None), getattr(args, "cluster", None)
+    if text is not None and preset is not None:
+        raise UsageError("give --topology or --cluster, not both")
+    if preset is not None:
+        c = cluster(preset)
+        placement = args.placement or c.placement
+        return NetworkChoice(preset, c.network, placement, args.contention, c.ranks_per_node)
     if text is None:
+        if args.placement is not None:
+            raise UsageError("--placement needs a network: --topology or --cluster")
         return None
-    graph = _graph(text)
-    network = Network(graph)
-    return NetworkChoice(text, network, args.placement, args.contention)
+    network = Network(_graph(text))
+    return NetworkChoice(text, network, args.placement or "linear", args.contention)
 
 
 def _graph(text: str) -> Any:

@@ -1,0 +1,21 @@
+"""Hypothetical clusters: presets from public specifications and TOML cluster files.
+
+:func:`cluster` resolves ``"dgx-h100:128"`` or ``"mine.toml"`` into a :class:`Cluster`, whose
+graph the topology model (:class:`commsim.models.Topology`) predicts on. ``docs/clusters.md``
+documents every preset's numbers and their sources, and the file format.
+"""
+
+from commsim.clusters._build import FABRICS, build_cluster
+from commsim.clusters._cluster import Cluster, LinkClass, Profile
+from commsim.clusters._presets import PRESETS, cluster, load_cluster
+
+__all__ = [
+    "FABRICS",
+    "PRESETS",
+    "Cluster",
+    "LinkClass",
+    "Profile",
+    "build_cluster",
+    "cluster",
+    "load_cluster",
+]

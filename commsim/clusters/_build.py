@@ -1,0 +1,257 @@
+"""From a cluster description (a TOML file's tables, or a preset's) to a :class:`Cluster`.
+
+The description (every preset is one too, so there is one path from numbers to graph)::
+
+    name = "my-cluster"  # optional
+    nodes = 16  # servers
+    gpus_per_node = 8  # hosts per server, one rank each (default 1)
+    placement = "linear"  # optional: linear, round_robin, random[:SEED]
+
+    [intra]  # the links inside a server (GPU to NVSwitch)
+    kind = "nvlink"  # the link class's name (default "nvlink")
+    bandwidth = "450GB/s"  # per direction
+    latency = "0.5us"
+
+    [inter]  # each GPU's NIC port into the fabric
+    bandwidth = "400Gb/s"
+    latency = "1us"
+
+    [topology]  # the fabric between servers
+    kind = "rail_optimized"  # rail_optimized | fat_tree | dragonfly | torus | switch
+    nodes_per_unit = 32  # ... and the generator's own keywords
+
+    [profiles.inter]  # optional: a measured profile of a link class
+    sizes = ["1KiB", "1MiB", "1GiB"]
+    bandwidth = ["2GB/s", "35GB/s", "48GB/s"]
+
+Every problem is one :class:`~commsim.ParameterError` line naming the field
+(``cluster x.toml: [inter] bandwidth: ...``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from commsim import units
+from commsim.clusters._cluster import Cluster, LinkClass, Profile
+from commsim.errors import CommsimError, ParameterError
+from commsim.topology import (
+    as_bandwidth,
+    as_latency,
+    dragonfly,
+    fat_tree,
+    join,
+    nvlink_island,
+    rail_optimized,
+    switch,
+    torus,
+)
+
+__all__ = ["FABRICS", "build_cluster"]
+
+_TOP = (
+    "name",
+    "nodes",
+    "gpus_per_node",
+    "placement",
+    "intra",
+    "inter",
+    "topology",
+    "profiles",
+    "sources",
+)
+_LINK = ("kind", "bandwidth", "latency")
+FABRICS = ("rail_optimized", "fat_tree", "dragonfly", "torus", "switch")
+
+
+class _Where:
+    """Error messages that name the field: ``cluster NAME: [table] key: problem``."""
+
+    def __init__(self, origin: str) -> None:
+        self.origin = origin
+
+    def error(self, field: str, problem: str) -> ParameterError:
+        return ParameterError(f"cluster {self.origin}: {field}: {problem}")
+
+    def unknown(self, table: Mapping[str, Any], known: tuple[str, ...], prefix: str) -> None:
+        for key in table:
+            if key not in known:
+                close = difflib.get_close_matches(key, known, n=1)
+                hint = f" (did you mean {close[0]}?)" if close else f" (known: {', '.join(known)})"
+                raise self.error(f"{prefix}{key}", f"unknown field{hint}")
+
+
+def _int(where: _Where, field: str, value: Any, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise where.error(field, f"must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _table(
+    where: _Where, d: Mapping[str, Any], key: str, required: bool
+) -> Mapping[str, Any] | None:
+    value = d.get(key)
+    if value is None:
+        if required:
+            raise where.error(f"[{key}]", "missing table")
+        return None
+    if not isinstance(value, Mapping):
+        raise where.error(f"[{key}]", f"must be a table, got {value!r}")
+    return value
+
+
+def _link(where: _Where, d: Mapping[str, Any], key: str, default_kind: str) -> LinkClass | None:
+    t = _table(where, d, key, required=False)
+    if t is None:
+        return None
+    where.unknown(t, _LINK, f"[{key}] ")
+    for field in ("bandwidth", "latency"):
+        if field not in t:
+            raise where.error(f"[{key}] {field}", "missing")
+    try:
+        bw = as_bandwidth(t["bandwidth"], "bandwidth")
+        lat = as_latency(t["latency"], "latency")
+    except ParameterError as e:
+        raise where.error(f"[{key}] {str(e).split(':')[0]}", str(e).split(": ", 1)[-1]) from None
+    kind = t.get("kind", default_kind)
+    if not isinstance(kind, str) or not kind:
+        raise where.error(f"[{key}] kind", f"must be a name, got {kind!r}")
+    return LinkClass(kind, bw, lat)
+
+
+def _call(
+    where: _Where, fn: Callable[..., nx.Graph], args: tuple, params: Mapping[str, Any]
+) -> nx.Graph:
+    """``fn(*args, **params)``, with a bad keyword or value named as a ``[topology]`` field."""
+    try:
+        inspect.signature(fn).bind(*args, **params)
+    except TypeError as e:
+        raise where.error("[topology]", f"{e} for {fn.__name__}") from None
+    try:
+        return fn(*args, **params)
+    except CommsimError as e:
+        raise where.error(f"[topology] kind = {fn.__name__!r}", str(e)) from None
+
+
+def build_cluster(d: Mapping[str, Any], origin: str) -> Cluster:
+    """The :class:`Cluster` a description ``d`` (module docstring) describes."""
+    where = _Where(origin)
+    where.unknown(d, _TOP, "")
+    if "nodes" not in d:
+        raise where.error("nodes", "missing (the number of servers)")
+    nodes = _int(where, "nodes", d["nodes"])
+    g = _int(where, "gpus_per_node", d.get("gpus_per_node", 1))
+    placement = d.get("placement", "linear")
+    if not isinstance(placement, str):
+        raise where.error(
+            "placement", f"must be linear, round_robin or random[:SEED], got {placement!r}"
+        )
+    intra = _link(where, d, "intra", "nvlink")
+    inter = _link(where, d, "inter", "link")
+    if inter is None:
+        raise where.error("[inter]", "missing table (each GPU's link into the fabric)")
+    topo = dict(_table(where, d, "topology", required=True) or {})
+    kind = topo.pop("kind", None)
+    if kind not in FABRICS:
+        close = difflib.get_close_matches(str(kind), FABRICS, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise where.error(
+            "[topology] kind", f"must be one of {', '.join(FABRICS)}, got {kind!r}{hint}"
+        )
+    if g > 1 and intra is None and kind != "torus":
+        raise where.error(
+            "[intra]", f"missing table: {g} GPUs per server need their intra-server links"
+        )
+    graph = _graph(where, kind, topo, nodes, g, intra, inter)
+    classes = {c.name: c for c in (intra, inter) if c is not None}
+    profiles = _profiles(where, d, classes)
+    name = d.get("name", origin)
+    sources = d.get("sources", "")
+    graph.graph["name"] = str(name)
+    return Cluster(str(name), nodes, g, graph, placement, classes, profiles, str(sources))
+
+
+def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
+    n = nodes * g
+    link = {"bandwidth": inter.bandwidth, "latency": inter.latency}
+    if kind == "rail_optimized":
+        nv = {"nvlink_bandwidth": intra.bandwidth, "nvlink_latency": intra.latency} if intra else {}
+        return _call(where, rail_optimized, (nodes, g), {**link, **nv, **topo})
+    if kind == "torus":
+        dims = topo.get("dims")
+        if (
+            not isinstance(dims, list)
+            or not dims
+            or any(isinstance(x, bool) or not isinstance(x, int) for x in dims)
+        ):
+            raise where.error(
+                "[topology] dims", f"must be a list of integers such as [4, 4, 4], got {dims!r}"
+            )
+        if int(np.prod(dims)) != n:
+            raise where.error(
+                "[topology] dims",
+                f"{'x'.join(map(str, dims))} = {int(np.prod(dims))} chips, but {nodes} x {g} = {n}",
+            )
+        graph = _call(
+            where,
+            torus,
+            (tuple(dims),),
+            {**link, "kind": inter.name, **{k: v for k, v in topo.items() if k != "dims"}},
+        )
+        nx.set_node_attributes(graph, {h: h // g for h in range(n)}, "node")
+        return graph
+    if kind == "switch":
+        fabric = _call(where, switch, (n,), {**link, "kind": inter.name, **topo})
+    elif kind == "fat_tree":
+        fabric = _call(where, fat_tree, (n,), {**link, **topo})
+    else:
+        fabric = _call(where, dragonfly, (), {**link, **topo})
+        hosts = sum(1 for _, k in fabric.nodes(data="kind") if k != "switch")
+        if hosts != n:
+            raise where.error(
+                "[topology]", f"this dragonfly has {hosts} hosts, but {nodes} x {g} = {n}"
+            )
+    if g == 1:
+        nx.set_node_attributes(fabric, {h: h for h in range(n)}, "node")
+        return fabric
+    island = nvlink_island(g, bandwidth=intra.bandwidth, latency=intra.latency)
+    nx.set_edge_attributes(island, intra.name, "kind")
+    return join(island, fabric, nodes)
+
+
+def _profiles(
+    where: _Where, d: Mapping[str, Any], classes: Mapping[str, LinkClass]
+) -> dict[str, Profile]:
+    t = _table(where, d, "profiles", required=False) or {}
+    out = {}
+    for key, prof in t.items():
+        field = f"[profiles.{key}]"
+        names = {"intra", "inter", *classes}
+        if key not in names:
+            raise where.error(field, f"no link class {key!r} (classes: intra, inter)")
+        if not isinstance(prof, Mapping):
+            raise where.error(field, "must be a table with sizes and bandwidth")
+        where.unknown(prof, ("sizes", "bandwidth"), f"{field} ")
+        sizes, bws = prof.get("sizes"), prof.get("bandwidth")
+        if (
+            not isinstance(sizes, list)
+            or not isinstance(bws, list)
+            or len(sizes) != len(bws)
+            or not sizes
+        ):
+            raise where.error(field, "needs lists sizes and bandwidth of the same, non-zero length")
+        try:
+            s = np.array([units.parse_size(x) for x in sizes], dtype=np.float64)
+            b = np.array([as_bandwidth(x) for x in bws])
+        except (units.UnitError, ParameterError) as e:
+            raise where.error(field, str(e)) from None
+        if (np.diff(s) <= 0).any():
+            raise where.error(f"{field} sizes", "must increase")
+        out[key] = Profile(key, s, b)
+    return out

@@ -1,0 +1,99 @@
+"""A hypothetical cluster: servers of GPUs, their links, the fabric between them, the placement.
+
+A :class:`Cluster` is what a preset (``dgx-h100:128``) or a TOML file describes; its graph is a
+:mod:`commsim.topology` graph, so the topology model and ``commsim topology`` take it as is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from typing import Any
+
+import networkx as nx
+import numpy as np
+
+from commsim import units
+from commsim.topology import Network
+
+__all__ = ["Cluster", "LinkClass", "Profile"]
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkClass:
+    """A class of links: ``bandwidth`` bytes/s per direction and ``latency`` seconds per link."""
+
+    name: str
+    bandwidth: float
+    latency: float
+
+    def describe(self) -> str:
+        return f"{self.name}: {units.format_bandwidth(self.bandwidth)}, {units.format_time(self.latency)}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Profile:
+    """A measured bandwidth profile of a link class: message size (bytes) → bandwidth (bytes/s).
+
+    Parsed and checked (sizes increasing, bandwidths positive); the models do not use it yet: it is
+    the input of calibration against measurements (the "calibration" issue).
+    """
+
+    link_class: str
+    sizes: np.ndarray
+    bandwidth: np.ndarray
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Cluster:
+    """A cluster to predict on.
+
+    Attributes:
+        name: the preset spec or file it came from.
+        nodes: servers; ``gpus_per_node``: GPUs (hosts, one rank each) per server.
+        graph: the topology graph (hosts ``0..nodes*gpus_per_node-1``, server-major).
+        placement: the default placement of ranks (``"linear"``: a server's GPUs consecutive).
+        link_classes: the link classes by name, as configured.
+        profiles: measured profiles per link class (not used by the models yet).
+        sources: where the numbers come from (documented in ``docs/clusters.md``).
+    """
+
+    name: str
+    nodes: int
+    gpus_per_node: int
+    graph: nx.Graph
+    placement: str = "linear"
+    link_classes: Mapping[str, LinkClass] = dataclasses.field(default_factory=dict)
+    profiles: Mapping[str, Profile] = dataclasses.field(default_factory=dict)
+    sources: str = ""
+
+    @property
+    def ngpus(self) -> int:
+        return self.nodes * self.gpus_per_node
+
+    @property
+    def ranks_per_node(self) -> int:
+        """What a hierarchical algorithm's ``ranks_per_node`` is on this cluster."""
+        return self.gpus_per_node
+
+    @functools.cached_property
+    def network(self) -> Network:
+        """The graph checked and compiled (built once)."""
+        return Network(self.graph)
+
+    def describe(self) -> str:
+        classes = "; ".join(c.describe() for c in self.link_classes.values())
+        return f"{self.name}: {self.nodes} x {self.gpus_per_node} GPUs ({classes})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "nodes": self.nodes,
+            "gpus_per_node": self.gpus_per_node,
+            "placement": self.placement,
+            "link_classes": {
+                k: {"bandwidth_Bps": c.bandwidth, "latency_s": c.latency}
+                for k, c in self.link_classes.items()
+            },
+        }

@@ -1,0 +1,178 @@
+"""Cluster presets from public specifications, and :func:`cluster` to resolve a name or a file.
+
+Each preset is a function of its size returning a cluster description (the same tables a TOML
+file has, :mod:`commsim.clusters._build`); ``docs/clusters.md`` lists every number with its
+source, and says which are assumptions (per-link latencies mostly are).
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from commsim.clusters._build import build_cluster
+from commsim.clusters._cluster import Cluster
+from commsim.errors import ParameterError, UnknownNameError
+
+__all__ = ["PRESETS", "cluster", "load_cluster"]
+
+
+def _count(spec: str, arg: str, what: str) -> int:
+    if not re.fullmatch(r"\d+", arg.strip()) or int(arg) < 1:
+        raise ParameterError(f"cluster {spec!r}: {what} must be an integer >= 1, got {arg!r}")
+    return int(arg)
+
+
+def _dgx_h100(spec: str, arg: str) -> dict[str, Any]:
+    """DGX H100: 8 H100 on NVLink4 / NVSwitch, 8 ConnectX-7 400 Gb/s NICs, SuperPOD rails."""
+    return {
+        "name": spec,
+        "nodes": _count(spec, arg, "the number of DGX H100 nodes"),
+        "gpus_per_node": 8,
+        "intra": {"kind": "nvlink", "bandwidth": "450GB/s", "latency": "0.5us"},
+        "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
+        "topology": {"kind": "rail_optimized", "nodes_per_unit": 32, "spine_latency": "0.5us"},
+        "sources": "docs/clusters.md#dgx-h100",
+    }
+
+
+def _dgx_a100(spec: str, arg: str) -> dict[str, Any]:
+    """DGX A100: 8 A100 on NVLink3 / NVSwitch, 8 ConnectX-6 HDR 200 Gb/s NICs, SuperPOD rails."""
+    return {
+        "name": spec,
+        "nodes": _count(spec, arg, "the number of DGX A100 nodes"),
+        "gpus_per_node": 8,
+        "intra": {"kind": "nvlink", "bandwidth": "300GB/s", "latency": "0.5us"},
+        "inter": {"kind": "rail", "bandwidth": "200Gb/s", "latency": "1us"},
+        "topology": {"kind": "rail_optimized", "nodes_per_unit": 20, "spine_latency": "0.5us"},
+        "sources": "docs/clusters.md#dgx-a100",
+    }
+
+
+def _gb200_nvl72(spec: str, arg: str) -> dict[str, Any]:
+    """GB200 NVL72 racks: 72 Blackwell GPUs on NVLink5 per rack, a 400 Gb/s NIC per GPU."""
+    return {
+        "name": spec,
+        "nodes": _count(spec, arg, "the number of NVL72 racks"),
+        "gpus_per_node": 72,
+        "intra": {"kind": "nvlink", "bandwidth": "900GB/s", "latency": "0.5us"},
+        "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
+        "topology": {"kind": "rail_optimized", "nodes_per_unit": 8, "spine_latency": "0.5us"},
+        "sources": "docs/clusters.md#gb200-nvl72",
+    }
+
+
+def _tpu_v5p(spec: str, arg: str) -> dict[str, Any]:
+    """TPU v5p: chips on a 3-D torus of ICI links, 4 chips per host."""
+    m = re.fullmatch(r"\s*(\d+)x(\d+)x(\d+)\s*", arg)
+    if not m:
+        raise ParameterError(
+            f"cluster {spec!r}: tpu-v5p takes a 3-D shape AxBxC such as 4x4x4, got {arg!r}"
+        )
+    dims = [int(x) for x in m.groups()]
+    chips = dims[0] * dims[1] * dims[2]
+    if min(dims) < 1 or chips % 4:
+        raise ParameterError(
+            f"cluster {spec!r}: the shape must hold a multiple of 4 chips (4 per host), got {chips}"
+        )
+    return {
+        "name": spec,
+        "nodes": chips // 4,
+        "gpus_per_node": 4,
+        "inter": {"kind": "ici", "bandwidth": "100GB/s", "latency": "1us"},
+        "topology": {"kind": "torus", "dims": dims},
+        "sources": "docs/clusters.md#tpu-v5p",
+    }
+
+
+def _dragonfly(spec: str, arg: str) -> dict[str, Any]:
+    """A Slingshot-like dragonfly: 200 Gb/s, 64-port switches (16 hosts, 31 local, 16 global)."""
+    groups = _count(spec, arg, "the number of dragonfly groups")
+    if groups > 513:
+        raise ParameterError(
+            f"cluster {spec!r}: at most 513 groups (32 switches x 16 global links + 1)"
+        )
+    return {
+        "name": spec,
+        "nodes": groups * 32 * 16 // 4,
+        "gpus_per_node": 4,
+        "intra": {"kind": "xgmi", "bandwidth": "50GB/s", "latency": "1us"},
+        "inter": {"kind": "host", "bandwidth": "200Gb/s", "latency": "1us"},
+        "topology": {
+            "kind": "dragonfly",
+            "groups": groups,
+            "routers_per_group": 32,
+            "hosts_per_router": 16,
+            "global_links_per_router": 16,
+        },
+        "sources": "docs/clusters.md#dragonfly",
+    }
+
+
+def _ethernet(spec: str, arg: str) -> dict[str, Any]:
+    """A commodity cluster: one 100 GbE port per server, 2:1 oversubscribed leaf-spine."""
+    return {
+        "name": spec,
+        "nodes": _count(spec, arg, "the number of servers"),
+        "gpus_per_node": 1,
+        "inter": {"kind": "host", "bandwidth": "100Gb/s", "latency": "2us"},
+        "topology": {"kind": "fat_tree", "hosts_per_leaf": 32, "oversubscription": 2},
+        "sources": "docs/clusters.md#ethernet",
+    }
+
+
+#: Preset names and their argument, for help and errors.
+PRESETS: dict[str, tuple[str, Callable[[str, str], dict[str, Any]]]] = {
+    "dgx-h100": ("N nodes (8 H100 each)", _dgx_h100),
+    "dgx-a100": ("N nodes (8 A100 each)", _dgx_a100),
+    "gb200-nvl72": ("N racks (72 GPUs each)", _gb200_nvl72),
+    "tpu-v5p": ("AxBxC chips (4 per host)", _tpu_v5p),
+    "dragonfly": ("G groups (512 NICs each)", _dragonfly),
+    "ethernet": ("N servers", _ethernet),
+}
+
+
+def load_cluster(path: str | Path) -> Cluster:
+    """A cluster from a TOML file (the format of :mod:`commsim.clusters._build`)."""
+    path = Path(path)
+    if not path.is_file():
+        raise ParameterError(f"cluster file {path}: no such file")
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError) as e:
+        raise ParameterError(f"cluster file {path}: cannot read it ({e})") from None
+    except tomllib.TOMLDecodeError as e:
+        raise ParameterError(f"cluster file {path}: not valid TOML ({e})") from None
+    return build_cluster(data, path.name)
+
+
+def cluster(spec: str | Path) -> Cluster:
+    """The cluster a preset (``"dgx-h100:128"``) or a TOML file (``"mine.toml"``) describes.
+
+    Examples:
+        >>> c = cluster("dgx-h100:4")
+        >>> c.ngpus, c.ranks_per_node, sorted(c.link_classes)
+        (32, 8, ['nvlink', 'rail'])
+    """
+    text = str(spec).strip()
+    if text.endswith(".toml") or Path(text).is_file():
+        return load_cluster(text)
+    name, colon, arg = text.partition(":")
+    entry = PRESETS.get(name.strip().lower())
+    if entry is None:
+        close = difflib.get_close_matches(name.strip().lower(), PRESETS, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        known = ", ".join(f"{k}:{v[0].split()[0]}" for k, v in PRESETS.items())
+        raise UnknownNameError(
+            f"unknown cluster {name!r}{hint} (presets: {known}; or a .toml file)"
+        )
+    if not colon:
+        raise ParameterError(
+            f"cluster {text!r}: give its size, {name}:{entry[0].split()[0]} ({entry[0]})"
+        )
+    return build_cluster(entry[1](text, arg), text)
