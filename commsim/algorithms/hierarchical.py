@@ -1,0 +1,299 @@
+r"""Hierarchical (two-level) collectives: inside each server, across servers, inside again.
+
+Ranks are cut into groups of ``ranks_per_node`` (``g``) consecutive ranks, one group per server
+under linear placement (a cluster supplies ``g``); the last group may be smaller. The phase inside
+a group is a ring over virtual blocks (:mod:`commsim.algorithms._hierarchy`); the phase across
+groups is any registry algorithm (``inter=``), run on ``N = ⌈p/g⌉`` ranks, one per group, all
+copies in the same steps. Inner phases move :math:`\frac{g-1}{g}n` bytes over the fast links,
+the outer phase only :math:`n/g` per rank over the slow ones — the point of BlueConnect (Cho et
+al., "BlueConnect: decomposing all-reduce for deep learning on heterogeneous network hierarchy",
+SysML 2019) and of IBM's DDL (Cho et al., "PowerAI DDL", 2017). More levels: pass another
+hierarchical algorithm as ``inter`` from Python (:func:`hierarchical_allreduce` ``inter=``
+takes a registry name; nest by building ``inter`` yourself with :func:`commsim.build`).
+
+Uneven last group (``p`` not a multiple of ``g``): its ``q < g`` members each own several
+virtual blocks, so they take part in several outer copies at once; those messages share the
+member's port and the formula on the row is then an estimate (``exact`` says where it is exact).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from commsim._ir import Schedule, Step
+from commsim.algorithms._combinators import lazy
+from commsim.algorithms._hierarchy import Blocks, embed, group_classes, intra_ring_step
+from commsim.algorithms._registry import FloatOrArray, build, info, register
+from commsim.errors import ParameterError
+
+__all__ = ["hierarchical_allgather", "hierarchical_allreduce", "hierarchical_reduce_scatter"]
+
+
+def _check(nranks: int, ranks_per_node: int) -> tuple[int, int]:
+    if (
+        isinstance(ranks_per_node, bool)
+        or not isinstance(ranks_per_node, int | np.integer)
+        or ranks_per_node < 1
+    ):
+        raise ParameterError(f"ranks_per_node must be an integer >= 1, got {ranks_per_node!r}")
+    g = int(ranks_per_node)
+    return g, -(-nranks // g)
+
+
+def _inter(collective: str, inter: str, n: int) -> Schedule:
+    """The outer phase on ``n`` ranks; it must keep its data in its data slots (no scratch)."""
+    s = build(collective, inter, nranks=n)
+    if s.nslots != s.ndata:
+        raise ParameterError(
+            f"inter={inter!r}: {collective}/{inter} uses scratch slots, which a hierarchical "
+            "schedule cannot embed; choose another inter algorithm"
+        )
+    return s
+
+
+def _phases(parts: list[tuple[int, object]]):
+    """A step function over phases ``[(nsteps, step_fn)]`` run one after another."""
+    offsets = np.cumsum([0] + [n for n, _ in parts])
+
+    def step(i: int) -> Step:
+        k = int(np.searchsorted(offsets, i, side="right")) - 1
+        return parts[k][1](i - int(offsets[k]))
+
+    return int(offsets[-1]), step
+
+
+# -- allreduce -------------------------------------------------------------------------------
+def _ring_rs(p: int, n: FloatOrArray, alpha: float, beta: float, gamma: float) -> FloatOrArray:
+    return (p - 1) * alpha + (p - 1) / p * n * (beta + gamma)
+
+
+def _ring_ag(p: int, n: FloatOrArray, alpha: float, beta: float, gamma: float) -> FloatOrArray:
+    return (p - 1) * alpha + (p - 1) / p * n * beta
+
+
+def _allreduce_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring"):
+    """:func:`hierarchical_allreduce`'s ``.. math::``."""
+    g = min(ranks_per_node, nranks)
+    n_groups = -(-nranks // ranks_per_node)
+    outer = info("allreduce", inter).time(n_groups, nbytes / g, alpha, beta, gamma)
+    return _ring_rs(g, nbytes, alpha, beta, gamma) + outer + _ring_ag(g, nbytes, alpha, beta, gamma)
+
+
+def _allreduce_exact(nranks, ranks_per_node=8, inter="ring"):
+    """Whole groups, and an outer algorithm exact at ``N`` that leaves every rank finishing at
+    once (so the phases add)."""
+    n_groups = -(-nranks // ranks_per_node)
+    return (
+        (nranks % ranks_per_node == 0 or nranks < ranks_per_node)
+        and inter in ("ring", "rabenseifner", "recursive_doubling")
+        and info("allreduce", inter).is_exact(n_groups)
+    )
+
+
+@register(
+    "allreduce",
+    "hierarchical",
+    cost="RS_ring(g) + AR_inter(N, n/g) + AG_ring(g)",
+    cost_fn=_allreduce_cost,
+    exact=_allreduce_exact,
+    constraints="groups of ranks_per_node (a server's GPUs); any p (an uneven last group)",
+    reference="Cho et al., BlueConnect, SysML 2019; PowerAI DDL 2017",
+)
+def hierarchical_allreduce(nranks: int, ranks_per_node: int = 8, inter: str = "ring") -> Schedule:
+    r"""Reduce-scatter inside each group, allreduce across groups, allgather inside.
+
+    With ``g = min(ranks_per_node, p)`` and ``N = ⌈p/g⌉`` groups, the vector is cut into ``g``
+    blocks; member ``m`` of a group owns block ``m`` (and ``m + q``, ... in a last group of
+    ``q``); block ``b`` is allreduced across groups among its owners by ``inter`` (``N`` ranks,
+    ``n/g`` bytes). For whole groups and an outer algorithm that ends on every rank at once:
+
+    .. math:: T = 2(g-1)\alpha + \frac{g-1}{g}n(2\beta + \gamma) + T_\text{inter}(N, n/g)
+
+    Examples:
+        >>> s = hierarchical_allreduce(16, ranks_per_node=4)
+        >>> s.nsteps  # 3 ring steps inside, 2(4 - 1) ring steps across, 3 inside
+        12
+    """
+    p = nranks
+    g_node, n_groups = _check(p, ranks_per_node)
+    g = min(g_node, p)
+    outer = _inter("allreduce", inter, n_groups)
+    size = outer.nslots
+    blocks = Blocks.contiguous(g, size)
+    owners = np.empty((g, n_groups), dtype=np.int64)
+    for q, bases in group_classes(p, g_node):
+        owners[:, bases // g_node] = bases[None, :] + (np.arange(g) % q)[:, None]
+    offset = np.arange(g, dtype=np.int64) * size
+    nsteps, step = _phases(
+        [
+            (g - 1, lambda s: intra_ring_step(s, p, g_node, blocks, reduce=True)),
+            (outer.nsteps, lambda t: embed(outer.step(t), owners, offset)),
+            (g - 1, lambda s: intra_ring_step(s, p, g_node, blocks, reduce=False)),
+        ]
+    )
+    return lazy(
+        "allreduce",
+        p,
+        nsteps,
+        step,
+        slot_units=np.tile(outer.slot_units, g),
+        algorithm="hierarchical",
+        params={"ranks_per_node": ranks_per_node, "inter": inter},
+    )
+
+
+# -- reduce_scatter and allgather -------------------------------------------------------------
+def _columns_phase(collective: str, inter: str, p: int, g: int, n_groups: int):
+    """The outer phase per column ``j`` (ranks ``k g + j``, slots ``k g + j``): one sub-schedule
+    per distinct column height (``N``, and ``N - 1`` when the last group is short)."""
+    q_last = p - (n_groups - 1) * g
+    heights = [(n_groups, np.arange(min(q_last, g)))]
+    if q_last < g and n_groups > 1:
+        heights.append((n_groups - 1, np.arange(q_last, g)))
+    parts = []
+    for h, cols in heights:
+        sub = _inter(collective, inter, h)
+        if not (sub.nslots == h and (np.asarray(sub.slot_units) == sub.slot_units[0]).all()):
+            raise ParameterError(
+                f"inter={inter!r}: {collective}/{inter} needs one equal slot per rank"
+            )
+        ranks = cols[:, None] + g * np.arange(h, dtype=np.int64)[None, :]
+        parts.append((sub, ranks, cols.astype(np.int64)))
+    nsteps = max(sub.nsteps for sub, _, _ in parts)
+
+    def step(t: int) -> Step:
+        return Step.cat(
+            [embed(sub.step(t), r, c, stride=g) for sub, r, c in parts if t < sub.nsteps]
+        )
+
+    return nsteps, step
+
+
+def _fold_step(p: int, g: int, n_groups: int, *, reduce: bool) -> tuple[int, object]:
+    """The short last group's partial columns ``j >= q`` to/from rank ``j`` of group 0."""
+    q = p - (n_groups - 1) * g
+    if q >= g or n_groups < 2:
+        return 0, None
+    cols = np.arange(q, g, dtype=np.int64)
+    k = np.arange(n_groups - 1, dtype=np.int64)
+    slots = (k[None, :] * g + cols[:, None]).ravel()
+    last = np.repeat((n_groups - 1) * g + cols % q, len(k))
+    first = np.repeat(cols, len(k))
+    src, dst = (last, first) if reduce else (first, last)
+    st = Step.make(src, dst, slots, slots, 1, reduce)
+    return 1, lambda _: st
+
+
+def _rs_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring"):
+    """:func:`hierarchical_reduce_scatter`'s ``.. math::``."""
+    g = min(ranks_per_node, nranks)
+    n_groups = -(-nranks // ranks_per_node)
+    outer = info("reduce_scatter", inter).time(n_groups, nbytes / g, alpha, beta, gamma)
+    return _ring_rs(g, nbytes, alpha, beta, gamma) + outer
+
+
+def _ag_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring"):
+    """:func:`hierarchical_allgather`'s ``.. math::``."""
+    g = min(ranks_per_node, nranks)
+    n_groups = -(-nranks // ranks_per_node)
+    outer = info("allgather", inter).time(n_groups, nbytes / g, alpha, beta, gamma)
+    return outer + _ring_ag(g, nbytes, alpha, beta, gamma)
+
+
+def _columns_exact(collective: str):
+    def exact(nranks, ranks_per_node=8, inter="ring"):
+        n_groups = -(-nranks // ranks_per_node)
+        return (
+            (nranks % ranks_per_node == 0 or nranks < ranks_per_node)
+            and inter == "ring"
+            and info(collective, inter).is_exact(n_groups)
+        )
+
+    return exact
+
+
+@register(
+    "reduce_scatter",
+    "hierarchical",
+    cost="RS_ring(g) + RS_inter(N, n/g)",
+    cost_fn=_rs_cost,
+    exact=_columns_exact("reduce_scatter"),
+    constraints="groups of ranks_per_node; any p (a short last group folds into group 0)",
+    reference="Cho et al., BlueConnect, SysML 2019",
+)
+def hierarchical_reduce_scatter(
+    nranks: int, ranks_per_node: int = 8, inter: str = "ring"
+) -> Schedule:
+    r"""Reduce-scatter inside each group by columns, then across groups per column.
+
+    Column ``j`` is the blocks ``k g + j`` of the ranks with local index ``j``. A ring inside each
+    group leaves column ``j`` reduced over the group on member ``j``; ``inter`` then
+    reduce-scatters each column across the groups (``N`` ranks, ``n/g`` bytes). A short last group
+    hands its columns ``j >= q`` to rank ``j`` first (one more step). For whole groups:
+
+    .. math:: T = (g-1)\alpha + \frac{g-1}{g}n(\beta + \gamma) + T_\text{inter}(N, n/g)
+
+    Examples:
+        >>> hierarchical_reduce_scatter(12, ranks_per_node=4).nsteps  # 3 inside, 2 across
+        5
+    """
+    p = nranks
+    g, n_groups = _check(p, ranks_per_node)
+    columns = Blocks.columns(p, g)
+    fold = _fold_step(p, g, n_groups, reduce=True)
+    nsteps, step = _phases(
+        [
+            (min(g, p) - 1, lambda s: intra_ring_step(s, p, g, columns, reduce=True)),
+            fold,
+            _columns_phase("reduce_scatter", inter, p, g, n_groups),
+        ]
+    )
+    return lazy(
+        "reduce_scatter",
+        p,
+        nsteps,
+        step,
+        slot_units=np.ones(p, dtype=np.int64),
+        algorithm="hierarchical",
+        params={"ranks_per_node": ranks_per_node, "inter": inter},
+    )
+
+
+@register(
+    "allgather",
+    "hierarchical",
+    cost="AG_inter(N, n/g) + AG_ring(g)",
+    cost_fn=_ag_cost,
+    exact=_columns_exact("allgather"),
+    constraints="groups of ranks_per_node; any p (group 0 fills a short last group's columns)",
+    reference="Cho et al., BlueConnect, SysML 2019",
+)
+def hierarchical_allgather(nranks: int, ranks_per_node: int = 8, inter: str = "ring") -> Schedule:
+    r"""Allgather across groups per column, then inside each group by columns (the mirror of
+    :func:`hierarchical_reduce_scatter`). For whole groups:
+
+    .. math:: T = T_\text{inter}(N, n/g) + (g-1)\alpha + \frac{g-1}{g}n\beta
+
+    Examples:
+        >>> hierarchical_allgather(12, ranks_per_node=4).nsteps  # 2 across, 3 inside
+        5
+    """
+    p = nranks
+    g, n_groups = _check(p, ranks_per_node)
+    columns = Blocks.columns(p, g)
+    nsteps, step = _phases(
+        [
+            _columns_phase("allgather", inter, p, g, n_groups),
+            _fold_step(p, g, n_groups, reduce=False),
+            (min(g, p) - 1, lambda s: intra_ring_step(s, p, g, columns, reduce=False)),
+        ]
+    )
+    return lazy(
+        "allgather",
+        p,
+        nsteps,
+        step,
+        slot_units=np.ones(p, dtype=np.int64),
+        algorithm="hierarchical",
+        params={"ranks_per_node": ranks_per_node, "inter": inter},
+    )
