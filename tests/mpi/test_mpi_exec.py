@@ -114,10 +114,15 @@ def replay(plans: list[RankPlan], buffers: np.ndarray) -> np.ndarray:
             if rnd.send is not None and not sent[r]:
                 d = rnd.send.peer
                 other = current(d)
-                # matched only by the receive of this very message: d in the same round
-                if other is not None and other[1].recv is not None and other[1].recv.peer == r:
+                # matched only by the receive of this very message: d in the same round, its
+                # receive not yet done (r may already be a step ahead, sending d its next message)
+                if (
+                    other is not None
+                    and not got[d]
+                    and other[1].recv is not None
+                    and other[1].recv.peer == r
+                ):
                     ost, orn = other
-                    assert not got[d]
                     assert (ost.tag, orn.recv.size) == (st.tag, rnd.send.size)
                     payload = np.concatenate(
                         [old[r][s.src : s.src + s.length] for s in rnd.send.segments]
