@@ -97,6 +97,9 @@ def add_sizes_argument(group: Any, default: str) -> None:
     group.add_argument(
         "-s",
         "--sizes",
+        "-n",
+        "--nbytes",
+        dest="sizes",
         default=default,
         metavar="SIZES",
         help="message sizes (nccl-tests nbytes): a list and/or ranges of sizes with units B, "

@@ -104,7 +104,10 @@ def _topology_model(args: argparse.Namespace, network: NetworkChoice) -> Model:
             f"{', '.join(given)} set the Hockney model; on a network (--topology) every link "
             "carries its own latency and bandwidth: drop them"
         )
-    gamma = _DEFAULT.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
+    if args.gamma is not None:
+        gamma = units.parse_bandwidth_or_inverse(args.gamma)
+    else:
+        gamma = _DEFAULT.gamma if network.gamma is None else network.gamma
     return Topology(
         network.network,
         placement=network.placement,

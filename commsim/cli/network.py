@@ -61,6 +61,7 @@ class NetworkChoice:
     placement: str
     contention: str
     ranks_per_node: int | None = None
+    gamma: float | None = None  # a cluster's reduction time per byte
 
     def default_nranks(self) -> int:
         return self.network.nhosts
@@ -138,7 +139,9 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     if preset is not None:
         c = cluster(preset)
         placement = args.placement or c.placement
-        return NetworkChoice(preset, c.network, placement, args.contention, c.ranks_per_node)
+        return NetworkChoice(
+            preset, c.network, placement, args.contention, c.ranks_per_node, c.gamma
+        )
     if text is None:
         if args.placement is not None:
             raise UsageError("--placement needs a network: --topology or --cluster")

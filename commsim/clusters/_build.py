@@ -60,6 +60,7 @@ _TOP = (
     "nodes",
     "gpus_per_node",
     "placement",
+    "reduction",
     "intra",
     "inter",
     "topology",
@@ -171,10 +172,16 @@ def build_cluster(d: Mapping[str, Any], origin: str) -> Cluster:
     graph = _graph(where, kind, topo, nodes, g, intra, inter)
     classes = {c.name: c for c in (intra, inter) if c is not None}
     profiles = _profiles(where, d, classes)
+    try:
+        reduction = as_bandwidth(d.get("reduction", 100e9), "reduction")
+    except ParameterError as e:
+        raise where.error("reduction", str(e).split(": ", 1)[-1]) from None
     name = d.get("name", origin)
     sources = d.get("sources", "")
     graph.graph["name"] = str(name)
-    return Cluster(str(name), nodes, g, graph, placement, classes, profiles, str(sources))
+    return Cluster(
+        str(name), nodes, g, graph, placement, classes, profiles, str(sources), reduction
+    )
 
 
 def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:

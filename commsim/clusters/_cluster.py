@@ -57,6 +57,8 @@ class Cluster:
         link_classes: the link classes by name, as configured.
         profiles: measured profiles per link class (not used by the models yet).
         sources: where the numbers come from (documented in ``docs/clusters.md``).
+        reduction: bytes/s at which a GPU reduces received data into its buffer (the topology
+            model's γ = 1 / reduction).
     """
 
     name: str
@@ -67,6 +69,12 @@ class Cluster:
     link_classes: Mapping[str, LinkClass] = dataclasses.field(default_factory=dict)
     profiles: Mapping[str, Profile] = dataclasses.field(default_factory=dict)
     sources: str = ""
+    reduction: float = 100e9
+
+    @property
+    def gamma(self) -> float:
+        """Seconds per byte reduced (the models' γ)."""
+        return 1.0 / self.reduction
 
     @property
     def ngpus(self) -> int:
@@ -92,6 +100,7 @@ class Cluster:
             "nodes": self.nodes,
             "gpus_per_node": self.gpus_per_node,
             "placement": self.placement,
+            "reduction_Bps": self.reduction,
             "link_classes": {
                 k: {"bandwidth_Bps": c.bandwidth, "latency_s": c.latency}
                 for k, c in self.link_classes.items()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["CONTENTION", "path_latency", "rates"]
+__all__ = ["CONTENTION", "bottleneck_link", "path_latency", "rates"]
 
 CONTENTION = ("none", "bottleneck", "maxmin", "flow")
 
@@ -85,3 +85,21 @@ def _maxmin(indptr: np.ndarray, links: np.ndarray, bandwidth: np.ndarray) -> np.
         full |= used & (share <= delta * (1 + 1e-12))
         frozen[owner[live & full[links]]] = True
     return rate
+
+
+def bottleneck_link(
+    indptr: np.ndarray, links: np.ndarray, bandwidth: np.ndarray, *, shared: bool = True
+) -> np.ndarray:
+    """Per message, the link with the smallest equal share ``B_l / n_l`` along its route (its
+    first such link; with ``shared=False`` the slowest link): the link class a message's transfer
+    time is charged to."""
+    m = len(indptr) - 1
+    if m == 0:
+        return np.zeros(0, dtype=np.int64)
+    count = np.bincount(links, minlength=len(bandwidth)) if shared else np.ones(len(bandwidth))
+    share = bandwidth[links] / count[links]
+    owner = np.repeat(np.arange(m), np.diff(indptr))
+    low = share == np.repeat(_segment_min(share, indptr), np.diff(indptr))
+    idx = np.flatnonzero(low)
+    _, first = np.unique(owner[idx], return_index=True)
+    return links[idx[first]]

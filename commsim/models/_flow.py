@@ -28,7 +28,7 @@ import numpy as np
 
 from commsim._messages import matchings, messages
 from commsim.errors import ResourceError
-from commsim.models._contention import path_latency
+from commsim.models._contention import bottleneck_link, path_latency
 from commsim.models._usage import CriticalPath, NetworkUsage
 
 if TYPE_CHECKING:
@@ -304,6 +304,11 @@ def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) ->
     seq_items = items[order]
     seq_indptr = np.searchsorted(ranks[order], np.arange(p + 1))
     per_unit = sizes / schedule.nbytes_units
+    cls = np.zeros(n, dtype=np.int64)
+    if len(remote):
+        cls[remote] = net.link_kind[bottleneck_link(r_ptr, r_links, net.bandwidth, shared=False)]
+    nparts = 3 + len(net.kinds)
+    parts = np.zeros((nparts, len(sizes)))
     clock = np.zeros((p, len(sizes)))
     step_time = np.zeros((schedule.nsteps, len(sizes)))
     init = model.initial_clock(p, 1)[:, 0]
@@ -319,6 +324,7 @@ def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) ->
             seq_items, c, is_local,
         )  # fmt: skip
         clock[:, k] = c
+        parts[:, k] = _chain_parts(c, src, dst, start, end, pred, lat, cls, is_local, nparts)
         if n:
             fin = end + red_net
             per_step = np.full(schedule.nsteps, -np.inf)
@@ -367,9 +373,26 @@ def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) ->
                     kinds,
                     max(wait, 0.0),
                 )
-        return NetworkUsage(net.kinds, net.link_kind, link_bytes, busy, total_time, cp)
+        return NetworkUsage(net.kinds, net.link_kind, link_bytes, busy, total_time, parts, cp)
 
     return _FlowRun(clock, step_time, usage, [])
+
+
+def _chain_parts(clock, src, dst, start, end, pred, lat, cls, is_local, nparts) -> np.ndarray:
+    """The last rank's time split along its chain of messages: latency, reduction and local
+    work ("reduction"), other (0), transfer per bottleneck link class."""
+    out = np.zeros(nparts)
+    total = float(clock.max()) if len(clock) else 0.0
+    rank = int(np.argmax(clock)) if len(clock) else 0
+    mine = np.flatnonzero((src == rank) | (dst == rank))
+    g = int(mine[np.argmax(end[mine])]) if len(mine) else -1
+    while g >= 0:
+        if not is_local[g]:
+            out[0] += lat[g]
+            out[3 + cls[g]] += end[g] - start[g] - lat[g]
+        g = int(pred[g])
+    out[1] = max(total - out.sum(), 0.0)
+    return out
 
 
 def _append(cols, src, dst, rnd, units, red, step, local) -> None:

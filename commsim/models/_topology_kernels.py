@@ -6,24 +6,34 @@ numpy equivalent (sizes along the last axis, all reads of ``clock`` before any w
     c[src] = max(c[src], e)
     c[dst] = max(c[dst], e + red * gw * slow[dst])
 
-For the critical path it also records, at size index ``kc``, which message last set each rank's
-clock (``setter``) and, per message, the message that set the clock its start waited for
-(``pred``, -1 for none).
+Besides the clocks it keeps, per rank and size, what its clock is made of along the chain of
+messages that set it (``comp[rank, component, size]``: latency, reduction, other, then transfer
+time per link class): a message inherits the components of the end whose clock it waited for and
+adds its own latency and its transfer time to its bottleneck link's class; a clock it raises takes
+the message's components. So ``comp[r].sum(axis=0) == clock[r]`` at all times, and the components
+of the last rank say what the critical path spent its time on, at every size.
+
+For the critical path's messages it also records, at size index ``kc``, which message last set each
+rank's clock (``setter``) and, per message, the message its start waited for (``pred``).
 """
 
 from __future__ import annotations
 
 import numba
 
-__all__ = ["round_per_message"]
+__all__ = ["LATENCY", "OTHER", "REDUCTION", "TRANSFER", "round_per_message"]
+
+LATENCY, REDUCTION, OTHER, TRANSFER = 0, 1, 2, 3  # TRANSFER + k: link class k
 
 
 @numba.njit(cache=True, nogil=True)
 def round_per_message(  # pragma: no cover
-    clock, src, dst, units, red, lat, inv, slow, per_unit, gw, tmp, kc, setter, pred, first_id
-):
+    clock, comp, src, dst, units, red, lat, inv, cls, slow, per_unit, gw, tmp, mcomp, kc,
+    setter, pred, first_id,
+):  # fmt: skip
     m = src.shape[0]
     ns = clock.shape[1]
+    nc = comp.shape[1]
     for j in range(m):
         s = src[j]
         d = dst[j]
@@ -31,7 +41,13 @@ def round_per_message(  # pragma: no cover
         for k in range(ns):
             a = clock[s, k]
             b = clock[d, k]
-            tmp[j, k] = (a if a > b else b) + lat[j] + units[j] * per_unit[k] * inv[j] * f
+            w = s if a >= b else d
+            tr = units[j] * per_unit[k] * inv[j] * f
+            tmp[j, k] = (a if a > b else b) + lat[j] + tr
+            for c in range(nc):
+                mcomp[j, c, k] = comp[w, c, k]
+            mcomp[j, LATENCY, k] += lat[j]
+            mcomp[j, TRANSFER + cls[j], k] += tr
         if pred.shape[0] > 0:
             pred[j] = setter[s] if clock[s, kc] >= clock[d, kc] else setter[d]
     for j in range(m):
@@ -42,10 +58,16 @@ def round_per_message(  # pragma: no cover
             e = tmp[j, k]
             if e > clock[s, k]:
                 clock[s, k] = e
+                for c in range(nc):
+                    comp[s, c, k] = mcomp[j, c, k]
                 if k == kc:
                     setter[s] = g
-            e2 = e + red[j] * gw[k] * slow[d]
+            rt = red[j] * gw[k] * slow[d]
+            e2 = e + rt
             if e2 > clock[d, k]:
                 clock[d, k] = e2
+                for c in range(nc):
+                    comp[d, c, k] = mcomp[j, c, k]
+                comp[d, REDUCTION, k] += rt
                 if k == kc:
                     setter[d] = g

@@ -10,10 +10,7 @@ import numpy as np
 
 from commsim import units
 
-__all__ = ["LIMITING_UTILIZATION", "CriticalPath", "NetworkUsage"]
-
-#: A link class limits a prediction when its busiest link is busy at least this share of the time.
-LIMITING_UTILIZATION = 0.5
+__all__ = ["CriticalPath", "NetworkUsage"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -83,6 +80,10 @@ class NetworkUsage:
         link_bytes: bytes each directed link carried, ``[links, sizes]``.
         link_busy: seconds each link spent transmitting (bytes / bandwidth), ``[links, sizes]``.
         time: the prediction's completion time per size.
+        time_parts: what the last rank's time is made of along the chain of messages that set
+            its clock, ``[3 + kinds, sizes]``: latency, reduction, other (start skew), then
+            transfer time per link class (each message's time charged to its bottleneck link's
+            class). Its sum over components is ``time``.
         critical_path: see :class:`CriticalPath` (``None`` when not tracked).
     """
 
@@ -91,7 +92,13 @@ class NetworkUsage:
     link_bytes: np.ndarray
     link_busy: np.ndarray
     time: np.ndarray
+    time_parts: np.ndarray
     critical_path: CriticalPath | None = None
+
+    @property
+    def part_names(self) -> tuple[str, ...]:
+        """Names of :attr:`time_parts`' rows: latency, reduction, other, then the link classes."""
+        return ("latency", "reduction", "other", *self.kinds)
 
     def _by_kind(self, values: np.ndarray, reduce: Any) -> np.ndarray:
         out = np.zeros((len(self.kinds), values.shape[1]))
@@ -119,21 +126,19 @@ class NetworkUsage:
 
     @property
     def limiting(self) -> tuple[str, ...]:
-        """Per size, what limits the time: the class of the busiest link when that link is busy
-        at least half of the time (a faster link of that class would help most), else
-        ``"latency"`` (per-message latency and waiting dominate; no link is the bottleneck)."""
-        busiest = self.kind_busiest
-        util = self.utilization
-        out = []
-        for j in range(busiest.shape[1]):
-            k = int(np.argmax(busiest[:, j]))
-            out.append(self.kinds[k] if util[k, j] >= LIMITING_UTILIZATION else "latency")
-        return tuple(out)
+        """Per size, the largest part of the last rank's time (:attr:`time_parts`): a link class
+        (its transfers dominate: faster links of that class would help most), ``"latency"``
+        (per-message latencies dominate) or ``"reduction"`` (reduction arithmetic)."""
+        names = self.part_names
+        return tuple(
+            names[int(np.argmax(self.time_parts[:, j]))] for j in range(self.time_parts.shape[1])
+        )
 
     def to_dict(self) -> dict[str, Any]:
         util = self.utilization
         return {
-            "limiting_link_class": list(self.limiting),
+            "limited_by": list(self.limiting),
+            "time_parts_s": {k: self.time_parts[i].tolist() for i, k in enumerate(self.part_names)},
             "link_classes": {
                 k: {"bytes": self.kind_bytes[i].tolist(), "utilization": util[i].tolist()}
                 for i, k in enumerate(self.kinds)

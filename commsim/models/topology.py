@@ -43,8 +43,9 @@ from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._messages import matchings, messages
 from commsim.errors import ParameterError
+from commsim.models import _topology_kernels
 from commsim.models._bounds import lower_bound
-from commsim.models._contention import CONTENTION, path_latency, rates
+from commsim.models._contention import CONTENTION, bottleneck_link, path_latency, rates
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage
@@ -266,7 +267,8 @@ class Topology:
     def round_costs(
         self, hosts: np.ndarray, src: np.ndarray, dst: np.ndarray
     ) -> tuple[np.ndarray, ...]:
-        """``(latency, inverse rate, indptr, links)`` of a round's messages (cached per round)."""
+        """``(latency, inverse rate, bottleneck class, indptr, links)`` of a round's messages
+        (cached per round)."""
         key = hashlib.blake2b(src.tobytes() + b"|" + dst.tobytes(), digest_size=16).digest()
         hit = self._rounds.get(key)
         if hit is not None and hit[0] is hosts:
@@ -277,10 +279,11 @@ class Topology:
         rate = rates(self.contention, indptr, links, net.bandwidth)
         with np.errstate(divide="ignore"):
             inv = np.where(np.isinf(rate), 0.0, 1.0 / rate)
+        cls = net.link_kind[bottleneck_link(indptr, links, net.bandwidth)]
         if len(self._rounds) >= _CACHE_ROUNDS:
             self._rounds.clear()
-        self._rounds[key] = (hosts, lat, inv, indptr, links)
-        return lat, inv, indptr, links
+        self._rounds[key] = (hosts, lat, inv, cls, indptr, links)
+        return lat, inv, cls, indptr, links
 
 
 def _apply_link_factor(graph: nx.Graph, factors: Mapping[tuple[Any, Any], float]) -> nx.Graph:
@@ -314,6 +317,10 @@ class _Run:
         self.per_unit = sizes / schedule.nbytes_units
         self.gw = model.gamma * self.per_unit
         self.clock = model.initial_clock(p, ns)
+        ncomp = _topology_kernels.TRANSFER + len(model.network.kinds)
+        self.comp = np.zeros((p, ncomp, ns))
+        self.comp[:, _topology_kernels.OTHER, :] = self.clock  # start skew
+        self.mcomp = np.empty((max(p, 1), ncomp, ns))
         self.slow = model.slow_factors(p)
         self.step_time = np.zeros((schedule.nsteps, ns))
         self.last = self.clock.max(axis=0) if p else np.zeros(ns)
@@ -325,8 +332,6 @@ class _Run:
         self.chunks: list[tuple[np.ndarray, ...]] = []
         self.units_by_round: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.notes: list[str] = []
-        from commsim.models import _topology_kernels
-
         self.kernel = _topology_kernels.round_per_message
 
     def step(self, i: int, st: Step) -> None:
@@ -342,7 +347,9 @@ class _Run:
                 self._round(i, msg.src[idx], msg.dst[idx], msg.units[idx], msg.reduce_units[idx])
             if len(msg.local_rank):
                 red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=self.p)
-                self.clock += np.multiply.outer(red * self.slow, self.gw)
+                work = np.multiply.outer(red * self.slow, self.gw)
+                self.clock += work
+                self.comp[:, _topology_kernels.REDUCTION, :] += work
                 self.last = np.maximum(self.last, self.clock[msg.local_rank].max(axis=0))
             if len(msg.src):
                 self.last = np.maximum(
@@ -354,16 +361,18 @@ class _Run:
     def _round(
         self, i: int, src: np.ndarray, dst: np.ndarray, units: np.ndarray, red: np.ndarray
     ) -> None:
-        lat, inv, indptr, links = self.model.round_costs(self.hosts, src, dst)
+        lat, inv, cls, indptr, links = self.model.round_costs(self.hosts, src, dst)
         m = len(src)
         if m > len(self.tmp):
             self.tmp = np.empty((m, self.clock.shape[1]))
+            self.mcomp = np.empty((m, *self.comp.shape[1:]))
         track = self.track and self.nmsg + m <= CRITICAL_PATH_BUDGET
         pred = np.empty(m if track else 0, dtype=np.int64)
         start = self.clock[src, self.kc].copy(), self.clock[dst, self.kc].copy()
         self.kernel(
-            self.clock, src, dst, units.astype(np.float64), red.astype(np.float64), lat, inv,
-            self.slow, self.per_unit, self.gw, self.tmp, self.kc, self.setter, pred, self.nmsg,
+            self.clock, self.comp, src, dst, units.astype(np.float64), red.astype(np.float64),
+            lat, inv, cls, self.slow, self.per_unit, self.gw, self.tmp, self.mcomp, self.kc,
+            self.setter, pred, self.nmsg,
         )  # fmt: skip
         if track:
             end = self.tmp[:m, self.kc].copy()
@@ -395,8 +404,10 @@ class _Run:
                 f"critical path not tracked: {self.nmsg:,} messages exceed the "
                 f"{CRITICAL_PATH_BUDGET:,} budget"
             )
+        last = np.argmax(self.clock, axis=0)
+        parts = self.comp[last, :, np.arange(len(last))].T  # [components, sizes]
         return NetworkUsage(
-            net.kinds, net.link_kind, link_bytes, busy, total, self._critical_path(total)
+            net.kinds, net.link_kind, link_bytes, busy, total, parts, self._critical_path(total)
         )
 
     def _critical_path(self, total: np.ndarray) -> CriticalPath | None:
