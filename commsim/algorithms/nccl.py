@@ -1,0 +1,175 @@
+r"""NCCL-style algorithms that follow the servers: a ring that snakes through them, and the tree.
+
+* **Snake ring** (NCCL orders its rings by the topology): the ring visits each server's ranks
+  consecutively, servers in turn, alternately up and down, so consecutive servers are joined by
+  the *same* local index. On a rail-optimized cluster (GPU ``i`` of every server on rail ``i``)
+  every server-to-server hop then stays on one rail, through one leaf switch, instead of crossing
+  to another rail through the spines.
+* **NCCL tree** (NCCL 2.4; Sanders, Speck & Träff, "Two-tree algorithms for full bandwidth
+  broadcast, reduction and scan", Parallel Computing 35(12), 2009): inside each server a
+  pipelined chain reduces onto its first rank, the first ranks run the double-binary-tree
+  allreduce across servers, and a chain broadcasts back down. (NCCL also pipelines across the
+  three phases; here they run one after another.)
+
+Both take ``ranks_per_node`` (``g``; a cluster supplies it) and any ``p`` (a short last server).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from commsim._ir import Schedule, Step
+from commsim.algorithms._combinators import lazy, relabel
+from commsim.algorithms._hierarchy import embed, group_classes
+from commsim.algorithms._registry import info, register
+from commsim.algorithms.hierarchical import _check, _phases
+from commsim.algorithms.ring import _ring_ar_cost, ring_allreduce
+from commsim.algorithms.trees import double_binary_tree_allreduce
+
+__all__ = ["nccl_tree_allreduce", "snake_ring_allreduce"]
+
+
+def snake_order(nranks: int, g: int) -> np.ndarray:
+    """Ring position ``v`` → rank: server ``k`` in order, its ranks ascending for even ``k`` and
+    descending for odd ``k``.
+
+    Examples:
+        >>> snake_order(8, 3).tolist()
+        [0, 1, 2, 5, 4, 3, 6, 7]
+    """
+    v = np.arange(nranks, dtype=np.int64)
+    base = (v // g) * g
+    size = np.minimum(g, nranks - base)
+    local = v - base
+    return np.where((v // g) % 2 == 1, base + size - 1 - local, v)
+
+
+def _snake_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8):
+    """:func:`snake_ring_allreduce`'s ``.. math::`` (the ring's)."""
+    return _ring_ar_cost(nranks, nbytes, alpha, beta, gamma)
+
+
+@register(
+    "allreduce",
+    "snake_ring",
+    cost="2(p-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ",
+    cost_fn=_snake_cost,
+    constraints="any p; server-to-server hops on one rail when ranks_per_node is the server size",
+    reference="Patarasuk & Yuan 2009; NCCL's topology-ordered rings",
+)
+def snake_ring_allreduce(nranks: int, ranks_per_node: int = 8) -> Schedule:
+    r"""Ring allreduce along :func:`snake_order`: the ring's cost on a flat network, fewer
+    rail crossings on a rail-optimized one.
+
+    .. math:: T = 2(p-1)\,\alpha + 2\frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+
+    Examples:
+        >>> s = snake_ring_allreduce(16, ranks_per_node=4)
+        >>> (
+        ...     s.nsteps,
+        ...     sorted(
+        ...         {
+        ...             (int(a), int(b))
+        ...             for a, b in zip(s.step(0).src, s.step(0).dst)
+        ...             if a // 4 != b // 4
+        ...         }
+        ...     ),
+        ... )
+        (30, [(3, 7), (4, 8), (11, 15), (12, 0)])
+    """
+    g, _ = _check(nranks, ranks_per_node)
+    out = relabel(ring_allreduce(nranks), snake_order(nranks, g), nranks)
+    return dataclasses.replace(
+        out, algorithm="snake_ring", params={"ranks_per_node": ranks_per_node}
+    )
+
+
+def _chain_step(t: int, p: int, g: int, nslots: int, *, reduce: bool) -> Step:
+    """Step ``t`` of the pipelined chain in every server: toward its first rank (``reduce``:
+    member ``m`` sends slot ``t - (q - 1 - m)`` to ``m - 1``) or away from it (broadcast: member
+    ``m`` sends slot ``t - m`` to ``m + 1``)."""
+    parts = []
+    for q, bases in group_classes(p, g):
+        m = np.arange(1, q) if reduce else np.arange(q - 1)
+        slot = t - (q - 1 - m) if reduce else t - m
+        ok = (slot >= 0) & (slot < nslots)
+        m, slot = m[ok], slot[ok]
+        if not len(m):
+            continue
+        to = m - 1 if reduce else m + 1
+        src = (bases[:, None] + m[None, :]).ravel()
+        dst = (bases[:, None] + to[None, :]).ravel()
+        s = np.tile(slot, len(bases))
+        parts.append(Step.make(src, dst, s, s, 1, reduce))
+    return Step.cat(parts) if parts else Step.empty()
+
+
+def _tree_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, segments=4):
+    """:func:`nccl_tree_allreduce`'s ``.. math::`` (across servers: the double binary tree's
+    upper bound)."""
+    q = min(ranks_per_node, nranks)
+    n_groups = -(-nranks // ranks_per_node)
+    k = 2 * segments
+    chain = 0.0 if q == 1 else (k + q - 2) * (2 * alpha + nbytes / k * (2 * beta + gamma))
+    tree = info("allreduce", "double_binary_tree").time(
+        n_groups, nbytes, alpha, beta, gamma, segments=segments
+    )
+    return chain + tree
+
+
+def _tree_exact(nranks, ranks_per_node=8, segments=4):
+    """One server: the chains alone."""
+    return nranks <= ranks_per_node
+
+
+@register(
+    "allreduce",
+    "nccl_tree",
+    cost="2(2k+q-2)(α + n/2k·β) + (2k+q-2)·n/2k·γ + DBT(N)",
+    cost_fn=_tree_cost,
+    exact=_tree_exact,
+    constraints="any p; chains inside servers of ranks_per_node, a double binary tree across",
+    reference="NCCL 2.4 trees; Sanders, Speck & Träff 2009",
+)
+def nccl_tree_allreduce(nranks: int, ranks_per_node: int = 8, segments: int = 4) -> Schedule:
+    r"""Chain reduce inside each server, double-binary-tree allreduce across the servers' first
+    ranks (``segments`` per tree), chain broadcast inside.
+
+    The vector is cut into the tree's ``K = 2 segments`` slots, which the chains pipeline: a
+    server of ``q`` ranks needs ``K + q - 2`` steps per chain. Inside one server (``p ≤ g``):
+
+    .. math:: T = (K+q-2)\left(2\alpha + \frac{n}{K}(2\beta + \gamma)\right)
+
+    and across ``N`` servers the double binary tree's time on ``N`` ranks is added (its own
+    bounds; :func:`commsim.algorithms.trees.double_binary_tree_allreduce`).
+
+    Examples:
+        >>> s = nccl_tree_allreduce(16, ranks_per_node=8, segments=2)
+        >>> s.nslots, s.nsteps > 2 * (4 + 8 - 2)
+        (4, True)
+    """
+    p = nranks
+    g, n_groups = _check(p, ranks_per_node)
+    tree = double_binary_tree_allreduce(n_groups, segments)
+    k = tree.nslots
+    q = min(g, p)
+    leaders = (np.arange(n_groups, dtype=np.int64) * g)[None, :]
+    chain = k + q - 2 if q > 1 else 0
+    nsteps, step = _phases(
+        [
+            (chain, lambda t: _chain_step(t, p, g, k, reduce=True)),
+            (tree.nsteps, lambda t: embed(tree.step(t), leaders, np.zeros(1, np.int64))),
+            (chain, lambda t: _chain_step(t, p, g, k, reduce=False)),
+        ]
+    )
+    return lazy(
+        "allreduce",
+        p,
+        nsteps,
+        step,
+        slot_units=tree.slot_units,
+        algorithm="nccl_tree",
+        params={"ranks_per_node": ranks_per_node, "segments": segments},
+    )
