@@ -7,8 +7,8 @@ switches, edges are links. Attributes read:
   endpoints ranks are placed on, in the graph's node order. Optional node ``node``: the server a
   host (a GPU) belongs to, used by round-robin placement and by ``ranks_per_node``.
 * edge ``bandwidth`` (bytes/s, or a string such as ``"400Gb/s"``; required), ``latency``
-  (seconds or ``"500ns"``; default 0) and ``kind`` (the link's class, e.g. ``"nvlink"``,
-  ``"rail"``; default ``"link"``).
+  (seconds or ``"500ns"``; default 0), ``kind`` (the link's class, e.g. ``"nvlink"``,
+  ``"rail"``; default ``"link"``) and ``route_weight`` (its length for routing, 1..8; default 1).
 
 An undirected edge is a full-duplex link: two directed links, each with the full bandwidth. An
 ``nx.DiGraph`` gives one directed link per edge. :class:`Network` checks the graph once (every
@@ -92,16 +92,18 @@ class Network:
         self.out_indptr = np.searchsorted(self.link_src[out_order], np.arange(n + 1))
         self.out_nbr = self.link_dst[out_order]
         self.out_link = out_order.astype(np.int64)
+        self.out_weight = self.link_weight[out_order]
         in_order = np.lexsort((self.link_src, self.link_dst))
         self.in_indptr = np.searchsorted(self.link_dst[in_order], np.arange(n + 1))
         self.in_nbr = self.link_src[in_order]
+        self.in_weight = self.link_weight[in_order]
         self._dist: np.ndarray | None = None
         self._fwd_of: np.ndarray | None = None
         self._cache = RouteCache(n, self._route_nodes)
 
     # -- reading the graph -----------------------------------------------------------------
     def _read_links(self, index: dict[Any, int]) -> None:
-        src, dst, bw, lat, kinds = [], [], [], [], []
+        src, dst, bw, lat, kinds, weights = [], [], [], [], [], []
         kind_ids: dict[str, int] = {}
         for u, v, data in self.graph.edges(data=True):
             if u == v:
@@ -114,6 +116,11 @@ class Network:
             b = as_bandwidth(data["bandwidth"], f"bandwidth of edge {_edge_name(u, v)}")
             t = as_latency(data.get("latency", 0.0), f"latency of edge {_edge_name(u, v)}")
             k = str(data.get("kind", "link"))
+            w = data.get("route_weight", 1)
+            if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= 8:
+                raise ParameterError(
+                    f"edge {_edge_name(u, v)}: route_weight must be an integer 1..8, got {w!r}"
+                )
             kid = kind_ids.setdefault(k, len(kind_ids))
             pairs = [(u, v)] if self.directed else [(u, v), (v, u)]
             for a, c in pairs:
@@ -122,11 +129,13 @@ class Network:
                 bw.append(b)
                 lat.append(t)
                 kinds.append(kid)
+                weights.append(w)
         self.link_src = np.array(src, dtype=np.int64)
         self.link_dst = np.array(dst, dtype=np.int64)
         self.bandwidth = np.array(bw, dtype=np.float64)
         self.latency = np.array(lat, dtype=np.float64)
         self.link_kind = np.array(kinds, dtype=np.int64)
+        self.link_weight = np.array(weights, dtype=np.int64)
         self.kinds = tuple(kind_ids)
 
     def _read_servers(self) -> None:
@@ -211,8 +220,8 @@ class Network:
                     return indptr, links
         fwd_of, dist = self._distances()
         indptr, links, bad = route_shortest(
-            src, dst, self.out_indptr, self.out_nbr, self.out_link, self.in_indptr,
-            self.in_nbr, fwd_of, dist,
+            src, dst, self.out_indptr, self.out_nbr, self.out_link, self.out_weight,
+            self.in_indptr, self.in_nbr, self.in_weight, fwd_of, dist,
         )  # fmt: skip
         if bad >= 0:
             raise ParameterError(
@@ -234,7 +243,9 @@ class Network:
             fwd_of = np.full(len(self.nodes), -1, dtype=np.int64)
             fwd_of[fwd_nodes] = np.arange(len(fwd_nodes))
             self._fwd_of = fwd_of
-            self._dist = forwarding_distances(self.in_indptr, self.in_nbr, fwd_of, fwd_nodes)
+            self._dist = forwarding_distances(
+                self.in_indptr, self.in_nbr, self.in_weight, fwd_of, fwd_nodes
+            )
         return self._fwd_of, self._dist
 
 

@@ -2,7 +2,9 @@
 
 Two routers, both minimal (no path is longer than a shortest one):
 
-* **Shortest paths with ECMP** (any graph). Traffic is forwarded by *forwarding nodes*: the
+* **Shortest paths with ECMP** (any graph; a link's ``route_weight``, default 1, is its length:
+  the dragonfly gives its global links 2, so minimal routes take one at most). Traffic is
+  forwarded by *forwarding nodes*: the
   switches (nodes with ``kind="switch"``) or, in a graph without switches (a direct network such
   as a torus), the hosts themselves. A breadth-first search from every forwarding node gives the
   hop distances between them (``F × F`` int16: 16 MiB for 2,900 switches); a route then leaves the
@@ -33,28 +35,38 @@ _UNREACHABLE = -1
 
 
 @numba.njit(cache=True, nogil=True)
-def forwarding_distances(in_indptr, in_nbr, fwd_of, fwd_nodes):  # pragma: no cover
-    """``D[b, a]``: hops from forwarding node ``a`` to forwarding node ``b`` (-1: unreachable),
-    by a breadth-first search from each ``b`` over incoming links between forwarding nodes."""
+def forwarding_distances(in_indptr, in_nbr, in_weight, fwd_of, fwd_nodes):  # pragma: no cover
+    """``D[b, a]``: the least route weight from forwarding node ``a`` to forwarding node ``b``
+    (-1: unreachable), by a label-correcting search from each ``b`` over incoming links between
+    forwarding nodes (a breadth-first search when every weight is 1)."""
     f = fwd_nodes.shape[0]
     dist = np.full((f, f), _UNREACHABLE, dtype=np.int16)
     queue = np.empty(f, dtype=np.int64)
+    queued = np.zeros(f, dtype=np.bool_)
     for b in range(f):
         row = dist[b]
         row[b] = 0
         head = 0
-        tail = 1
+        size = 1
         queue[0] = b
-        while head < tail:
+        queued[b] = True
+        while size > 0:
             x = queue[head]
-            head += 1
+            head = (head + 1) % f
+            size -= 1
+            queued[x] = False
             node = fwd_nodes[x]
             for e in range(in_indptr[node], in_indptr[node + 1]):
                 y = fwd_of[in_nbr[e]]
-                if y >= 0 and row[y] == _UNREACHABLE:
-                    row[y] = row[x] + 1
-                    queue[tail] = y
-                    tail += 1
+                if y < 0:
+                    continue
+                d = row[x] + in_weight[e]
+                if row[y] == _UNREACHABLE or d < row[y]:
+                    row[y] = d
+                    if not queued[y]:
+                        queue[(head + size) % f] = y
+                        size += 1
+                        queued[y] = True
     return dist
 
 
@@ -69,8 +81,10 @@ def _mix(a, b, c):  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
-def _ends(s, d, out_indptr, out_nbr, in_indptr, in_nbr, fwd_of, dist):  # pragma: no cover
-    """The shortest hop count from host ``s`` to host ``d`` (-1 if none) and how many
+def _ends(
+    s, d, out_indptr, out_nbr, out_weight, in_indptr, in_nbr, in_weight, fwd_of, dist
+):  # pragma: no cover
+    """The least route weight from host ``s`` to host ``d`` (-1 if none) and how many
     (first forwarding node, last forwarding node) choices achieve it."""
     best = -1
     n = 0
@@ -95,7 +109,7 @@ def _ends(s, d, out_indptr, out_nbr, in_indptr, in_nbr, fwd_of, dist):  # pragma
             h = dist[fb, fa]
             if h < 0:
                 continue
-            h = h + (0 if a_self else 1) + (0 if b_self else 1)
+            h = h + (0 if a_self else out_weight[i]) + (0 if b_self else in_weight[j])
             if best < 0 or h < best:
                 best = h
                 n = 1
@@ -113,16 +127,16 @@ def _link(out_indptr, out_nbr, out_link, u, v):  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
-def route_shortest(
-    src, dst, out_indptr, out_nbr, out_link, in_indptr, in_nbr, fwd_of, dist
-):  # pragma: no cover
+def route_shortest(  # pragma: no cover
+    src, dst, out_indptr, out_nbr, out_link, out_weight, in_indptr, in_nbr, in_weight, fwd_of, dist
+):
     """Minimal routes with ECMP for host pairs ``(src[i], dst[i])`` (node indices).
 
     Returns ``(indptr, links, bad)``: route ``i`` is ``links[indptr[i]:indptr[i + 1]]`` (link
     ids in order); ``bad`` is the index of the first pair with no route, or -1.
     """
     m = src.shape[0]
-    hops = np.empty(m, dtype=np.int64)
+    hops = np.empty(m, dtype=np.int64)  # links per route (weights may exceed 1)
     for i in range(m):
         s, d = src[i], dst[i]
         if s == d:
@@ -130,24 +144,31 @@ def route_shortest(
         elif _link(out_indptr, out_nbr, out_link, s, d) >= 0:
             hops[i] = 1
         else:
-            h, _ = _ends(s, d, out_indptr, out_nbr, in_indptr, in_nbr, fwd_of, dist)
+            h, _ = _ends(
+                s, d, out_indptr, out_nbr, out_weight, in_indptr, in_nbr, in_weight, fwd_of, dist
+            )
             if h < 0:
                 return np.zeros(1, np.int64), np.zeros(0, np.int64), i
-            hops[i] = h
-    indptr = np.zeros(m + 1, dtype=np.int64)
+            hops[i] = h  # an upper bound on the links (each weighs at least 1)
+    bound = np.zeros(m + 1, dtype=np.int64)
     for i in range(m):
-        indptr[i + 1] = indptr[i] + hops[i]
-    links = np.empty(indptr[m], dtype=np.int64)
+        bound[i + 1] = bound[i] + hops[i]
+    indptr = np.zeros(m + 1, dtype=np.int64)
+    links = np.empty(bound[m], dtype=np.int64)
+    k = 0
     for i in range(m):
         s, d = src[i], dst[i]
-        k = indptr[i]
+        indptr[i] = k
         if hops[i] == 0:
             continue
         direct = _link(out_indptr, out_nbr, out_link, s, d)
         if direct >= 0:
             links[k] = direct
+            k += 1
             continue
-        best, n = _ends(s, d, out_indptr, out_nbr, in_indptr, in_nbr, fwd_of, dist)
+        best, n = _ends(
+            s, d, out_indptr, out_nbr, out_weight, in_indptr, in_nbr, in_weight, fwd_of, dist
+        )
         pick = _mix(s, d, s) % n
         # find the picked (a, b) pair again
         a_self = fwd_of[s] >= 0
@@ -167,7 +188,7 @@ def route_shortest(
                 h = dist[fwd_of[b], fwd_of[a]]
                 if h < 0:
                     continue
-                if h + (0 if a_self else 1) + (0 if b_self else 1) == best:
+                if h + (0 if a_self else out_weight[ii]) + (0 if b_self else in_weight[jj]) == best:
                     if pick == 0:
                         ca = a
                         cb = b
@@ -182,12 +203,12 @@ def route_shortest(
             n_next = 0
             for e in range(out_indptr[x], out_indptr[x + 1]):
                 y = fwd_of[out_nbr[e]]
-                if y >= 0 and dist[fb, y] == left - 1:
+                if y >= 0 and dist[fb, y] == left - out_weight[e]:
                     n_next += 1
             c = _mix(s, d, x) % n_next
             for e in range(out_indptr[x], out_indptr[x + 1]):
                 y = fwd_of[out_nbr[e]]
-                if y >= 0 and dist[fb, y] == left - 1:
+                if y >= 0 and dist[fb, y] == left - out_weight[e]:
                     if c == 0:
                         links[k] = out_link[e]
                         k += 1
@@ -196,7 +217,9 @@ def route_shortest(
                     c -= 1
         if not b_self:
             links[k] = _link(out_indptr, out_nbr, out_link, cb, d)
-    return indptr, links, -1
+            k += 1
+    indptr[m] = k
+    return indptr, links[:k].copy(), -1
 
 
 @numba.njit(cache=True, nogil=True)
