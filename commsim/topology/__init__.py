@@ -11,20 +11,26 @@ hosts. Generators (networkx style, size first, ``bandwidth=``/``latency=`` every
 from commsim.topology._attributes import as_bandwidth, as_latency
 from commsim.topology._basic import hypercube, ring, switch, torus
 from commsim.topology._dragonfly import dragonfly
+from commsim.topology._draw import MAX_DRAW_NODES, draw
 from commsim.topology._fat_tree import fat_tree, kary_fat_tree
 from commsim.topology._gpu import join, nvlink_island, rail_optimized
 from commsim.topology._network import Network, as_network
 from commsim.topology._placement import PLACEMENTS, place, ranks_per_server
 from commsim.topology._spec import GENERATORS, load_topology, parse_topology, register_generator
+from commsim.topology._summary import LinkClassSummary, TopologySummary, summarize
 
 __all__ = [
     "GENERATORS",
+    "MAX_DRAW_NODES",
     "PLACEMENTS",
+    "LinkClassSummary",
     "Network",
+    "TopologySummary",
     "as_bandwidth",
     "as_latency",
     "as_network",
     "dragonfly",
+    "draw",
     "fat_tree",
     "hypercube",
     "join",
@@ -37,6 +43,7 @@ __all__ = [
     "ranks_per_server",
     "register_generator",
     "ring",
+    "summarize",
     "switch",
     "torus",
 ]

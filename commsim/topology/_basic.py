@@ -50,7 +50,7 @@ def switch(
     """
     n = _count(n, "switch: the number of hosts")
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
-    g = nx.Graph(name=f"switch({n})")
+    g = nx.Graph(name=f"switch({n})", bisection_bandwidth=n // 2 * bw)
     g.add_nodes_from(range(n), kind="host")
     g.add_node("switch", kind="switch")
     g.add_edges_from(((i, "switch") for i in range(n)), bandwidth=bw, latency=lat, kind=kind)
@@ -83,7 +83,11 @@ def torus(
     dims_t = tuple(_count(k, "torus: every dimension") for k in dims_t)
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     n = math.prod(dims_t)
-    g = nx.Graph(name=f"torus({'x'.join(map(str, dims_t))})", routing=("torus", dims_t))
+    g = nx.Graph(
+        name=f"torus({'x'.join(map(str, dims_t))})",
+        routing=("torus", dims_t),
+        bisection_bandwidth=_torus_bisection(dims_t, bw),
+    )
     g.add_nodes_from(range(n), kind="host")
     idx = np.arange(n)
     stride = 1
@@ -97,6 +101,15 @@ def torus(
             g.add_edges_from(pairs, bandwidth=bw, latency=lat, kind=kind)
         stride *= k
     return g
+
+
+def _torus_bisection(dims: tuple[int, ...], bw: float) -> float:
+    """Cutting the longest dimension ``k`` in half cuts ``n/k`` rings: 2 links each (1 if k = 2)."""
+    k = max(dims)
+    n = math.prod(dims)
+    if k == 1:
+        return 0.0
+    return (2 if k > 2 else 1) * (n // k) * bw
 
 
 def ring(

@@ -55,7 +55,11 @@ def dragonfly(
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     gbw = bw if global_bandwidth is None else as_bandwidth(global_bandwidth, "global_bandwidth")
     glat = lat if global_latency is None else as_latency(global_latency, "global_latency")
-    g = nx.Graph(name=f"dragonfly({G},{a},{p},{h})")
+    half = G // 2
+    g = nx.Graph(
+        name=f"dragonfly({G},{a},{p},{h})",
+        bisection_bandwidth=half * (G - half) * per_pair * gbw if G > 1 else 0.0,
+    )
     n = G * a * p
     g.add_nodes_from(range(n), kind="host")
     routers = [("router", x, r) for x in range(G) for r in range(a)]

@@ -1,0 +1,113 @@
+"""Draw a small topology to an image: hosts as circles, switches as squares, link classes in
+colour (matplotlib, non-interactive)."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import networkx as nx
+import numpy as np
+
+from commsim.errors import ParameterError
+from commsim.topology._network import Network
+
+__all__ = ["MAX_DRAW_NODES", "draw"]
+
+#: Graphs with more nodes are refused: the drawing would be a hairball.
+MAX_DRAW_NODES = 300
+
+
+def _layout(g: nx.Graph) -> dict:
+    routing = g.graph.get("routing")
+    if routing and routing[0] == "torus" and len(routing[1]) <= 2:
+        dims = routing[1] if len(routing[1]) == 2 else (1, routing[1][0])
+        if len(routing[1]) == 1:  # a ring: on a circle
+            n = routing[1][0]
+            return {v: (np.cos(2 * np.pi * v / n), np.sin(2 * np.pi * v / n)) for v in g}
+        return {v: (v % dims[1], -(v // dims[1])) for v in g}
+    if any(k == "switch" for _, k in g.nodes(data="kind")):
+        pos = _layered(g)
+        flat = any(pos[u][1] == pos[v][1] and pos[u][1] > 0 for u, v in g.edges())
+        if not flat:  # a tree-like fabric; switches joined within a layer (a dragonfly) below
+            return pos
+    return nx.kamada_kawai_layout(g)
+
+
+def _layered(g: nx.Graph) -> dict:
+    """Hosts in a row at the bottom, in order; each switch one layer above its lowest
+    neighbour, placed over the mean position of the neighbours below it (then spread so that
+    no two touch): a tree of switches is drawn above the hosts it serves."""
+    hosts = [v for v, k in g.nodes(data="kind") if k != "switch"]
+    level = {v: 0 for v in hosts}
+    frontier = list(hosts)
+    while frontier:
+        nxt = []
+        for v in frontier:
+            for u in g.neighbors(v):
+                if u not in level:
+                    level[u] = level[v] + 1
+                    nxt.append(u)
+        frontier = nxt
+    x = {v: float(i) for i, v in enumerate(hosts)}
+    width = max(len(hosts) - 1, 1)
+    for lv in range(1, max(level.values(), default=0) + 1):
+        layer = [v for v in g if level.get(v) == lv]
+        for v in layer:
+            below = [x[u] for u in g.neighbors(v) if level.get(u, lv) < lv]
+            x[v] = float(np.mean(below)) if below else width / 2
+        layer.sort(key=lambda v: x[v])
+        gap = min(1.0, width / max(len(layer), 1)) if len(layer) > 1 else 0.0
+        for a, b in itertools.pairwise(layer):
+            x[b] = max(x[b], x[a] + gap)
+        if layer:  # keep the layer centred where its members wanted to be
+            shift = (x[layer[0]] + x[layer[-1]]) / 2 - np.mean([x[v] for v in layer])
+            for v in layer:
+                x[v] -= shift
+    return {v: (x.get(v, 0.0), level.get(v, 0) * width / 4) for v in g}
+
+
+def draw(network: Network, path: str | Path, *, title: str | None = None) -> Path:
+    """Write a drawing of ``network`` to ``path`` (.png, .pdf or .svg)."""
+    g = network.graph
+    if g.number_of_nodes() > MAX_DRAW_NODES:
+        raise ParameterError(
+            f"{g.number_of_nodes()} nodes are too many to draw (at most {MAX_DRAW_NODES}); "
+            "use the summary instead"
+        )
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    path = Path(path)
+    g = g.copy()
+    pos = _layout(g)
+    fig, ax = plt.subplots(figsize=(10, 7))
+    colors = plt.get_cmap("tab10")
+    for i, kind in enumerate(network.kinds):
+        edges = [(u, v) for u, v, k in g.edges(data="kind") if str(k or "link") == kind]
+        nx.draw_networkx_edges(
+            g, pos, edgelist=edges, edge_color=[colors(i % 10)], width=1.5, ax=ax, label=kind,
+            arrows=False,
+        )  # fmt: skip
+    hosts = [v for v, k in g.nodes(data="kind") if k != "switch"]
+    switches = [v for v, k in g.nodes(data="kind") if k == "switch"]
+    nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=60, node_color="#333333", ax=ax)
+    nx.draw_networkx_nodes(
+        g, pos, nodelist=switches, node_size=140, node_shape="s", node_color="#bbbbbb",
+        edgecolors="#333333", ax=ax,
+    )  # fmt: skip
+    if len(hosts) <= 64:
+        nx.draw_networkx_labels(g, pos, labels={v: str(v) for v in hosts}, font_size=7, ax=ax)
+    ax.legend(title="link class", loc="upper right", fontsize=8)
+    ax.set_title(title or str(g.graph.get("name") or "topology"))
+    ax.text(
+        0.01, 0.01, f"{len(hosts)} hosts (circles), {len(switches)} switches (squares)",
+        transform=ax.transAxes, fontsize=8,
+    )  # fmt: skip
+    ax.set_axis_off()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
