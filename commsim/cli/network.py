@@ -29,7 +29,7 @@ from commsim.topology import (
     ranks_per_server,
 )
 
-__all__ = ["NETWORK_EPILOG", "NetworkChoice", "add_network_group", "parse_network"]
+__all__ = ["NETWORK_EPILOG", "NetworkChoice", "add_network_group", "parse_network", "resolve"]
 
 _GRAPH_SUFFIXES = (".graphml", ".gml", ".json")
 
@@ -156,3 +156,14 @@ def _graph(text: str) -> Any:
     if not text.strip():
         raise UsageError(f"--topology {quote(text)}: give a generator spec or a graph file")
     return parse_topology(text)
+
+
+def resolve(text: str) -> tuple[str, Network]:
+    """A network named any way the command line accepts: a cluster preset or ``.toml`` file, a
+    graph file, or a generator spec."""
+    from commsim.clusters import PRESETS
+
+    name = text.strip().partition(":")[0].lower()
+    if name in PRESETS or text.strip().endswith(".toml"):
+        return text, cluster(text).network
+    return text, Network(_graph(text))

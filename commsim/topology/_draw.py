@@ -85,21 +85,36 @@ def draw(network: Network, path: str | Path, *, title: str | None = None) -> Pat
     pos = _layout(g)
     fig, ax = plt.subplots(figsize=(10, 7))
     colors = plt.get_cmap("tab10")
+
+    def far(u, v) -> bool:  # a torus's wrap-around link: drawn as an arc, not over the row
+        (x0, y0), (x1, y1) = pos[u], pos[v]
+        grid = g.graph.get("routing") and len(g.graph["routing"][1]) == 2
+        return bool(grid) and abs(x0 - x1) + abs(y0 - y1) > 1.01
+
     for i, kind in enumerate(network.kinds):
         edges = [(u, v) for u, v, k in g.edges(data="kind") if str(k or "link") == kind]
+        near = [e for e in edges if not far(*e)]
         nx.draw_networkx_edges(
-            g, pos, edgelist=edges, edge_color=[colors(i % 10)], width=1.5, ax=ax, label=kind,
+            g, pos, edgelist=near, edge_color=[colors(i % 10)], width=1.5, ax=ax, label=kind,
             arrows=False,
         )  # fmt: skip
+        wrap = [e for e in edges if far(*e)]
+        if wrap:
+            nx.draw_networkx_edges(
+                g, pos, edgelist=wrap, edge_color=[colors(i % 10)], width=1.0, ax=ax,
+                arrows=True, arrowstyle="-", connectionstyle="arc3,rad=0.2", style="dashed",
+            )  # fmt: skip
     hosts = [v for v, k in g.nodes(data="kind") if k != "switch"]
     switches = [v for v, k in g.nodes(data="kind") if k == "switch"]
-    nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=60, node_color="#333333", ax=ax)
+    nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=200, node_color="#333333", ax=ax)
     nx.draw_networkx_nodes(
         g, pos, nodelist=switches, node_size=140, node_shape="s", node_color="#bbbbbb",
         edgecolors="#333333", ax=ax,
     )  # fmt: skip
     if len(hosts) <= 64:
-        nx.draw_networkx_labels(g, pos, labels={v: str(v) for v in hosts}, font_size=7, ax=ax)
+        nx.draw_networkx_labels(
+            g, pos, labels={v: str(v) for v in hosts}, font_size=7, font_color="white", ax=ax
+        )
     ax.legend(title="link class", loc="upper right", fontsize=8)
     ax.set_title(title or str(g.graph.get("name") or "topology"))
     ax.text(

@@ -1,0 +1,135 @@
+"""``commsim topology``: what a network is — hosts, switches, links by class, diameter,
+bisection bandwidth — and a drawing of it when it is small."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from commsim import units
+from commsim.cli.errors import EXIT_OK, UsageError, quote
+from commsim.cli.network import resolve
+from commsim.cli.output import add_output_group, format_table, to_json
+from commsim.topology import MAX_DRAW_NODES, TopologySummary, draw, summarize
+
+__all__ = [
+    "DESCRIPTION",
+    "EXAMPLES",
+    "HELP",
+    "TopologyRequest",
+    "TopologyResult",
+    "add_arguments",
+    "compute",
+    "main",
+    "parse",
+    "render",
+]
+
+HELP = "summarize a network (a generator, a graph file or a cluster) and draw it"
+DESCRIPTION = """\
+Hosts, switches and servers; per link class the number of links (cables: an undirected edge
+counts once), bandwidth per direction and latency; the diameter (most links on a route
+between two hosts, over every pair up to 512 hosts, else over a sample); and the bisection
+bandwidth as the generator states it. --draw writes a picture of a small network."""
+EXAMPLES = """\
+  commsim topology fat_tree:64,hosts_per_leaf=16,oversubscription=4
+  commsim topology dgx-h100:128
+  commsim topology torus:8x8 --draw torus.png
+  commsim topology dgx-h100:4 --draw dgx.png --json
+  commsim topology my_cluster.toml"""
+
+_DRAW_FORMATS = (".png", ".pdf", ".svg")
+
+
+@dataclasses.dataclass(frozen=True)
+class TopologyRequest:
+    """Summarize ``spec`` (a generator spec, a graph file, a cluster preset or file); draw it to
+    ``draw`` if given."""
+
+    spec: str
+    draw: Path | None = None
+    as_json: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class TopologyResult:
+    summary: TopologySummary
+    drawing: Path | None
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "spec",
+        metavar="NAME[:ARGS]|FILE|PRESET",
+        help="a generator (torus:8x8, fat_tree:1024), a graph file (.graphml, .gml, .json), a "
+        "cluster preset (dgx-h100:128) or a cluster file (.toml)",
+    )
+    parser.add_argument(
+        "--draw",
+        metavar="FILE",
+        help=f"also draw it (.png, .pdf or .svg; networks of at most {MAX_DRAW_NODES} nodes)",
+    )
+    add_output_group(parser, memory_limit=False)
+
+
+def parse(args: argparse.Namespace) -> TopologyRequest:
+    path = None
+    if args.draw:
+        path = Path(args.draw)
+        if path.suffix.lower() not in _DRAW_FORMATS:
+            raise UsageError(f"--draw {quote(args.draw)}: the name must end in .png, .pdf or .svg")
+        if not path.parent.is_dir():
+            raise UsageError(f"--draw {quote(args.draw)}: its directory does not exist")
+    return TopologyRequest(args.spec, path, args.json)
+
+
+def compute(request: TopologyRequest) -> TopologyResult:
+    name, network = resolve(request.spec)
+    summary = summarize(network)
+    summary = dataclasses.replace(summary, name=name)
+    drawing = draw(network, request.draw, title=name) if request.draw else None
+    return TopologyResult(summary, drawing)
+
+
+def render(result: TopologyResult, as_json: bool) -> str:
+    s = result.summary
+    if as_json:
+        return to_json({**s.to_dict(), "drawing": str(result.drawing) if result.drawing else None})
+    rows = [
+        [
+            c.kind,
+            f"{c.links:,}",
+            _span(c.bandwidth, units.format_bandwidth),
+            _span(c.latency, units.format_time),
+        ]
+        for c in s.classes
+    ]
+    diameter = f"{s.diameter} links" + ("" if s.diameter_exact else " (over a sample of pairs)")
+    bis = (
+        units.format_bandwidth(s.bisection_bandwidth)
+        if s.bisection_bandwidth is not None
+        else "not stated by this graph (set graph['bisection_bandwidth'])"
+    )
+    lines = [
+        f"{s.name}: {s.hosts:,} hosts, {s.switches:,} switches, {s.servers:,} servers",
+        "",
+        format_table(["link class", "links", "bandwidth", "latency"], rows, "lrrr"),
+        "",
+        f"diameter: {diameter}",
+        f"bisection bandwidth: {bis} per direction",
+    ]
+    if result.drawing is not None:
+        lines.append(f"drawing written to {result.drawing}")
+    return "\n".join(lines)
+
+
+def _span(pair: tuple[float, float], fmt) -> str:
+    lo, hi = pair
+    return fmt(lo) if lo == hi else f"{fmt(lo)}..{fmt(hi)}"
+
+
+def main(args: argparse.Namespace) -> int:
+    request = parse(args)
+    print(render(compute(request), request.as_json))
+    return EXIT_OK
