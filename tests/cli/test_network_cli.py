@@ -1,0 +1,94 @@
+"""The network options of predict and compare, and ``commsim topology``."""
+
+from __future__ import annotations
+
+import networkx as nx
+import pytest
+
+import commsim
+from commsim.algorithms import info
+from commsim.models import Topology
+from commsim.topology import torus
+
+
+def test_predict_on_a_topology_is_the_topology_model(cli_json):
+    doc = cli_json(
+        "predict", "-c", "allreduce", "-a", "ring", "--topology", "torus:4x4", "-s", "1MiB"
+    )
+    want = Topology(torus((4, 4))).predict(commsim.build("allreduce", "ring", nranks=16), 2**20)
+    assert doc["nranks"] == 16  # -p defaults to every host
+    assert doc["results"][0]["time_s"] == pytest.approx(want.time, rel=1e-12)
+    assert doc["network"]["limited_by"] == list(want.network.limiting)
+    assert doc["model"]["name"] == "topology"
+
+
+def test_predict_text_names_what_limits_it(cli):
+    rc, out, _ = cli(
+        "predict", "-c", "allreduce", "-a", "ring", "--topology", "ring:8", "-s", "1KiB,1GiB"
+    )
+    assert rc == 0
+    assert "limited by" in out and "latency" in out and "critical path at 1GiB" in out
+
+
+def test_compare_on_a_cluster_picks_hierarchical_for_large_sizes(cli_json):
+    doc = cli_json("compare", "-c", "allreduce", "--cluster", "dgx-h100:8", "-n", "1KiB,1GiB")
+    panel = doc["results"][0]
+    assert panel["nranks"] == 64
+    assert panel["winner"][1] == "hierarchical"
+    assert panel["winner_limited_by"][1] in ("rail", "nvlink")
+    assert any("ranks_per_node=8" in n for n in doc["notes"])
+    row = info("allreduce", "hierarchical")
+    assert row.params["ranks_per_node"] == 8  # the default, but the note says the cluster set it
+
+
+def test_cluster_gamma_and_placement(cli_json):
+    doc = cli_json(
+        "predict", "-c", "allreduce", "-a", "hierarchical", "--cluster", "dgx-h100:2",
+        "--placement", "round_robin", "-s", "1MiB",
+    )  # fmt: skip
+    assert doc["model"]["placement"] == "round_robin"
+    assert doc["model"]["gamma_s_per_byte"] == pytest.approx(1 / 1.1e12)
+    assert any("does not keep a server's ranks together" in n for n in doc["notes"])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--topology", "torus:4x4", "--alpha", "1us"], "--alpha set the Hockney model"),
+        (["--topology", "tours:4x4"], "did you mean torus"),
+        (["--cluster", "dgx-h10:4"], "did you mean dgx-h100"),
+        (["--cluster", "dgx-h100:1", "-p", "16"], "16 ranks on a topology with 8 hosts"),
+        (["--cluster", "dgx-h100:1", "--topology", "ring:8"], "not both"),
+        (["--placement", "random"], "--placement needs a network"),
+        (["--topology", "ring:8", "--placement", "snake"], "unknown placement"),
+        (["--topology", "ring:8", "--contention", "fair"], "invalid choice"),
+    ],
+)
+def test_bad_network_options_are_one_line_and_exit_2(cli, argv, message):
+    rc, out, err = cli("predict", "-c", "allreduce", "-a", "ring", "-s", "1KiB", *argv)
+    assert rc == 2 and out == ""
+    assert message in err and err.count("\n") == 1
+
+
+def test_topology_command(cli, cli_json, tmp_path):
+    doc = cli_json("topology", "fat_tree:64,hosts_per_leaf=16,oversubscription=4")
+    assert (doc["hosts"], doc["switches"], doc["diameter_links"]) == (64, 8, 4)
+    assert doc["bisection_bandwidth_Bps"] == pytest.approx(32 * 25e9 / 4)
+    rc, out, _ = cli("topology", "dgx-h100:2", "--draw", str(tmp_path / "d.png"))
+    assert rc == 0 and "nvlink" in out and (tmp_path / "d.png").stat().st_size > 10_000
+    rc, _, err = cli("topology", "dgx-h100:64", "--draw", str(tmp_path / "big.png"))
+    assert rc == 2 and "too many to draw" in err
+
+
+def test_topology_command_file_errors(cli, tmp_path):
+    g = nx.path_graph(3)
+    path = tmp_path / "g.graphml"
+    nx.write_graphml(g, path)
+    rc, _, err = cli("topology", str(path))
+    assert rc == 2 and "edge ('0', '1') has no 'bandwidth'" in err  # GraphML ids are text
+    g = nx.Graph()
+    g.add_edge("a", "b", bandwidth=1e9)
+    g.add_node("c")
+    nx.write_graphml(g, path)
+    rc, _, err = cli("topology", str(path))
+    assert rc == 2 and "disconnected" in err
