@@ -134,20 +134,20 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     """The network of ``--topology`` or ``--cluster`` (``None`` if neither), checked and
     compiled."""
     text, preset = getattr(args, "topology", None), getattr(args, "cluster", None)
+    placement_given = getattr(args, "placement", None)
+    contention = getattr(args, "contention", "bottleneck")
     if text is not None and preset is not None:
         raise UsageError("give --topology or --cluster, not both")
     if preset is not None:
         c = cluster(preset)
-        placement = args.placement or c.placement
-        return NetworkChoice(
-            preset, c.network, placement, args.contention, c.ranks_per_node, c.gamma
-        )
+        placement = placement_given or c.placement
+        return NetworkChoice(preset, c.network, placement, contention, c.ranks_per_node, c.gamma)
     if text is None:
-        if args.placement is not None:
+        if placement_given is not None:
             raise UsageError("--placement needs a network: --topology or --cluster")
         return None
     network = Network(_graph(text))
-    return NetworkChoice(text, network, args.placement or "linear", args.contention)
+    return NetworkChoice(text, network, placement_given or "linear", contention)
 
 
 def _graph(text: str) -> Any:
