@@ -4,12 +4,11 @@ Ranks are cut into groups of ``ranks_per_node`` (``g``) consecutive ranks, one g
 under linear placement (a cluster supplies ``g``); the last group may be smaller. The phase inside
 a group is a ring over virtual blocks (:mod:`commsim.algorithms._hierarchy`); the phase across
 groups is any registry algorithm (``inter=``), run on ``N = ⌈p/g⌉`` ranks, one per group, all
-copies in the same steps. Inner phases move :math:`\frac{g-1}{g}n` bytes over the fast links,
+copies in the same steps; the outer algorithm may itself be hierarchical (three levels or more). Inner phases move :math:`\frac{g-1}{g}n` bytes over the fast links,
 the outer phase only :math:`n/g` per rank over the slow ones — the point of BlueConnect (Cho et
 al., "BlueConnect: decomposing all-reduce for deep learning on heterogeneous network hierarchy",
-SysML 2019) and of IBM's DDL (Cho et al., "PowerAI DDL", 2017). More levels: pass another
-hierarchical algorithm as ``inter`` from Python (:func:`hierarchical_allreduce` ``inter=``
-takes a registry name; nest by building ``inter`` yourself with :func:`commsim.build`).
+SysML 2019) and of IBM's DDL (Cho et al., "PowerAI DDL", 2017). More levels: pass
+:func:`hierarchical_allreduce` a callable ``inter`` that builds a hierarchical allreduce.
 
 Uneven last group (``p`` not a multiple of ``g``): its ``q < g`` members each own several
 virtual blocks, so they take part in several outer copies at once; those messages share the
@@ -17,6 +16,9 @@ member's port and the formula on the row is then an estimate (``exact`` says whe
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -40,9 +42,14 @@ def _check(nranks: int, ranks_per_node: int) -> tuple[int, int]:
     return g, -(-nranks // g)
 
 
-def _inter(collective: str, inter: str, n: int) -> Schedule:
-    """The outer phase on ``n`` ranks; it must keep its data in its data slots (no scratch)."""
-    s = build(collective, inter, nranks=n)
+def _inter(collective: str, inter: Any, n: int) -> Schedule:
+    """The outer phase on ``n`` ranks: a registry name, or a callable ``inter(n) -> Schedule``
+    (a nested hierarchical schedule: more levels). It must keep its data in its data slots."""
+    s = inter(n) if callable(inter) else build(collective, inter, nranks=n)
+    if s.collective != collective or s.nranks != n:
+        raise ParameterError(
+            f"inter must give a {collective} on {n} ranks, got {s.collective} on {s.nranks}"
+        )
     if s.nslots != s.ndata:
         raise ParameterError(
             f"inter={inter!r}: {collective}/{inter} uses scratch slots, which a hierarchical "
@@ -99,7 +106,9 @@ def _allreduce_exact(nranks, ranks_per_node=8, inter="ring"):
     constraints="groups of ranks_per_node (a server's GPUs); any p (an uneven last group)",
     reference="Cho et al., BlueConnect, SysML 2019; PowerAI DDL 2017",
 )
-def hierarchical_allreduce(nranks: int, ranks_per_node: int = 8, inter: str = "ring") -> Schedule:
+def hierarchical_allreduce(
+    nranks: int, ranks_per_node: int = 8, inter: str | Callable[[int], Schedule] = "ring"
+) -> Schedule:
     r"""Reduce-scatter inside each group, allreduce across groups, allgather inside.
 
     With ``g = min(ranks_per_node, p)`` and ``N = ⌈p/g⌉`` groups, the vector is cut into ``g``
@@ -109,10 +118,16 @@ def hierarchical_allreduce(nranks: int, ranks_per_node: int = 8, inter: str = "r
 
     .. math:: T = 2(g-1)\alpha + \frac{g-1}{g}n(2\beta + \gamma) + T_\text{inter}(N, n/g)
 
+    ``inter`` is a registry name, or a callable ``inter(N)`` returning the outer allreduce: a
+    nested hierarchical one gives three levels (or more).
+
     Examples:
         >>> s = hierarchical_allreduce(16, ranks_per_node=4)
         >>> s.nsteps  # 3 ring steps inside, 2(4 - 1) ring steps across, 3 inside
         12
+        >>> three = hierarchical_allreduce(32, 4, inter=lambda n: hierarchical_allreduce(n, 2))
+        >>> three.nsteps  # 3 + (1 + 2(4 - 1) + 1) + 3
+        14
     """
     p = nranks
     g_node, n_groups = _check(p, ranks_per_node)
@@ -138,7 +153,10 @@ def hierarchical_allreduce(nranks: int, ranks_per_node: int = 8, inter: str = "r
         step,
         slot_units=np.tile(outer.slot_units, g),
         algorithm="hierarchical",
-        params={"ranks_per_node": ranks_per_node, "inter": inter},
+        params={
+            "ranks_per_node": ranks_per_node,
+            "inter": inter if isinstance(inter, str) else outer.algorithm,
+        },
     )
 
 
