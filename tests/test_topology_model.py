@@ -262,3 +262,27 @@ def test_bad_predict_inputs_are_one_line():
         Topology(switch(8), start_skew=[0, 1e-6]).predict(s, 1.0)
     with pytest.raises(ParameterError, match="rank 9"):
         Topology(switch(8), slow_ranks={9: 2.0}).predict(s, 1.0)
+
+
+# -- timelines and Chrome traces -----------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["bottleneck", "flow"])
+def test_chrome_trace_is_consistent_with_the_prediction(mode):
+    import json
+
+    from commsim.models import chrome_trace
+
+    s = commsim.build("allreduce", "rabenseifner", nranks=8)
+    m = Topology(torus((2, 4)), contention=mode)
+    pred = m.predict(s, 1e6)
+    doc = json.loads(json.dumps(chrome_trace(m, s, 1e6)))  # valid JSON
+    slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
+    ranks = [e for e in slices if e["pid"] == 1]
+    links = [e for e in slices if e["pid"] == 2]
+    for r in range(8):
+        last = max(e["ts"] + e["dur"] for e in ranks if e["tid"] == r)
+        assert last == pytest.approx(pred.rank_time[r] * 1e6, rel=1e-9)  # ends at its clock
+    assert max(e["ts"] + e["dur"] for e in links) <= pred.time * 1e6 * (1 + 1e-12)
+    names = {e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M"}
+    assert {"ranks", "links", "rank 0"} <= names
+    tl = m.timeline(s, 1e6)
+    assert tl.nmessages == sum(1 for e in ranks if e["name"].startswith("send"))

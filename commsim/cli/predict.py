@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+from pathlib import Path
 
 import numpy as np
 
@@ -11,7 +13,7 @@ from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._progress import Progress
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
-from commsim.cli.errors import EXIT_OK
+from commsim.cli.errors import EXIT_OK, UsageError, quote
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.model import add_model_group, parse_model
 from commsim.cli.network import add_network_group, parse_network
@@ -24,7 +26,7 @@ from commsim.cli.output import (
     to_json,
 )
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
-from commsim.models import Model, Prediction
+from commsim.models import Model, Prediction, chrome_trace
 
 __all__ = [
     "DESCRIPTION",
@@ -49,7 +51,9 @@ EXAMPLES = """\
   commsim predict -c allreduce -a ring -p 64 --sizes 1KiB..1GiB
   commsim predict -c allreduce -a ring -p 64 -s 64MiB --beta 200Gb/s --alpha 1.5us
   commsim predict -c allgather -a ring -p 1024 -s 1MiB,1GiB --ports multi --json
-  commsim predict --file my_schedule.json -s 1MiB"""
+  commsim predict --file my_schedule.json -s 1MiB
+  commsim predict -c allreduce -a hierarchical --cluster dgx-h100:16 -s 1GiB
+  commsim predict -c allreduce -a ring --topology torus:4x4 -s 1MiB --trace ring.json"""
 
 SCHEDULES = ScheduleGroup("predict", file=True)
 
@@ -65,6 +69,7 @@ class PredictRequest:
     as_json: bool = False
     progress: bool | None = None
     notes: tuple[str, ...] = ()
+    trace: Path | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -88,7 +93,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     SCHEDULES.add(parser)
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
     add_network_group(parser)
-    add_output_group(parser, memory_limit=True)
+    output = add_output_group(parser, memory_limit=True)
+    output.add_argument(
+        "--trace",
+        metavar="FILE.json",
+        help="with --topology or --cluster: write a Chrome trace of the largest size (open it "
+        "in https://ui.perfetto.dev): a track per rank (sends, receives, reductions) and per "
+        "busy link",
+    )
 
 
 def parse(args: argparse.Namespace) -> PredictRequest:
@@ -102,7 +114,16 @@ def parse(args: argparse.Namespace) -> PredictRequest:
     if network is not None and isinstance(schedules, ScheduleChoice):
         schedules, notes = network.with_ranks_per_node(schedules)
     model = parse_model(args, network)
-    return PredictRequest(schedules, sizes, model, budget, args.json, args.progress, tuple(notes))
+    trace = None
+    if getattr(args, "trace", None):
+        if network is None:
+            raise UsageError("--trace needs a network (--topology or --cluster): it draws links")
+        trace = Path(args.trace)
+        if trace.suffix.lower() != ".json" or not trace.parent.is_dir():
+            raise UsageError(f"--trace {quote(args.trace)}: a .json file in an existing directory")
+    return PredictRequest(
+        schedules, sizes, model, budget, args.json, args.progress, tuple(notes), trace
+    )
 
 
 def compute(request: PredictRequest) -> PredictResult:
@@ -117,8 +138,14 @@ def compute(request: PredictRequest) -> PredictResult:
         time, algbw, busbw, bound = (
             np.atleast_1d(np.asarray(x, float)) for x in (pred.time, pred.algbw, pred.busbw, bound)
         )
+    notes = request.notes
+    if request.trace is not None:
+        doc = chrome_trace(request.model, s, sizes[-1:])
+        request.trace.write_text(json.dumps(doc))
+        size = units.format_size(int(sizes[-1]))
+        notes = (*notes, f"trace of {size} written to {request.trace} (open it in ui.perfetto.dev)")
     return PredictResult(
-        s, ntransfers[0], request.model, pred, sizes, time, algbw, busbw, bound, request.notes
+        s, ntransfers[0], request.model, pred, sizes, time, algbw, busbw, bound, notes
     )
 
 

@@ -12,7 +12,8 @@ from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION
 from commsim.models._model import Model
 from commsim.models._prediction import Prediction
-from commsim.models._usage import CriticalPath, NetworkUsage
+from commsim.models._trace import chrome_trace
+from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
 from commsim.models.hockney import Hockney
 from commsim.models.topology import Topology
 
@@ -23,6 +24,8 @@ __all__ = [
     "Model",
     "NetworkUsage",
     "Prediction",
+    "Timeline",
     "Topology",
+    "chrome_trace",
     "lower_bound",
 ]

@@ -29,7 +29,7 @@ import numpy as np
 from commsim._messages import matchings, messages
 from commsim.errors import ResourceError
 from commsim.models._contention import bottleneck_link, path_latency
-from commsim.models._usage import CriticalPath, NetworkUsage
+from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
 
 if TYPE_CHECKING:
     from commsim.models.topology import Topology
@@ -234,11 +234,15 @@ def _simulate(  # pragma: no cover
 class _FlowRun:
     """What :func:`simulate` returns: the interface of the static modes' run."""
 
-    def __init__(self, clock, step_time, usage_fn, notes) -> None:
+    def __init__(self, clock, step_time, usage_fn, notes, timeline_fn) -> None:
         self.clock, self.step_time, self._usage, self.notes = clock, step_time, usage_fn, notes
+        self._timeline = timeline_fn
 
     def usage(self, total: np.ndarray) -> NetworkUsage:
         return self._usage(total)
+
+    def timeline(self) -> Timeline:
+        return self._timeline()
 
 
 def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) -> _FlowRun:
@@ -313,6 +317,7 @@ def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) ->
     step_time = np.zeros((schedule.nsteps, len(sizes)))
     init = model.initial_clock(p, 1)[:, 0]
     last = None
+    red_net_last = np.zeros(n)
     for k in range(len(sizes)):
         bytes_ = a["units"] * per_unit[k] * f
         red_time = a["red"] * per_unit[k] * model.gamma * slow[dst]
@@ -331,6 +336,7 @@ def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) ->
             np.maximum.at(per_step, step, fin)
             step_time[:, k] = np.maximum.accumulate(np.maximum(per_step, init.max()))
         last = (start, end, pred)
+        red_net_last = red_net
 
     def usage(total_time: np.ndarray) -> NetworkUsage:
         link_units = np.bincount(links, np.repeat(a["units"], lengths), minlength=net.nlinks)
@@ -375,7 +381,22 @@ def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) ->
                 )
         return NetworkUsage(net.kinds, net.link_kind, link_bytes, busy, total_time, parts, cp)
 
-    return _FlowRun(clock, step_time, usage, [])
+    def timeline() -> Timeline:
+        start, end, _ = last if last is not None else (np.zeros(0),) * 3
+        keep = np.flatnonzero(~is_local)
+        red_end = end + red_net_last
+        lengths = np.diff(indptr)[keep]
+        sel = (
+            np.concatenate([np.arange(indptr[m], indptr[m + 1]) for m in keep])
+            if len(keep)
+            else np.zeros(0, np.int64)
+        )
+        return Timeline(
+            step[keep], src[keep], dst[keep], start[keep], end[keep], red_end[keep],
+            np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), links[sel],
+        )  # fmt: skip
+
+    return _FlowRun(clock, step_time, usage, [], timeline)
 
 
 def _chain_parts(clock, src, dst, start, end, pred, lat, cls, is_local, nparts) -> np.ndarray:

@@ -10,7 +10,7 @@ import numpy as np
 
 from commsim import units
 
-__all__ = ["CriticalPath", "NetworkUsage"]
+__all__ = ["CriticalPath", "NetworkUsage", "Timeline"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -145,3 +145,28 @@ class NetworkUsage:
             },
             "critical_path": None if self.critical_path is None else self.critical_path.to_dict(),
         }
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Timeline:
+    """Every message of one prediction at one size, in the order they were timed.
+
+    Attributes:
+        step, src, dst: per message.
+        start, end: when both ends were ready, and when it arrived (seconds).
+        reduce_end: when its receiver finished reducing it (``end`` if it does not reduce).
+        indptr, links: its route, CSR (directed link ids of the network).
+    """
+
+    step: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    reduce_end: np.ndarray
+    indptr: np.ndarray
+    links: np.ndarray
+
+    @property
+    def nmessages(self) -> int:
+        return len(self.step)

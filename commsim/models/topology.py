@@ -42,13 +42,13 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._messages import matchings, messages
-from commsim.errors import ParameterError
+from commsim.errors import ParameterError, ResourceError
 from commsim.models import _topology_kernels
 from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION, bottleneck_link, path_latency, rates
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
 from commsim.models._prediction import Prediction
-from commsim.models._usage import CriticalPath, NetworkUsage
+from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
 from commsim.topology import Network, as_network, place
 
 __all__ = ["CRITICAL_PATH_BUDGET", "Topology"]
@@ -237,6 +237,24 @@ class Topology:
             network=usage,
         )
 
+    def timeline(self, schedule: Schedule, nbytes: Any) -> Timeline:
+        """Every message's start and end for one message size (what :func:`chrome_trace`
+        draws); the schedule must have at most :data:`CRITICAL_PATH_BUDGET` messages."""
+        schedule = as_schedule(schedule)
+        sizes, _ = as_sizes(nbytes)
+        if len(sizes) != 1:
+            raise ParameterError("a timeline is for one message size")
+        schedule.spec.check_layout(schedule.nranks, schedule.ndata)
+        hosts = place(self.network, schedule.nranks, self.placement)
+        if self.contention == "flow":
+            from commsim.models._flow import simulate
+
+            return simulate(self, schedule, sizes, hosts).timeline()
+        run = _Run(self, schedule, sizes, hosts)
+        for i, st in enumerate(schedule.steps()):
+            run.step(i, st)
+        return run.timeline()
+
     # -- inputs -------------------------------------------------------------------------------
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
         clock = np.zeros((nranks, nsizes))
@@ -376,8 +394,9 @@ class _Run:
         )  # fmt: skip
         if track:
             end = self.tmp[:m, self.kc].copy()
+            red_s = red * self.per_unit[self.kc] * self.model.gamma * self.slow[dst]
             self.chunks.append(
-                (np.full(m, i), src, dst, np.maximum(*start), end, lat, pred, indptr, links)
+                (np.full(m, i), src, dst, np.maximum(*start), end, lat, pred, red_s, indptr, links)
             )
         else:
             self.track = False
@@ -409,6 +428,31 @@ class _Run:
         return NetworkUsage(
             net.kinds, net.link_kind, link_bytes, busy, total, parts, self._critical_path(total)
         )
+
+    def timeline(self) -> Timeline:
+        """Every message at the last size (needs the critical path's records)."""
+        if not self.track:
+            raise ResourceError(
+                f"a timeline of {self.nmsg:,} messages exceeds the {CRITICAL_PATH_BUDGET:,} budget"
+            )
+        cols = [
+            np.concatenate([c[k] for c in self.chunks]) if self.chunks else np.zeros(0)
+            for k in range(8)
+        ]
+        step, src, dst, start, end, _, _, red = cols
+        lengths = (
+            np.concatenate([np.diff(c[8]) for c in self.chunks])
+            if self.chunks
+            else np.zeros(0, np.int64)
+        )
+        links = (
+            np.concatenate([c[9] for c in self.chunks]) if self.chunks else np.zeros(0, np.int64)
+        )
+        indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        return Timeline(
+            step.astype(np.int64), src.astype(np.int64), dst.astype(np.int64), start, end,
+            end + red, indptr, links.astype(np.int64),
+        )  # fmt: skip
 
     def _critical_path(self, total: np.ndarray) -> CriticalPath | None:
         if not self.track or not self.chunks:

@@ -92,3 +92,20 @@ def test_topology_command_file_errors(cli, tmp_path):
     nx.write_graphml(g, path)
     rc, _, err = cli("topology", str(path))
     assert rc == 2 and "disconnected" in err
+
+
+def test_predict_trace(cli, tmp_path):
+    import json
+
+    path = tmp_path / "t.json"
+    rc, out, _ = cli(
+        "predict", "-c", "allreduce", "-a", "ring", "--topology", "ring:4", "-s", "1KiB,1MiB",
+        "--trace", str(path),
+    )  # fmt: skip
+    assert rc == 0 and "trace of 1MiB written" in out
+    events = json.loads(path.read_text())["traceEvents"]
+    assert (
+        sum(e["ph"] == "X" and e["pid"] == 1 and e["name"].startswith("send") for e in events) == 24
+    )
+    rc, _, err = cli("predict", "-c", "allreduce", "-a", "ring", "-p", "4", "--trace", str(path))
+    assert rc == 2 and "--trace needs a network" in err
