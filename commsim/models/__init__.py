@@ -4,6 +4,7 @@ Every model implements the :class:`Model` protocol (``predict``, ``lower_bound``
 ``to_dict``), so the command line and notebooks work with any of them.
 
 * :class:`Hockney` — α-β-γ with per-rank clocks, single- or multi-port.
+* :class:`LogGP` — L, o, g, G with eager sends (LogGOPSim's rules).
 * :class:`Topology` — a network graph, placement and link contention.
 * :func:`lower_bound` — Chan et al. 2007 bounds no algorithm can beat.
 """
@@ -15,12 +16,14 @@ from commsim.models._prediction import Prediction
 from commsim.models._trace import chrome_trace
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
 from commsim.models.hockney import Hockney
+from commsim.models.loggp import LogGP
 from commsim.models.topology import Topology
 
 __all__ = [
     "CONTENTION",
     "CriticalPath",
     "Hockney",
+    "LogGP",
     "Model",
     "NetworkUsage",
     "Prediction",
