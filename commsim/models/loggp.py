@@ -105,8 +105,9 @@ class LogGP:
         r"""A valid bound under LogGP: one message (:math:`L + 2o`) when :math:`p > 1`, plus
         the reductions every reducing collective needs (Chan et al.'s γ term). Many small eager
         messages can beat Hockney's bandwidth term under LogGP (each saves a :math:`G`), so no
-        bandwidth term is claimed."""
-        return lower_bound(collective, nranks, nbytes, self.L + 2 * self.o, 0.0, self.gamma)
+        bandwidth term is claimed, and no ⌈lg p⌉ latencies: eager sends overlap them."""
+        reductions = lower_bound(collective, nranks, nbytes, 0.0, 0.0, self.gamma)
+        return reductions + (self.L + 2 * self.o if nranks > 1 else 0.0)
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Time ``schedule`` for message size(s) ``nbytes`` (a number, an array or a size
