@@ -5,6 +5,7 @@ Every model implements the :class:`Model` protocol (``predict``, ``lower_bound``
 
 * :class:`Hockney` — α-β-γ with per-rank clocks, single- or multi-port.
 * :class:`LogGP` — L, o, g, G with eager sends (LogGOPSim's rules).
+* :class:`TwoLevelHockney` — Hockney with intra- and inter-server α, β.
 * :class:`Topology` — a network graph, placement and link contention.
 * :func:`lower_bound` — Chan et al. 2007 bounds no algorithm can beat.
 """
@@ -18,6 +19,7 @@ from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
 from commsim.models.hockney import Hockney
 from commsim.models.loggp import LogGP
 from commsim.models.topology import Topology
+from commsim.models.two_level import TwoLevelHockney
 
 __all__ = [
     "CONTENTION",
@@ -29,6 +31,7 @@ __all__ = [
     "Prediction",
     "Timeline",
     "Topology",
+    "TwoLevelHockney",
     "chrome_trace",
     "lower_bound",
 ]

@@ -62,7 +62,9 @@ def join(intra: nx.Graph, inter: nx.Graph, servers: int, *, name: str | None = N
     """One graph of ``servers`` copies of ``intra`` joined by ``inter`` (module docstring).
 
     ``inter`` must have ``servers × g`` hosts (``g``: ``intra``'s hosts), in server-major order:
-    its host ``s * g + i`` is GPU ``i`` of server ``s``. Switches are renamed
+    its host ``s * g + i`` is GPU ``i`` of server ``s``. The fabric's links weigh twice their
+    ``route_weight`` in routing, so traffic between GPUs of one server stays inside it when it
+    can (over NVLink, not out through the NICs and back). Switches are renamed
     ``(server, label)`` for ``intra``'s and ``("fabric", label)`` for ``inter``'s.
 
     Examples:
@@ -98,7 +100,10 @@ def join(intra: nx.Graph, inter: nx.Graph, servers: int, *, name: str | None = N
         return xpos.get(v, ("fabric", v))
 
     out.add_nodes_from((("fabric", v), {"kind": "switch"}) for v in inter if v not in xpos)
-    out.add_edges_from((rename_x(u), rename_x(v), d) for u, v, d in inter.edges(data=True))
+    out.add_edges_from(
+        (rename_x(u), rename_x(v), {**d, "route_weight": 2 * d.get("route_weight", 1)})
+        for u, v, d in inter.edges(data=True)
+    )
     return out
 
 
