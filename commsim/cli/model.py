@@ -16,9 +16,9 @@ from commsim import units
 from commsim.cli.arguments import add_epilog, add_sizes_argument
 from commsim.cli.errors import UsageError
 from commsim.cli.network import NetworkChoice
-from commsim.models import Hockney, Model, Topology
+from commsim.models import Hockney, LogGP, Model, Topology, TwoLevelHockney
 
-__all__ = ["MODEL_EPILOG", "add_model_group", "parse_model"]
+__all__ = ["MODELS", "MODEL_EPILOG", "add_model_group", "parse_model"]
 
 _DEFAULT = Hockney()
 
@@ -72,14 +72,44 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
         "time, sharing the rank's link; multi: all of a step's messages at once, sharing the "
         f"link (default: {_DEFAULT.ports})",
     )
+    g.add_argument(
+        "--model",
+        choices=MODELS,
+        metavar="NAME",
+        help="hockney (alpha-beta-gamma; with --cluster: per link class, intra- and inter-server), "
+        "loggp (--loggp), or topology (the network of --topology/--cluster, with contention) "
+        "(default: topology when a network is given, else hockney)",
+    )
+    g.add_argument(
+        "--loggp",
+        metavar="L=..,o=..,g=..,G=..",
+        help="LogGP parameters for --model loggp, e.g. L=1.5us,o=0.3us,g=0.5us,G=25GB/s "
+        "(defaults: those of commsim.models.LogGP)",
+    )
     add_epilog(parser, MODEL_EPILOG)
+
+
+MODELS = ("hockney", "loggp", "topology")
 
 
 def parse_model(args: argparse.Namespace, network: NetworkChoice | None = None) -> Model:
     """The model of the group's options (the defaults where an option is not given): the
-    topology model on ``network`` when one was chosen, else Hockney."""
-    if network is not None:
+    topology model on ``network`` when one was chosen, else Hockney; ``--model`` overrides."""
+    name = getattr(args, "model", None) or ("topology" if network is not None else "hockney")
+    if name != "loggp" and getattr(args, "loggp", None):
+        raise UsageError("--loggp sets the LogGP model: add --model loggp")
+    if name == "topology":
+        if network is None:
+            raise UsageError("--model topology needs a network: --topology or --cluster")
         return _topology_model(args, network)
+    if name == "loggp":
+        if network is not None:
+            raise UsageError(
+                "LogGP has no network: drop --topology/--cluster, or use --model topology"
+            )
+        return _loggp(args)
+    if network is not None:
+        return _per_class_hockney(args, network)
     alpha = _DEFAULT.alpha if args.alpha is None else units.parse_time(args.alpha)
     beta = _DEFAULT.beta if args.beta is None else units.parse_bandwidth_or_inverse(args.beta)
     gamma = _DEFAULT.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
@@ -114,3 +144,39 @@ def _topology_model(args: argparse.Namespace, network: NetworkChoice) -> Model:
         contention=network.contention,
         gamma=gamma,
     )
+
+
+def _loggp(args: argparse.Namespace) -> Model:
+    values: dict[str, str] = {}
+    for item in filter(None, (x.strip() for x in (args.loggp or "").split(","))):
+        key, eq, value = item.partition("=")
+        if not eq or key.strip() not in ("L", "o", "g", "G", "gamma"):
+            raise UsageError(f"--loggp expects L=..,o=..,g=..,G=.. (and gamma=..), got {item!r}")
+        values[key.strip()] = value.strip()
+    if args.gamma is not None:
+        values.setdefault("gamma", args.gamma)
+    for flag, value in (("--alpha", args.alpha), ("--beta", args.beta)):
+        if value is not None:
+            raise UsageError(f"{flag} is Hockney's; LogGP takes --loggp L=..,o=..,g=..,G=..")
+    return LogGP(**values)
+
+
+def _per_class_hockney(args: argparse.Namespace, network: NetworkChoice) -> Model:
+    """Hockney per link class from a cluster: the latency and bottleneck bandwidth of GPU 0's
+    route to GPU 1 (intra-server) and to GPU 0 of the next server (inter-server)."""
+    g = network.ranks_per_node
+    net = network.network
+    if g is None or net.nservers < 2:
+        raise UsageError(
+            "--model hockney on a network needs a cluster of two or more servers (--cluster); "
+            "drop --model for the topology model"
+        )
+
+    def alpha_beta(a: int, b: int) -> tuple[float, float]:
+        links = net.route(a, b)
+        bw = float(net.bandwidth[links].min())
+        return float(net.latency[links].sum()), 0.0 if bw == float("inf") else 1 / bw
+
+    intra = alpha_beta(0, 1) if g > 1 else alpha_beta(0, g)
+    gamma = network.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
+    return TwoLevelHockney(intra, alpha_beta(0, g), ranks_per_node=g, gamma=gamma or 0.0)

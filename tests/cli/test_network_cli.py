@@ -109,3 +109,22 @@ def test_predict_trace(cli, tmp_path):
     )
     rc, _, err = cli("predict", "-c", "allreduce", "-a", "ring", "-p", "4", "--trace", str(path))
     assert rc == 2 and "--trace needs a network" in err
+
+
+def test_model_choice(cli_json, cli):
+    doc = cli_json("predict", "-c", "allreduce", "-a", "ring", "-p", "8", "--model", "loggp",
+                   "--loggp", "L=1us,o=0.2us,g=0.5us,G=25GB/s", "-s", "1MiB")  # fmt: skip
+    assert doc["model"]["name"] == "loggp" and doc["model"]["o_s"] == pytest.approx(2e-7)
+    doc = cli_json("predict", "-c", "allreduce", "-a", "hierarchical", "--cluster", "dgx-h100:2",
+                   "--model", "hockney", "-s", "1MiB")  # fmt: skip
+    assert doc["model"]["name"] == "hockney_classes"
+    assert doc["model"]["intra"]["beta_s_per_byte"] == pytest.approx(1 / 450e9)
+    assert doc["model"]["inter"]["beta_s_per_byte"] == pytest.approx(1 / 50e9)
+    for argv, message in [
+        (["--model", "topology"], "needs a network"),
+        (["--model", "loggp", "--topology", "ring:8"], "LogGP has no network"),
+        (["--loggp", "L=1us"], "add --model loggp"),
+        (["--model", "hockney", "--topology", "ring:8"], "needs a cluster"),
+    ]:
+        rc, _, err = cli("predict", "-c", "allreduce", "-a", "ring", "-p", "8", "-s", "1KiB", *argv)
+        assert rc == 2 and message in err
