@@ -1,28 +1,42 @@
 r"""The LogGP model (Alexandrov, Ionescu, Schauser & Scheiman, "LogGP: incorporating long
 messages into the LogP model", SPAA 1995), with the event rules of LogGOPSim (Hoefler,
 Schneider & Lumsdaine, "LogGOPSim: simulating large-scale applications in the LogGOPS model",
-HPDC 2010).
+HPDC 2010; its ``loggop`` module with ``O = 0`` and every message eager).
 
 Parameters: ``L`` latency through the network, ``o`` CPU overhead to send or to receive a message,
-``g`` gap between consecutive messages on a NIC (each direction), ``G`` gap per byte (the inverse
-bandwidth), and ``gamma`` per byte reduced. A message of :math:`s` bytes from ``q`` to ``r``:
+``g`` gap between consecutive messages of one NIC direction, ``G`` gap per byte (the inverse
+bandwidth), and ``gamma`` per byte reduced. Every rank ``r`` keeps three clocks (arrays over ranks
+and sizes): ``cpu[r]`` when its CPU is next free, ``gap_s[r]`` and ``gap_r[r]`` when its NIC may
+next start a send and a receive. A message of :math:`s` bytes from ``q`` to ``r``, with
+:math:`I = (s-1)G` (0 below one byte):
 
-* starts when ``q``'s CPU and send NIC are free: :math:`t_0 = \max(\mathrm{cpu}_q, \mathrm{nic}^s_q)`;
-  ``q`` pays :math:`o` of CPU, then injects for :math:`(s-1)G`; its send NIC takes the next message
-  no earlier than :math:`t_0 + o + \max(g, (s-1)G)`;
-* arrives at :math:`t_0 + o + (s-1)G + L`, is taken by ``r``'s receive NIC no earlier than its last
-  reception plus :math:`\max(g, (s-1)G)`, and is received when ``r``'s CPU is free, for another
-  :math:`o` (then :math:`s\gamma` if it reduces).
+* is **sent** at :math:`t = \max(\mathrm{cpu}_q, \mathrm{gap\_s}_q)`; the sender's CPU is busy
+  for :math:`o` and its NIC may start the next send :math:`g + I` after this one:
+  :math:`\mathrm{cpu}_q \leftarrow t + o`, :math:`\mathrm{gap\_s}_q \leftarrow t + g + I`;
+* reaches ``r`` at :math:`t + o + L` and is **received** from
+  :math:`a = \max(t + o + L, \mathrm{gap\_r}_r, \mathrm{cpu}_r)`: as in LogGOPSim the bytes are
+  charged at the receiver, whose CPU completes the message at :math:`a + o + I` (then
+  :math:`s_\text{red}\gamma` if it reduces) and whose NIC takes the next message from
+  :math:`a + g + I`.
 
-Sends are eager (LogGOPSim below its rendezvous threshold): unlike Hockney's rendezvous, a sender
-does not wait for its receiver, and its CPU is free after :math:`o`. Each step's messages run in the
-same rounds as Hockney's (:func:`commsim._messages.matchings`): in a round a rank first sends,
-then receives. A rank's finish time is when its CPU and its last injection are done.
+One message alone thus takes :math:`L + 2o + (s-1)G`, and a rank sends a new message every
+:math:`\max(o, g + (s-1)G)`.
 
-Relation to Hockney: one message alone costs :math:`2o + (s-1)G + L`, i.e. Hockney's
-:math:`\alpha + s\beta` with :math:`\alpha = L + 2o - G`, :math:`\beta = G`; schedules differ where
-eager sends or the gap matter (a root sending to many ranks pays :math:`\max(g, o)` per message, not a
-full :math:`\alpha`).
+Sends are **eager** (LogGOPSim below its rendezvous threshold ``S``): a sender never waits for its
+receiver, whereas Hockney's messages start when both ends are ready (rendezvous). The IR's
+matching send and receive are the one message above; its receive waits for the receiver's CPU,
+so data received in a step can be forwarded in the next (a rank's events are in step order).
+Each step's messages run in the rounds of :func:`commsim._messages.matchings` (as Hockney's): in
+a round every rank first sends, then receives. Local reductions cost :math:`b\gamma` of CPU at
+the end of the step. A rank's finish time is its ``cpu`` clock; unlike LogGOPSim's "maximum
+finishing time" it leaves out a last NIC gap, which is idle time.
+
+Relation to Hockney: with :math:`g \le o`, every schedule's LogGP time is at most its Hockney
+time with :math:`\alpha = L + 2o`, :math:`\beta = G` (eager sends only relax rendezvous, and
+each gap ends before the Hockney message would); for exchanges in lockstep (ring, recursive
+doubling, Rabenseifner), with :math:`g \le L + 2o` and messages of at least a byte, it equals
+Hockney with :math:`\alpha = L + 2o - G`, :math:`\beta = G` exactly. A root sending to many ranks
+pays :math:`\max(o, g + (s-1)G)` per message instead of a whole :math:`\alpha + s\beta`.
 """
 
 from __future__ import annotations
@@ -55,7 +69,7 @@ class LogGP:
         >>> import commsim
         >>> m = LogGP(L=1e-6, o=0.5e-6, g=1e-6, G=1e-9, gamma=0.0)
         >>> s = commsim.build("allgather", "ring", nranks=4)
-        >>> round(m.predict(s, 4000).time * 1e6, 6)  # 3 x (2o + (1000 - 1)G + L)
+        >>> round(m.predict(s, 4000).time * 1e6, 6)  # 3 x (L + 2o + (1000 - 1)G), g <= L + 2o
         8.997
     """
 
@@ -115,45 +129,33 @@ class LogGP:
         schedule = as_schedule(schedule)
         sizes, scalar = as_sizes(nbytes)
         schedule.spec.check_layout(schedule.nranks, schedule.ndata)
+        from commsim.models import _loggp_kernels  # numba: imported on first use
+
         p, ns = schedule.nranks, len(sizes)
         per_unit = sizes / schedule.nbytes_units
-        cpu = np.zeros((p, ns))
-        nic_send = np.zeros((p, ns))
-        nic_recv = np.zeros((p, ns))
-        injected = np.zeros((p, ns))
+        cpu, gap_s, gap_r = np.zeros((p, ns)), np.zeros((p, ns)), np.zeros((p, ns))
         step_time = np.zeros((schedule.nsteps, ns))
         last = np.zeros(ns)
+        tmp = np.empty((0, ns))
+        params = (self.L, self.o, self.g, self.G, self.gamma)
         for i, st in enumerate(schedule.steps()):
             if len(st.src):
                 schedule.check_step(st, i)
                 msg = messages(st, schedule)
-                rounds = (
-                    [np.arange(len(msg.src))]
-                    if msg.unique_ports
-                    else matchings(msg.src, msg.dst, p)
-                )
-                for idx in (x for x in rounds if len(x)):
-                    q, r = msg.src[idx], msg.dst[idx]
-                    nbytes_m = np.multiply.outer(msg.units[idx], per_unit)
-                    inject = np.maximum(nbytes_m - 1, 0) * self.G
-                    t0 = np.maximum(cpu[q], nic_send[q])
-                    cpu[q] = t0 + self.o
-                    nic_send[q] = t0 + self.o + np.maximum(self.g, inject)
-                    injected[q] = np.maximum(injected[q], t0 + self.o + inject)
-                    arrive = np.maximum(t0 + self.o + inject + self.L, nic_recv[r] + inject)
-                    nic_recv[r] = arrive + np.maximum(self.g, inject) - inject
-                    done = np.maximum(arrive, cpu[r]) + self.o
-                    red = np.multiply.outer(msg.reduce_units[idx], per_unit) * self.gamma
-                    cpu[r] = done + red
-                    last = np.maximum(last, cpu[r].max(axis=0))
+                if len(msg.src) > len(tmp):
+                    tmp = np.empty((len(msg.src), ns))
+                rounds = [slice(None)] if msg.unique_ports else matchings(msg.src, msg.dst, p)
+                for idx in rounds:
+                    _loggp_kernels.eager_round(
+                        cpu, gap_s, gap_r, msg.src[idx], msg.dst[idx], msg.units[idx],
+                        msg.reduce_units[idx], per_unit, *params, tmp, last,
+                    )  # fmt: skip
                 if len(msg.local_rank):
-                    red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=p)
-                    cpu += np.multiply.outer(red, per_unit) * self.gamma
+                    local = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=p)
+                    cpu += np.multiply.outer(local, per_unit) * self.gamma
                     last = np.maximum(last, cpu[msg.local_rank].max(axis=0))
-                last = np.maximum(last, injected.max(axis=0))
             step_time[i] = last
-        clock = np.maximum(cpu, injected)
-        total = clock.max(axis=0) if p else np.zeros(ns)
+        total = cpu.max(axis=0) if p else np.zeros(ns)
 
         def out(a: np.ndarray) -> Any:
             return a[..., 0] if scalar else a
@@ -165,7 +167,7 @@ class LogGP:
             model=self.describe(),
             nbytes=float(sizes[0]) if scalar else sizes,
             time=float(total[0]) if scalar else total,
-            rank_time=out(clock),
+            rank_time=out(cpu),
             step_time=out(step_time),
             busbw_factor=schedule.spec.busbw_factor(p),
         )
