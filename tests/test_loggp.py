@@ -19,13 +19,21 @@ def test_it_is_a_model():
     assert isinstance(m, Model) and m.to_dict()["name"] == "loggp" and "LogGP" in m.describe()
 
 
-@pytest.mark.parametrize("algorithm", ["ring", "recursive_doubling", "rabenseifner"])
+@pytest.mark.parametrize(
+    ("collective", "algorithm"),
+    [
+        ("allreduce", "ring"),
+        ("allreduce", "recursive_doubling"),
+        ("allreduce", "rabenseifner"),
+        ("alltoall", "direct"),
+    ],
+)
 @pytest.mark.parametrize("p", [2, 4, 7, 8, 16])
-def test_symmetric_exchanges_equal_hockney(algorithm, p):
+def test_symmetric_exchanges_equal_hockney(collective, algorithm, p):
     """Every rank sends and receives once per step and the gap never binds: each message costs
     2o + (s-1)G + L = Hockney's α + sβ with α = L + 2o - G, β = G."""
-    s = commsim.build("allreduce", algorithm, nranks=p)
-    sizes = np.array([1e3, 1e6])
+    s = commsim.build(collective, algorithm, nranks=p)
+    sizes = np.array([1e3 * p, 1e6])
     got = LogGP(L=L, o=O, g=G_, G=BYTE, gamma=1e-10).predict(s, sizes).time
     want = Hockney(alpha=L + 2 * O - BYTE, beta=BYTE, gamma=1e-10).predict(s, sizes).time
     np.testing.assert_allclose(got, want, rtol=1e-12)
