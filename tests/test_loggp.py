@@ -154,3 +154,48 @@ def test_units_and_errors():
         LogGP(L="fast")
     with pytest.raises(ParameterError, match="o must be finite and >= 0"):
         LogGP(o=-1.0)
+
+
+def _with_local_copies(s: Schedule) -> Schedule:
+    """``s`` with a free local copy added to every step: the compiled one-pass step refuses
+    local transfers, so every step of the copy takes the general path (messages, rounds)."""
+    steps = []
+    for st in s.steps():
+        r = int(st.src[0])
+        step = Step.make(
+            src=np.append(st.src, r), dst=np.append(st.dst, r),
+            src_slot=np.append(st.src_slot, 0), dst_slot=np.append(st.dst_slot, 0),
+            count=np.append(st.count, 1), reduce=np.append(st.reduce, False),
+        )  # fmt: skip
+        steps.append(step)
+    return Schedule.from_steps(
+        steps, collective=s.collective, nranks=s.nranks, nslots=s.nslots,
+        slot_units=s.slot_units,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("collective", "algorithm"),
+    [("allreduce", "ring"), ("allreduce", "recursive_doubling"), ("broadcast", "binomial")],
+)
+@pytest.mark.parametrize("g", [0.2e-6, 20e-6])
+def test_the_fast_and_the_general_path_agree(collective, algorithm, g):
+    m = LogGP(L=L, o=O, g=g, G=BYTE, gamma=1e-10)
+    s = commsim.build(collective, algorithm, nranks=8)
+    sizes = np.array([0.0, 100.0, 1e6])
+    fast, general = m.predict(s, sizes), m.predict(_with_local_copies(s), sizes)
+    np.testing.assert_array_equal(fast.rank_time, general.rank_time)
+    np.testing.assert_array_equal(fast.step_time, general.step_time)
+
+
+def test_a_malformed_step_is_named():
+    bad = Schedule.from_steps(
+        [Step.make(src=[0], dst=[9], src_slot=0, dst_slot=0)],
+        collective="broadcast", nranks=2, nslots=1,
+    )  # fmt: skip
+    with pytest.raises(commsim.errors.ScheduleError, match="step 0: transfer 0: dst rank 9"):
+        LogGP().predict(bad, 10)
+    with pytest.raises(ParameterError, match="nbytes"):
+        LogGP().predict(commsim.build("allreduce", "ring", nranks=2), -1)
+    with pytest.raises(ParameterError, match="Schedule"):
+        LogGP().predict("ring", 10)

@@ -1,14 +1,15 @@
 """Compiled inner loop of :class:`commsim.models.LogGP` (numba): one round of eager messages.
 
-It exists for speed only (ring allreduce at p = 16,384 spends most of its time in rounds); the
-numpy equivalent is in its docstring and the tests compare the model against closed forms.
+They exist for speed only (ring allreduce at p = 16,384: 30 s with numpy rounds, 12 s with
+:func:`eager_round`, less with :func:`fast_eager_step`); the numpy equivalent is in each
+docstring and the tests compare the model against closed forms on both paths.
 """
 
 from __future__ import annotations
 
 import numba
 
-__all__ = ["eager_round"]
+__all__ = ["eager_round", "fast_eager_step"]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -52,3 +53,71 @@ def eager_round(  # pragma: no cover
             cpu[r, k] = done
             if done > last[k]:
                 last[k] = done
+
+
+@numba.njit(cache=True, nogil=True)
+def fast_eager_step(  # pragma: no cover
+    cpu, gap_s, gap_r, src, dst, src_slot, dst_slot, count, reduce, offsets, per_unit,
+    L, o, g, G, gamma, units, tmp, seen_s, seen_d, tag, last,
+):  # fmt: skip
+    """A whole step whose transfers are distinct messages on distinct ports: one
+    :func:`eager_round`, without grouping the transfers into messages first.
+
+    Returns False, touching no clock, when the step is not of that shape (a rank sends or
+    receives twice, a transfer is local) or not valid (a rank or slot range out of bounds,
+    source and destination sizes differ): the caller then takes the general path, which checks
+    the step and raises. ``units`` (int, ``[transfers]``) and ``tmp`` (``[transfers, sizes]``)
+    are scratch; ``seen_s``/``seen_d`` hold ``tag`` for ranks already seen in this step.
+    """
+    m = src.shape[0]
+    ns = cpu.shape[1]
+    p = cpu.shape[0]
+    nslots = offsets.shape[0] - 1
+    if tmp.shape[0] < m or units.shape[0] < m:
+        return False
+    for j in range(m):  # check everything before touching a clock
+        s = src[j]
+        d = dst[j]
+        c = count[j]
+        a0 = src_slot[j]
+        b0 = dst_slot[j]
+        if s < 0 or s >= p or d < 0 or d >= p or c < 1 or a0 < 0 or b0 < 0:
+            return False
+        if a0 > nslots - c or b0 > nslots - c:
+            return False
+        if s == d or seen_s[s] == tag or seen_d[d] == tag:
+            return False
+        seen_s[s] = tag
+        seen_d[d] = tag
+        u = offsets[a0 + c] - offsets[a0]
+        if offsets[b0 + c] - offsets[b0] != u:
+            return False
+        units[j] = u
+    for j in range(m):  # sends
+        q = src[j]
+        for k in range(ns):
+            s = units[j] * per_unit[k]
+            inj = (s - 1.0) * G if s > 1.0 else 0.0
+            a = cpu[q, k]
+            b = gap_s[q, k]
+            t = a if a > b else b
+            cpu[q, k] = t + o
+            gap_s[q, k] = t + g + inj
+            tmp[j, k] = t + o + L
+    for j in range(m):  # receives
+        r = dst[j]
+        red = gamma if reduce[j] else 0.0
+        for k in range(ns):
+            s = units[j] * per_unit[k]
+            inj = (s - 1.0) * G if s > 1.0 else 0.0
+            a = tmp[j, k]
+            if gap_r[r, k] > a:
+                a = gap_r[r, k]
+            if cpu[r, k] > a:
+                a = cpu[r, k]
+            gap_r[r, k] = a + g + inj
+            done = a + o + inj + s * red
+            cpu[r, k] = done
+            if done > last[k]:
+                last[k] = done
+    return True

@@ -138,9 +138,18 @@ class LogGP:
         last = np.zeros(ns)
         tmp = np.empty((0, ns))
         params = (self.L, self.o, self.g, self.G, self.gamma)
+        seen_s, seen_d = np.zeros(p, dtype=np.int64), np.zeros(p, dtype=np.int64)
+        units = np.empty(0, dtype=np.int64)
+        offsets = schedule.slot_offsets
         for i, st in enumerate(schedule.steps()):
-            if len(st.src):
-                schedule.check_step(st, i)
+            if len(st.src) > len(tmp):
+                tmp = np.empty((len(st.src), ns))
+                units = np.empty(len(st.src), dtype=np.int64)
+            if len(st.src) and not _loggp_kernels.fast_eager_step(
+                cpu, gap_s, gap_r, st.src, st.dst, st.src_slot, st.dst_slot, st.count,
+                st.reduce, offsets, per_unit, *params, units, tmp, seen_s, seen_d, i + 1, last,
+            ):  # fmt: skip
+                schedule.check_step(st, i)  # the general path: a malformed step is named here
                 msg = messages(st, schedule)
                 if len(msg.src) > len(tmp):
                     tmp = np.empty((len(msg.src), ns))
