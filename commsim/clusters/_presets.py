@@ -105,7 +105,7 @@ def _dragonfly(spec: str, arg: str) -> dict[str, Any]:
         "name": spec,
         "nodes": groups * 32 * 16 // 4,
         "gpus_per_node": 4,
-        "reduction": "530GB/s",
+        "reduction": "1.07TB/s",
         "intra": {"kind": "xgmi", "bandwidth": "50GB/s", "latency": "1us"},
         "inter": {"kind": "host", "bandwidth": "200Gb/s", "latency": "1us"},
         "topology": {
