@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -149,7 +150,9 @@ def build_cluster(d: Mapping[str, Any], origin: str) -> Cluster:
     nodes = _int(where, "nodes", d["nodes"])
     g = _int(where, "gpus_per_node", d.get("gpus_per_node", 1))
     placement = d.get("placement", "linear")
-    if not isinstance(placement, str):
+    if not isinstance(placement, str) or not re.fullmatch(
+        r"linear|round[_-]robin|random(:\d+)?", placement
+    ):
         raise where.error(
             "placement", f"must be linear, round_robin or random[:SEED], got {placement!r}"
         )
