@@ -108,6 +108,16 @@ def _table(
     return value
 
 
+def _value(where: _Where, field: str, parse: Callable[[Any, str], float], value: Any) -> float:
+    """``parse(value)``, its error named as ``field`` (``[inter] bandwidth: must be > 0 ...``)."""
+    name = field.split()[-1]
+    try:
+        return parse(value, name)
+    except ParameterError as e:
+        problem = str(e).removeprefix(f"{name}: ").removeprefix(f"{name} ")
+        raise where.error(field, problem) from None
+
+
 def _link(where: _Where, d: Mapping[str, Any], key: str, default_kind: str) -> LinkClass | None:
     t = _table(where, d, key, required=False)
     if t is None:
@@ -116,11 +126,8 @@ def _link(where: _Where, d: Mapping[str, Any], key: str, default_kind: str) -> L
     for field in ("bandwidth", "latency"):
         if field not in t:
             raise where.error(f"[{key}] {field}", "missing")
-    try:
-        bw = as_bandwidth(t["bandwidth"], "bandwidth")
-        lat = as_latency(t["latency"], "latency")
-    except ParameterError as e:
-        raise where.error(f"[{key}] {str(e).split(':')[0]}", str(e).split(": ", 1)[-1]) from None
+    bw = _value(where, f"[{key}] bandwidth", as_bandwidth, t["bandwidth"])
+    lat = _value(where, f"[{key}] latency", as_latency, t["latency"])
     kind = t.get("kind", default_kind)
     if not isinstance(kind, str) or not kind:
         raise where.error(f"[{key}] kind", f"must be a name, got {kind!r}")
@@ -175,10 +182,7 @@ def build_cluster(d: Mapping[str, Any], origin: str) -> Cluster:
     graph = _graph(where, kind, topo, nodes, g, intra, inter)
     classes = {c.name: c for c in (intra, inter) if c is not None}
     profiles = _profiles(where, d, classes)
-    try:
-        reduction = as_bandwidth(d.get("reduction", 100e9), "reduction")
-    except ParameterError as e:
-        raise where.error("reduction", str(e).split(": ", 1)[-1]) from None
+    reduction = _value(where, "reduction", as_bandwidth, d.get("reduction", 100e9))
     name = d.get("name", origin)
     sources = d.get("sources", "")
     graph.graph["name"] = str(name)
