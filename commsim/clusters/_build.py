@@ -196,7 +196,12 @@ def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
     link = {"bandwidth": inter.bandwidth, "latency": inter.latency}
     if kind == "rail_optimized":
         nv = {"nvlink_bandwidth": intra.bandwidth, "nvlink_latency": intra.latency} if intra else {}
-        return _call(where, rail_optimized, (nodes, g), {**link, **nv, **topo})
+        graph = _call(where, rail_optimized, (nodes, g), {**link, **nv, **topo})
+        names = {"nvlink": intra.name if intra else "nvlink", "rail": inter.name}
+        if any(k != v for k, v in names.items()):  # the file's class names, not the generator's
+            kinds = nx.get_edge_attributes(graph, "kind")
+            nx.set_edge_attributes(graph, {e: names.get(k, k) for e, k in kinds.items()}, "kind")
+        return graph
     if kind == "torus":
         dims = topo.get("dims")
         if (
