@@ -197,11 +197,7 @@ def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
     if kind == "rail_optimized":
         nv = {"nvlink_bandwidth": intra.bandwidth, "nvlink_latency": intra.latency} if intra else {}
         graph = _call(where, rail_optimized, (nodes, g), {**link, **nv, **topo})
-        names = {"nvlink": intra.name if intra else "nvlink", "rail": inter.name}
-        if any(k != v for k, v in names.items()):  # the file's class names, not the generator's
-            kinds = nx.get_edge_attributes(graph, "kind")
-            nx.set_edge_attributes(graph, {e: names.get(k, k) for e, k in kinds.items()}, "kind")
-        return graph
+        return _rename(graph, {"nvlink": intra.name if intra else "nvlink", "rail": inter.name})
     if kind == "torus":
         dims = topo.get("dims")
         if (
@@ -228,9 +224,9 @@ def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
     if kind == "switch":
         fabric = _call(where, switch, (n,), {**link, "kind": inter.name, **topo})
     elif kind == "fat_tree":
-        fabric = _call(where, fat_tree, (n,), {**link, **topo})
+        fabric = _rename(_call(where, fat_tree, (n,), {**link, **topo}), {"host": inter.name})
     else:
-        fabric = _call(where, dragonfly, (), {**link, **topo})
+        fabric = _rename(_call(where, dragonfly, (), {**link, **topo}), {"host": inter.name})
         hosts = sum(1 for _, k in fabric.nodes(data="kind") if k != "switch")
         if hosts != n:
             raise where.error(
@@ -242,6 +238,14 @@ def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
     island = nvlink_island(g, bandwidth=intra.bandwidth, latency=intra.latency)
     nx.set_edge_attributes(island, intra.name, "kind")
     return join(island, fabric, nodes)
+
+
+def _rename(graph: nx.Graph, names: Mapping[str, str]) -> nx.Graph:
+    """The generator's link classes ``names`` renamed to the file's (``[inter] kind``)."""
+    if any(k != v for k, v in names.items()):
+        kinds = nx.get_edge_attributes(graph, "kind")
+        nx.set_edge_attributes(graph, {e: names.get(k, k) for e, k in kinds.items()}, "kind")
+    return graph
 
 
 def _profiles(
