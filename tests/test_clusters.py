@@ -592,3 +592,11 @@ def test_the_command_line_says_it_in_one_line_and_exits_2(argv, message, capsys)
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+def test_the_docs_python_example_runs():
+    code = re.search(r"```python\n(.*?)```", DOC, flags=re.DOTALL).group(1)
+    scope: dict = {}
+    exec(compile(code, "docs/clusters.md", "exec"), scope)
+    c = scope["c"]
+    assert (c.ngpus, c.nodes, c.ranks_per_node) == (1024, 128, 8)  # as the example's comment says
