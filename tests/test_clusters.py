@@ -295,6 +295,13 @@ def test_routes_take_the_documented_link_classes(spec, a, b, expected):
     assert _classes(cluster(spec), a, b) == expected
 
 
+def test_dragonfly_global_links_between_two_routers_add_up():
+    """docs/clusters.md: dragonfly:3 has 256 global links per group pair, 8 per router pair."""
+    net = cluster("dragonfly:3").network
+    on = net.link_kind == net.kind_index("global")
+    assert on.sum() == 2 * 96 and np.allclose(net.bandwidth[on], 8 * 200 * Gb)
+
+
 def test_dragonfly_routes_cross_at_most_one_global_link():
     c = cluster("dragonfly:4")
     net = c.network
@@ -543,7 +550,7 @@ def test_more_bad_specs(spec, error, message):
     assert "\n" not in str(e.value)
 
 
-def test_the_largest_dragonfly_builds_and_one_more_group_does_not():
+def test_the_largest_dragonfly_is_accepted_and_one_more_group_is_not():
     assert PRESETS["dragonfly"][1]("dragonfly:513", "513")["topology"]["groups"] == 513
     with pytest.raises(ParameterError, match="at most 513 groups"):
         cluster("dragonfly:514")
