@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from commsim.cli.arguments import add_epilog
 from commsim.cli.errors import UsageError, quote
 from commsim.cli.schedules import ScheduleChoice
 from commsim.clusters import cluster
+from commsim.errors import UnknownNameError
 from commsim.models import CONTENTION
 from commsim.topology import (
     GENERATORS,
@@ -166,4 +168,13 @@ def resolve(text: str) -> tuple[str, Network]:
     name = text.strip().partition(":")[0].lower()
     if name in PRESETS or text.strip().endswith(".toml"):
         return text, cluster(text).network
+    known = [*PRESETS, *GENERATORS]
+    is_file = Path(text).is_file() or Path(text).suffix.lower() in _GRAPH_SUFFIXES
+    if name.replace("-", "_") not in GENERATORS and not is_file:
+        close = difflib.get_close_matches(name, known, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownNameError(
+            f"unknown network {name!r}{hint} (cluster presets: {', '.join(PRESETS)}; "
+            f"generators: {', '.join(sorted(GENERATORS))}; or a graph or .toml file)"
+        )
     return text, Network(_graph(text))
