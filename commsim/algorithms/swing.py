@@ -72,13 +72,11 @@ def rho(s: int) -> int:
 
 
 def _swing_dims(nranks: int, dims: Dims) -> tuple[int, ...]:
-    """The grid of the ``p' = 2^L <= p`` ranks Swing runs on; every size a power of two."""
-    pv = 1 << (int(nranks).bit_length() - 1)
-    sizes = parse_dims(dims, pv)
-    bad = [d for d in sizes if d & (d - 1)]
-    if bad:
-        raise ParameterError(f"swing dims must be powers of two, got {'x'.join(map(str, sizes))}")
-    return sizes
+    """The grid of the ``p' = 2^L <= p`` ranks Swing runs on (so every size is a power of two)."""
+    p = int(nranks)
+    pv = 1 << (p.bit_length() - 1)
+    of = f"nranks={p}" if pv == p else f"the p' = {pv} ranks Swing runs on (of nranks={p})"
+    return parse_dims(dims, pv, of=of)
 
 
 def _schedule_of_dims(sizes: tuple[int, ...]) -> list[tuple[int, int]]:

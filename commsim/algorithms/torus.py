@@ -58,8 +58,10 @@ def auto_dims(nranks: int) -> tuple[int, ...]:
     return (p,) if a == 1 else (a, p // a)
 
 
-def parse_dims(dims: Dims, nranks: int) -> tuple[int, ...]:
+def parse_dims(dims: Dims, nranks: int, *, of: str = "") -> tuple[int, ...]:
     """``"auto"``, ``"4x4x2"`` or a sequence of ints, checked against ``nranks``.
+
+    ``of`` names the ranks the grid must hold in the error (default ``nranks=...``).
 
     Raises:
         ParameterError: a malformed string, a non-integer or zero size, or a product != ``p``.
@@ -89,7 +91,8 @@ def parse_dims(dims: Dims, nranks: int) -> tuple[int, ...]:
         raise ParameterError(f"dims sizes must be integers >= 1, got {dims!r}")
     if math.prod(sizes) != nranks:
         raise ParameterError(
-            f"dims {'x'.join(map(str, sizes))} hold {math.prod(sizes)} ranks, not nranks={nranks}"
+            f"dims {'x'.join(map(str, sizes))} hold {math.prod(sizes)} ranks, "
+            f"not {of or f'nranks={nranks}'}"
         )
     return tuple(sizes)
 
