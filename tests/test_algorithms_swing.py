@@ -183,3 +183,22 @@ def test_bad_dims_are_one_line_parameter_errors(p, dims, needle):
 def test_peers_refuse_a_non_power_of_two():
     with pytest.raises(ParameterError, match="power of two"):
         swing.swing_peers(12)
+
+
+# -- on a torus network the short-cut shows ----------------------------------------------------
+@pytest.mark.parametrize(
+    ("p", "dims", "network"), [(16, "16", "ring"), (16, "4x4", "torus"), (64, "8x8", "torus")]
+)
+def test_swing_beats_the_butterflies_on_a_torus_network(p, dims, network):
+    """The paper's claim: closer peers, fewer shared links, so Swing wins where Hockney ties."""
+    from commsim.models import Topology
+    from commsim.topology import ring, torus
+
+    sizes = tuple(int(x) for x in dims.split("x"))
+    model = Topology(ring(p) if network == "ring" else torus(sizes))
+    pairs = [("swing_bandwidth", "rabenseifner"), ("swing_latency", "recursive_doubling")]
+    for ours, theirs in pairs:
+        for n in ("8B", "64MiB"):
+            t_ours = model.predict(commsim.build("allreduce", ours, p, dims=dims), n).time
+            t_theirs = model.predict(commsim.build("allreduce", theirs, p), n).time
+            assert t_ours < t_theirs, (ours, theirs, n)

@@ -159,3 +159,15 @@ def test_bad_dims_are_one_line_parameter_errors(dims, needle):
 def test_dims_accept_sequences_and_whitespace():
     assert torus.parse_dims([2, 8], 16) == (2, 8)
     assert torus.parse_dims(" 2X8 ", 16) == (2, 8)
+
+
+def test_on_a_torus_network_the_grid_beats_the_flat_ring():
+    """Neighbour-only steps, 2·14 latencies instead of 2·63: faster on an 8x8 torus."""
+    from commsim.models import Topology
+    from commsim.topology import torus as torus_network
+
+    model = Topology(torus_network((8, 8)))
+    for n in ("8B", "64MiB"):
+        ours = model.predict(commsim.build("allreduce", "torus", 64, dims="8x8"), n).time
+        ring = model.predict(commsim.build("allreduce", "ring", 64), n).time
+        assert ours < ring
