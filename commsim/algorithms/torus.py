@@ -129,7 +129,12 @@ def _ring_phase(p: int, d: int, inner: int, first_shift: int, reduce: bool):
 
 
 def _rings(
-    collective: str, p: int, phases: list[tuple[int, int]], first_shift: int, reduce: bool
+    collective: str,
+    p: int,
+    phases: list[tuple[int, int]],
+    first_shift: int,
+    reduce: bool,
+    dims: Dims,
 ) -> Schedule:
     fns = [_ring_phase(p, d, inner, first_shift, reduce) for d, inner in phases]
     offsets = np.cumsum([0] + [d - 1 for d, _ in phases]).tolist()
@@ -146,6 +151,7 @@ def _rings(
         step,
         slot_units=p,
         algorithm="torus",
+        params={"dims": dims},
         ntransfers_hint=p * nsteps,
         max_step_transfers_hint=p if nsteps else 0,
     )
@@ -215,7 +221,7 @@ def torus_reduce_scatter(nranks: int, dims: Dims = "auto") -> Schedule:
         (5, 60)
     """
     p = nranks
-    return _rings("reduce_scatter", p, _phases(parse_dims(dims, p)), 1, True)
+    return _rings("reduce_scatter", p, _phases(parse_dims(dims, p)), 1, True, dims)
 
 
 @register(
@@ -239,7 +245,7 @@ def torus_allgather(nranks: int, dims: Dims = "auto") -> Schedule:
         (3, 24)
     """
     p = nranks
-    return _rings("allgather", p, _phases(parse_dims(dims, p))[::-1], 0, False)
+    return _rings("allgather", p, _phases(parse_dims(dims, p))[::-1], 0, False, dims)
 
 
 @register(
@@ -264,8 +270,8 @@ def torus_allreduce(nranks: int, dims: Dims = "auto") -> Schedule:
     p = nranks
     phases = _phases(parse_dims(dims, p))
     return concat(
-        _rings("reduce_scatter", p, phases, 1, True),
-        _rings("allgather", p, phases[::-1], 0, False),
+        _rings("reduce_scatter", p, phases, 1, True, dims),
+        _rings("allgather", p, phases[::-1], 0, False, dims),
         collective="allreduce",
         algorithm="torus",
         params={"dims": dims},
