@@ -202,3 +202,24 @@ def test_swing_beats_the_butterflies_on_a_torus_network(p, dims, network):
             t_ours = model.predict(commsim.build("allreduce", ours, p, dims=dims), n).time
             t_theirs = model.predict(commsim.build("allreduce", theirs, p), n).time
             assert t_ours < t_theirs, (ours, theirs, n)
+
+
+def test_auto_is_the_1d_swing_and_swing_peer_is_the_formula():
+    for p in (2, 8, 64):
+        r = np.arange(p)
+        auto, one_d = swing.swing_peers(p), swing.swing_peers(p, str(p))
+        for s, (a, b) in enumerate(zip(auto, one_d, strict=True)):
+            assert (a == b).all()
+            assert swing.swing_peer(r, s, p).tolist() == [paper_peer(x, s, p) for x in range(p)]
+
+
+def test_2d_swing_beats_1d_swing_on_a_2d_torus():
+    """On an 8x8 torus the 2-D variant keeps peers in a row or column: fewer shared links."""
+    from commsim.models import Topology
+    from commsim.topology import torus
+
+    model = Topology(torus((8, 8)))
+    for algorithm in ROWS:
+        two = model.predict(commsim.build("allreduce", algorithm, 64, dims="8x8"), "64MiB").time
+        one = model.predict(commsim.build("allreduce", algorithm, 64), "64MiB").time
+        assert two < one, algorithm

@@ -171,3 +171,16 @@ def test_on_a_torus_network_the_grid_beats_the_flat_ring():
         ours = model.predict(commsim.build("allreduce", "torus", 64, dims="8x8"), n).time
         ring = model.predict(commsim.build("allreduce", "ring", 64), n).time
         assert ours < ring
+
+
+def test_on_its_own_torus_no_link_is_shared():
+    """Each ring runs between physical neighbours on its own links: contention changes nothing."""
+    from commsim.models import Topology
+    from commsim.topology import torus as torus_network
+
+    for sizes in ((4, 4), (2, 3, 4), (8, 8)):
+        p, dims = int(np.prod(sizes)), "x".join(map(str, sizes))
+        s = commsim.build("allreduce", "torus", p, dims=dims)
+        net = torus_network(sizes)
+        free = Topology(net, contention="none").predict(s, 1e6).time
+        assert Topology(net, contention="bottleneck").predict(s, 1e6).time == pytest.approx(free)
