@@ -16,7 +16,8 @@ those of ``r`` and of ``π(r, s)`` are disjoint.
 On a multi-dimensional torus ``d_0 x ... x d_{k-1}`` (each :math:`d_i` a power of two, ranks in C
 order) the steps cycle over the dimensions: step ``s`` moves along dimension ``s mod k`` (skipping
 dimensions whose :math:`\lg d_i` steps are spent), by the 1-D rule applied to that coordinate and
-that dimension's own step count, so every peer differs from ``r`` in one coordinate only.
+that dimension's own step count (the sign by the parity of that coordinate), so every peer
+differs from ``r`` in one coordinate only.
 ``dims="auto"`` (the default) is the 1-D Swing; ``dims="8x8"`` the 2-D one, which on an 8x8
 torus network keeps every peer within its row or column (64 MiB on :func:`commsim.topology.torus`
 with the topology model's default links: 6.2 ms against 7.3 ms for the 1-D Swing and 16.5 ms
