@@ -1,106 +1,186 @@
-"""Torus (bucket) and Swing algorithms: verified at every p the issue names, steps that talk only
-to grid neighbours, Swing's peers, and what the topology model sees on rings and tori."""
+"""Torus (bucket) algorithms: verified on many grids, neighbour-only steps, closed-form costs, errors.
+
+The closed forms are written from the algorithm's description (Jain & Sabharwal 2010): one ring
+per dimension, the message along dimension ``i`` being one ``d_i``-th of what the rank held before
+it, in plain Python loops; they never call the module's cost code.
+"""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
 
 import commsim
-from commsim.algorithms.swing import swing_peer
-from commsim.algorithms.torus import parse_dims
+from commsim.algorithms import info, torus
 from commsim.errors import ParameterError
-from commsim.models import Hockney, Topology
-from commsim.topology import ring, torus
+from commsim.models import Hockney, lower_bound
 
-P = [*range(1, 65), 100, 1000]
+COLLECTIVES = ["allreduce", "reduce_scatter", "allgather"]
+SWEEP = [*range(1, 65), 100, 1000]
+GRIDS = [
+    (16, "4x4"),
+    (12, "3x4"),
+    (12, "4x3"),
+    (24, "2x3x4"),
+    (32, "4x4x2"),
+    (16, "2x2x2x2"),  # the hypercube: a torus of 2s
+    (64, "2x2x2x2x2x2"),
+    (30, "5x3x2"),
+    (7, "7"),
+    (8, "1x8x1"),
+    (60, "3x4x5"),
+]
+MODELS = [(1.0, 0.0, 0.0), (0.0, 1.0, 0.0), (0.0, 0.0, 1.0), (2e-6, 4e-11, 1e-11)]
+SIZES = np.array([0.0, 1.0, 1000.0, 3.3e8])
 
 
-@pytest.mark.parametrize("algorithm", ["torus", "swing_latency", "swing_bandwidth"])
-def test_allreduce_verifies_at_every_p(algorithm):
-    for p in P:
-        commsim.verify(commsim.build("allreduce", algorithm, nranks=p))
+def _sizes(dims: str) -> list[int]:
+    return [int(x) for x in dims.split("x")]
 
 
-@pytest.mark.parametrize("collective", ["reduce_scatter", "allgather", "allreduce"])
-@pytest.mark.parametrize("dims", ["4x4", "2x3x4", "2x2x2x2", "1x5", "8x1x2", "3x3x3"])
-def test_torus_verifies_on_explicit_grids(collective, dims):
-    p = math.prod(int(x) for x in dims.split("x"))
-    commsim.verify(commsim.build(collective, "torus", nranks=p, dims=dims))
+def t_torus(collective: str, dims: list[int], n, a, b, g):
+    """Sum over the ring steps: along dim i, ``d_i - 1`` messages of ``n / (d_0 ... d_i)``."""
+    total, held = 0.0, n
+    for d in dims:
+        held = held / d  # the size of one sub-block along this dimension
+        for _ in range(d - 1):
+            if collective in ("allreduce", "reduce_scatter"):
+                total += a + held * (b + g)
+            if collective in ("allreduce", "allgather"):
+                total += a + held * b
+    return total
 
 
-@pytest.mark.parametrize("dims", [(4, 4), (2, 3, 4), (2, 2, 2, 2)])
-def test_torus_steps_talk_to_grid_neighbours_along_one_dimension(dims):
-    p = math.prod(dims)
-    s = commsim.build("allreduce", "torus", nranks=p, dims="x".join(map(str, dims)))
-    coords = np.array(np.unravel_index(np.arange(p), dims)).T
+# -- verification ------------------------------------------------------------------------------
+@pytest.mark.parametrize("collective", COLLECTIVES)
+def test_verifies_with_auto_dims(collective):
+    for p in SWEEP:
+        s = commsim.build(collective, "torus", p)
+        assert commsim.verify(s).nranks == p
+
+
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize(("p", "dims"), GRIDS)
+def test_verifies_on_explicit_grids(collective, p, dims):
+    s = commsim.build(collective, "torus", p, dims=dims)
+    commsim.verify(s)
+    steps = sum(d - 1 for d in _sizes(dims)) * (2 if collective == "allreduce" else 1)
+    assert (s.nsteps, s.ntransfers) == (steps, steps * p)
+
+
+def test_auto_dims_is_near_square_and_prime_is_a_ring():
+    assert torus.auto_dims(36) == (6, 6)
+    assert torus.auto_dims(32) == (4, 8)
+    assert torus.auto_dims(1000) == (25, 40)
+    assert torus.auto_dims(97) == (97,)  # prime: the 1-D ring
+    ring = commsim.build("allreduce", "ring", 97)
+    s = commsim.build("allreduce", "torus", 97)
+    for a, b in zip(ring.steps(), s.steps(), strict=True):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
+
+
+# -- every step talks to grid neighbours along one dimension --------------------------------------
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize(("p", "dims"), GRIDS)
+def test_every_step_is_one_dimension_of_neighbours(collective, p, dims):
+    sizes = _sizes(dims)
+    s = commsim.build(collective, "torus", p, dims=dims)
+    seen = []
     for st in s.steps():
-        diff = coords[st.dst] - coords[st.src]
-        moved = diff != 0
-        assert (moved.sum(axis=1) == 1).all()  # one coordinate changes
-        d = int(np.flatnonzero(moved[0])[0])
-        assert (moved[:, d]).all()  # the same one for the whole step
-        assert ((diff[:, d] % dims[d]) == 1).all()  # to the +1 neighbour, wrapping
+        src = np.array(np.unravel_index(st.src, sizes))  # (k, transfers) coordinates
+        dst = np.array(np.unravel_index(st.dst, sizes))
+        moved = np.flatnonzero((src != dst).any(axis=1))
+        assert len(moved) == 1, f"step moves along dimensions {moved.tolist()}"
+        (i,) = moved
+        # along that dimension, every transfer goes to the next rank of the ring (wrapping)
+        assert ((dst[i] - src[i]) % sizes[i] == 1).all()
+        assert (np.delete(src, i, axis=0) == np.delete(dst, i, axis=0)).all()
+        # every rank sends once and receives once: a perfect matching on the grid lines
+        assert len(np.unique(st.src)) == len(np.unique(st.dst)) == p
+        seen.append(int(i))
+    # dimensions in order for reduce-scatter, reversed for allgather
+    busy = [i for i, d in enumerate(sizes) if d > 1]
+    rs = [i for i in busy for _ in range(sizes[i] - 1)]
+    want = {"reduce_scatter": rs, "allgather": rs[::-1], "allreduce": rs + rs[::-1]}
+    assert seen == want[collective]
 
 
-def test_torus_cost_is_the_sum_of_its_rings():
-    a, b, g, n = 1e-6, 1e-9, 2e-10, 1e6
-    s = commsim.build("allreduce", "torus", nranks=24, dims="2x3x4")
-    want, share = 0.0, n
-    for k in (2, 3, 4):
-        share /= k
-        want += 2 * (k - 1) * a + (k - 1) * share * (2 * b + g)
-    assert Hockney(a, b, g).predict(s, n).time == pytest.approx(want, rel=1e-12)
+# -- costs ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("collective", COLLECTIVES)
+@pytest.mark.parametrize(("p", "dims"), [*GRIDS, (1, "1"), (2, "2"), (48, "auto"), (97, "auto")])
+def test_cost_is_the_closed_form_and_above_the_bound(collective, p, dims):
+    s = commsim.build(collective, "torus", p, dims=dims)
+    sizes = list(torus.parse_dims(dims, p))
+    for a, b, g in MODELS:
+        m = Hockney(a, b, g)
+        got = m.predict(s, SIZES).time
+        want = np.array([t_torus(collective, sizes, n, a, b, g) for n in SIZES])
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-300)
+        np.testing.assert_allclose(
+            info(collective, "torus").time(p, SIZES, a, b, g, dims=dims), want, rtol=1e-12
+        )
+        assert (got >= lower_bound(collective, p, SIZES, a, b, g) * (1 - 1e-12)).all()
 
 
-def test_torus_on_its_torus_shares_no_link():
-    """Each phase's rings run between physical neighbours, each on its own links: contention
-    changes nothing."""
-    s = commsim.build("allreduce", "torus", nranks=16, dims="4x4")
-    net = torus((4, 4))
-    none = Topology(net, contention="none").predict(s, 1e6).time
-    assert Topology(net, contention="bottleneck").predict(s, 1e6).time == pytest.approx(none)
+def test_bandwidth_term_is_the_rings_and_latency_is_the_sum_of_dims():
+    for p, dims in GRIDS:
+        sizes = _sizes(dims)
+        ring = info("allreduce", "ring")
+        row = info("allreduce", "torus")
+        # β: identical to the ring; α: 2 Σ (d_i - 1) instead of 2 (p - 1)
+        assert row.time(p, 1.0, 0.0, 1.0, 0.0, dims=dims) == pytest.approx(
+            ring.time(p, 1.0, 0.0, 1.0, 0.0)
+        )
+        assert row.time(p, 1.0, 1.0, 0.0, 0.0, dims=dims) == 2 * sum(d - 1 for d in sizes)
 
 
+# -- errors --------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
-    ("dims", "message"),
+    ("dims", "needle"),
     [
-        ("5x5", "hold 25 ranks, not 16"),
-        ("4-4", "must look like"),
-        ("0x16", ">= 1"),
-        (16, "a string"),
+        ("4x3", "hold 12 ranks, not nranks=16"),
+        ("4x0x4", "integers >= 1"),
+        ("4x-4", "integers >= 1"),
+        ("4.0x4", "sizes like"),
+        ("4 by 4", "sizes like"),
+        ("", "sizes like"),
+        ("x", "sizes like"),
+        (3.5, "sizes like"),
+        ([4, 4.5], "sizes like"),
     ],
 )
-def test_bad_dims(dims, message):
-    with pytest.raises(ParameterError, match=message):
-        parse_dims(dims, 16)
+def test_bad_dims_are_one_line_parameter_errors(dims, needle):
+    for collective in COLLECTIVES:
+        with pytest.raises(ParameterError, match=needle) as e:
+            commsim.build(collective, "torus", 16, dims=dims)
+        assert "\n" not in str(e.value)
 
 
-def test_swing_peers_follow_the_paper():
-    """π(r, s) = r + ρ(s) for even r, r - ρ(s) for odd r, ρ(s) = Σ_{i≤s} (-2)^i; an involution."""
-    p = 64
-    r = np.arange(p)
-    for s in range(6):
-        rho = sum((-2) ** i for i in range(s + 1))
-        want = np.where(r % 2 == 0, r + rho, r - rho) % p
-        peer = swing_peer(r, s, p)
-        assert (peer == want).all() and (peer[peer] == r).all()
-    st = commsim.build("allreduce", "swing_latency", nranks=16).step(2)
-    assert (st.dst == swing_peer(st.src, 2, 16)).all()
+def test_dims_accept_sequences_and_whitespace():
+    assert torus.parse_dims([2, 8], 16) == (2, 8)
+    assert torus.parse_dims(" 2X8 ", 16) == (2, 8)
 
 
-@pytest.mark.parametrize("p", [16, 32])
-def test_swing_beats_recursive_doubling_on_a_ring(p):
-    """On a physical ring Swing's partners are closer (|ρ(s)| ≈ 2^(s+1)/3, not 2^s), so fewer
-    messages share each link: the NSDI 2024 point, as the topology model sees it."""
-    net = ring(p, latency=0.0)
-    n = 64e6
-    for swing, classic in [
-        ("swing_bandwidth", "rabenseifner"),
-        ("swing_latency", "recursive_doubling"),
-    ]:
-        t_swing = Topology(net).predict(commsim.build("allreduce", swing, nranks=p), n).time
-        t_classic = Topology(net).predict(commsim.build("allreduce", classic, nranks=p), n).time
-        assert t_swing < t_classic
+def test_on_a_torus_network_the_grid_beats_the_flat_ring():
+    """Neighbour-only steps, 2·14 latencies instead of 2·63: faster on an 8x8 torus."""
+    from commsim.models import Topology
+    from commsim.topology import torus as torus_network
+
+    model = Topology(torus_network((8, 8)))
+    for n in ("8B", "64MiB"):
+        ours = model.predict(commsim.build("allreduce", "torus", 64, dims="8x8"), n).time
+        ring = model.predict(commsim.build("allreduce", "ring", 64), n).time
+        assert ours < ring
+
+
+def test_on_its_own_torus_no_link_is_shared():
+    """Each ring runs between physical neighbours on its own links: contention changes nothing."""
+    from commsim.models import Topology
+    from commsim.topology import torus as torus_network
+
+    for sizes in ((4, 4), (2, 3, 4), (8, 8)):
+        p, dims = int(np.prod(sizes)), "x".join(map(str, sizes))
+        s = commsim.build("allreduce", "torus", p, dims=dims)
+        net = torus_network(sizes)
+        free = Topology(net, contention="none").predict(s, 1e6).time
+        assert Topology(net, contention="bottleneck").predict(s, 1e6).time == pytest.approx(free)
