@@ -55,11 +55,9 @@ def dragonfly(
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     gbw = bw if global_bandwidth is None else as_bandwidth(global_bandwidth, "global_bandwidth")
     glat = lat if global_latency is None else as_latency(global_latency, "global_latency")
-    half = G // 2
-    g = nx.Graph(
-        name=f"dragonfly({G},{a},{p},{h})",
-        bisection_bandwidth=half * (G - half) * per_pair * gbw if G > 1 else 0.0,
-    )
+    # No bisection_bandwidth: cuts through groups or host links can undercut the global links
+    # between two halves of the groups; summarize() computes it.
+    g = nx.Graph(name=f"dragonfly({G},{a},{p},{h})")
     n = G * a * p
     g.add_nodes_from(range(n), kind="host")
     routers = [("router", x, r) for x in range(G) for r in range(a)]
