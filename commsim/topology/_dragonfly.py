@@ -6,7 +6,8 @@ hosts_per_router`` hosts and has ``h = global_links_per_router`` global links. I
 routers are all-to-all (link class ``"local"``); every pair of groups is joined by
 ``⌊a h / (groups - 1)⌋`` global links (``"global"``), taken by a group's routers in turn (the
 consecutive arrangement). Hosts attach by ``"host"`` links. Global links have ``route_weight``
-2, so minimal routes are local–global–local: at most one global link. A balanced dragonfly has :math:`a = 2p = 2h` and at most
+3, so minimal routes are local–global–local: at most one global link (one costs at most
+``1 + 3 + 1``, two at least ``3 + 3``; with weight 2 a global–global route would tie). A balanced dragonfly has :math:`a = 2p = 2h` and at most
 :math:`a h + 1` groups.
 """
 
@@ -86,5 +87,5 @@ def dragonfly(
         if g.has_edge(u, v):
             g.edges[u, v]["bandwidth"] += gbw
         else:
-            g.add_edge(u, v, bandwidth=gbw, latency=glat, kind="global", route_weight=2)
+            g.add_edge(u, v, bandwidth=gbw, latency=glat, kind="global", route_weight=3)
     return g
