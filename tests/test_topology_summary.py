@@ -11,7 +11,9 @@ import pytest
 from commsim.errors import ParameterError
 from commsim.topology import (
     Network,
+    bisection_upper_bound,
     dragonfly,
+    exact_bisection,
     fat_tree,
     hypercube,
     kary_fat_tree,
@@ -22,7 +24,6 @@ from commsim.topology import (
     switch,
     torus,
 )
-from commsim.topology._bisection import bisection_upper_bound, exact_bisection
 
 B = 25e9  # the generators' default bandwidth
 
