@@ -118,14 +118,22 @@ def test_a_directed_graph_counts_the_weaker_direction():
     assert exact_bisection(net) == bisection_upper_bound(net) == 1e9
 
 
-def test_too_large_for_either_method_is_none():
-    g = torus((65, 65))  # odd: not stated; 4225 nodes
+def test_a_medium_graph_is_bounded_by_its_node_order_split():
+    g = torus((65, 65))  # odd: not stated; 4225 nodes: past the searches, the node order only
     assert "bisection_bandwidth" not in g.graph
     with pytest.raises(ParameterError, match="2\\^"):
         exact_bisection(Network(g))
     s = summarize(Network(g))
-    assert s.bisection_bandwidth is None and s.bisection_method is None
+    assert s.bisection_method == "upper bound"
+    side = np.arange(65 * 65) >= 65 * 65 // 2  # no switches: the cut is the crossing links
+    crossing = sum(side[u] != side[v] for u, v in g.edges)
+    assert s.bisection_bandwidth == pytest.approx(crossing * B, rel=1e-12)
     assert not s.diameter_exact and s.diameter <= 64  # a sample: never above the true 32 + 32
+
+
+def test_too_large_for_either_method_is_none():
+    s = summarize(Network(torus((129, 129))))  # 16,641 nodes
+    assert s.bisection_bandwidth is None and s.bisection_method is None
 
 
 def test_links_by_class_and_diameter():

@@ -33,14 +33,17 @@ from commsim.topology._network import Network
 __all__ = [
     "EXACT_BISECTION_NODES",
     "HEURISTIC_BISECTION_NODES",
+    "SEARCH_BISECTION_NODES",
     "bisection_upper_bound",
     "exact_bisection",
 ]
 
 #: :func:`exact_bisection` refuses more enumerated nodes than this (``2^22`` cuts).
 EXACT_BISECTION_NODES = 22
-#: :func:`bisection_upper_bound` refuses graphs with more nodes than this.
-HEURISTIC_BISECTION_NODES = 4096
+#: :func:`bisection_upper_bound` refuses graphs with more nodes than this; above
+#: :data:`SEARCH_BISECTION_NODES` it cuts the node-order split only (the searches cost seconds).
+HEURISTIC_BISECTION_NODES = 16_384
+SEARCH_BISECTION_NODES = 4096
 _CHUNK = 1 << 15
 
 
@@ -116,7 +119,8 @@ def _cut_between(digraph: nx.DiGraph, a: list, b: list) -> float:
 def bisection_upper_bound(network: Network, *, seed: int = 0) -> float:
     """An upper bound on the bisection bandwidth (bytes/s per direction): the least cut over
     a few balanced host splits, each cut exact for its split (module docstring). At most
-    :data:`HEURISTIC_BISECTION_NODES` nodes.
+    :data:`HEURISTIC_BISECTION_NODES` nodes; the node-order split only above
+    :data:`SEARCH_BISECTION_NODES`.
 
     Examples:
         >>> from commsim.topology import torus
@@ -147,9 +151,10 @@ def bisection_upper_bound(network: Network, *, seed: int = 0) -> float:
         u.add_edge(a, b, weight=w)
     hosts = net.hosts.tolist()
     orders = [hosts]
-    part, _ = nx.community.kernighan_lin_bisection(u, weight="weight", seed=seed)
-    orders.append(sorted(hosts, key=lambda x: x not in part))
-    if n > 2 and nx.is_connected(u):
+    if n <= SEARCH_BISECTION_NODES:
+        part, _ = nx.community.kernighan_lin_bisection(u, weight="weight", seed=seed)
+        orders.append(sorted(hosts, key=lambda x: x not in part))
+    if 2 < n <= SEARCH_BISECTION_NODES and nx.is_connected(u):
         fiedler = nx.fiedler_vector(u, weight="weight", seed=seed, method="tracemin_lu")
         orders.append(sorted(hosts, key=lambda x: fiedler[x]))
     best = np.inf

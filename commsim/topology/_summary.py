@@ -12,6 +12,7 @@ from commsim.topology._attributes import as_bandwidth
 from commsim.topology._bisection import (
     EXACT_BISECTION_NODES,
     HEURISTIC_BISECTION_NODES,
+    SEARCH_BISECTION_NODES,
     bisection_upper_bound,
     exact_bisection,
 )
@@ -32,7 +33,8 @@ BISECTION_METHODS = {
     "exact": f"exact, every cut enumerated (up to {EXACT_BISECTION_NODES} switches and "
     "multi-link hosts)",
     "upper bound": "a heuristic upper bound: the least cut over node-order, Kernighan-Lin and "
-    f"spectral splits of the hosts (up to {HEURISTIC_BISECTION_NODES} nodes)",
+    f"spectral splits of the hosts (node order only above {SEARCH_BISECTION_NODES} nodes; up "
+    f"to {HEURISTIC_BISECTION_NODES})",
 }
 
 #: Up to this many hosts the diameter is over every pair of hosts; above, over a sample.
