@@ -96,14 +96,18 @@ def _layered(g: nx.Graph) -> dict:
         for v in layer:
             below = [x[u] for u in g.neighbors(v) if level.get(u, lv) < lv]
             x[v] = float(np.mean(below)) if below else width / 2
+        if not layer:
+            continue
         layer.sort(key=lambda v: x[v])
-        gap = min(1.0, width / max(len(layer), 1)) if len(layer) > 1 else 0.0
+        wanted = float(np.mean([x[v] for v in layer]))
+        gap = 0.8 * width / len(layer)  # spread so that no two touch
         for a, b in itertools.pairwise(layer):
             x[b] = max(x[b], x[a] + gap)
-        if layer:  # keep the layer centred where its members wanted to be
-            shift = (x[layer[0]] + x[layer[-1]]) / 2 - np.mean([x[v] for v in layer])
-            for v in layer:
-                x[v] -= shift
+        # centred where its members wanted to be, within the hosts' width
+        shift = wanted - float(np.mean([x[v] for v in layer]))
+        shift = min(max(shift, -x[layer[0]]), width - x[layer[-1]])
+        for v in layer:
+            x[v] += shift
     return {v: (x.get(v, 0.0), level.get(v, 0) * width / 4) for v in g}
 
 
@@ -146,16 +150,23 @@ def draw(network: Network, path: str | Path, *, title: str | None = None) -> Pat
             )  # fmt: skip
     hosts = [v for v, k in g.nodes(data="kind") if k != "switch"]
     switches = [v for v, k in g.nodes(data="kind") if k == "switch"]
-    nx.draw_networkx_nodes(g, pos, nodelist=hosts, node_size=200, node_color="#333333", ax=ax)
+    nx.draw_networkx_nodes(
+        g,
+        pos,
+        nodelist=hosts,
+        node_size=min(200, 6000 / max(len(hosts), 1)),
+        node_color="#333333",
+        ax=ax,
+    )
     nx.draw_networkx_nodes(
         g, pos, nodelist=switches, node_size=140, node_shape="s", node_color="#bbbbbb",
         edgecolors="#333333", ax=ax,
     )  # fmt: skip
-    if len(hosts) <= 64:
+    if len(hosts) <= 32:
         nx.draw_networkx_labels(
             g, pos, labels={v: str(v) for v in hosts}, font_size=7, font_color="white", ax=ax
         )
-    ax.legend(title="link class", loc="upper right", fontsize=8)
+    ax.legend(title="link class", loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=8)
     ax.set_title(title or str(g.graph.get("name") or "topology"))
     ax.text(
         0.01, 0.01, f"{len(hosts)} hosts (circles), {len(switches)} switches (squares)",
@@ -165,6 +176,6 @@ def draw(network: Network, path: str | Path, *, title: str | None = None) -> Pat
         ax.set_aspect("equal", adjustable="datalim")
     ax.set_axis_off()
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
     return path
