@@ -15,6 +15,7 @@ NEW = [
     ("allreduce", "hierarchical"),
     ("reduce_scatter", "hierarchical"),
     ("allgather", "hierarchical"),
+    ("alltoall", "hierarchical"),
     ("allreduce", "nccl_tree"),
     ("allreduce", "snake_ring"),
 ]
@@ -123,3 +124,21 @@ def test_hierarchical_executes_on_numpy_with_uneven_groups():
         lay = layout(s, 2 * s.nbytes_units)
         out = execute(s, random_inputs(lay, "int32", seed=3), backend="numpy")
         assert np.asarray(out).dtype == np.int32
+
+
+@pytest.mark.parametrize(("p", "g"), [(16, 4), (24, 8), (64, 8)])
+def test_hierarchical_alltoall_sends_fewer_larger_messages(p, g):
+    """Each rank sends g - 1 messages of n/g inside and N - 1 of n/N across (N = p/g), instead of
+    p - 1 of n/p: fewer latencies, every byte moved twice."""
+    n_groups, n = p // g, 1e6
+    s = commsim.build("alltoall", "hierarchical", nranks=p, ranks_per_node=g)
+    sent = np.zeros(p, dtype=int)
+    for st in s.steps():
+        remote = st.src != st.dst
+        pairs = set(zip(st.src[remote].tolist(), st.dst[remote].tolist(), strict=True))
+        for a, _ in pairs:
+            sent[a] += 1
+    assert (sent == g - 1 + n_groups - 1).all()
+    a, b = 1e-6, 1e-9
+    want = (g - 1) * (a + n / g * b) + (n_groups - 1) * (a + n / n_groups * b)
+    assert Hockney(a, b, 0.0).predict(s, n).time == pytest.approx(want, rel=1e-12)

@@ -57,7 +57,14 @@ def _violations(rule) -> list[str]:
 
 
 def test_nothing_below_the_cli_imports_it():
-    low = ("commsim/exec/", "commsim/models/", "commsim/algorithms/", "commsim/bench/")
+    low = (
+        "commsim/exec/",
+        "commsim/models/",
+        "commsim/algorithms/",
+        "commsim/bench/",
+        "commsim/topology/",
+        "commsim/clusters/",
+    )
 
     def rule(where: str, module: str, names: list[str]) -> str | None:
         cli = module == "commsim.cli" or module.startswith(("commsim.cli.", "commsim._cli"))
@@ -74,6 +81,37 @@ def test_executors_and_bench_never_import_the_registry():
         )
         below = where.startswith(("commsim/exec/", "commsim/bench/"))
         return f"imports the algorithm registry ({module})" if below and registry else None
+
+    assert _violations(rule) == []
+
+
+def test_the_network_packages_sit_low():
+    """topology/ knows graphs, not schedules; clusters/ knows topology; models know topology but
+    not clusters (a cluster reaches a model as a graph) nor the registry."""
+    allowed = {
+        "commsim/topology/": ("commsim.errors", "commsim.units", "commsim.topology"),
+        "commsim/clusters/": (
+            "commsim.errors",
+            "commsim.units",
+            "commsim.topology",
+            "commsim.clusters",
+        ),
+    }
+
+    def rule(where: str, module: str, names: list[str]) -> str | None:
+        if not module.startswith("commsim"):
+            return None
+        targets = [f"commsim.{n}" for n in names] if module == "commsim" else [module]
+        for target in targets:
+            for root, ok in allowed.items():
+                inside = any(target == m or target.startswith(m + ".") for m in ok)
+                if where.startswith(root) and not inside:
+                    return f"imports {target}"
+            if where.startswith("commsim/models/") and target.startswith(
+                ("commsim.clusters", "commsim.algorithms")
+            ):
+                return f"imports {target}"
+        return None
 
     assert _violations(rule) == []
 

@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 import commsim
-from commsim.clusters import PRESETS, cluster, load_cluster
+from commsim import cli
+from commsim.clusters import PRESETS, build_cluster, cluster, load_cluster
 from commsim.errors import ParameterError, UnknownNameError
 from commsim.models import Topology
+from commsim.topology import place
+
+ROOT = Path(__file__).parent.parent
+DOC = (ROOT / "docs" / "clusters.md").read_text()
 
 # preset -> (GPUs, servers, link classes) as docs/clusters.md states them
 EXPECTED = {
@@ -150,3 +161,449 @@ def test_more_ranks_than_gpus_is_one_line():
     c = cluster("dgx-h100:1")
     with pytest.raises(ParameterError, match="16 ranks on a topology with 8 hosts"):
         Topology(c.graph).predict(commsim.build("allreduce", "ring", nranks=16), 1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# The numbers docs/clusters.md documents, per preset: per link class (bandwidth B/s per
+# direction, latency s), the reduction bandwidth, and the switch count as a function of size.
+
+GB, Gb, us = 1e9, 1e9 / 8, 1e-6
+DOCUMENTED = {
+    "dgx-h100": ({"nvlink": (450 * GB, 0.5 * us), "rail": (400 * Gb, 1 * us)}, 1.1e12),
+    "dgx-a100": ({"nvlink": (300 * GB, 0.5 * us), "rail": (200 * Gb, 1 * us)}, 680e9),
+    "gb200-nvl72": ({"nvlink": (900 * GB, 0.5 * us), "rail": (400 * Gb, 1 * us)}, 2.7e12),
+    "tpu-v5p": ({"ici": (100 * GB, 1 * us)}, 920e9),
+    "dragonfly": (
+        {"xgmi": (50 * GB, 1 * us), "host": (200 * Gb, 1 * us), "local": (200 * Gb, 1 * us)},
+        1.07e12,
+    ),
+    "ethernet": ({"host": (100 * Gb, 2 * us)}, 100e9),
+}
+
+
+def _switches(spec: str) -> int:
+    """docs/clusters.md, "Switch counts"."""
+    name, _, arg = spec.partition(":")
+    if name == "tpu-v5p":
+        return 0
+    n = int(arg)
+    rails = {"dgx-h100": (8, 32), "dgx-a100": (8, 20), "gb200-nvl72": (72, 8)}
+    if name in rails:
+        g, unit = rails[name]
+        return n + g * math.ceil(n / unit) + max(1, round(min(unit, n) / 2))
+    if name == "dragonfly":
+        return 32 * n + 128 * n
+    return math.ceil(n / 32) + 16  # ethernet
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "dgx-h100:1",
+        "dgx-h100:33",
+        "dgx-a100:7",
+        "dgx-a100:41",
+        "gb200-nvl72:3",
+        "gb200-nvl72:17",
+        "tpu-v5p:2x2x1",
+        "tpu-v5p:4x4x8",
+        "dragonfly:1",
+        "dragonfly:2",
+        "ethernet:1",
+        "ethernet:65",
+    ],
+)
+def test_presets_have_the_documented_numbers(spec):
+    c = cluster(spec)
+    net = c.network
+    classes, reduction = DOCUMENTED[spec.split(":")[0]]
+    for name, (bw, lat) in classes.items():
+        on = net.link_kind == net.kind_index(name)
+        assert on.any(), name
+        assert np.allclose(net.bandwidth[on], bw) and np.allclose(net.latency[on], lat), name
+        if name in c.link_classes:
+            assert (c.link_classes[name].bandwidth, c.link_classes[name].latency) == pytest.approx(
+                (bw, lat)
+            )
+    assert c.reduction == pytest.approx(reduction)
+    kinds = [k for _, k in c.graph.nodes(data="kind")]
+    assert kinds.count("switch") == _switches(spec)
+    assert net.nhosts == c.ngpus and net.nservers == c.nodes
+    assert np.array_equal(net.host_server, np.arange(c.ngpus) // c.gpus_per_node)
+
+
+def test_every_documented_preset_has_a_section_in_the_doc():
+    for name in PRESETS:
+        assert re.search(rf"^## {re.escape(name)}$", DOC, flags=re.MULTILINE), name
+        assert f"docs/clusters.md#{name}" == cluster(_small(name)).sources
+
+
+def _small(name: str) -> str:
+    return {"tpu-v5p": "tpu-v5p:2x2x1"}.get(name, f"{name}:1")
+
+
+def test_rail_fabric_is_non_blocking_at_the_leaves():
+    """A leaf's uplinks carry what its servers' NICs can send (the SuperPOD's 32 down, 32 up)."""
+    for spec, unit in [("dgx-h100:64", 32), ("dgx-a100:40", 20), ("gb200-nvl72:16", 8)]:
+        c = cluster(spec)
+        net = c.network
+        leaf = ("fabric", ("leaf", 0, 0))
+        nodes = list(c.graph.nodes)
+        src = np.array([nodes[i] for i in net.link_src], dtype=object)
+        rail = net.link_kind == net.kind_index("rail")
+        spine = net.link_kind == net.kind_index("spine")
+        down = net.bandwidth[rail & np.array([s == leaf for s in src])].sum()
+        up = net.bandwidth[spine & np.array([s == leaf for s in src])].sum()
+        assert down == pytest.approx(unit * c.link_classes["rail"].bandwidth)
+        assert up == pytest.approx(down)
+
+
+# ---------------------------------------------------------------------------------------------
+# Routes take the documented link classes.
+
+
+def _classes(c, a, b):
+    net = c.network
+    return [net.kinds[k] for k in net.link_kind[net.route(a, b)]]
+
+
+NV, SAME_RAIL, CROSS = ["nvlink"] * 2, ["rail"] * 2, ["rail", "spine", "spine", "rail"]
+
+
+@pytest.mark.parametrize(
+    ("spec", "a", "b", "expected"),
+    [
+        ("dgx-h100:64", 0, 7, NV),  # inside a server: NVSwitch only
+        ("dgx-h100:64", 8 * 5 + 2, 8 * 31 + 2, SAME_RAIL),  # rail 2, same unit: the rail leaf
+        ("dgx-h100:64", 8 * 5 + 2, 8 * 6 + 3, CROSS),  # another rail: through a spine
+        ("dgx-h100:64", 2, 8 * 32 + 2, CROSS),  # same rail, another unit
+        ("dgx-a100:40", 8 * 19 + 1, 1, SAME_RAIL),
+        ("dgx-a100:40", 8 * 20 + 1, 1, CROSS),  # units of 20 servers
+        ("gb200-nvl72:16", 0, 71, NV),  # a whole rack is one NVLink domain
+        ("gb200-nvl72:16", 5, 72 * 7 + 5, SAME_RAIL),
+        ("gb200-nvl72:16", 5, 72 * 8 + 5, CROSS),  # units of 8 racks
+        ("tpu-v5p:4x4x8", 0, 1, ["ici"]),
+        ("tpu-v5p:4x4x8", 0, 127, ["ici"] * 3),  # (0,0,0) -> (3,3,7): one wrap-around hop each
+        ("tpu-v5p:4x4x8", 0, 2 * 32 + 2 * 8 + 4, ["ici"] * 8),  # torus distance 2 + 2 + 4
+        ("dragonfly:3", 0, 3, ["xgmi"] * 2),
+        ("dragonfly:3", 0, 15, ["host"] * 2),  # one router serves 16 GPUs
+        ("ethernet:64", 0, 31, ["host"] * 2),
+        ("ethernet:64", 0, 32, ["host", "leaf-spine", "leaf-spine", "host"]),
+    ],
+)
+def test_routes_take_the_documented_link_classes(spec, a, b, expected):
+    assert _classes(cluster(spec), a, b) == expected
+
+
+def test_dragonfly_global_links_between_two_routers_add_up():
+    """docs/clusters.md: dragonfly:3 has 256 global links per group pair, 8 per router pair."""
+    net = cluster("dragonfly:3").network
+    on = net.link_kind == net.kind_index("global")
+    assert on.sum() == 2 * 96 and np.allclose(net.bandwidth[on], 8 * 200 * Gb)
+
+
+def test_dragonfly_routes_cross_at_most_one_global_link():
+    c = cluster("dragonfly:4")
+    net = c.network
+    rng = np.random.default_rng(0)
+    a, b = rng.integers(0, c.ngpus, 3000), rng.integers(0, c.ngpus, 3000)
+    indptr, links = net.routes(a, b)
+    pair = np.repeat(np.arange(len(a)), np.diff(indptr))
+    globals_ = np.bincount(pair[net.link_kind[links] == net.kind_index("global")], minlength=len(a))
+    other_group = a // 512 != b // 512
+    assert np.array_equal(globals_, other_group.astype(int))
+
+
+def test_dgx_h100_2048_routes_every_pair_class_right():
+    """16,384 GPUs: a sample of GPU pairs of each kind, all routes checked at once."""
+    c = cluster("dgx-h100:2048")
+    net = c.network
+    assert (net.nhosts, net.nservers) == (16384, 2048)
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(0, 16384, 4000), rng.integers(0, 16384, 4000)
+    b[:1000] = a[:1000] // 8 * 8 + rng.integers(0, 8, 1000)  # same server
+    b[1000:2000] = (a[1000:2000] // 256 * 32 + rng.integers(0, 32, 1000)) * 8 + a[1000:2000] % 8
+    keep = a != b
+    a, b = a[keep], b[keep]
+    indptr, links = net.routes(a, b)
+    pair = np.repeat(np.arange(len(a)), np.diff(indptr))
+    count = {
+        k: np.bincount(pair[net.link_kind[links] == net.kind_index(k)], minlength=len(a))
+        for k in ("nvlink", "rail", "spine")
+    }
+    server = a // 8 == b // 8
+    same_rail_unit = ~server & (a % 8 == b % 8) & (a // 256 == b // 256)
+    cross = ~server & ~same_rail_unit
+    assert server.sum() > 500 and same_rail_unit.sum() > 500 and cross.sum() > 500
+    assert np.array_equal(count["nvlink"], 2 * server)
+    assert np.array_equal(count["rail"], 2 * ~server)
+    assert np.array_equal(count["spine"], 2 * cross)
+
+
+# ---------------------------------------------------------------------------------------------
+# Files: a TOML writer for the round trip, the examples, the doc's example.
+
+
+def _toml(d, prefix=""):
+    def value(v):
+        if isinstance(v, bool):
+            return str(v).lower()
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return repr(v)
+
+    lines = [f"{k} = {value(v)}" for k, v in d.items() if not isinstance(v, dict)]
+    for k, v in d.items():
+        if isinstance(v, dict):
+            lines += ["", f"[{prefix}{k}]", _toml(v, f"{prefix}{k}.")]
+    return "\n".join(lines)
+
+
+def _same_network(x, y):
+    nx_, ny = x.network, y.network
+    assert nx_.kinds == ny.kinds
+    for attr in ("link_src", "link_dst", "link_kind", "bandwidth", "latency", "host_server"):
+        assert np.array_equal(getattr(nx_, attr), getattr(ny, attr)), attr
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["dgx-h100:3", "dgx-a100:2", "gb200-nvl72:2", "tpu-v5p:2x2x4", "dragonfly:2", "ethernet:9"],
+)
+def test_toml_round_trip_of_every_preset(spec, tmp_path):
+    name, _, arg = spec.partition(":")
+    description = PRESETS[name][1](spec, arg)
+    path = tmp_path / "preset.toml"
+    path.write_text(_toml(description))
+    a, b = cluster(spec), load_cluster(path)
+    assert (b.name, b.nodes, b.gpus_per_node, b.reduction) == (
+        a.name,
+        a.nodes,
+        a.gpus_per_node,
+        a.reduction,
+    )
+    assert b.link_classes == a.link_classes
+    _same_network(a, b)
+
+
+EXAMPLES = sorted((ROOT / "examples" / "clusters").glob("*.toml"))
+
+
+def test_there_are_examples():
+    assert len(EXAMPLES) >= 3
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+def test_example_files_load(path):
+    c = cluster(str(path))
+    assert c.network.nhosts == c.ngpus == c.nodes * c.gpus_per_node
+    assert set(c.link_classes) <= set(c.network.kinds)  # the file's class names are the graph's
+    place(c.network, c.ngpus, c.placement)  # its placement is valid for all its GPUs
+
+
+def test_the_docs_full_example_is_dgx_h100_64(tmp_path):
+    block = re.search(r"```toml\n(.*?)```", DOC, flags=re.DOTALL).group(1)
+    path = tmp_path / "doc.toml"
+    path.write_text(block)
+    c = load_cluster(path)
+    _same_network(c, cluster("dgx-h100:64"))
+    assert c.profiles["inter"].bandwidth.tolist() == [6e9, 40e9, 48e9]
+    assert (ROOT / "examples/clusters/dgx-h100-like.toml").read_text().endswith(block)
+
+
+def test_a_torus_file_is_the_tpu_preset():
+    _same_network(
+        cluster(str(ROOT / "examples/clusters/tpu-like-torus.toml")), cluster("tpu-v5p:4x4x8")
+    )
+
+
+def test_file_link_class_names_name_the_graphs_links():
+    d = {
+        "nodes": 4,
+        "gpus_per_node": 2,
+        "intra": {"kind": "nvl", "bandwidth": "100GB/s", "latency": 0},
+        "inter": {"kind": "ib", "bandwidth": "25Gb/s", "latency": "5us"},
+        "topology": {"kind": "rail_optimized", "nodes_per_unit": 2},
+    }
+    c = build_cluster(d, "x.toml")
+    assert set(c.network.kinds) == {"nvl", "ib", "spine"}
+    assert _classes(c, 0, 1) == ["nvl", "nvl"] and _classes(c, 0, 2) == ["ib", "ib"]
+    d["topology"] = {"kind": "fat_tree", "hosts_per_leaf": 4}
+    assert set(build_cluster(d, "x.toml").network.kinds) == {"nvl", "ib", "leaf-spine"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Every error path: one line, naming the file and the field.
+
+BASE = {
+    "nodes": 4,
+    "gpus_per_node": 2,
+    "intra": {"bandwidth": "100GB/s", "latency": "1us"},
+    "inter": {"kind": "eth", "bandwidth": "25Gb/s", "latency": "5us"},
+    "topology": {"kind": "fat_tree", "hosts_per_leaf": 4},
+}
+
+
+def _edit(**changes):
+    d = json.loads(json.dumps(BASE))
+    for key, v in changes.items():
+        table, _, field = key.partition("__")
+        if not field:
+            d.pop(table) if v is None else d.__setitem__(table, v)
+        elif v is None:
+            d[table].pop(field)
+        else:
+            d[table][field] = v
+    return d
+
+
+ERRORS = [
+    (_edit(nodes=None), r"nodes: missing"),
+    (_edit(nodes="4"), r"nodes: must be an integer >= 1, got '4'"),
+    (_edit(nodes=True), r"nodes: must be an integer >= 1, got True"),
+    (_edit(gpus_per_node=0), r"gpus_per_node: must be an integer >= 1"),
+    (_edit(placement=3), r"placement: must be linear, round_robin or random\[:SEED\], got 3"),
+    (_edit(placement="diagonal"), r"placement: .*got 'diagonal'"),
+    (_edit(placement="random:-1"), r"placement: .*got 'random:-1'"),
+    (_edit(intra=None), r"\[intra\]: missing table: 2 GPUs per server"),
+    (_edit(intra=5), r"\[intra\]: must be a table, got 5"),
+    (_edit(intra__speed=1), r"\[intra\] speed: unknown field"),
+    (_edit(intra__latency=None), r"\[intra\] latency: missing"),
+    (_edit(intra__latency="fast"), r"\[intra\] latency: cannot parse time 'fast'"),
+    (_edit(intra__latency=-1), r"\[intra\] latency: must be finite and >= 0 seconds, got -1$"),
+    (_edit(inter__bandwidth=0), r"\[inter\] bandwidth: must be > 0 bytes/s, got 0$"),
+    (_edit(inter__bandwidth=None), r"\[inter\] bandwidth: missing"),
+    (_edit(inter__kind=""), r"\[inter\] kind: must be a name"),
+    (_edit(inter=None), r"\[inter\]: missing table"),
+    (_edit(topology=None), r"\[topology\]: missing table"),
+    (_edit(topology__kind=None), r"\[topology\] kind: must be one of .*got None"),
+    (_edit(topology__kind="fat-tree"), r"\[topology\] kind: .*did you mean fat_tree\?"),
+    (_edit(topology__oversubscription=0.5), r"\[topology\] kind = 'fat_tree': .*oversubscription"),
+    (_edit(topology__hosts_per_leaf="four"), r"\[topology\] kind = 'fat_tree': .*hosts_per_leaf"),
+    (_edit(topology__leaf_hosts=4), r"\[topology\]: .*leaf_hosts"),
+    (_edit(topology={"kind": "torus", "dims": [2, 2]}), r"\[topology\] dims: 2x2 = 4 chips"),
+    (_edit(topology={"kind": "torus", "dims": "2x4"}), r"\[topology\] dims: must be a list"),
+    (_edit(topology={"kind": "torus"}), r"\[topology\] dims: must be a list"),
+    (_edit(topology={"kind": "dragonfly", "groups": 2}), r"\[topology\]: this dragonfly has 16"),
+    (
+        _edit(topology={"kind": "rail_optimized", "nodes_per_unit": 0}),
+        r"\[topology\] kind = 'rail_optimized': .*nodes_per_unit",
+    ),
+    (_edit(profiles={"bogus": {}}), r"\[profiles.bogus\]: no link class 'bogus'"),
+    (_edit(profiles={"inter": 3}), r"\[profiles.inter\]: must be a table"),
+    (_edit(profiles=[1]), r"\[profiles\]: must be a table"),
+    (
+        _edit(profiles={"inter": {"sizes": ["1KiB"], "bandwidth": []}}),
+        r"\[profiles.inter\]: needs lists sizes and bandwidth of the same",
+    ),
+    (
+        _edit(profiles={"eth": {"sizes": ["1KiB"], "bandwidth": ["1GB/s"], "x": 1}}),
+        r"\[profiles.eth\] x: unknown field",
+    ),
+    (
+        _edit(profiles={"inter": {"sizes": ["1QB"], "bandwidth": ["1GB/s"]}}),
+        r"\[profiles.inter\]: cannot parse size '1QB'",
+    ),
+    (
+        _edit(profiles={"inter": {"sizes": ["1KiB"], "bandwidth": [0]}}),
+        r"\[profiles.inter\]: .*bandwidth must be > 0",
+    ),
+    (_edit(reduction="fast"), r"reduction: cannot parse bandwidth 'fast'"),
+    (_edit(reduction=0), r"reduction: must be > 0 bytes/s, got 0$"),
+]
+
+
+@pytest.mark.parametrize(("description", "message"), ERRORS, ids=[m for _, m in ERRORS])
+def test_every_bad_field_is_one_line_naming_it(tmp_path, description, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(_toml(description))
+    with pytest.raises(ParameterError, match=r"^cluster bad\.toml: " + message) as e:
+        load_cluster(path)
+    assert "\n" not in str(e.value)
+
+
+def test_the_base_of_the_error_cases_loads(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(_toml(BASE))
+    assert load_cluster(path).ngpus == 8
+
+
+@pytest.mark.parametrize(
+    ("spec", "error", "message"),
+    [
+        ("dgx:4", UnknownNameError, r"did you mean dgx-h100, dgx-a100\?"),
+        ("nvl72:2", UnknownNameError, r"did you mean gb200-nvl72\?"),
+        ("ethernt:4", UnknownNameError, r"did you mean ethernet\?"),
+        ("zzz:1", UnknownNameError, r"^unknown cluster 'zzz' \(presets: dgx-h100:N, .*\.toml"),
+        ("dgx-h100:abc", ParameterError, "DGX H100 nodes must be an integer >= 1, got 'abc'"),
+        ("ethernet:", ParameterError, "must be an integer >= 1, got ''"),
+        ("tpu-v5p:0x2x2", ParameterError, "every dimension must be >= 1"),
+        ("tpu-v5p:2x2", ParameterError, "AxBxC"),
+        ("dragonfly:0", ParameterError, "integer >= 1"),
+    ],
+)
+def test_more_bad_specs(spec, error, message):
+    with pytest.raises(error, match=message) as e:
+        cluster(spec)
+    assert "\n" not in str(e.value)
+
+
+def test_the_largest_dragonfly_is_accepted_and_one_more_group_is_not():
+    assert PRESETS["dragonfly"][1]("dragonfly:513", "513")["topology"]["groups"] == 513
+    with pytest.raises(ParameterError, match="at most 513 groups"):
+        cluster("dragonfly:514")
+
+
+def test_placements_on_a_cluster():
+    net = cluster("dgx-h100:4").network
+    assert net.host_server[place(net, 4, "round_robin")].tolist() == [0, 1, 2, 3]
+    assert net.host_server[place(net, 16, "linear")].tolist() == [0] * 8 + [1] * 8
+    assert sorted(place(net, 32, "random:5").tolist()) == list(range(32))
+    with pytest.raises(ParameterError, match="33 ranks on a topology with 32 hosts"):
+        place(net, 33, "linear")
+    with pytest.raises(ParameterError, match=r"integer seed >= 0, got '-1'"):
+        place(net, 4, "random:-1")
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["predict", "-c", "allreduce", "-a", "ring", "-p", "8", "--cluster", "dgx-h10:4"],
+            "dgx-h100",
+        ),
+        (["topology", "missing.toml"], "no such file"),
+        (
+            [
+                "predict",
+                "-c",
+                "allreduce",
+                "-a",
+                "ring",
+                "-p",
+                "16",
+                "--cluster",
+                "dgx-h100:1",
+                "--model",
+                "topology",
+                "-s",
+                "1KiB",
+            ],
+            "16 ranks on a topology with 8 hosts",
+        ),
+    ],
+)
+def test_the_command_line_says_it_in_one_line_and_exits_2(argv, message, capsys):
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+
+
+def test_the_docs_python_example_runs():
+    code = re.search(r"```python\n(.*?)```", DOC, flags=re.DOTALL).group(1)
+    scope: dict = {}
+    exec(compile(code, "docs/clusters.md", "exec"), scope)
+    c = scope["c"]
+    assert (c.ngpus, c.nodes, c.ranks_per_node) == (1024, 128, 8)  # as the example's comment says

@@ -5,7 +5,17 @@ Each factory's docstring states its α-β-γ cost and the paper it comes from.
 """
 
 # importing the algorithm modules registers their factories
-from commsim.algorithms import bruck, direct, hierarchical, nccl, recursive, ring, trees  # noqa: F401
+from commsim.algorithms import (  # noqa: F401
+    bruck,
+    direct,
+    hierarchical,
+    nccl,
+    recursive,
+    ring,
+    swing,
+    torus,
+    trees,
+)
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._registry import (
     REGISTRY,

@@ -28,7 +28,12 @@ from commsim.algorithms._hierarchy import Blocks, embed, group_classes, intra_ri
 from commsim.algorithms._registry import FloatOrArray, build, info, register
 from commsim.errors import ParameterError
 
-__all__ = ["hierarchical_allgather", "hierarchical_allreduce", "hierarchical_reduce_scatter"]
+__all__ = [
+    "hierarchical_allgather",
+    "hierarchical_allreduce",
+    "hierarchical_alltoall",
+    "hierarchical_reduce_scatter",
+]
 
 
 def _check(nranks: int, ranks_per_node: int) -> tuple[int, int]:
@@ -314,4 +319,115 @@ def hierarchical_allgather(nranks: int, ranks_per_node: int = 8, inter: str = "r
         slot_units=np.ones(p, dtype=np.int64),
         algorithm="hierarchical",
         params={"ranks_per_node": ranks_per_node, "inter": inter},
+    )
+
+
+# -- alltoall --------------------------------------------------------------------------------
+def _a2a_layout(p: int, g: int) -> tuple[int, int, list[tuple[int, np.ndarray]]]:
+    """``(N, nc, classes)``: groups, the most columns one agent serves, the group classes."""
+    classes = group_classes(p, g)
+    q_min = min(q for q, _ in classes)
+    return -(-p // g), -(-min(g, p) // q_min), classes
+
+
+def _a2a_gather_step(t: int, p: int, g: int) -> Step:
+    """Step ``t`` inside each group: source ``j`` hands agent ``(j + t + 1) mod q`` (and, in
+    step 0, itself) every input block whose destination's local index that agent serves."""
+    n_groups, nc, classes = _a2a_layout(p, g)
+    parts = []
+    for q, bases in classes:
+        for shift in ([0] if t == 0 else []) + ([t + 1] if t + 1 < q else []):
+            j = np.arange(q, dtype=np.int64)
+            agent = (j + shift) % q
+            c = np.arange(min(g, p), dtype=np.int64)
+            kk = np.arange(n_groups, dtype=np.int64)
+            # (source j, column c, destination group k'): c served by agent[j], k'g + c < p
+            jj, cc, kq = np.meshgrid(j, c, kk, indexing="ij")
+            ok = (cc % q == agent[jj]) & (kq * g + cc < p)
+            jj, cc, kq = jj[ok], cc[ok], kq[ok]
+            src_slot = kq * g + cc
+            dst_slot = 2 * p + (kq * nc + cc // q) * g + jj
+            src = (bases[:, None] + jj[None, :]).ravel()
+            dst = (bases[:, None] + agent[jj][None, :]).ravel()
+            k = len(bases)
+            parts.append(Step.make(src, dst, np.tile(src_slot, k), np.tile(dst_slot, k), 1))
+    return Step.cat(parts) if parts else Step.empty()
+
+
+def _a2a_deliver_step(t: int, p: int, g: int) -> Step:
+    """Step ``t`` across groups: agent ``a`` of group ``k`` sends destination ``d`` of group
+    ``k + t`` (a column it serves) the ``q_k`` blocks of group ``k``'s sources, one message."""
+    n_groups, nc, classes = _a2a_layout(p, g)
+    parts = []
+    for q, bases in classes:
+        k = bases // g
+        c = np.arange(min(g, p), dtype=np.int64)
+        kd = (k + t) % n_groups  # destination group of each source group
+        kk, cc = np.meshgrid(np.arange(len(bases)), c, indexing="ij")
+        d = kd[kk] * g + cc
+        ok = d < p
+        kk, cc, d = kk[ok], cc[ok], d[ok]
+        agent = bases[kk] + cc % q
+        first = 2 * p + (kd[kk] * nc + cc // q) * g
+        parts.append(Step.make(agent, d, first, p + bases[kk], q))
+    return Step.cat(parts) if parts else Step.empty()
+
+
+def _a2a_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8):
+    """:func:`hierarchical_alltoall`'s ``.. math::``."""
+    g = min(ranks_per_node, nranks)
+    n_groups = -(-nranks // ranks_per_node)
+    return (g - 1) * (alpha + nbytes / g * beta) + (n_groups - 1) * (
+        alpha + nbytes / n_groups * beta
+    )
+
+
+@register(
+    "alltoall",
+    "hierarchical",
+    cost="(g-1)(α + n/g·β) + (N-1)(α + n/N·β)",
+    cost_fn=_a2a_cost,
+    exact=lambda nranks, ranks_per_node=8: nranks % ranks_per_node == 0 or nranks < ranks_per_node,
+    constraints="groups of ranks_per_node; any p; N + g - 2 messages per rank instead of p - 1",
+    reference="Sack & Gropp, 'Collective algorithms for multiported torus networks', 2015 (two-phase); "
+    "Thakur, Rabenseifner & Gropp 2005",
+)
+def hierarchical_alltoall(nranks: int, ranks_per_node: int = 8) -> Schedule:
+    r"""Two-phase alltoall: gather by destination column inside each group, then one message
+    per (group, destination) across groups.
+
+    Destination ``d`` has local index ``c = d mod g``; in each group one member (an *agent*,
+    ``c mod q`` in a group of ``q``) collects every block its group sends to a column ``c``
+    (phase 1: ``g - 1`` pairwise steps of ``n/g``-byte messages), then sends each destination
+    in each other group one message of its group's ``q`` blocks (phase 2: ``N`` steps, the first
+    local, then ``n/N``-byte messages). Each rank sends ``g + N - 2`` messages instead of the
+    direct algorithm's ``p - 1``, moving every byte twice. For whole groups:
+
+    .. math:: T = (g-1)\left(\alpha + \frac{n}{g}\beta\right)
+              + (N-1)\left(\alpha + \frac{n}{N}\beta\right)
+
+    Examples:
+        >>> s = hierarchical_alltoall(16, ranks_per_node=4)
+        >>> s.nsteps, s.nslots  # 3 inside + 4 across; 2p data slots and p of staging
+        (7, 48)
+    """
+    p = nranks
+    g, _ = _check(p, ranks_per_node)
+    n_groups, nc, _ = _a2a_layout(p, g)
+    g_eff = min(g, p)
+    nsteps, step = _phases(
+        [
+            (max(g_eff - 1, 1), lambda t: _a2a_gather_step(t, p, g)),
+            (n_groups, lambda t: _a2a_deliver_step(t, p, g)),
+        ]
+    )
+    return lazy(
+        "alltoall",
+        p,
+        nsteps,
+        step,
+        slot_units=np.ones(2 * p + n_groups * nc * g, dtype=np.int64),
+        ndata=2 * p,
+        algorithm="hierarchical",
+        params={"ranks_per_node": ranks_per_node},
     )

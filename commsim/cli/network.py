@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from commsim.cli.arguments import add_epilog
 from commsim.cli.errors import UsageError, quote
 from commsim.cli.schedules import ScheduleChoice
 from commsim.clusters import cluster
+from commsim.errors import UnknownNameError
 from commsim.models import CONTENTION
 from commsim.topology import (
     GENERATORS,
@@ -58,7 +60,7 @@ class NetworkChoice:
 
     name: str
     network: Network
-    placement: str
+    placement: str | tuple[int, ...]
     contention: str
     ranks_per_node: int | None = None
     gamma: float | None = None  # a cluster's reduction time per byte
@@ -89,7 +91,7 @@ class NetworkChoice:
         g = self.servers_of(max(choice.nranks))
         if g is None:
             return choice, [
-                f"placement {self.placement} does not keep a server's ranks together: "
+                f"placement {_show(self.placement)} does not keep a server's ranks together: "
                 f"{', '.join(takers)} keep their default ranks_per_node"
             ]
         params = {a: dict(v) for a, v in choice.params.items()}
@@ -97,6 +99,35 @@ class NetworkChoice:
             params[a]["ranks_per_node"] = g
         note = f"ranks_per_node={g} (from the network) for {', '.join(takers)}"
         return dataclasses.replace(choice, params=params), [note]
+
+
+def _show(placement: str | tuple[int, ...]) -> str:
+    return placement if isinstance(placement, str) else "explicit"
+
+
+def _placement(text: str | None) -> str | tuple[int, ...] | None:
+    """``--placement``: a rule name, or host indices ``3,0,1,2`` (one per rank) or ``@FILE``
+    (whitespace- or comma-separated host indices)."""
+    if text is None:
+        return None
+    body = text
+    if text.startswith("@"):
+        try:
+            body = Path(text[1:]).read_text()
+        except OSError as e:
+            raise UsageError(
+                f"--placement {quote(text)}: cannot read ({e.strerror or e})"
+            ) from None
+    items = body.replace(",", " ").split()
+    if (
+        items
+        and all(x.isdigit() for x in items)
+        and (text.startswith("@") or "," in text or text.isdigit())
+    ):
+        return tuple(int(x) for x in items)
+    if text.startswith("@"):
+        raise UsageError(f"--placement {quote(text)}: the file must list host indices")
+    return text
 
 
 def add_network_group(parser: argparse.ArgumentParser) -> None:
@@ -117,8 +148,9 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
         "--placement",
         default=None,
         metavar="HOW",
-        help="ranks on hosts: linear, round_robin (across servers), random[:SEED] "
-        "(default: linear, or the cluster file's)",
+        help="ranks on hosts: linear, round_robin (across servers), random[:SEED], host indices "
+        "one per rank (0,2,4,6,1,3,5,7) or @FILE of them (default: linear, or the cluster "
+        "file's)",
     )
     g.add_argument(
         "--contention",
@@ -134,7 +166,7 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     """The network of ``--topology`` or ``--cluster`` (``None`` if neither), checked and
     compiled."""
     text, preset = getattr(args, "topology", None), getattr(args, "cluster", None)
-    placement_given = getattr(args, "placement", None)
+    placement_given = _placement(getattr(args, "placement", None))
     contention = getattr(args, "contention", "bottleneck")
     if text is not None and preset is not None:
         raise UsageError("give --topology or --cluster, not both")
@@ -168,4 +200,13 @@ def resolve(text: str) -> tuple[str, Network]:
     generator = name.replace("-", "_") in GENERATORS and ("," in args or "=" in args)
     if (name.lower() in PRESETS and not generator) or text.strip().endswith(".toml"):
         return text, cluster(text).network
+    known = [*PRESETS, *GENERATORS]
+    is_file = Path(text).is_file() or Path(text).suffix.lower() in _GRAPH_SUFFIXES
+    if name.replace("-", "_") not in GENERATORS and not is_file:
+        close = difflib.get_close_matches(name, known, n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownNameError(
+            f"unknown network {name!r}{hint} (cluster presets: {', '.join(PRESETS)}; "
+            f"generators: {', '.join(sorted(GENERATORS))}; or a graph or .toml file)"
+        )
     return text, Network(_graph(text))

@@ -56,8 +56,22 @@ TIE_RTOL = 1e-9  # curves this close (relative) at every size of a panel are nam
 OVERLAP_RTOL = 0.01  # curves this close at every drawn size would hide each other: interleaved
 MAX_STEP = 10.0  # sizes further apart are not joined: a line across would not be the model's
 _DODGE_PT = 10.0  # with points, algorithms sit this many points apart around each size
-_MARKERS = "os^vD<>ph*"
+_MARKERS = "os^vD<>phX"
 _Style = tuple[str, str]  # color, marker
+
+
+def _colour(i: int, n: int) -> str:
+    """The ``i``-th of ``n`` distinct colours: matplotlib's ten, or for more the twenty of
+    ``tab20`` (its dark shades first, then the light ones), as hex."""
+    if n <= 10:
+        return f"C{i}"
+    from matplotlib import colormaps
+    from matplotlib.colors import to_hex
+
+    order = [*range(0, 20, 2), *range(1, 20, 2)]
+    return to_hex(colormaps["tab20"](order[i % 20]))
+
+
 _DPI = 120
 _PANEL_WIDTH = 6.0  # inches, a figure of one panel
 _PANEL_HEIGHT = 2.9  # inches per row of panels, without titles
@@ -137,8 +151,9 @@ def draw_compare(
     FigureCanvasAgg(fig)
     axes = _grid(fig, len(drawn))
     names = list(dict.fromkeys(a for c in drawn for a in c.curves))
+    curves = [a for a in names if a != BOUND]
     style = {
-        a: (f"C{i % 10}", _MARKERS[i % len(_MARKERS)]) for i, a in enumerate(names) if a != BOUND
+        a: (_colour(i, len(curves)), _MARKERS[i % len(_MARKERS)]) for i, a in enumerate(curves)
     }
     shared = _shared_ties(drawn)
     points = _draw(axes, drawn, sizes[order], style)
@@ -288,7 +303,7 @@ def _draw_points(
     for i, (a, (color, marker)) in enumerate(style.items()):
         if a in c.curves:
             dodged = x[at] * math.exp((i - half) * step)
-            kw = {"color": color, "marker": marker, "ms": 7, "mec": "white", "mew": 0.6}
+            kw = {"color": color, "marker": marker, "ms": 8, "mec": "white", "mew": 0.6}
             ax.plot(dodged, c.curves[a][at], ls="none", label=a, **kw)
     width = math.exp((half + 1) * step)
     y = c.curves[BOUND][at]

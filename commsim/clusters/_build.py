@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -107,6 +108,16 @@ def _table(
     return value
 
 
+def _value(where: _Where, field: str, parse: Callable[[Any, str], float], value: Any) -> float:
+    """``parse(value)``, its error named as ``field`` (``[inter] bandwidth: must be > 0 ...``)."""
+    name = field.split()[-1]
+    try:
+        return parse(value, name)
+    except ParameterError as e:
+        problem = str(e).removeprefix(f"{name}: ").removeprefix(f"{name} ")
+        raise where.error(field, problem) from None
+
+
 def _link(where: _Where, d: Mapping[str, Any], key: str, default_kind: str) -> LinkClass | None:
     t = _table(where, d, key, required=False)
     if t is None:
@@ -115,11 +126,8 @@ def _link(where: _Where, d: Mapping[str, Any], key: str, default_kind: str) -> L
     for field in ("bandwidth", "latency"):
         if field not in t:
             raise where.error(f"[{key}] {field}", "missing")
-    try:
-        bw = as_bandwidth(t["bandwidth"], "bandwidth")
-        lat = as_latency(t["latency"], "latency")
-    except ParameterError as e:
-        raise where.error(f"[{key}] {str(e).split(':')[0]}", str(e).split(": ", 1)[-1]) from None
+    bw = _value(where, f"[{key}] bandwidth", as_bandwidth, t["bandwidth"])
+    lat = _value(where, f"[{key}] latency", as_latency, t["latency"])
     kind = t.get("kind", default_kind)
     if not isinstance(kind, str) or not kind:
         raise where.error(f"[{key}] kind", f"must be a name, got {kind!r}")
@@ -149,7 +157,9 @@ def build_cluster(d: Mapping[str, Any], origin: str) -> Cluster:
     nodes = _int(where, "nodes", d["nodes"])
     g = _int(where, "gpus_per_node", d.get("gpus_per_node", 1))
     placement = d.get("placement", "linear")
-    if not isinstance(placement, str):
+    if not isinstance(placement, str) or not re.fullmatch(
+        r"linear|round[_-]robin|random(:\d+)?", placement
+    ):
         raise where.error(
             "placement", f"must be linear, round_robin or random[:SEED], got {placement!r}"
         )
@@ -172,10 +182,7 @@ def build_cluster(d: Mapping[str, Any], origin: str) -> Cluster:
     graph = _graph(where, kind, topo, nodes, g, intra, inter)
     classes = {c.name: c for c in (intra, inter) if c is not None}
     profiles = _profiles(where, d, classes)
-    try:
-        reduction = as_bandwidth(d.get("reduction", 100e9), "reduction")
-    except ParameterError as e:
-        raise where.error("reduction", str(e).split(": ", 1)[-1]) from None
+    reduction = _value(where, "reduction", as_bandwidth, d.get("reduction", 100e9))
     name = d.get("name", origin)
     sources = d.get("sources", "")
     graph.graph["name"] = str(name)
@@ -189,7 +196,8 @@ def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
     link = {"bandwidth": inter.bandwidth, "latency": inter.latency}
     if kind == "rail_optimized":
         nv = {"nvlink_bandwidth": intra.bandwidth, "nvlink_latency": intra.latency} if intra else {}
-        return _call(where, rail_optimized, (nodes, g), {**link, **nv, **topo})
+        graph = _call(where, rail_optimized, (nodes, g), {**link, **nv, **topo})
+        return _rename(graph, {"nvlink": intra.name if intra else "nvlink", "rail": inter.name})
     if kind == "torus":
         dims = topo.get("dims")
         if (
@@ -216,9 +224,9 @@ def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
     if kind == "switch":
         fabric = _call(where, switch, (n,), {**link, "kind": inter.name, **topo})
     elif kind == "fat_tree":
-        fabric = _call(where, fat_tree, (n,), {**link, **topo})
+        fabric = _rename(_call(where, fat_tree, (n,), {**link, **topo}), {"host": inter.name})
     else:
-        fabric = _call(where, dragonfly, (), {**link, **topo})
+        fabric = _rename(_call(where, dragonfly, (), {**link, **topo}), {"host": inter.name})
         hosts = sum(1 for _, k in fabric.nodes(data="kind") if k != "switch")
         if hosts != n:
             raise where.error(
@@ -230,6 +238,14 @@ def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
     island = nvlink_island(g, bandwidth=intra.bandwidth, latency=intra.latency)
     nx.set_edge_attributes(island, intra.name, "kind")
     return join(island, fabric, nodes)
+
+
+def _rename(graph: nx.Graph, names: Mapping[str, str]) -> nx.Graph:
+    """The generator's link classes ``names`` renamed to the file's (``[inter] kind``)."""
+    if any(k != v for k, v in names.items()):
+        kinds = nx.get_edge_attributes(graph, "kind")
+        nx.set_edge_attributes(graph, {e: names.get(k, k) for e, k in kinds.items()}, "kind")
+    return graph
 
 
 def _profiles(

@@ -79,7 +79,9 @@ def _tpu_v5p(spec: str, arg: str) -> dict[str, Any]:
         )
     dims = [int(x) for x in m.groups()]
     chips = dims[0] * dims[1] * dims[2]
-    if min(dims) < 1 or chips % 4:
+    if min(dims) < 1:
+        raise ParameterError(f"cluster {spec!r}: every dimension must be >= 1, got {arg!r}")
+    if chips % 4:
         raise ParameterError(
             f"cluster {spec!r}: the shape must hold a multiple of 4 chips (4 per host), got {chips}"
         )
@@ -105,7 +107,7 @@ def _dragonfly(spec: str, arg: str) -> dict[str, Any]:
         "name": spec,
         "nodes": groups * 32 * 16 // 4,
         "gpus_per_node": 4,
-        "reduction": "530GB/s",
+        "reduction": "1.07TB/s",
         "intra": {"kind": "xgmi", "bandwidth": "50GB/s", "latency": "1us"},
         "inter": {"kind": "host", "bandwidth": "200Gb/s", "latency": "1us"},
         "topology": {
@@ -170,7 +172,10 @@ def cluster(spec: str | Path) -> Cluster:
     name, colon, arg = text.partition(":")
     entry = PRESETS.get(name.strip().lower())
     if entry is None:
-        close = difflib.get_close_matches(name.strip().lower(), PRESETS, n=3)
+        key = name.strip().lower()
+        close = [k for k in PRESETS if key and k.startswith(key)] or difflib.get_close_matches(
+            key, PRESETS, n=3
+        )
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         known = ", ".join(f"{k}:{v[0].split()[0]}" for k, v in PRESETS.items())
         raise UnknownNameError(

@@ -53,9 +53,11 @@ def place(network: Network, nranks: int, placement: str | Sequence[int] = "linea
         if name == "random":
             try:
                 seed = int(arg) if arg else 0
+                if seed < 0:
+                    raise ValueError
             except ValueError:
                 raise ParameterError(
-                    f"placement random:SEED needs an integer seed, got {arg!r}"
+                    f"placement random:SEED needs an integer seed >= 0, got {arg!r}"
                 ) from None
             return np.random.default_rng(seed).permutation(h)[:nranks].astype(np.int64)
         raise ParameterError(

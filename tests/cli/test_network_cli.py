@@ -128,3 +128,32 @@ def test_model_choice(cli_json, cli):
     ]:
         rc, _, err = cli("predict", "-c", "allreduce", "-a", "ring", "-p", "8", "-s", "1KiB", *argv)
         assert rc == 2 and message in err
+
+
+def test_explicit_placements(cli_json, cli, tmp_path):
+    """Ranks 0..3 on hosts 0, 2, 1, 3 of a ring: every ring message crosses two links, so the
+    ring allreduce is slower than with the linear placement."""
+    base = [
+        "predict",
+        "-c",
+        "allreduce",
+        "-a",
+        "ring",
+        "-p",
+        "4",
+        "--topology",
+        "ring:4",
+        "-s",
+        "1MiB",
+    ]
+    linear = cli_json(*base)["results"][0]["time_s"]
+    doc = cli_json(*base, "--placement", "0,2,1,3")
+    assert doc["model"]["placement"] == [0, 2, 1, 3] and doc["results"][0]["time_s"] > linear
+    path = tmp_path / "hosts.txt"
+    path.write_text("0\n2\n1\n3\n")
+    assert (
+        cli_json(*base, "--placement", f"@{path}")["results"][0]["time_s"]
+        == doc["results"][0]["time_s"]
+    )
+    rc, _, err = cli(*base, "--placement", "0,0,1,2")
+    assert rc == 2 and "two ranks on host 0" in err
