@@ -73,7 +73,7 @@ def test_help_teaches_by_example(cli):
     [
         ("no-bandwidth", [], "edge ('0', '1') has no 'bandwidth'"),
         ("disconnected", [], "the topology is disconnected: host 'c'"),
-        (None, ["fat_tre:64"], "unknown topology 'fat_tre'; did you mean fat_tree"),
+        (None, ["fat_tre:64"], "unknown network 'fat_tre'; did you mean fat_tree"),
         (None, ["torus:4x4", "--draw", "out.gif"], "must end in .png, .pdf or .svg"),
         (None, ["fat_tree:1024", "--draw", "big.png"], "too many to draw (at most 300)"),
         (None, ["ring:8,speed=3"], "usage: ring"),
