@@ -192,11 +192,13 @@ def _graph(text: str) -> Any:
 
 def resolve(text: str) -> tuple[str, Network]:
     """A network named any way the command line accepts: a cluster preset or ``.toml`` file, a
-    graph file, or a generator spec."""
+    graph file, or a generator spec (a name both a preset and a generator, ``dragonfly``, is
+    the generator when given more than one argument or a keyword)."""
     from commsim.clusters import PRESETS
 
-    name = text.strip().partition(":")[0].lower()
-    if name in PRESETS or text.strip().endswith(".toml"):
+    name, _, args = text.strip().partition(":")
+    generator = name.replace("-", "_") in GENERATORS and ("," in args or "=" in args)
+    if (name.lower() in PRESETS and not generator) or text.strip().endswith(".toml"):
         return text, cluster(text).network
     known = [*PRESETS, *GENERATORS]
     is_file = Path(text).is_file() or Path(text).suffix.lower() in _GRAPH_SUFFIXES

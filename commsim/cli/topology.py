@@ -31,12 +31,21 @@ DESCRIPTION = """\
 Hosts, switches and servers; per link class the number of links (cables: an undirected edge
 counts once), bandwidth per direction and latency; the diameter (most links on a route
 between two hosts, over every pair up to 512 hosts, else over a sample); and the bisection
-bandwidth as the generator states it. --draw writes a picture of a small network."""
+bandwidth per direction: the least capacity of a cut that splits the hosts in half, as the
+generator states it where its formula is exact, else found by enumerating every cut (small
+networks) or bounded from above by a heuristic (labelled so). --draw writes a picture of a
+small network.
+
+A cluster preset and a generator may share a name: dragonfly:G is the Slingshot-like
+cluster preset, dragonfly:G,A,P,H (more than one argument) the generator."""
 EXAMPLES = """\
   commsim topology fat_tree:64,hosts_per_leaf=16,oversubscription=4
   commsim topology dgx-h100:128
   commsim topology torus:8x8 --draw torus.png
   commsim topology dgx-h100:4 --draw dgx.png --json
+  commsim topology dragonfly:9,4,2,2 --draw dragonfly.png
+  commsim topology fat_tree:40,hosts_per_leaf=16,oversubscription=2
+  commsim topology my_graph.graphml
   commsim topology my_cluster.toml"""
 
 _DRAW_FORMATS = (".png", ".pdf", ".svg")
@@ -106,18 +115,20 @@ def render(result: TopologyResult, as_json: bool) -> str:
         for c in s.classes
     ]
     diameter = f"{s.diameter} links" + ("" if s.diameter_exact else " (over a sample of pairs)")
-    bis = (
-        units.format_bandwidth(s.bisection_bandwidth)
-        if s.bisection_bandwidth is not None
-        else "not stated by this graph (set graph['bisection_bandwidth'])"
-    )
+    if s.bisection_bandwidth is None:
+        bis = "not computed (too large; set graph['bisection_bandwidth'])"
+    else:
+        how = {"stated": "as the graph states it", "exact": "exact"}.get(
+            s.bisection_method or "", "heuristic upper bound"
+        )
+        bis = f"{units.format_bandwidth(s.bisection_bandwidth)} per direction ({how})"
     lines = [
         f"{s.name}: {s.hosts:,} hosts, {s.switches:,} switches, {s.servers:,} servers",
         "",
         format_table(["link class", "links", "bandwidth", "latency"], rows, "lrrr"),
         "",
         f"diameter: {diameter}",
-        f"bisection bandwidth: {bis} per direction",
+        f"bisection bandwidth: {bis}",
     ]
     if result.drawing is not None:
         lines.append(f"drawing written to {result.drawing}")

@@ -5,11 +5,13 @@ A topology is a networkx graph of hosts and switches whose edges carry ``bandwid
 hosts. Generators (networkx style, size first, ``bandwidth=``/``latency=`` everywhere):
 :func:`switch`, :func:`ring`, :func:`torus`, :func:`hypercube`, :func:`fat_tree`,
 :func:`kary_fat_tree`, :func:`dragonfly`, :func:`nvlink_island`, :func:`rail_optimized`, and
-:func:`join` for an intra-server graph joined by an inter-server one. The topology model (:class:`commsim.models.Topology`) times schedules on it.
+:func:`join` for an intra-server graph joined by an inter-server one. :func:`summarize` measures a
+network (links by class, diameter, bisection bandwidth); :func:`draw` pictures a small one. The topology model (:class:`commsim.models.Topology`) times schedules on it.
 """
 
 from commsim.topology._attributes import as_bandwidth, as_latency
 from commsim.topology._basic import hypercube, ring, switch, torus
+from commsim.topology._bisection import bisection_upper_bound, exact_bisection
 from commsim.topology._dragonfly import dragonfly
 from commsim.topology._draw import MAX_DRAW_NODES, draw
 from commsim.topology._fat_tree import fat_tree, kary_fat_tree
@@ -17,9 +19,15 @@ from commsim.topology._gpu import join, nvlink_island, rail_optimized
 from commsim.topology._network import Network, as_network
 from commsim.topology._placement import PLACEMENTS, place, ranks_per_server
 from commsim.topology._spec import GENERATORS, load_topology, parse_topology, register_generator
-from commsim.topology._summary import LinkClassSummary, TopologySummary, summarize
+from commsim.topology._summary import (
+    BISECTION_METHODS,
+    LinkClassSummary,
+    TopologySummary,
+    summarize,
+)
 
 __all__ = [
+    "BISECTION_METHODS",
     "GENERATORS",
     "MAX_DRAW_NODES",
     "PLACEMENTS",
@@ -29,8 +37,10 @@ __all__ = [
     "as_bandwidth",
     "as_latency",
     "as_network",
+    "bisection_upper_bound",
     "dragonfly",
     "draw",
+    "exact_bisection",
     "fat_tree",
     "hypercube",
     "join",

@@ -86,8 +86,9 @@ def torus(
     g = nx.Graph(
         name=f"torus({'x'.join(map(str, dims_t))})",
         routing=("torus", dims_t),
-        bisection_bandwidth=_torus_bisection(dims_t, bw),
     )
+    if max(dims_t) % 2 == 0 or sum(k > 1 for k in dims_t) <= 1:  # else an odd cut: not stated
+        g.graph["bisection_bandwidth"] = _torus_bisection(dims_t, bw)
     g.add_nodes_from(range(n), kind="host")
     idx = np.arange(n)
     stride = 1

@@ -6,7 +6,8 @@ hosts_per_router`` hosts and has ``h = global_links_per_router`` global links. I
 routers are all-to-all (link class ``"local"``); every pair of groups is joined by
 ``⌊a h / (groups - 1)⌋`` global links (``"global"``), taken by a group's routers in turn (the
 consecutive arrangement). Hosts attach by ``"host"`` links. Global links have ``route_weight``
-2, so minimal routes are local–global–local: at most one global link. A balanced dragonfly has :math:`a = 2p = 2h` and at most
+3, so minimal routes are local–global–local: at most one global link (one costs at most
+``1 + 3 + 1``, two at least ``3 + 3``; with weight 2 a global–global route would tie). A balanced dragonfly has :math:`a = 2p = 2h` and at most
 :math:`a h + 1` groups.
 """
 
@@ -55,11 +56,9 @@ def dragonfly(
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     gbw = bw if global_bandwidth is None else as_bandwidth(global_bandwidth, "global_bandwidth")
     glat = lat if global_latency is None else as_latency(global_latency, "global_latency")
-    half = G // 2
-    g = nx.Graph(
-        name=f"dragonfly({G},{a},{p},{h})",
-        bisection_bandwidth=half * (G - half) * per_pair * gbw if G > 1 else 0.0,
-    )
+    # No bisection_bandwidth: cuts through groups or host links can undercut the global links
+    # between two halves of the groups; summarize() computes it.
+    g = nx.Graph(name=f"dragonfly({G},{a},{p},{h})")
     n = G * a * p
     g.add_nodes_from(range(n), kind="host")
     routers = [("router", x, r) for x in range(G) for r in range(a)]
@@ -88,5 +87,5 @@ def dragonfly(
         if g.has_edge(u, v):
             g.edges[u, v]["bandwidth"] += gbw
         else:
-            g.add_edge(u, v, bandwidth=gbw, latency=glat, kind="global", route_weight=2)
+            g.add_edge(u, v, bandwidth=gbw, latency=glat, kind="global", route_weight=3)
     return g

@@ -52,7 +52,7 @@ def fat_tree(
     (the core is non-blocking; oversubscription is at the leaves).
 
     Bisection bandwidth (``graph.graph["bisection_bandwidth"]``, bytes/s per direction, for
-    full leaves and an even number of them): :math:`\frac{n}{2} B / o`.
+    full leaves and an even number of them; not stated otherwise): :math:`\frac{n}{2} B / o`.
 
     Examples:
         >>> g = fat_tree(64, hosts_per_leaf=16, oversubscription=4)
@@ -73,7 +73,9 @@ def fat_tree(
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     up_bw = h * bw / (o * s)
     nleaves = -(-n // h)
-    g = nx.Graph(name=f"fat_tree({n})", bisection_bandwidth=n / 2 * bw / o)
+    g = nx.Graph(name=f"fat_tree({n})")
+    if n % h == 0 and nleaves % 2 == 0:  # else summarize() computes it
+        g.graph["bisection_bandwidth"] = n / 2 * bw / o
     g.add_nodes_from(range(n), kind="host")
     leaves = [("leaf", i) for i in range(nleaves)]
     g.add_nodes_from(leaves, kind="switch")

@@ -7,9 +7,35 @@ from typing import Any
 
 import numpy as np
 
+from commsim.errors import ParameterError
+from commsim.topology._attributes import as_bandwidth
+from commsim.topology._bisection import (
+    EXACT_BISECTION_NODES,
+    HEURISTIC_BISECTION_NODES,
+    SEARCH_BISECTION_NODES,
+    bisection_upper_bound,
+    exact_bisection,
+)
 from commsim.topology._network import Network
 
-__all__ = ["DIAMETER_EXACT_HOSTS", "LinkClassSummary", "TopologySummary", "summarize"]
+__all__ = [
+    "BISECTION_METHODS",
+    "DIAMETER_EXACT_HOSTS",
+    "LinkClassSummary",
+    "TopologySummary",
+    "summarize",
+]
+
+#: How :attr:`TopologySummary.bisection_bandwidth` was found, in order of preference.
+BISECTION_METHODS = {
+    "stated": "as the graph states it (graph['bisection_bandwidth'], set by the generators "
+    "where their formula is exact)",
+    "exact": f"exact, every cut enumerated (up to {EXACT_BISECTION_NODES} switches and "
+    "multi-link hosts)",
+    "upper bound": "a heuristic upper bound: the least cut over node-order, Kernighan-Lin and "
+    f"spectral splits of the hosts (node order only above {SEARCH_BISECTION_NODES} nodes; up "
+    f"to {HEURISTIC_BISECTION_NODES})",
+}
 
 #: Up to this many hosts the diameter is over every pair of hosts; above, over a sample.
 DIAMETER_EXACT_HOSTS = 512
@@ -37,8 +63,10 @@ class TopologySummary:
         classes: per link class, a :class:`LinkClassSummary`.
         diameter: the most links on any route between two hosts.
         diameter_exact: whether every host pair was routed (else a random sample: a lower bound).
-        bisection_bandwidth: bytes/s per direction across the worst balanced cut, as the
-            generator states it; ``None`` for a graph that does not say.
+        bisection_bandwidth: bytes/s per direction across the least cut that splits the
+            hosts in half (:mod:`commsim.topology._bisection`); ``None`` when the graph does
+            not state it and is too large to compute.
+        bisection_method: a key of :data:`BISECTION_METHODS` (``None`` with no value).
     """
 
     name: str
@@ -49,6 +77,7 @@ class TopologySummary:
     diameter: int
     diameter_exact: bool
     bisection_bandwidth: float | None
+    bisection_method: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -68,18 +97,27 @@ class TopologySummary:
             "diameter_links": self.diameter,
             "diameter_exact": self.diameter_exact,
             "bisection_bandwidth_Bps": self.bisection_bandwidth,
+            "bisection_method": self.bisection_method,
         }
 
 
 def summarize(network: Network) -> TopologySummary:
     """Count and measure ``network`` (routes are computed for the diameter: all host pairs up to
-    :data:`DIAMETER_EXACT_HOSTS` hosts, else a seeded random sample of pairs).
+    :data:`DIAMETER_EXACT_HOSTS` hosts, else a seeded random sample of pairs; the bisection
+    bandwidth as the graph states it, else computed exactly or bounded, see
+    :data:`BISECTION_METHODS`).
 
     Examples:
         >>> from commsim.topology import fat_tree
         >>> s = summarize(Network(fat_tree(64, hosts_per_leaf=16)))
         >>> s.hosts, s.switches, s.diameter, [c.links for c in s.classes]
         (64, 20, 4, [64, 64])
+        >>> s.bisection_bandwidth / 25e9, s.bisection_method  # 32 hosts' worth, per direction
+        (32.0, 'stated')
+        >>> from commsim.topology import dragonfly
+        >>> s = summarize(Network(dragonfly(5, 4, 2, 1)))  # 5 groups: one group is split
+        >>> s.bisection_bandwidth / 25e9, s.bisection_method
+        (8.0, 'exact')
     """
     net = network
     per_edge = 1 if net.directed else 2
@@ -107,7 +145,7 @@ def summarize(network: Network) -> TopologySummary:
     for lo in range(0, len(a), 1 << 16):
         indptr, _ = net.routes(a[lo : lo + (1 << 16)], b[lo : lo + (1 << 16)])
         diameter = max(diameter, int(np.diff(indptr).max(initial=0)))
-    bis = net.graph.graph.get("bisection_bandwidth")
+    bis, method = _bisection(net)
     return TopologySummary(
         name=str(net.graph.graph.get("name") or "graph"),
         hosts=h,
@@ -116,5 +154,18 @@ def summarize(network: Network) -> TopologySummary:
         classes=tuple(classes),
         diameter=diameter,
         diameter_exact=exact,
-        bisection_bandwidth=None if bis is None else float(bis),
+        bisection_bandwidth=bis,
+        bisection_method=method,
     )
+
+
+def _bisection(net: Network) -> tuple[float | None, str | None]:
+    stated = net.graph.graph.get("bisection_bandwidth")
+    if stated is not None:
+        return as_bandwidth(stated, "the graph's bisection_bandwidth"), "stated"
+    for method, fn in (("exact", exact_bisection), ("upper bound", bisection_upper_bound)):
+        try:
+            return fn(net), method
+        except ParameterError:  # too large for this method
+            continue
+    return None, None

@@ -1,0 +1,95 @@
+"""``commsim topology``: the summary table and document, drawings, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import networkx as nx
+import pytest
+
+from commsim.topology import Network, dragonfly, exact_bisection
+
+B = 25e9
+
+
+def test_json_counts_a_fat_tree(cli_json):
+    doc = cli_json("topology", "fat_tree:128,hosts_per_leaf=16,oversubscription=2")
+    assert (doc["hosts"], doc["switches"], doc["servers"]) == (128, 8 + 8, 128)
+    assert {c["kind"]: c["links"] for c in doc["link_classes"]} == {
+        "host": 128,
+        "leaf-spine": 8 * 8,
+    }
+    assert doc["diameter_links"] == 4 and doc["diameter_exact"]
+    assert doc["bisection_bandwidth_Bps"] == pytest.approx(64 * B / 2)
+    assert doc["bisection_method"] == "stated" and doc["drawing"] is None
+
+
+def test_a_name_both_preset_and_generator(cli_json):
+    gen = cli_json("topology", "dragonfly:5,4,2,1")  # the generator: 40 hosts
+    assert gen["hosts"] == 40 and gen["switches"] == 20
+    assert gen["bisection_method"] == "exact"
+    assert gen["bisection_bandwidth_Bps"] == exact_bisection(Network(dragonfly(5, 4, 2, 1)))
+    assert cli_json("topology", "dragonfly:2")["hosts"] == 2 * 512  # the cluster preset
+
+
+def test_text_labels_how_the_bisection_was_found(cli):
+    rc, out, err = cli("topology", "torus:3x3")
+    assert rc == 0 and err == ""
+    assert "torus:3x3: 9 hosts, 0 switches" in out
+    assert "bisection bandwidth: 200GB/s per direction (exact)" in out  # 8 links of 25 GB/s
+    assert "diameter: 2 links" in out
+    rc, out, _ = cli("topology", "dragonfly:9,4,2,2")
+    assert rc == 0 and "(heuristic upper bound)" in out
+
+
+def test_draw_writes_a_png(cli, tmp_path):
+    path = tmp_path / "ft.png"
+    rc, out, _ = cli("topology", "kary_fat_tree:4", "--draw", str(path))
+    assert rc == 0 and f"drawing written to {path}" in out
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_graph_file_round_trips(cli_json, tmp_path):
+    g = nx.cycle_graph(6)
+    nx.set_edge_attributes(g, "100Gb/s", "bandwidth")
+    nx.set_edge_attributes(g, "500ns", "latency")
+    path = tmp_path / "ring.json"
+    path.write_text(json.dumps(nx.node_link_data(g, edges="links")))
+    doc = cli_json("topology", str(path))
+    assert doc["hosts"] == 6 and doc["diameter_links"] == 3
+    assert doc["link_classes"][0]["bandwidth_Bps"] == [12.5e9, 12.5e9]
+    assert doc["bisection_bandwidth_Bps"] == 2 * 12.5e9 and doc["bisection_method"] == "exact"
+
+
+def test_help_teaches_by_example(cli):
+    rc, out, _ = cli("topology", "--help")
+    assert rc == 0
+    assert "commsim topology dragonfly:9,4,2,2 --draw dragonfly.png" in out
+    assert "dragonfly:G is the Slingshot-like" in out and "heuristic" in out
+
+
+@pytest.mark.parametrize(
+    ("setup", "argv", "message"),
+    [
+        ("no-bandwidth", [], "edge ('0', '1') has no 'bandwidth'"),
+        ("disconnected", [], "the topology is disconnected: host 'c'"),
+        (None, ["fat_tre:64"], "unknown network 'fat_tre'; did you mean fat_tree"),
+        (None, ["torus:4x4", "--draw", "out.gif"], "must end in .png, .pdf or .svg"),
+        (None, ["fat_tree:1024", "--draw", "big.png"], "too many to draw (at most 300)"),
+        (None, ["ring:8,speed=3"], "usage: ring"),
+        (None, ["missing.graphml"], "no such file"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(cli, tmp_path, setup, argv, message):
+    path = tmp_path / "g.graphml"
+    if setup == "no-bandwidth":
+        nx.write_graphml(nx.path_graph(3), path)
+    elif setup == "disconnected":
+        g = nx.Graph()
+        g.add_edge("a", "b", bandwidth=1e9)
+        g.add_node("c")
+        nx.write_graphml(g, path)
+    argv = [str(path)] if setup else [str(tmp_path / a) if "." in a else a for a in argv]
+    rc, out, err = cli("topology", *argv)
+    assert rc == 2 and out == ""
+    assert message in err and err.count("\n") == 1, err
