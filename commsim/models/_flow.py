@@ -245,8 +245,12 @@ class _FlowRun:
         return self._timeline()
 
 
-def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) -> _FlowRun:
-    """Materialize the schedule's messages and run the flow simulation once per size."""
+def simulate(
+    model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray, *, max_messages=None
+) -> _FlowRun:
+    """Materialize the schedule's messages and run the flow simulation once per size (refused
+    past ``max_messages`` messages, :data:`MAX_FLOW_MESSAGES` by default)."""
+    limit = MAX_FLOW_MESSAGES if max_messages is None else min(max_messages, MAX_FLOW_MESSAGES)
     p, net = schedule.nranks, model.network
     cols = {k: [] for k in ("src", "dst", "rnd", "units", "red", "step", "local")}
     nround = 0
@@ -275,6 +279,11 @@ def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) ->
             ranks = np.flatnonzero(red)
             _append(cols, ranks, ranks, nround, np.zeros(len(ranks)), red[ranks], i, True)
             nround += 1
+        if total > limit and limit < MAX_FLOW_MESSAGES:
+            raise ResourceError(
+                f"a timeline of more than {limit:,} messages is refused: "
+                f"use a smaller p or fewer segments"
+            )
         if total > MAX_FLOW_MESSAGES:
             raise ResourceError(
                 f"contention='flow' materializes every message: this schedule has more than "
