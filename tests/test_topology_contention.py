@@ -23,6 +23,7 @@ from commsim.models._contention import rates
 from commsim.topology import Network, fat_tree, ring, switch, torus
 
 BW = 1e9
+SIZES_T = np.array([8.0, 1e6])
 
 
 def _random_round(net: Network, m: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -213,3 +214,22 @@ def test_a_trace_draws_a_ring_on_a_ring():
     doc = chrome_trace(Topology(ring(4), gamma=0), s, 4e6)
     links = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["pid"] == 2]
     assert len(links) == 4 and all(e["args"]["messages"] == 6 for e in links)
+
+
+def test_a_reused_model_predicts_as_a_fresh_one():
+    """The per-round cache (and its fast path for a round equal to the one before) must not
+    carry routes across schedules or placements: a sequence of predictions on one model equals
+    fresh models' predictions."""
+    net = fat_tree(16, hosts_per_leaf=4, oversubscription=2)
+    cases = [("ring", 16, "linear"), ("ring", 8, "linear"), ("ring", 8, "round_robin"),
+             ("rabenseifner", 16, "linear"), ("ring", 16, "linear")]  # fmt: skip
+    for mode in ("bottleneck", "maxmin"):
+        reused = Topology(net, contention=mode)
+        for name, p, placement in cases:
+            reused.placement = placement
+            s = commsim.build("allreduce", name, nranks=p)
+            fresh = Topology(net, contention=mode, placement=placement).predict(s, SIZES_T)
+            got = reused.predict(s, SIZES_T)
+            np.testing.assert_array_equal(got.time, fresh.time)
+            np.testing.assert_array_equal(got.network.link_bytes, fresh.network.link_bytes)
+
