@@ -232,4 +232,3 @@ def test_a_reused_model_predicts_as_a_fresh_one():
             got = reused.predict(s, SIZES_T)
             np.testing.assert_array_equal(got.time, fresh.time)
             np.testing.assert_array_equal(got.network.link_bytes, fresh.network.link_bytes)
-
