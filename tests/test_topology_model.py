@@ -230,8 +230,9 @@ def test_a_failed_link_reroutes_and_a_cut_is_one_error():
 @pytest.mark.parametrize(
     "net", [fat_tree(16, hosts_per_leaf=4, oversubscription=2), torus((4, 4))], ids=["fat", "torus"]
 )
-def test_no_row_beats_the_lower_bound(net):
-    m = Topology(net)
+@pytest.mark.parametrize("mode", ["bottleneck", "flow"])
+def test_no_row_beats_the_lower_bound(net, mode):
+    m = Topology(net, contention=mode)
     for row in ROWS:
         for p in (5, 16):
             t = m.predict(_build(row, p), SIZES).time
