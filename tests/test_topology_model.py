@@ -186,13 +186,15 @@ def test_time_parts_name_the_limiting_link_class():
     np.testing.assert_allclose(pred.network.time_parts.sum(axis=0), pred.time, rtol=1e-12)
 
 
-def test_the_critical_path_ends_with_the_last_rank():
+@pytest.mark.parametrize("mode", ["bottleneck", "flow"])
+def test_the_critical_path_ends_with_the_last_rank(mode):
     s = commsim.build("allreduce", "rabenseifner", nranks=12)
-    pred = Topology(torus((3, 4))).predict(s, 1e6)
+    pred = Topology(torus((3, 4)), contention=mode, start_skew={5: 2e-6}).predict(s, 1e6)
     cp = pred.network.critical_path
     assert cp is not None and cp.nmessages >= 1
     assert (cp.start[1:] >= cp.end[:-1] - 1e-15).all()  # a chain: each waits for the one before
     assert cp.end[-1] <= pred.time + 1e-15
+    assert np.argmax(pred.rank_time) in (cp.src[-1], cp.dst[-1])  # the last rank's message
     assert pred.time - cp.end[-1] <= 1e6 / 100e9 + 1e-12  # at most its last reduction after it
     assert cp.latency.sum() + cp.transfer.sum() + cp.wait == pytest.approx(pred.time)
 
