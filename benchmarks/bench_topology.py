@@ -17,6 +17,7 @@ Usage::
 
     python benchmarks/bench_topology.py            # markdown table on stdout
     python benchmarks/bench_topology.py --json out.json
+    python benchmarks/bench_topology.py -k hierarchical   # the cases whose label has this
 """
 
 from __future__ import annotations
@@ -98,6 +99,7 @@ def run(args: list[str], timeout: float) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--json", help="also write the results to this JSON file")
+    ap.add_argument("-k", default="", help="run only the cases whose label contains this")
     args = ap.parse_args()
     run(["x", "ring", "64", "fat", "flow"], 600)  # warm numba's on-disk cache, untimed
     run(["x", "ring", "64", "fat", "bottleneck"], 600)
@@ -108,6 +110,8 @@ def main() -> int:
     results = []
     ok = True
     for label, argv, target in CASES:
+        if args.k not in label:
+            continue
         r = run(argv, 10 * target)
         hosts = argv[2] if len(argv) > 2 else "1024"
         good = r["seconds"] <= target and r["peak_rss"] < 8 * 2**30

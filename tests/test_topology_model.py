@@ -186,13 +186,15 @@ def test_time_parts_name_the_limiting_link_class():
     np.testing.assert_allclose(pred.network.time_parts.sum(axis=0), pred.time, rtol=1e-12)
 
 
-def test_the_critical_path_ends_with_the_last_rank():
+@pytest.mark.parametrize("mode", ["bottleneck", "flow"])
+def test_the_critical_path_ends_with_the_last_rank(mode):
     s = commsim.build("allreduce", "rabenseifner", nranks=12)
-    pred = Topology(torus((3, 4))).predict(s, 1e6)
+    pred = Topology(torus((3, 4)), contention=mode, start_skew={5: 2e-6}).predict(s, 1e6)
     cp = pred.network.critical_path
     assert cp is not None and cp.nmessages >= 1
     assert (cp.start[1:] >= cp.end[:-1] - 1e-15).all()  # a chain: each waits for the one before
     assert cp.end[-1] <= pred.time + 1e-15
+    assert np.argmax(pred.rank_time) in (cp.src[-1], cp.dst[-1])  # the last rank's message
     assert pred.time - cp.end[-1] <= 1e6 / 100e9 + 1e-12  # at most its last reduction after it
     assert cp.latency.sum() + cp.transfer.sum() + cp.wait == pytest.approx(pred.time)
 
@@ -230,8 +232,9 @@ def test_a_failed_link_reroutes_and_a_cut_is_one_error():
 @pytest.mark.parametrize(
     "net", [fat_tree(16, hosts_per_leaf=4, oversubscription=2), torus((4, 4))], ids=["fat", "torus"]
 )
-def test_no_row_beats_the_lower_bound(net):
-    m = Topology(net)
+@pytest.mark.parametrize("mode", ["bottleneck", "flow"])
+def test_no_row_beats_the_lower_bound(net, mode):
+    m = Topology(net, contention=mode)
     for row in ROWS:
         for p in (5, 16):
             t = m.predict(_build(row, p), SIZES).time
@@ -278,11 +281,11 @@ def test_chrome_trace_is_consistent_with_the_prediction(mode):
     slices = [e for e in doc["traceEvents"] if e["ph"] == "X"]
     ranks = [e for e in slices if e["pid"] == 1]
     links = [e for e in slices if e["pid"] == 2]
-    for r in range(8):
-        last = max(e["ts"] + e["dur"] for e in ranks if e["tid"] == r)
+    for r in range(8):  # tracks 2r (sends) and 2r + 1 (receives, reductions)
+        last = max(e["ts"] + e["dur"] for e in ranks if e["tid"] // 2 == r)
         assert last == pytest.approx(pred.rank_time[r] * 1e6, rel=1e-9)  # ends at its clock
     assert max(e["ts"] + e["dur"] for e in links) <= pred.time * 1e6 * (1 + 1e-12)
-    names = {e["args"]["name"] for e in doc["traceEvents"] if e["ph"] == "M"}
-    assert {"ranks", "links", "rank 0"} <= names
+    names = {e["args"].get("name") for e in doc["traceEvents"] if e["ph"] == "M"}
+    assert {"ranks", "links", "rank 0 send", "rank 0 recv"} <= names
     tl = m.timeline(s, 1e6)
     assert tl.nmessages == sum(1 for e in ranks if e["name"].startswith("send"))

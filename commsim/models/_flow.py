@@ -8,7 +8,9 @@ computations per round.
 When a message may start follows :class:`~commsim.models.Topology`'s rules: a rank takes part in
 its messages round after round (single port), and a message starts when both ends are ready,
 :math:`s = \max(c_q, c_r)`, where a rank's clock :math:`c` is the end of the last message that
-involved it. Unlike the static modes, a message ends when its bytes are through at the rates it
+involved it in an earlier round (full duplex: a rank's send and receive of one round both start
+from its clock before the round, as in the static modes, even when one of them has to wait for
+its other end). Unlike the static modes, a message ends when its bytes are through at the rates it
 actually got, so a flow slowed by a neighbour speeds up when the neighbour finishes, and a
 message of a later round can overlap an earlier one on other ranks. Its path latency is added
 after its last byte: :math:`e = t_\text{last byte} + L_m`; the receiver then reduces for
@@ -102,6 +104,23 @@ def _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen):  # p
 
 
 @numba.njit(cache=True, nogil=True)
+def _advance(  # pragma: no cover
+    r, ptr, seq_indptr, seq_items, state, rnd, head, base, base_setter, clock, setter
+):  # fmt: skip
+    """Skip rank ``r``'s finished items; when its first unfinished item is of a new round, its
+    clock so far is the clock its messages of that round start from."""
+    q = ptr[r]
+    while q < seq_indptr[r + 1] and state[seq_items[q]] == 3:
+        q += 1
+    ptr[r] = q
+    if q < seq_indptr[r + 1] and rnd[seq_items[q]] != head[r]:
+        head[r] = rnd[seq_items[q]]
+        base[r] = clock[r]
+        base_setter[r] = setter[r]
+    return q
+
+
+@numba.njit(cache=True, nogil=True)
 def _simulate(  # pragma: no cover
     src, dst, rnd, work, lat, red_time, indptr, links, bw, seq_indptr, seq_items, clock, is_local
 ):
@@ -117,6 +136,9 @@ def _simulate(  # pragma: no cover
     remaining = np.zeros(n)
     rate = np.zeros(n)
     ptr = seq_indptr[:-1].copy()
+    head = np.full(p, -1, dtype=np.int64)  # the round of each rank's first unfinished item
+    base = clock.copy()  # each rank's clock before that round (full duplex: a rank's send
+    base_setter = np.full(p, -1, dtype=np.int64)  # and receive of a round both start from it)
     active = np.empty(n, dtype=np.int64)
     nact = 0
     sched = np.empty(n, dtype=np.int64)
@@ -136,8 +158,8 @@ def _simulate(  # pragma: no cover
         # schedule the items whose ends are both free of earlier rounds
         for t in range(ntouched):
             r = touched[t]
-            while ptr[r] < seq_indptr[r + 1] and state[seq_items[ptr[r]]] == 3:
-                ptr[r] += 1
+            _advance(r, ptr, seq_indptr, seq_items, state, rnd, head, base, base_setter, clock,
+                     setter)  # fmt: skip
             if ptr[r] == seq_indptr[r + 1]:
                 continue
             head_round = rnd[seq_items[ptr[r]]]
@@ -148,15 +170,13 @@ def _simulate(  # pragma: no cover
                 if state[m] != 0:
                     continue
                 other = dst[m] if src[m] == r else src[m]
-                q = ptr[other]
-                while q < seq_indptr[other + 1] and state[seq_items[q]] == 3:
-                    q += 1
-                ptr[other] = q
+                q = _advance(other, ptr, seq_indptr, seq_items, state, rnd, head, base,
+                             base_setter, clock, setter)  # fmt: skip
                 if q < seq_indptr[other + 1] and rnd[seq_items[q]] < rnd[m]:
                     continue  # the other end still has earlier rounds to do
-                a, b = clock[src[m]], clock[dst[m]]
+                a, b = base[src[m]], base[dst[m]]
                 start[m] = a if a > b else b
-                pred[m] = setter[src[m]] if a >= b else setter[dst[m]]
+                pred[m] = base_setter[src[m]] if a >= b else base_setter[dst[m]]
                 state[m] = 1
                 sched[nsched] = m
                 nsched += 1
@@ -245,8 +265,12 @@ class _FlowRun:
         return self._timeline()
 
 
-def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) -> _FlowRun:
-    """Materialize the schedule's messages and run the flow simulation once per size."""
+def simulate(
+    model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray, *, max_messages=None
+) -> _FlowRun:
+    """Materialize the schedule's messages and run the flow simulation once per size (refused
+    past ``max_messages`` messages, :data:`MAX_FLOW_MESSAGES` by default)."""
+    limit = MAX_FLOW_MESSAGES if max_messages is None else min(max_messages, MAX_FLOW_MESSAGES)
     p, net = schedule.nranks, model.network
     cols = {k: [] for k in ("src", "dst", "rnd", "units", "red", "step", "local")}
     nround = 0
@@ -275,6 +299,11 @@ def simulate(model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray) ->
             ranks = np.flatnonzero(red)
             _append(cols, ranks, ranks, nround, np.zeros(len(ranks)), red[ranks], i, True)
             nround += 1
+        if total > limit and limit < MAX_FLOW_MESSAGES:
+            raise ResourceError(
+                f"a timeline of more than {limit:,} messages is refused: "
+                f"use a smaller p or fewer segments"
+            )
         if total > MAX_FLOW_MESSAGES:
             raise ResourceError(
                 f"contention='flow' materializes every message: this schedule has more than "

@@ -124,6 +124,7 @@ class Topology:
                 )
         self.link_factor = dict(link_factor or {})
         self._rounds: dict[bytes, tuple[np.ndarray, ...]] = {}
+        self._last_round: tuple[np.ndarray, ...] | None = None  # (hosts, src, dst, costs...)
 
     # -- the Model protocol -------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -183,15 +184,14 @@ class Topology:
         is_placed[hosts] = True
         out = is_placed[net.link_src]
         inn = is_placed[net.link_dst]
-        direct = out & inn
-        if direct.any():
-            alpha = float(net.latency[direct].min())
-        else:
-            alpha = float(
-                net.latency[out].min(initial=np.inf) + net.latency[inn].min(initial=np.inf)
-            )
+        # a route of one link is a direct link; a longer one starts with a link out of a placed
+        # host and ends with another into one
+        direct = float(net.latency[out & inn].min(initial=np.inf))
+        two = float(net.latency[out].min(initial=np.inf) + net.latency[inn].min(initial=np.inf))
+        alpha = min(direct, two)
         alpha = (0.0 if not np.isfinite(alpha) else alpha) + self.overhead
-        fastest = float(net.bandwidth[out].max(initial=0.0))
+        # a message's rate is at most its first link's and its last link's bandwidth
+        fastest = float(net.bandwidth[out | inn].max(initial=0.0))
         beta = 0.0 if not (fastest > 0) or np.isinf(fastest) else 1.0 / fastest
         return alpha, beta
 
@@ -237,9 +237,12 @@ class Topology:
             network=usage,
         )
 
-    def timeline(self, schedule: Schedule, nbytes: Any) -> Timeline:
+    def timeline(
+        self, schedule: Schedule, nbytes: Any, *, max_messages: int = CRITICAL_PATH_BUDGET
+    ) -> Timeline:
         """Every message's start and end for one message size (what :func:`chrome_trace`
-        draws); the schedule must have at most :data:`CRITICAL_PATH_BUDGET` messages."""
+        draws); refuses (:class:`~commsim.errors.ResourceError`) as soon as the schedule has
+        more than ``max_messages`` messages."""
         schedule = as_schedule(schedule)
         sizes, _ = as_sizes(nbytes)
         if len(sizes) != 1:
@@ -249,8 +252,8 @@ class Topology:
         if self.contention == "flow":
             from commsim.models._flow import simulate
 
-            return simulate(self, schedule, sizes, hosts).timeline()
-        run = _Run(self, schedule, sizes, hosts)
+            return simulate(self, schedule, sizes, hosts, max_messages=max_messages).timeline()
+        run = _Run(self, schedule, sizes, hosts, max_messages=max_messages)
         for i, st in enumerate(schedule.steps()):
             run.step(i, st)
         return run.timeline()
@@ -287,6 +290,21 @@ class Topology:
     ) -> tuple[np.ndarray, ...]:
         """``(latency, inverse rate, bottleneck class, indptr, links)`` of a round's messages
         (cached per round)."""
+        last = self._last_round  # consecutive equal rounds (rings) skip hashing
+        if (
+            last is not None
+            and last[0] is hosts
+            and np.array_equal(last[1], src)
+            and np.array_equal(last[2], dst)
+        ):
+            return last[3:]
+        costs = self._round_costs(hosts, src, dst)
+        self._last_round = (hosts, src, dst, *costs)
+        return costs
+
+    def _round_costs(
+        self, hosts: np.ndarray, src: np.ndarray, dst: np.ndarray
+    ) -> tuple[np.ndarray, ...]:
         key = hashlib.blake2b(src.tobytes() + b"|" + dst.tobytes(), digest_size=16).digest()
         hit = self._rounds.get(key)
         if hit is not None and hit[0] is hosts:
@@ -328,7 +346,13 @@ class _Run:
     """The per-rank clocks and link counters of one prediction, advanced round by round."""
 
     def __init__(
-        self, model: Topology, schedule: Schedule, sizes: np.ndarray, hosts: np.ndarray
+        self,
+        model: Topology,
+        schedule: Schedule,
+        sizes: np.ndarray,
+        hosts: np.ndarray,
+        *,
+        max_messages: int | None = None,
     ) -> None:
         p, ns = schedule.nranks, len(sizes)
         self.model, self.schedule, self.hosts, self.p = model, schedule, hosts, p
@@ -347,6 +371,7 @@ class _Run:
         self.setter = np.full(p, -1, dtype=np.int64)
         self.track = (schedule.ntransfers_hint or 0) <= CRITICAL_PATH_BUDGET
         self.nmsg = 0
+        self.max_messages = max_messages  # a timeline: refuse past it, before timing the rest
         self.chunks: list[tuple[np.ndarray, ...]] = []
         self.units_by_round: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.notes: list[str] = []
@@ -381,6 +406,11 @@ class _Run:
     ) -> None:
         lat, inv, cls, indptr, links = self.model.round_costs(self.hosts, src, dst)
         m = len(src)
+        if self.max_messages is not None and self.nmsg + m > self.max_messages:
+            raise ResourceError(
+                f"a timeline of more than {self.max_messages:,} messages is refused: "
+                f"use a smaller p or fewer segments"
+            )
         if m > len(self.tmp):
             self.tmp = np.empty((m, self.clock.shape[1]))
             self.mcomp = np.empty((m, *self.comp.shape[1:]))
