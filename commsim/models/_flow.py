@@ -31,7 +31,7 @@ import numpy as np
 from commsim._messages import matchings, messages
 from commsim.errors import ResourceError
 from commsim.models._contention import bottleneck_link, path_latency
-from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
+from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 
 if TYPE_CHECKING:
     from commsim.models.topology import Topology
@@ -387,27 +387,14 @@ def simulate(
             idx = np.array(chain[::-1], dtype=np.int64)
             idx = idx[~is_local[idx]]
             if len(idx):
-                kinds = tuple(
-                    "+".join(
-                        dict.fromkeys(
-                            net.kinds[x] for x in net.link_kind[links[indptr[m] : indptr[m + 1]]]
-                        )
-                    )
-                    for m in idx
+                kinds = route_kinds(
+                    net.kinds,
+                    net.link_kind,
+                    np.concatenate([[0], np.cumsum(indptr[idx + 1] - indptr[idx])]),
+                    np.concatenate([links[indptr[m] : indptr[m + 1]] for m in idx]),
                 )
-                transfer = end[idx] - start[idx] - lat[idx]
-                wait = float(total_time[-1] - lat[idx].sum() - transfer.sum())
-                cp = CriticalPath(
-                    step[idx],
-                    src[idx],
-                    dst[idx],
-                    start[idx],
-                    end[idx],
-                    lat[idx],
-                    transfer,
-                    kinds,
-                    max(wait, 0.0),
-                )
+                columns = (step, src, dst, start, end, lat)
+                cp = CriticalPath.of_chain(idx, columns, kinds, float(total_time[-1]))
         return NetworkUsage(net.kinds, net.link_kind, link_bytes, busy, total_time, parts, cp)
 
     def timeline() -> Timeline:

@@ -4,13 +4,25 @@ critical path."""
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from typing import Any
 
 import numpy as np
 
 from commsim import units
 
-__all__ = ["CriticalPath", "NetworkUsage", "Timeline"]
+__all__ = ["CriticalPath", "NetworkUsage", "Timeline", "route_kinds"]
+
+
+def route_kinds(
+    kinds: tuple[str, ...], link_kind: np.ndarray, indptr: np.ndarray, links: np.ndarray
+) -> tuple[str, ...]:
+    """Per route (CSR ``indptr``/``links``), its link classes in order of first use, joined by
+    ``"+"`` (``"rail+spine"``)."""
+    return tuple(
+        "+".join(dict.fromkeys(kinds[k] for k in link_kind[links[a:b]]))
+        for a, b in itertools.pairwise(indptr)
+    )
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -58,6 +70,22 @@ class CriticalPath:
             f"{self.nmessages} messages: latency {units.format_time(lat)}, transfer "
             f"{units.format_time(tr)} ({kinds}), other {units.format_time(self.wait)}"
         )
+
+    @classmethod
+    def of_chain(
+        cls,
+        idx: np.ndarray,
+        columns: tuple[np.ndarray, ...],
+        route_kinds: tuple[str, ...],
+        total: float,
+    ) -> CriticalPath:
+        """The path of messages ``idx`` (first to last) out of per-message ``columns`` ``(step,
+        src, dst, start, end, latency)``; ``route_kinds`` per path message; ``total`` the
+        prediction's time (what the messages do not cover is ``wait``)."""
+        step, src, dst, start, end, lat = (c[idx] for c in columns)
+        transfer = end - start - lat
+        wait = float(total - lat.sum() - transfer.sum())
+        return cls(step, src, dst, start, end, lat, transfer, route_kinds, max(wait, 0.0))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import itertools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -48,7 +47,7 @@ from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION, bottleneck_link, path_latency, rates
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
 from commsim.models._prediction import Prediction
-from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
+from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 from commsim.topology import Network, as_network, place
 
 __all__ = ["CRITICAL_PATH_BUDGET", "Topology"]
@@ -499,22 +498,8 @@ class _Run:
             g = int(pred[g])
         chain.reverse()
         idx = np.array(chain)
-        transfer = end[idx] - start[idx] - lat[idx]
         net = self.model.network
         indptr, links = net.routes(self.hosts[src[idx]], self.hosts[dst[idx]])
-        kinds = tuple(
-            "+".join(dict.fromkeys(net.kinds[k] for k in net.link_kind[links[a:b]]))
-            for a, b in itertools.pairwise(indptr)
-        )
-        wait = float(total[self.kc] - (lat[idx].sum() + transfer.sum()))
-        return CriticalPath(
-            step[idx],
-            src[idx],
-            dst[idx],
-            start[idx],
-            end[idx],
-            lat[idx],
-            transfer,
-            kinds,
-            max(wait, 0.0),
-        )
+        kinds = route_kinds(net.kinds, net.link_kind, indptr, links)
+        columns = (step, src, dst, start, end, lat)
+        return CriticalPath.of_chain(idx, columns, kinds, float(total[self.kc]))
