@@ -109,3 +109,18 @@ def test_specs_and_files(tmp_path):
     bad.write_text("{not json")
     with pytest.raises(ParameterError, match="cannot read the graph"):
         load_topology(bad)
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        "switch:2000000",
+        "torus:2048x1024",
+        "fat_tree:1048577",
+        "kary_fat_tree:1000",
+        "dragonfly:600,32,64,16",
+    ],
+)
+def test_graphs_too_big_to_build_are_refused(spec):
+    with pytest.raises(ParameterError, match="hosts is more than 1,048,576"):
+        parse_topology(spec)

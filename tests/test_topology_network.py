@@ -175,7 +175,7 @@ def test_too_many_forwarding_nodes_for_shortest_paths(monkeypatch):
     monkeypatch.setattr(_network, "MAX_FORWARDING_NODES", 3)
     g = nx.path_graph(6)
     nx.set_edge_attributes(g, 1.0, "bandwidth")
-    with pytest.raises(ParameterError, match="structured routing"):
+    with pytest.raises(ParameterError, match="at most 3 switches are supported"):
         Network(g).route(0, 5)
 
 

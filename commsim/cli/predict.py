@@ -229,6 +229,8 @@ def _network_lines(result: PredictResult) -> str:
     """Per link class at the largest size: bytes carried and the busiest link's utilization;
     then the critical path."""
     usage = result.prediction.network
+    if not usage.kinds:  # one host, no links
+        return ""
     j = len(result.sizes) - 1
     kind_bytes = usage.kind_bytes.reshape(len(usage.kinds), -1)[:, j]
     util = usage.utilization.reshape(len(usage.kinds), -1)[:, j]

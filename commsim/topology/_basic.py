@@ -25,10 +25,25 @@ DEFAULT_BANDWIDTH = 25e9
 DEFAULT_LATENCY = 1e-6
 
 
+#: The most hosts a generator builds: a networkx graph holds ~1 KiB per node and edge, so a
+#: million hosts is already gigabytes (the models handle 16,384 hosts in seconds).
+MAX_HOSTS = 2**20
+
+
 def _count(n: Any, what: str, minimum: int = 1) -> int:
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < minimum:
         raise ParameterError(f"{what} must be an integer >= {minimum}, got {n!r}")
     return int(n)
+
+
+def check_hosts(n: int, what: str) -> int:
+    """``n`` hosts, refused past :data:`MAX_HOSTS` with one line."""
+    if n > MAX_HOSTS:
+        raise ParameterError(
+            f"{what}: {n:,} hosts is more than {MAX_HOSTS:,} (a graph that large would not fit "
+            "in memory)"
+        )
+    return n
 
 
 def switch(
@@ -48,7 +63,7 @@ def switch(
         >>> g.number_of_nodes(), g.number_of_edges()
         (9, 8)
     """
-    n = _count(n, "switch: the number of hosts")
+    n = check_hosts(_count(n, "switch: the number of hosts"), "switch")
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     g = nx.Graph(name=f"switch({n})", bisection_bandwidth=n // 2 * bw)
     g.add_nodes_from(range(n), kind="host")
@@ -82,7 +97,7 @@ def torus(
         raise ParameterError("torus: dims must name at least one dimension")
     dims_t = tuple(_count(k, "torus: every dimension") for k in dims_t)
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
-    n = math.prod(dims_t)
+    n = check_hosts(math.prod(dims_t), "torus")
     g = nx.Graph(
         name=f"torus({'x'.join(map(str, dims_t))})",
         routing=("torus", dims_t),

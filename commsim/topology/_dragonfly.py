@@ -19,7 +19,7 @@ import networkx as nx
 
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
-from commsim.topology._basic import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, _count
+from commsim.topology._basic import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, _count, check_hosts
 
 __all__ = ["dragonfly"]
 
@@ -58,6 +58,7 @@ def dragonfly(
     glat = lat if global_latency is None else as_latency(global_latency, "global_latency")
     # No bisection_bandwidth: cuts through groups or host links can undercut the global links
     # between two halves of the groups; summarize() computes it.
+    check_hosts(G * a * p, "dragonfly")
     g = nx.Graph(name=f"dragonfly({G},{a},{p},{h})")
     n = G * a * p
     g.add_nodes_from(range(n), kind="host")

@@ -19,7 +19,7 @@ import numpy as np
 
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
-from commsim.topology._basic import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, _count
+from commsim.topology._basic import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, _count, check_hosts
 
 __all__ = ["fat_tree", "kary_fat_tree"]
 
@@ -64,7 +64,7 @@ def fat_tree(
         >>> fat_tree(256, hosts_per_leaf=8, levels=3, leaves_per_pod=4).number_of_nodes()  # 32+64+8
         360
     """
-    n = _count(n, "fat_tree: the number of hosts")
+    n = check_hosts(_count(n, "fat_tree: the number of hosts"), "fat_tree")
     h = _count(hosts_per_leaf, "fat_tree: hosts_per_leaf")
     o = _ratio(oversubscription, "fat_tree: oversubscription")
     if levels not in (2, 3):
@@ -145,7 +145,7 @@ def kary_fat_tree(
         raise ParameterError(f"kary_fat_tree: k must be even, got {k}")
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     half = k // 2
-    n = k**3 // 4
+    n = check_hosts(k**3 // 4, "kary_fat_tree")
     g = nx.Graph(name=f"kary_fat_tree({k})", bisection_bandwidth=n / 2 * bw)
     g.add_nodes_from(range(n), kind="host")
     edge = [("edge", p, i) for p in range(k) for i in range(half)]

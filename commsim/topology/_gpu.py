@@ -23,7 +23,7 @@ import numpy as np
 
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
-from commsim.topology._basic import _count
+from commsim.topology._basic import _count, check_hosts
 
 __all__ = ["join", "nvlink_island", "rail_optimized"]
 
@@ -43,7 +43,7 @@ def nvlink_island(
         >>> g.number_of_nodes(), g.number_of_edges(), g.graph["bisection_bandwidth"] / 1e9
         (9, 8, 1800.0)
     """
-    gpus = _count(gpus, "nvlink_island: the number of GPUs")
+    gpus = check_hosts(_count(gpus, "nvlink_island: the number of GPUs"), "nvlink_island")
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     g = nx.Graph(name=f"nvlink_island({gpus})", bisection_bandwidth=gpus // 2 * bw)
     g.add_nodes_from(range(gpus), kind="host", node=0)
@@ -140,6 +140,7 @@ def rail_optimized(
     nodes = _count(nodes, "rail_optimized: nodes")
     g_ = _count(gpus_per_node, "rail_optimized: gpus_per_node")
     unit = _count(nodes_per_unit, "rail_optimized: nodes_per_unit")
+    check_hosts(nodes * g_, "rail_optimized")
     if (
         isinstance(oversubscription, bool)
         or not isinstance(oversubscription, int | float)

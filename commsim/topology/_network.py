@@ -236,9 +236,9 @@ class Network:
             fwd_nodes = np.flatnonzero(fwd)
             if len(fwd_nodes) > MAX_FORWARDING_NODES:
                 raise ParameterError(
-                    f"shortest-path routing over {len(fwd_nodes)} forwarding nodes would need "
-                    f"{len(fwd_nodes) ** 2 * 2 / 2**30:.1f} GiB; build the graph with a "
-                    "commsim.topology generator, whose structured routing has no such limit"
+                    f"routing this network needs a table of hop counts between its "
+                    f"{len(fwd_nodes):,} switches ({len(fwd_nodes) ** 2 * 2 / 2**30:.1f} GiB); at "
+                    f"most {MAX_FORWARDING_NODES:,} switches are supported: use a smaller network"
                 )
             fwd_of = np.full(len(self.nodes), -1, dtype=np.int64)
             fwd_of[fwd_nodes] = np.arange(len(fwd_nodes))

@@ -157,3 +157,12 @@ def test_explicit_placements(cli_json, cli, tmp_path):
     )
     rc, _, err = cli(*base, "--placement", "0,0,1,2")
     assert rc == 2 and "two ranks on host 0" in err
+
+
+def test_one_host_and_oversized_clusters(cli):
+    rc, out, _ = cli(
+        "predict", "-c", "allreduce", "-a", "ring", "--topology", "ring:1", "-s", "1MiB"
+    )
+    assert rc == 0 and "1MiB" in out
+    rc, _, err = cli("predict", "-c", "allreduce", "-a", "ring", "--cluster", "dgx-h100:99999999")
+    assert rc == 2 and "would not fit in memory" in err
