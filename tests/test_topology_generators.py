@@ -118,7 +118,7 @@ def test_specs_and_files(tmp_path):
         "torus:2048x1024",
         "fat_tree:1048577",
         "kary_fat_tree:1000",
-        "dragonfly:600,32,64,16",
+        "dragonfly:500,32,128,16",
     ],
 )
 def test_graphs_too_big_to_build_are_refused(spec):
