@@ -163,7 +163,18 @@ def _loggp(args: argparse.Namespace) -> Model:
 
 def _per_class_hockney(args: argparse.Namespace, network: NetworkChoice) -> Model:
     """Hockney per link class from a cluster: the latency and bottleneck bandwidth of GPU 0's
-    route to GPU 1 (intra-server) and to GPU 0 of the next server (inter-server)."""
+    route to GPU 1 (intra-server) and to GPU 0 of the next server (inter-server). It places
+    ranks linearly and shares no link, so it refuses --placement and --contention rather than
+    ignore them."""
+    if network.placement != "linear":
+        raise UsageError(
+            "--model hockney places ranks linearly (consecutive ranks share a server): drop "
+            "--placement, or use --model topology"
+        )
+    if network.contention_given:
+        raise UsageError(
+            "--model hockney shares no link: drop --contention, or use --model topology"
+        )
     g = network.ranks_per_node
     net = network.network
     if g is None or net.nservers < 2:

@@ -64,6 +64,7 @@ class NetworkChoice:
     contention: str
     ranks_per_node: int | None = None
     gamma: float | None = None  # a cluster's reduction time per byte
+    contention_given: bool = False
 
     def default_nranks(self) -> int:
         return self.network.nhosts
@@ -110,6 +111,8 @@ def _placement(text: str | None) -> str | tuple[int, ...] | None:
     (whitespace- or comma-separated host indices)."""
     if text is None:
         return None
+    if not text.strip():
+        raise UsageError("--placement is empty: give linear, round_robin, random[:SEED] or hosts")
     body = text
     if text.startswith("@"):
         try:
@@ -154,10 +157,11 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--contention",
-        default="bottleneck",
+        default=None,
         choices=CONTENTION,
         metavar="MODE",
-        help=f"how messages share links: {', '.join(CONTENTION)} (default: bottleneck)",
+        help=f"how messages share links: {', '.join(CONTENTION)} (default: bottleneck; flow "
+        "simulates once per size, so give it few sizes at large p)",
     )
     add_epilog(parser, NETWORK_EPILOG)
 
@@ -167,19 +171,27 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     compiled."""
     text, preset = getattr(args, "topology", None), getattr(args, "cluster", None)
     placement_given = _placement(getattr(args, "placement", None))
-    contention = getattr(args, "contention", "bottleneck")
+    contention_given = getattr(args, "contention", None)
+    contention = contention_given or "bottleneck"
     if text is not None and preset is not None:
         raise UsageError("give --topology or --cluster, not both")
     if preset is not None:
         c = cluster(preset)
         placement = placement_given or c.placement
-        return NetworkChoice(preset, c.network, placement, contention, c.ranks_per_node, c.gamma)
+        return NetworkChoice(
+            preset, c.network, placement, contention, c.ranks_per_node, c.gamma,
+            contention_given is not None,
+        )  # fmt: skip
     if text is None:
-        if placement_given is not None:
-            raise UsageError("--placement needs a network: --topology or --cluster")
+        for flag, given in (("--placement", placement_given), ("--contention", contention_given)):
+            if given is not None:
+                raise UsageError(f"{flag} needs a network: --topology or --cluster")
         return None
     network = Network(_graph(text))
-    return NetworkChoice(text, network, placement_given or "linear", contention)
+    return NetworkChoice(
+        text, network, placement_given or "linear", contention,
+        contention_given=contention_given is not None,
+    )  # fmt: skip
 
 
 def _graph(text: str) -> Any:

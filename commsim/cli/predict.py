@@ -115,7 +115,9 @@ def parse(args: argparse.Namespace) -> PredictRequest:
         schedules, notes = network.with_ranks_per_node(schedules)
     model = parse_model(args, network)
     trace = None
-    if getattr(args, "trace", None):
+    if getattr(args, "trace", None) is not None:
+        if not args.trace.strip():
+            raise UsageError("--trace is empty: give a .json file name")
         if network is None:
             raise UsageError("--trace needs a network (--topology or --cluster): it draws links")
         trace = Path(args.trace)
@@ -141,7 +143,10 @@ def compute(request: PredictRequest) -> PredictResult:
     notes = request.notes
     if request.trace is not None:
         doc = chrome_trace(request.model, s, sizes[-1:])
-        request.trace.write_text(json.dumps(doc))
+        try:
+            request.trace.write_text(json.dumps(doc))
+        except OSError as e:
+            raise UsageError(f"--trace {request.trace}: cannot write ({e.strerror or e})") from None
         size = units.format_size(int(sizes[-1]))
         notes = (*notes, f"trace of {size} written to {request.trace} (open it in ui.perfetto.dev)")
     return PredictResult(

@@ -97,7 +97,10 @@ def compute(request: TopologyRequest) -> TopologyResult:
     name, network = resolve(request.spec)
     summary = summarize(network)
     summary = dataclasses.replace(summary, name=name)
-    drawing = draw(network, request.draw, title=name) if request.draw else None
+    try:
+        drawing = draw(network, request.draw, title=name) if request.draw else None
+    except OSError as e:
+        raise UsageError(f"--draw {request.draw}: cannot write ({e.strerror or e})") from None
     return TopologyResult(summary, drawing)
 
 

@@ -62,14 +62,16 @@ class CriticalPath:
         return out
 
     def summary(self) -> str:
-        """One line: messages, and the split of the chain's time into latency, transfer, wait."""
+        """One line: messages, and the split of the chain's time into latency, transfer, wait
+        (parts under a femtosecond are rounding residue and shown as 0s)."""
+
+        def t(x: float) -> str:
+            return units.format_time(x if abs(x) >= 1e-15 else 0.0)
+
         lat, tr = float(self.latency.sum()), float(self.transfer.sum())
         by = sorted(self.time_by_kind().items(), key=lambda kv: -kv[1])
-        kinds = ", ".join(f"{k} {units.format_time(t)}" for k, t in by[:3])
-        return (
-            f"{self.nmessages} messages: latency {units.format_time(lat)}, transfer "
-            f"{units.format_time(tr)} ({kinds}), other {units.format_time(self.wait)}"
-        )
+        kinds = ", ".join(f"{k} {t(v)}" for k, v in by[:3])
+        return f"{self.nmessages} messages: latency {t(lat)}, transfer {t(tr)} ({kinds}), other {t(self.wait)}"
 
     @classmethod
     def of_chain(

@@ -119,6 +119,6 @@ def load_topology(path: str | Path) -> nx.Graph:
         if suffix == ".gml":
             return nx.read_gml(path)
         return nx.node_link_graph(json.loads(path.read_text()), edges="links")
-    except (OSError, ValueError, KeyError, TypeError, nx.NetworkXError) as e:
+    except (OSError, ValueError, KeyError, TypeError, SyntaxError, nx.NetworkXError) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         raise ParameterError(f"{path}: cannot read the graph ({first[:200]})") from None

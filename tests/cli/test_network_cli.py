@@ -166,3 +166,29 @@ def test_one_host_and_oversized_clusters(cli):
     assert rc == 0 and "1MiB" in out
     rc, _, err = cli("predict", "-c", "allreduce", "-a", "ring", "--cluster", "dgx-h100:99999999")
     assert rc == 2 and "would not fit in memory" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["-p", "4", "--contention", "flow"], "--contention needs a network"),
+        (["--topology", "switch:4", "--placement", ""], "--placement is empty"),
+        (["--topology", "switch:4", "--trace", ""], "--trace is empty"),
+        (["--topology", "switch:4", "--trace", "/proc/no/t.json"], "a .json file in an existing"),
+        (["--cluster", "dgx-h100:2", "--model", "hockney", "--placement", "round_robin"],
+         "places ranks linearly"),
+        (["--cluster", "dgx-h100:2", "--model", "hockney", "--contention", "flow"], "shares no link"),
+    ],
+)  # fmt: skip
+def test_options_a_model_would_ignore_are_refused(cli, argv, message):
+    rc, out, err = cli("predict", "-c", "allreduce", "-a", "ring", "-s", "1KiB", *argv)
+    assert rc == 2 and out == "" and message in err
+
+
+def test_unreadable_graph_and_unwritable_outputs(cli, tmp_path):
+    empty = tmp_path / "e.graphml"
+    empty.write_text("")
+    rc, _, err = cli("topology", str(empty))
+    assert rc == 2 and "cannot read the graph" in err
+    rc, _, err = cli("topology", "switch:4", "--draw", "/proc/x.png")
+    assert rc == 2 and "cannot write" in err
