@@ -369,11 +369,6 @@ def simulate(
 
     def usage(total_time: np.ndarray) -> NetworkUsage:
         link_units = np.bincount(links, np.repeat(a["units"], lengths), minlength=net.nlinks)
-        link_bytes = np.multiply.outer(link_units, per_unit)
-        with np.errstate(invalid="ignore"):
-            busy = np.where(
-                np.isinf(net.bandwidth)[:, None], 0.0, link_bytes / net.bandwidth[:, None]
-            )
         cp = None
         if last is not None and n:
             start, end, pred = last
@@ -395,7 +390,7 @@ def simulate(
                 )
                 columns = (step, src, dst, start, end, lat)
                 cp = CriticalPath.of_chain(idx, columns, kinds, float(total_time[-1]))
-        return NetworkUsage(net.kinds, net.link_kind, link_bytes, busy, total_time, parts, cp)
+        return NetworkUsage.of_links(net, link_units, per_unit, total_time, parts, cp)
 
     def timeline() -> Timeline:
         start, end, _ = last if last is not None else (np.zeros(0),) * 3

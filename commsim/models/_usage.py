@@ -125,6 +125,26 @@ class NetworkUsage:
     time_parts: np.ndarray
     critical_path: CriticalPath | None = None
 
+    @classmethod
+    def of_links(
+        cls,
+        network: Any,
+        link_units: np.ndarray,
+        per_unit: np.ndarray,
+        time: np.ndarray,
+        time_parts: np.ndarray,
+        critical_path: CriticalPath | None,
+    ) -> NetworkUsage:
+        """Usage from the slot units each directed link of ``network`` carried: bytes per size
+        (``units × per_unit``) and busy time (bytes / bandwidth; 0 on an infinitely fast link)."""
+        link_bytes = np.multiply.outer(link_units, per_unit)
+        bw = network.bandwidth[:, None]
+        with np.errstate(invalid="ignore"):
+            busy = np.where(np.isinf(bw), 0.0, link_bytes / bw)
+        return cls(
+            network.kinds, network.link_kind, link_bytes, busy, time, time_parts, critical_path
+        )
+
     @property
     def part_names(self) -> tuple[str, ...]:
         """Names of :attr:`time_parts`' rows: latency, reduction, other, then the link classes."""

@@ -442,11 +442,6 @@ class _Run:
         link_units = np.zeros(net.nlinks)
         for indptr, links, acc in self.units_by_round.values():
             link_units += np.bincount(links, np.repeat(acc, np.diff(indptr)), minlength=net.nlinks)
-        link_bytes = np.multiply.outer(link_units, self.per_unit)
-        with np.errstate(invalid="ignore"):
-            busy = np.where(
-                np.isinf(net.bandwidth)[:, None], 0.0, link_bytes / net.bandwidth[:, None]
-            )
         if not self.track and self.nmsg:
             self.notes.append(
                 f"critical path not tracked: {self.nmsg:,} messages exceed the "
@@ -454,8 +449,8 @@ class _Run:
             )
         last = np.argmax(self.clock, axis=0)
         parts = self.comp[last, :, np.arange(len(last))].T  # [components, sizes]
-        return NetworkUsage(
-            net.kinds, net.link_kind, link_bytes, busy, total, parts, self._critical_path(total)
+        return NetworkUsage.of_links(
+            net, link_units, self.per_unit, total, parts, self._critical_path(total)
         )
 
     def timeline(self) -> Timeline:
