@@ -48,7 +48,16 @@ from commsim.clusters import PRESETS, Cluster, build_cluster
 from commsim.errors import CommsimError, ParameterError
 from commsim.models import Topology
 
-__all__ = ["DEFAULT_FIT_UP_TO", "HELD_OUT_FROM", "ClusterFit", "LinkFit", "fit_cluster"]
+__all__ = [
+    "DEFAULT_FIT_UP_TO",
+    "HELD_OUT_FROM",
+    "ClusterFit",
+    "LinkFit",
+    "check_ranks",
+    "cluster_description",
+    "fit_cluster",
+    "predict_rows",
+]
 
 DEFAULT_FIT_UP_TO = 16 * 2**20  # bytes: the rows a fit uses
 HELD_OUT_FROM = 64 * 2**20  # bytes: the rows a validation reports as held out
@@ -404,3 +413,13 @@ def _toml(d: Mapping[str, Any]) -> str:
                     lines += ["", f"[{k}.{kk}]"]
                     lines += [f"{a} = {_toml_value(b)}" for a, b in vv.items()]
     return "\n".join(lines) + "\n"
+
+
+def predict_rows(log: NcclTestsLog, cluster_spec: str | Path, schedule: Schedule) -> np.ndarray:
+    """The topology model's time (seconds) for every row of ``log`` on the cluster as given
+    (a preset's defaults, or a fitted file): what ``commsim validate --from-nccl-tests`` shows."""
+    desc, origin = cluster_description(cluster_spec)
+    c = build_cluster(desc, origin)
+    check_ranks(log, c, str(cluster_spec))
+    model = Topology(c.graph, placement=c.placement, gamma=c.gamma)
+    return np.asarray(model.predict(schedule, log.sizes).time, dtype=np.float64).reshape(-1)
