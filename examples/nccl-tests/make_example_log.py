@@ -3,6 +3,8 @@
 Run from the repository root: python examples/nccl-tests/make_example_log.py
 """
 
+from pathlib import Path
+
 import numpy as np
 
 sizes = [8 * 2**k for k in range(31)]  # 8 B .. 8 GiB
@@ -53,23 +55,33 @@ ranks = "\n".join(
     f"#  Rank {r:2d} Group {0:2d} Pid {61203 + r:6d} on {'dgx-h100-017':>10s} device {r:2d} [0x{b:02x}] NVIDIA H100 80GB HBM3"
     for r, b in enumerate([0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB])
 )
-e = ("",) * 5
-text = (
-    hdr
-    + f"""# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 validation: 1 graph: 0
-#
-# Using devices
-{ranks}
-#
-# {"":>10s}  {"":>12s}  {"":>8s}  {"":>6s}  {"":>6s}           out-of-place                       in-place          
-# {"size":>10s}  {"count":>12s}  {"type":>8s}  {"redop":>6s}  {"root":>6s}  {"time":>7s}  {"algbw":>6s}  {"busbw":>6s}  {"#wrong":>6s}  {"time":>7s}  {"algbw":>6s}  {"busbw":>6s}  {"#wrong":>6s} 
-# {"(B)":>10s}  {"(elements)":>12s}  {"":>8s}  {"":>6s}  {"":>6s}  {"(us)":>7s}  {"(GB/s)":>6s}  {"(GB/s)":>6s}  {"":>6s}  {"(us)":>7s}  {"(GB/s)":>6s}  {"(GB/s)":>6s}  {"":>6s} 
-"""
-    + "\n".join(rows)
-    + f"""
-# Out of bounds values : 0 OK
-# Avg bus bandwidth    : {total / n:g} 
-#
-"""
-)
-open("examples/nccl-tests/dgx-h100-1node-all_reduce.log", "w").write(text)
+blank = ("",) * 5
+top = "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}".format(*blank)
+columns = ("time", "algbw", "busbw", "#wrong") * 2
+unit_row = ("(us)", "(GB/s)", "(GB/s)", "") * 2
+widths = (7, 6, 6, 6) * 2
+
+
+def header(lead: tuple[str, ...], cells: tuple[str, ...]) -> str:
+    body = "".join(f"  {c:>{w}s}" for c, w in zip(cells, widths, strict=True))
+    return "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}".format(*lead) + body + " "
+
+
+lines = [
+    hdr.rstrip("\n"),
+    "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 "
+    "iters: 20 agg iters: 1 validation: 1 graph: 0",
+    "#",
+    "# Using devices",
+    ranks,
+    "#",
+    top + "           out-of-place                       in-place          ",
+    header(("size", "count", "type", "redop", "root"), columns),
+    header(("(B)", "(elements)", "", "", ""), unit_row),
+    *rows,
+    "# Out of bounds values : 0 OK",
+    f"# Avg bus bandwidth    : {total / n:g} ",
+    "#",
+    "",
+]
+Path("examples/nccl-tests/dgx-h100-1node-all_reduce.log").write_text("\n".join(lines))

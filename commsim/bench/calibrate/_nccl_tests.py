@@ -519,9 +519,8 @@ def _collective(
     if not fits:
         if len(candidates) == 1:
             c = candidates[0]
-            raise where.error(
-                first.line, f"{how} names {c}, but the columns disagree: {verdicts[c]}"
-            )
+            claim = f"--collective {c}" if given else f"the log names {_BINARY_OF[c]} ({c})"
+            raise where.error(first.line, f"{claim}, but {verdicts[c]}")
         raise where.error(first.line, "the columns fit no collective commsim knows")
     if len(fits) > 1:
         raise where.error(
