@@ -174,11 +174,12 @@ def _pct(e: float) -> str:
 
 
 def _summary(sizes: np.ndarray, err: np.ndarray, fit_up_to: int) -> dict[str, Any]:
-    """Median |error| over every row, the fit range, and the held-out rows (>= 64 MiB)."""
+    """Median |error| over every row, the fit range, and the held-out rows (>= 64 MiB and
+    beyond the fit range)."""
     out: dict[str, Any] = {"median_abs_error": float(np.median(np.abs(err)))}
     for key, mask in (
         ("fit_rows", sizes <= fit_up_to),
-        ("held_out", sizes >= HELD_OUT_FROM),
+        ("held_out", (sizes >= HELD_OUT_FROM) & (sizes > fit_up_to)),
     ):
         if mask.any():
             a = np.abs(err[mask])
@@ -189,11 +190,17 @@ def _summary(sizes: np.ndarray, err: np.ndarray, fit_up_to: int) -> dict[str, An
     return out
 
 
+def _held_out_label(fit_up_to: int) -> str:
+    if fit_up_to < HELD_OUT_FROM:
+        return f"{units.format_size(HELD_OUT_FROM)} and up"
+    return f"above {units.format_size(fit_up_to)}"
+
+
 def _summary_lines(s: dict[str, Any], fit_up_to: int) -> list[str]:
     lines = [f"median |error|, every row: {100 * s['median_abs_error']:.1f}%"]
     for key, what in (
         ("fit_rows", f"rows up to {units.format_size(fit_up_to)}"),
-        ("held_out", f"held-out rows ({units.format_size(HELD_OUT_FROM)} and up)"),
+        ("held_out", f"held-out rows ({_held_out_label(fit_up_to)})"),
     ):
         part = s[key]
         if part["rows"]:
@@ -214,7 +221,7 @@ def _rows_table(
     rows = []
     for i, r in enumerate(log.rows):
         role = "fit" if (in_fit[i] if in_fit is not None else sizes[i] <= fit_up_to) else ""
-        role = role or ("held out" if sizes[i] >= HELD_OUT_FROM else "")
+        role = role or ("held out" if sizes[i] >= max(HELD_OUT_FROM, fit_up_to + 1) else "")
         busbw = r.busbw_oop
         rows.append([
             units.format_size(int(r.size)), _time(measured[i]), _time(predicted[i]), _pct(err[i]),
