@@ -334,3 +334,17 @@ def test_add_arguments_leaves_existing_options_alone():
         ["--from-nccl-tests", "x.log", "--cluster", "dgx-h100:1", "-c", "allreduce"]
     )
     assert (args.from_nccl_tests, args.fit_up_to, args.algorithm) == ("x.log", "16MiB", None)
+
+
+def test_the_options_compose_with_the_validate_command(capsys):
+    """The lead adds them to ``validate`` (which has ``-c``, ``-a`` and ``--cluster``)."""
+    from commsim.cli import validate
+
+    p = argparse.ArgumentParser()
+    validate.add_arguments(p)
+    cli.add_arguments(p)
+    args = p.parse_args(
+        ["--from-nccl-tests", str(EXAMPLE), "--cluster", "dgx-h100:1", "-a", "ring", "--json"]
+    )
+    assert cli.validate_main(args) == 0
+    assert json.loads(capsys.readouterr().out)["algorithm"] == "ring"
