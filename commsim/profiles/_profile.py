@@ -199,6 +199,13 @@ class _Reader:
     def error(self, field: str, what: str) -> ParameterError:
         return ParameterError(f"{self.source}: {field}: {what}")
 
+    def unknown(self, d: Mapping[str, Any], known: set[str], field: str) -> None:
+        extra = sorted(set(d) - known)
+        if extra:
+            raise self.error(
+                f"{field}{extra[0]}", f"unknown field (known: {', '.join(sorted(known))})"
+            )
+
     def get(self, d: Mapping[str, Any], key: str, field: str, default: Any = ...) -> Any:
         if key not in d:
             if default is ...:
@@ -238,6 +245,7 @@ def _curve(r: _Reader, kind: str, d: Any) -> Curve:
     field = f"curves.{kind}."
     if not isinstance(d, Mapping):
         raise r.error(f"curves.{kind}", "must be a table")
+    r.unknown(d, _CURVE_KEYS, field)
     raw = r.get(d, "pieces", field)
     if not isinstance(raw, Sequence) or not raw:
         raise r.error(f"{field}pieces", "must be a non-empty list of tables")
@@ -246,6 +254,7 @@ def _curve(r: _Reader, kind: str, d: Any) -> Curve:
         pf = f"{field}pieces[{i}]."
         if not isinstance(p, Mapping):
             raise r.error(f"{field}pieces[{i}]", "must be a table")
+        r.unknown(p, {"start_bytes", "alpha_s", "beta_s_per_byte"}, pf)
         pieces.append(
             Piece(
                 r.number(p, "start_bytes", pf, units.parse_size),
@@ -270,6 +279,16 @@ def _curve(r: _Reader, kind: str, d: Any) -> Curve:
     return Curve(kind, fit, quality, sizes, med, spread)
 
 
+_CURVE_KEYS = {
+    "pieces",
+    "r2",
+    "median_rel_residual",
+    "max_rel_residual",
+    "points",
+    "sizes",
+    "median_s",
+    "spread",
+}
 _KNOWN = {
     "format",
     "version",
@@ -293,9 +312,7 @@ def _from_dict(data: Mapping[str, Any], source: str) -> Profile:
         raise r.error(
             "version", f"this commsim reads version {VERSION}, got {data.get('version')!r}"
         )
-    unknown = sorted(set(data) - _KNOWN)
-    if unknown:
-        raise r.error(unknown[0], f"unknown field (known: {', '.join(sorted(_KNOWN))})")
+    r.unknown(data, _KNOWN, "")
     curves_raw = r.get(data, "curves", "")
     if not isinstance(curves_raw, Mapping) or not curves_raw:
         raise r.error("curves", "must be a table of curves (pingpong, exchange, reduce, ...)")
