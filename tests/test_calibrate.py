@@ -196,3 +196,24 @@ def test_models_from_a_profile():
     bare = Profile("mpi", 2, "", "", "", {"pingpong": p.curves["pingpong"]})
     with pytest.raises(ParameterError, match="no LogGP parameters"):
         LogGP.from_profile(bare)
+
+
+def test_a_cluster_link_class_can_come_from_a_profile(tmp_path):
+    from commsim.clusters import load_cluster
+
+    save_profile(_profile(), tmp_path / "intra.toml")
+    text = (
+        'nodes = 2\ngpus_per_node = 2\n[intra]\nprofile = "intra.toml"\n'
+        '[inter]\nbandwidth = "100Gb/s"\nlatency = "2us"\n[topology]\nkind = "switch"\n'
+    )
+    (tmp_path / "c.toml").write_text(text)
+    c = load_cluster(tmp_path / "c.toml")  # the profile's name is relative to the cluster file
+    intra = c.link_classes["nvlink"]  # [intra]'s default kind
+    assert intra.bandwidth == pytest.approx(6e9) and intra.latency == pytest.approx(1.5e-6)
+    (tmp_path / "c.toml").write_text(text.replace('profile = "intra.toml"', 'profile = "x.toml"'))
+    with pytest.raises(ParameterError, match=r"\[intra\] profile: cannot read profile"):
+        load_cluster(tmp_path / "c.toml")
+    both = text.replace('profile = "intra.toml"', 'profile = "intra.toml"\nlatency = "1us"')
+    (tmp_path / "c.toml").write_text(both)
+    with pytest.raises(ParameterError, match="not both"):
+        load_cluster(tmp_path / "c.toml")
