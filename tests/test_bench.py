@@ -198,6 +198,10 @@ VALIDATION_KEYS = [
     "spread",
     "predicted_ties",
     "measured_ties",
+    "overhead_s",
+    "error",
+    "error_with_overhead",
+    "ranked_right",
 ]
 
 

@@ -1,0 +1,266 @@
+r"""Calibration microbenchmarks on JAX devices: what the mesh executor's steps cost, one by one.
+
+The JAX executor (:mod:`commsim.exec.jax`) runs a schedule as one jitted ``shard_map`` with one
+``lax.ppermute`` per round and an ``old + payload`` per reducing write. These benchmarks time the
+same primitives, the same way, on the same kind of mesh, and return
+:class:`~commsim.bench.calibrate.Samples` (seconds per repeat, per size):
+
+=============  ======================================================================
+``pingpong``   one ``lax.ppermute`` of ``size`` bytes (``uint8``) from device 0 to
+               device 1 of a 2-device mesh: half of one round trip (0 → 1, then 1 → 0)
+``exchange``   one ``lax.ppermute`` in which devices 0 and 1 send ``size`` bytes to each
+               other at once (the permutation ``[(0, 1), (1, 0)]``)
+``reduce``     one ``a + b`` of two ``float32`` arrays of ``size`` bytes on device 0
+               alone (rounded up to whole elements), the result replacing ``a``
+``call``       one call of a jitted ``shard_map`` over all the devices that moves nothing
+               (each adds 1 to its one-element shard; the input donated), with
+               ``block_until_ready``: what the executor's ``run`` costs before any step
+=============  ======================================================================
+
+**How** (``pingpong``, ``exchange``, ``reduce``): one jitted program runs a ``lax.fori_loop``
+of ``k`` iterations, ``k`` a runtime argument (one compile per size), the loop carrying the
+buffer, so each iteration's operation consumes the last one's result and XLA can neither drop
+nor merge them. The buffer is donated, each call's result being the next call's input, as the
+executor runs: without it each call allocates (and page-faults) fresh buffers, which at 16 MiB
+costs milliseconds with as much jitter. The host clock (``perf_counter``) times one call including
+``block_until_ready``; per repeat, :func:`~commsim.bench.calibrate._micro.batch_times` takes
+:math:`(T(k) - T(1)) / ((k - 1)\,m)` with :math:`m = 2` operations per iteration for the ping-pong
+and 1 otherwise, ``k`` set per size so that a batch lasts about ``target_s`` (4 to 256).
+
+**Each number includes** the operation as XLA runs it inside a compiled program: for a
+``ppermute``, the devices' rendezvous and the copy (on CPU devices, host threads of one process
+copying through shared memory), and one loop iteration's bookkeeping (a counter, a compare and a
+branch; on the executor's unrolled program that is absent). **It excludes** the per-call cost:
+Python dispatch, argument handling, the launch and ``block_until_ready`` (that is ``call``,
+measured alone), compilation, and every host ↔ device transfer.
+
+On CPU the devices are ``XLA_FLAGS=--xla_force_host_platform_device_count`` fake devices, which
+share the process's cores and memory: a number here is this machine's memory system, not a
+network. A ``reduce`` runs on one device with the others idle; when the executor runs, every
+device reduces at once, sharing the same cores.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from commsim._compat import compiler_options, ensure_cpu_devices, shard_map
+from commsim._progress import Progress
+from commsim.bench.calibrate._micro import batch_times, check_counts, check_kinds, check_sizes
+from commsim.bench.calibrate._samples import Samples
+from commsim.errors import CommsimError
+from commsim.units import format_size
+
+__all__ = ["JAX_KINDS", "jax_samples"]
+
+#: the kinds :func:`jax_samples` measures
+JAX_KINDS = ("pingpong", "exchange", "reduce", "call")
+
+_AXIS = "pair"
+_PINGPONG = ([(0, 1)], [(1, 0)])  # one iteration: there, then back
+_EXCHANGE = ([(0, 1), (1, 0)],)  # one iteration: both ways at once
+
+
+def jax_samples(
+    sizes: Sequence[int],
+    *,
+    repeats: int = 20,
+    warmup: int = 3,
+    devices: Sequence[Any] | None = None,
+    kinds: Sequence[str] = JAX_KINDS,
+    progress: bool | None = None,
+    target_s: float = 4e-3,
+) -> list[Samples]:
+    """Time ``kinds`` at each of ``sizes`` bytes on JAX devices (see the module for what each is).
+
+    Args:
+        sizes: message sizes in bytes (sorted, repeats dropped); ``call`` ignores them (size 0).
+        repeats: timed repeats per size (each one a batch difference, or one call for ``call``).
+        warmup: untimed batches per size before the repeats, after one that compiles.
+        devices: the devices (default ``jax.devices()``): ping-pong and exchange use the first
+            two, ``reduce`` the first, ``call`` all of them.
+        kinds: some of :data:`JAX_KINDS`, measured in this order.
+        progress: a progress bar on stderr over the repeats (``None``: on a terminal, if slow).
+        target_s: about how long one timed batch lasts.
+
+    Returns:
+        One :class:`Samples` per kind, in the order of ``kinds``.
+
+    Raises:
+        ParameterError: empty or non-positive sizes, an unknown kind, bad counts.
+        CommsimError: fewer than two devices for ``pingpong`` or ``exchange``.
+    """
+    sz = check_sizes(sizes)
+    kinds = check_kinds(kinds, JAX_KINDS, "jax")
+    check_counts(repeats, warmup)
+    devs = _devices(devices, kinds)
+    total = repeats * sum(1 if k == "call" else len(sz) for k in kinds)
+    with Progress(total, "calibrate jax", enabled=progress) as bar:
+        return [_measure(kind, sz, repeats, warmup, devs, target_s, bar) for kind in kinds]
+
+
+def _devices(given: Sequence[Any] | None, kinds: tuple[str, ...]) -> list[Any]:
+    """The devices to use, or a one-line error when a pair is needed and there is none."""
+    ensure_cpu_devices(2)  # only has an effect when JAX has not started yet
+    import jax
+
+    devs = list(jax.devices() if given is None else given)
+    need = 2 if {"pingpong", "exchange"} & set(kinds) else 1
+    if len(devs) < need:
+        hint = (
+            " (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count=2 before JAX starts)"
+            if given is None
+            else ""
+        )
+        raise CommsimError(
+            f"the jax ping-pong and exchange need 2 devices, {len(devs)} given{hint}"
+        )
+    return devs
+
+
+def _measure(
+    kind: str,
+    sizes: np.ndarray,
+    repeats: int,
+    warmup: int,
+    devs: list[Any],
+    target_s: float,
+    bar: Progress,
+) -> Samples:
+    platform = devs[0].platform
+    notes = [f"JAX {platform} devices; host clock around each call, with block_until_ready"]
+    if platform == "cpu":
+        notes.append("CPU devices are threads of one process: ppermute is a shared-memory copy")
+    if kind == "call":
+        times = _call_times(devs, repeats, warmup, bar)
+        notes.append(f"one call over {len(devs)} devices that moves nothing (size 0)")
+        return Samples(kind, np.zeros(1), times[None, :], "jax", len(devs), tuple(notes))
+    rows, ks = [], []
+    for size in sizes:
+        run, per_iteration = _batch(kind, int(size), devs)
+        label = f"{kind} {format_size(int(size))}"
+        times, k = batch_times(
+            run,
+            repeats=repeats,
+            warmup=warmup,
+            per_iteration=per_iteration,
+            target_s=target_s,
+            what=label,
+            tick=lambda label=label: bar.update(note=label),
+        )
+        rows.append(times)
+        ks.append(k)
+    notes.append(
+        f"per operation: (T(k) - T(1)) / (k - 1) over batches of k = {max(ks)} .. {min(ks)} "
+        "in one jitted call (fori_loop); call overhead excluded"
+    )
+    if kind == "reduce":
+        notes.append("float32 a + b on one device, the other devices idle")
+    nranks = 1 if kind == "reduce" else 2
+    return Samples(kind, sizes, np.array(rows), "jax", nranks, tuple(notes))
+
+
+class _Donated:
+    """Calls of a compiled function whose first argument is donated: each call's result is the
+    next call's input, as the executor runs (``buf = run(buf)``), so no call allocates it anew."""
+
+    def __init__(self, exe: Callable[..., Any], buf: Any, *rest: Any) -> None:
+        self.exe, self.buf, self.rest = exe, buf, rest
+
+    def __call__(self, *extra: Any) -> float:
+        """Seconds of one call (host clock, up to ``block_until_ready``)."""
+        t0 = time.perf_counter()
+        self.buf = self.exe(self.buf, *self.rest, *extra)
+        self.buf.block_until_ready()
+        return time.perf_counter() - t0
+
+
+def _compile(jitted: Any, *args: Any, platform: str) -> Callable[..., Any]:
+    """``jitted`` compiled for ``args`` with the executor's options (see ``_compat``)."""
+    lowered = jitted.lower(*args)
+    options = compiler_options(platform)
+    try:
+        return lowered.compile(compiler_options=options)
+    except Exception:  # an XLA without the option: compile as is
+        if not options:
+            raise
+        return lowered.compile()
+
+
+def _batch(kind: str, size: int, devs: list[Any]) -> tuple[Callable[[int], float], int]:
+    """``run(k)``: seconds of one call of ``k`` iterations of ``kind`` at ``size`` bytes; and the
+    operations per iteration."""
+    import jax
+    from jax import lax
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    if kind == "reduce":
+        n = -(-size // 4)
+        fn = jax.jit(lambda a, b, k: lax.fori_loop(0, k, lambda i, x: x + b, a), donate_argnums=0)
+        a, b = (jax.device_put(np.ones(n, np.float32), devs[0]) for _ in range(2))
+        call = _Donated(_compile(fn, a, b, np.int32(1), platform=devs[0].platform), a, b)
+        trips = {}
+
+        def run_reduce(k: int) -> float:
+            if k not in trips:
+                trips[k] = jax.device_put(np.int32(k), devs[0])
+            return call(trips[k])
+
+        return run_reduce, 1
+
+    perms = _PINGPONG if kind == "pingpong" else _EXCHANGE
+    mesh = Mesh(np.array(devs[:2]), (_AXIS,))
+
+    def body(x: Any, k: Any) -> Any:
+        def iteration(i: Any, y: Any) -> Any:
+            for perm in perms:
+                y = lax.ppermute(y, _AXIS, perm)
+            return y
+
+        return lax.fori_loop(0, k[0], iteration, x)
+
+    fn = jax.jit(
+        shard_map(body, mesh=mesh, in_specs=(P(_AXIS), P()), out_specs=P(_AXIS)),
+        donate_argnums=0,
+    )
+    host = np.arange(2 * size, dtype=np.uint8).reshape(2, size)
+    x = jax.device_put(host, NamedSharding(mesh, P(_AXIS)))
+    replicated = NamedSharding(mesh, P())
+    one = jax.device_put(np.ones(1, np.int32), replicated)
+    call = _Donated(_compile(fn, x, one, platform=devs[0].platform), x)
+    trips = {}
+
+    def run_permute(k: int) -> float:
+        if k not in trips:
+            trips[k] = jax.device_put(np.full(1, k, np.int32), replicated)
+        return call(trips[k])
+
+    return run_permute, len(perms)
+
+
+def _call_times(devs: list[Any], repeats: int, warmup: int, bar: Progress) -> np.ndarray:
+    """Seconds of each of ``repeats`` calls of a donated, do-nothing ``shard_map`` on ``devs``."""
+    import jax
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    mesh = Mesh(np.array(devs), (_AXIS,))
+    sharding = NamedSharding(mesh, P(_AXIS))
+    fn = jax.jit(
+        shard_map(lambda x: x + 1, mesh=mesh, in_specs=P(_AXIS), out_specs=P(_AXIS)),
+        donate_argnums=0,
+    )
+    buf = jax.device_put(np.zeros((len(devs), 1), np.float32), sharding)
+    call = _Donated(_compile(fn, buf, platform=devs[0].platform), buf)
+    for _ in range(warmup + 1):
+        call()
+    out = np.empty(repeats)
+    for j in range(repeats):
+        out[j] = call()
+        bar.update(note="call")
+    return out
