@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import commsim
+import commsim.cli
 from commsim.bench.calibrate._cluster_fit import (
     _Model,
     cluster_description,
@@ -35,11 +36,11 @@ MiB = 2**20
 def _model_times(spec: str, x: list[float], nranks: int, sizes=SIZES) -> np.ndarray:
     """Times of snake_ring allreduce on ``spec`` with link parameters ``x`` (µs, efficiency per
     table in use)."""
-    desc, origin = cluster_description(spec)
+    desc, origin, base = cluster_description(spec)
     c = cluster(spec)
     tables = ["intra"] if c.nodes == 1 else ["intra", "inter"]
     s = commsim.build("allreduce", "snake_ring", nranks=nranks, ranks_per_node=c.gpus_per_node)
-    return _Model(desc, origin, s, tables).times(np.array(x), np.array(sizes, dtype=float))
+    return _Model(desc, origin, s, tables, base).times(np.array(x), np.array(sizes, dtype=float))
 
 
 def _schedule(nranks: int, g: int = 8) -> commsim.Schedule:
@@ -337,14 +338,50 @@ def test_add_arguments_leaves_existing_options_alone():
 
 
 def test_the_options_compose_with_the_validate_command(capsys):
-    """The lead adds them to ``validate`` (which has ``-c``, ``-a`` and ``--cluster``)."""
+    """Wired as ``calibrate`` wires them: a group of their own, ``--cluster`` added beside."""
     from commsim.cli import validate
 
     p = argparse.ArgumentParser()
-    validate.add_arguments(p)
-    cli.add_arguments(p)
+    validate.add_arguments(p)  # has -c and -a already
+    g = p.add_argument_group("from an nccl-tests log")
+    cli.add_arguments(g)
+    g.add_argument("--cluster")
     args = p.parse_args(
         ["--from-nccl-tests", str(EXAMPLE), "--cluster", "dgx-h100:1", "-a", "ring", "--json"]
     )
     assert cli.validate_main(args) == 0
     assert json.loads(capsys.readouterr().out)["algorithm"] == "ring"
+
+
+def test_commsim_calibrate_from_nccl_tests(tmp_path, capsys):
+    out = tmp_path / "fitted.toml"
+    argv = ["calibrate", "--from-nccl-tests", str(EXAMPLE), "--cluster", "dgx-h100:1"]
+    assert commsim.cli.main([*argv, "-o", str(out), "--fit-up-to", "16MiB"]) == 0
+    text = capsys.readouterr().out
+    assert "held-out rows (64MiB and up)" in text and cluster(out).ngpus == 8
+    assert commsim.cli.main([*argv[:3], "--cluster", "dgx-h100:2"]) == 2
+    assert "has 8 ranks (8 '# Rank' lines) but dgx-h100:2 has 16 GPUs" in capsys.readouterr().err
+
+
+def test_a_cluster_file_whose_link_comes_from_a_profile(tmp_path, monkeypatch):
+    """``[inter] profile = FILE`` (relative to the cluster file): an unfitted table keeps the
+    profile's numbers, written out, so the fitted file works from any directory."""
+    from commsim.bench.calibrate import Samples, profile_from_samples
+    from commsim.profiles import save_profile
+
+    n = 2.0 ** np.arange(3, 24)
+    samples = [
+        Samples(kind, n, np.outer(2e-6 + n / 20e9, np.ones(5)), "mpi", 2)
+        for kind in ("pingpong", "exchange")
+    ]
+    save_profile(profile_from_samples(samples, backend="mpi", nranks=2), tmp_path / "nic.toml")
+    (tmp_path / "c.toml").write_text(
+        'nodes = 1\ngpus_per_node = 8\n[intra]\nbandwidth = "450GB/s"\nlatency = "0.5us"\n'
+        '[inter]\nprofile = "nic.toml"\n[topology]\nkind = "switch"\n'
+    )
+    monkeypatch.chdir(Path(__file__).parent)  # not the cluster file's directory
+    fit = fit_cluster(read_nccl_tests(EXAMPLE), tmp_path / "c.toml", _schedule(8))
+    assert fit.description["inter"] == {"bandwidth": "20GB/s", "latency": "2000ns"}
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "fitted.toml").write_text(fit.to_toml())
+    assert cluster(tmp_path / "out" / "fitted.toml").link_classes["link"].bandwidth == 20e9

@@ -64,10 +64,12 @@ def _add_once(parser: argparse.ArgumentParser, *flags: str, **kwargs: Any) -> No
         parser.add_argument(*flags, **kwargs)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """``--from-nccl-tests LOG --fit-up-to SIZE`` (and ``--cluster --collective --algorithm``
-    where the command does not have them yet)."""
-    g = parser.add_argument_group("nccl-tests log")
+def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--from-nccl-tests LOG --fit-up-to SIZE``, and ``--collective --algorithm`` where the
+    command does not have them yet (``validate`` has ``-c``/``-a``). The command supplies
+    ``--cluster`` (``calibrate`` its own, ``validate`` its network group's)."""
+    # a parser gets its own group; a group the command made for these options is used as is
+    g = parser.add_argument_group("nccl-tests log") if hasattr(parser, "parse_args") else parser
     g.add_argument(
         "--from-nccl-tests",
         dest="from_nccl_tests",
@@ -81,9 +83,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SIZE",
         default="16MiB",
         help="fit the rows up to this size; larger rows are only predicted (default 16MiB)",
-    )
-    _add_once(
-        g, "--cluster", metavar="PRESET|FILE.toml", help="the cluster the log ran on (dgx-h100:1)"
     )
     _add_once(
         g,
@@ -134,8 +133,8 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
         )
     collective = _one(getattr(args, "collective", None), "--collective")
     log = read_nccl_tests(path, collective=collective)
-    desc, origin = cluster_description(spec)
-    c = build_cluster(desc, origin)
+    desc, origin, base = cluster_description(spec)
+    c = build_cluster(desc, origin, base)
     algorithm = _one(getattr(args, "algorithm", None), "--algorithm")
     algorithm = algorithm or DEFAULT_ALGORITHMS[log.collective]
     params: dict[str, Any] = {}

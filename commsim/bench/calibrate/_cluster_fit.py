@@ -166,19 +166,21 @@ class ClusterFit:
 
 
 # -- the cluster as a description ---------------------------------------------------------------
-def cluster_description(spec: str | Path) -> tuple[dict[str, Any], str]:
-    """The description (a TOML file's tables) of a preset (``dgx-h100:4``) or a TOML file, and
-    its origin name; :func:`commsim.clusters.cluster` checks it."""
+def cluster_description(spec: str | Path) -> tuple[dict[str, Any], str, Path | None]:
+    """The description (a TOML file's tables) of a preset (``dgx-h100:4``) or a TOML file, its
+    origin name, and the directory its relative file names start from (a link's ``profile``);
+    :func:`commsim.clusters.cluster` checks it."""
     from commsim.clusters import cluster
 
     built = cluster(spec)  # every error the CLI's --cluster gives, worded once
     text = str(spec).strip()
     if text.endswith(".toml") or Path(text).is_file():
-        return tomllib.loads(Path(text).read_text()), Path(text).name
+        path = Path(text)
+        return tomllib.loads(path.read_text()), path.name, path.resolve().parent
     name, _, arg = text.partition(":")
     d = PRESETS[name.strip().lower()][1](text, arg)
     d.setdefault("name", built.name)
-    return d, text
+    return d, text, None
 
 
 def check_ranks(log: NcclTestsLog, c: Cluster, spec: str) -> None:
@@ -203,13 +205,18 @@ class _Model:
     latency in µs, then efficiency), for a fixed set of sizes."""
 
     def __init__(
-        self, desc: Mapping[str, Any], origin: str, schedule: Schedule, tables: Sequence[str]
+        self,
+        desc: Mapping[str, Any],
+        origin: str,
+        schedule: Schedule,
+        tables: Sequence[str],
+        base: Path | None = None,
     ):
         self.desc, self.origin, self.schedule, self.tables = desc, origin, schedule, tuple(tables)
-        base = build_cluster(desc, origin)
-        self.base = base
+        self.base = base  # where the description's relative file names start
+        built = build_cluster(desc, origin, base)
         self.links = {
-            t: base.link_classes[(desc[t].get("kind") or ("nvlink" if t == "intra" else "link"))]
+            t: built.link_classes[(desc[t].get("kind") or ("nvlink" if t == "intra" else "link"))]
             for t in _TABLES
             if isinstance(desc.get(t), Mapping)
         }
@@ -220,18 +227,26 @@ class _Model:
         )
 
     def described(self, x: np.ndarray) -> dict[str, Any]:
+        """The description with parameters ``x``; a table that took its numbers from a measured
+        ``profile`` gets them written out (the fit's, or the profile's where not fitted)."""
         d = copy.deepcopy(dict(self.desc))
-        for i, t in enumerate(self.tables):
-            lat_us, eff = x[2 * i], x[2 * i + 1]
+        for t, link in self.links.items():
+            lat, eff = link.latency, 1.0
+            if t in self.tables:
+                i = self.tables.index(t)
+                lat, eff = max(x[2 * i], 0.0) * 1e-6, x[2 * i + 1]
+            elif "profile" not in d[t]:
+                continue
+            table = {k: v for k, v in d[t].items() if k != "profile"}
             d[t] = {
-                **d[t],
-                "bandwidth": f"{self.links[t].bandwidth * eff / 1e9:.9g}GB/s",
-                "latency": f"{max(lat_us, 0.0) * 1e3:.9g}ns",
+                **table,
+                "bandwidth": f"{link.bandwidth * eff / 1e9:.9g}GB/s",
+                "latency": f"{lat * 1e9:.9g}ns",
             }
         return d
 
     def times(self, x: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-        c = build_cluster(self.described(x), self.origin)
+        c = build_cluster(self.described(x), self.origin, self.base)
         m = Topology(c.graph, placement=c.placement, gamma=c.gamma)
         return np.asarray(m.predict(self.schedule, sizes).time, dtype=np.float64).reshape(-1)
 
@@ -269,8 +284,8 @@ def fit_cluster(
         fit_up_to: rows up to this many bytes are fitted; larger ones are only predicted.
         regimes: look for a protocol breakpoint (``False``: one regime for every fit row).
     """
-    desc, origin = cluster_description(cluster_spec)
-    c = build_cluster(desc, origin)
+    desc, origin, base = cluster_description(cluster_spec)
+    c = build_cluster(desc, origin, base)
     check_ranks(log, c, str(cluster_spec))
     if schedule.nranks != log.nranks:
         raise ParameterError(f"the schedule has {schedule.nranks} ranks, the log {log.nranks}")
@@ -293,7 +308,7 @@ def fit_cluster(
             used.append(t)
     if not used:
         raise CommsimError(f"{log.source}: no link of {cluster_spec} carries this log's traffic")
-    model = _Model(desc, origin, schedule, used)
+    model = _Model(desc, origin, schedule, used, base)
     sizes, measured = log.sizes, log.times
     order = np.argsort(sizes, kind="stable")
     in_fit = sizes <= fit_up_to
@@ -418,8 +433,8 @@ def _toml(d: Mapping[str, Any]) -> str:
 def predict_rows(log: NcclTestsLog, cluster_spec: str | Path, schedule: Schedule) -> np.ndarray:
     """The topology model's time (seconds) for every row of ``log`` on the cluster as given
     (a preset's defaults, or a fitted file): what ``commsim validate --from-nccl-tests`` shows."""
-    desc, origin = cluster_description(cluster_spec)
-    c = build_cluster(desc, origin)
+    desc, origin, base = cluster_description(cluster_spec)
+    c = build_cluster(desc, origin, base)
     check_ranks(log, c, str(cluster_spec))
     model = Topology(c.graph, placement=c.placement, gamma=c.gamma)
     return np.asarray(model.predict(schedule, log.sizes).time, dtype=np.float64).reshape(-1)
