@@ -253,6 +253,17 @@ def test_acceptance_fit_up_to_16MiB_predicts_64MiB_and_up_within_15_percent():
     assert np.median(np.abs(example.error[example.in_fit])) < 0.03
 
 
+def test_the_two_server_example_log():
+    """16 ranks on two hosts, the newer format: [inter] is fitted, [intra] is not determined."""
+    log = read_nccl_tests(EXAMPLE.with_name("dgx-h100-2node-all_reduce.log"))
+    assert (log.nranks, log.nodes, log.program) == (16, 2, "all_reduce_perf")
+    fit = fit_cluster(log, "dgx-h100:2", _schedule(16))
+    intra, inter = fit.links
+    assert inter.efficiency_determined and not intra.efficiency_determined
+    assert 0.8 < inter.efficiency < 1.0  # NCCL's 46-48 GB/s on a 50 GB/s NIC
+    assert _held_out_error(fit) <= 0.15
+
+
 def test_one_outlier_row_does_not_move_the_fit():
     t = _model_times("dgx-h100:1", [1.7, 0.78], 8)
     bad = t.copy()

@@ -1,4 +1,4 @@
-"""Writes dgx-h100-1node-all_reduce.log: the recipe of commsim's synthetic example log (see its header).
+"""Writes commsim's synthetic example logs (their headers say what their numbers follow).
 
 Run from the repository root: python examples/nccl-tests/make_example_log.py
 """
@@ -7,19 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-sizes = [8 * 2**k for k in range(31)]  # 8 B .. 8 GiB
-p = 8
-# NCCL's tuner picks, per size, the fastest of its protocols; each is latency + bytes/busbw.
-protocols = {  # name: (latency us, busbw GB/s)
-    "LL": (14.5, 150.0),
-    "LL128": (23.0, 330.0),
-    "Simple": (43.0, 368.0),
-}
-rng = np.random.default_rng(20240506)
-factor = 2 * (p - 1) / p
+SIZES = [8 * 2**k for k in range(31)]  # 8 B .. 8 GiB
 
 
 def fstr(v, w):
+    """nccl-tests' getFloatStr: 2 decimals, fewer if the field is too narrow."""
     for f in (f"{{:{w}.2f}}", f"{{:{w}.1f}}", f"{{:{w}.0f}}"):
         s = f.format(v)
         if len(s) <= w:
@@ -27,20 +19,73 @@ def fstr(v, w):
     return f"{v:{w}.1e}"
 
 
-rows, total, n = [], 0.0, 0
-for s in sizes:
-    t = min(lat + s * factor / (bw * 1e3) for lat, bw in protocols.values())  # us
-    # run-to-run jitter: ~1.5% multiplicative, a little more at small sizes
-    t_oop = t * (1 + rng.normal(0, 0.015 if s >= 1 << 20 else 0.03))
-    t_ip = t * (1 + rng.normal(0, 0.015 if s >= 1 << 20 else 0.03))
-    line = f"{s:12d}  {s // 4:12d}  {'float':>8s}  {'sum':>6s}  {-1:6d}"
-    for tt in (t_oop, t_ip):
-        alg = s / 1e3 / tt
-        bus = alg * factor
-        total, n = total + bus, n + 1
-        line += f"  {fstr(tt, 7):>7s}  {fstr(alg, 6):>6s}  {fstr(bus, 6):>6s}  {0:6g}"
-    rows.append(line)
-hdr = """\
+def write(path, header, hosts, protocols, seed, modern):
+    """A log of all_reduce_perf on ``len(hosts)`` ranks; per size NCCL's tuner takes the fastest
+    protocol, each ``latency + 2(p-1)/p * size / busbw``; then 1.5-3% jitter per column."""
+    p = len(hosts)
+    factor = 2 * (p - 1) / p
+    rng = np.random.default_rng(seed)
+    rows, total, n = [], 0.0, 0
+    for s in SIZES:
+        t = min(lat + s * factor / (bw * 1e3) for lat, bw in protocols.values())  # us
+        line = f"{s:12d}  {s // 4:12d}  {'float':>8s}  {'sum':>6s}  {-1:6d}"
+        for _ in range(2):  # out-of-place, in-place
+            tt = t * (1 + rng.normal(0, 0.015 if s >= 1 << 20 else 0.03))
+            alg = s / 1e3 / tt
+            bus = alg * factor
+            total, n = total + bus, n + 1
+            line += f"  {fstr(tt, 7):>7s}  {fstr(alg, 6):>6s}  {fstr(bus, 6):>6s}  {0:6g}"
+        rows.append(line)
+    buses = [0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB]
+    ranks = []
+    for r, h in enumerate(hosts):
+        d = r % 8
+        bus = f"[0000:{buses[d]:02x}:00]" if modern else f"[0x{buses[d]:02x}]"
+        ranks.append(
+            f"#  Rank {r:2d} Group {0:2d} Pid {61203 + r:6d} on {h:>10s} device {d:2d} {bus} "
+            "NVIDIA H100 80GB HBM3"
+        )
+    blank = ("",) * 5
+    top = "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}".format(*blank)
+    columns = ("time", "algbw", "busbw", "#wrong") * 2
+    unit_row = ("(us)", "(GB/s)", "(GB/s)", "") * 2
+    widths = (7, 6, 6, 6) * 2
+
+    def head(lead: tuple[str, ...], cells: tuple[str, ...]) -> str:
+        body = "".join(f"  {c:>{w}s}" for c, w in zip(cells, widths, strict=True))
+        return "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}".format(*lead) + body + " "
+
+    start = (
+        ["# nccl-tests version 2.17.1 nccl-headers=22602 nccl-library=22602",
+         "# Collective test starting: all_reduce_perf"]
+        if modern else []
+    )  # fmt: skip
+    settings = (
+        "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 "
+        "iters: 20 agg iters: 1 validation: 1 graph: 0" + (" unalign: 0" if modern else "")
+    )
+    lines = [
+        header.rstrip("\n"),
+        *start,
+        settings,
+        "#",
+        "# Using devices",
+        *ranks,
+        "#",
+        top + "           out-of-place                       in-place          ",
+        head(("size", "count", "type", "redop", "root"), columns),
+        head(("(B)", "(elements)", "", "", ""), unit_row),
+        *rows,
+        "# Out of bounds values : 0 OK",
+        f"# Avg bus bandwidth    : {total / n:g} ",
+        "#",
+        *(["# Collective test concluded: all_reduce_perf"] if modern else []),
+        "",
+    ]
+    Path(path).write_text("\n".join(lines))
+
+
+ONE_NODE = """\
 # commsim example: a synthetic but realistic nccl-tests log of ONE DGX H100 (8 x H100 SXM on
 # NVLink4/NVSwitch), all_reduce_perf -b 8 -e 8G -f 2 -g 1 under mpirun -np 8, NCCL_ALGO=Ring.
 # Not a measurement. Its numbers follow published figures: NCCL's ring reaches a bus bandwidth
@@ -51,37 +96,26 @@ hdr = """\
 # and 330 GB/s, Simple 43 us and 368 GB/s; then 1.5-3% random jitter per column. The format is
 # nccl-tests 2.13's (no version line, one-byte PCI bus ids), as src/common.cu printed it.
 """
-ranks = "\n".join(
-    f"#  Rank {r:2d} Group {0:2d} Pid {61203 + r:6d} on {'dgx-h100-017':>10s} device {r:2d} [0x{b:02x}] NVIDIA H100 80GB HBM3"
-    for r, b in enumerate([0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB])
-)
-blank = ("",) * 5
-top = "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}".format(*blank)
-columns = ("time", "algbw", "busbw", "#wrong") * 2
-unit_row = ("(us)", "(GB/s)", "(GB/s)", "") * 2
-widths = (7, 6, 6, 6) * 2
 
+TWO_NODES = """\
+# commsim example: a synthetic but realistic nccl-tests log of TWO DGX H100 (16 x H100, one
+# 400 Gb/s NDR NIC per GPU), all_reduce_perf -b 8 -e 8G -f 2 -g 1 under mpirun -np 16,
+# NCCL_ALGO=Ring. Not a measurement. Its large-size bus bandwidth follows the published figure
+# for 400 Gb/s NDR: "you should see 46-48GB/s per NIC" (AddyLaddy, NVIDIA/nccl-tests issue #290);
+# the latencies are assumptions. Recipe (examples/nccl-tests/make_example_log.py): per size the
+# fastest of LL (25 us, 12 GB/s busbw), LL128 (40 us, 40 GB/s) and Simple (70 us, 47 GB/s),
+# each latency + 2(p-1)/p * size / busbw; then 1.5-3% random jitter per column. The format is
+# nccl-tests 2.14 and later's (a version line, PCI domain:bus:device ids).
+"""
 
-def header(lead: tuple[str, ...], cells: tuple[str, ...]) -> str:
-    body = "".join(f"  {c:>{w}s}" for c, w in zip(cells, widths, strict=True))
-    return "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}".format(*lead) + body + " "
-
-
-lines = [
-    hdr.rstrip("\n"),
-    "# nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 "
-    "iters: 20 agg iters: 1 validation: 1 graph: 0",
-    "#",
-    "# Using devices",
-    ranks,
-    "#",
-    top + "           out-of-place                       in-place          ",
-    header(("size", "count", "type", "redop", "root"), columns),
-    header(("(B)", "(elements)", "", "", ""), unit_row),
-    *rows,
-    "# Out of bounds values : 0 OK",
-    f"# Avg bus bandwidth    : {total / n:g} ",
-    "#",
-    "",
-]
-Path("examples/nccl-tests/dgx-h100-1node-all_reduce.log").write_text("\n".join(lines))
+if __name__ == "__main__":
+    here = Path(__file__).parent
+    write(
+        here / "dgx-h100-1node-all_reduce.log", ONE_NODE, ["dgx-h100-017"] * 8,
+        {"LL": (14.5, 150.0), "LL128": (23.0, 330.0), "Simple": (43.0, 368.0)}, 20240506, False,
+    )  # fmt: skip
+    write(
+        here / "dgx-h100-2node-all_reduce.log", TWO_NODES,
+        ["dgx-h100-017"] * 8 + ["dgx-h100-018"] * 8,
+        {"LL": (25.0, 12.0), "LL128": (40.0, 40.0), "Simple": (70.0, 47.0)}, 20250303, True,
+    )  # fmt: skip
