@@ -251,20 +251,89 @@ class _Model:
         return np.asarray(m.predict(self.schedule, sizes).time, dtype=np.float64).reshape(-1)
 
 
-def _fit(model: _Model, sizes: np.ndarray, measured: np.ndarray, x0: np.ndarray):
+@dataclasses.dataclass(frozen=True)
+class _Solution:
+    x: np.ndarray  # every parameter (the fixed ones at their start values)
+    cost: float  # the robust loss at x
+    sensitive: np.ndarray  # per parameter: does it move the residuals (fixed ones: False)
+
+
+_F_SCALE = 0.05  # soft_l1: relative residuals beyond 5% count linearly
+
+
+def _robust_cost(r: np.ndarray) -> float:
+    r"""``scipy.optimize.least_squares``' cost with ``loss="soft_l1"``: half the sum of
+    :math:`2f^2(\sqrt{1 + (r/f)^2} - 1)`."""
+    return float(np.sum(_F_SCALE**2 * (np.sqrt(1 + (r / _F_SCALE) ** 2) - 1)))
+
+
+def _jacobian(model: _Model, x: np.ndarray, sizes: np.ndarray, base: np.ndarray, free: np.ndarray):
+    """Columns ``d t / d z_j`` (per free parameter) in ``z = (latency µs, 1/efficiency)``."""
+    columns = []
+    for j in np.flatnonzero(free):
+        step = x.copy()
+        if j % 2 == 0:
+            h = max(1e-3, 1e-3 * x[j])
+            step[j] += h
+        else:
+            h = 1e-3 / x[j]
+            step[j] = 1 / (1 / x[j] + h)
+        columns.append((model.times(step, sizes) - base) / h)
+    return np.stack(columns, axis=1)
+
+
+def _fit(
+    model: _Model, sizes: np.ndarray, measured: np.ndarray, x0: np.ndarray, free: np.ndarray
+) -> _Solution:
+    """Robust least squares on the relative error over the ``free`` parameters.
+
+    Gauss-Newton in ``z = (latency, 1/efficiency)``, where a ring's time on one link class is
+    linear (so a step is nearly exact): each iteration linearizes the model (``1 + k`` model
+    evaluations), solves the robust linear problem within the bounds
+    (``scipy.optimize.least_squares``, ``soft_l1``), and halves the step until the true loss
+    falls.
+    """
     from scipy.optimize import least_squares
 
-    def residuals(x: np.ndarray) -> np.ndarray:
-        return model.times(x, sizes) / measured - 1
+    m = len(model.tables)
+    lo = np.tile([0.0, 1 / 1.5], m)  # latency >= 0 µs; efficiency <= 1.5
+    hi = np.tile([1e4, 100.0], m)  # efficiency >= 0.01
+    z = np.where(np.arange(2 * m) % 2 == 0, x0, 1 / np.asarray(x0, dtype=np.float64))
+    z = np.clip(z, lo, hi)
 
-    lower = np.tile([0.0, 0.01], len(model.tables))
-    upper = np.tile([1e4, 1.5], len(model.tables))
-    x0 = np.clip(x0, lower + 1e-9, upper - 1e-9)
-    res = least_squares(
-        residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.05,
-        x_scale=np.maximum(np.abs(x0), 0.1), diff_step=1e-4, max_nfev=200,
-    )  # fmt: skip
-    return res
+    def x_of(z: np.ndarray) -> np.ndarray:
+        return np.where(np.arange(2 * m) % 2 == 0, z, 1 / z)
+
+    x = x_of(z)
+    base = model.times(x, sizes)
+    cost = _robust_cost(base / measured - 1)
+    jac = np.zeros((len(sizes), 0))
+    for _ in range(40):
+        jac = _jacobian(model, x, sizes, base, free) / measured[:, None]
+        r0 = base / measured - 1
+        zf = z[free]
+        res = least_squares(
+            lambda d, r0=r0, jac=jac: r0 + jac @ d, np.zeros(len(zf)),
+            jac=lambda d, jac=jac: jac, bounds=(lo[free] - zf - 1e-12, hi[free] - zf + 1e-12),
+            loss="soft_l1", f_scale=_F_SCALE,
+        )  # fmt: skip
+
+        improved = False
+        for frac in (1.0, 0.5, 0.25, 0.125):
+            trial = z.copy()
+            trial[free] = np.clip(zf + frac * res.x, lo[free], hi[free])
+            t_base = model.times(x_of(trial), sizes)
+            t_cost = _robust_cost(t_base / measured - 1)
+            if t_cost < cost:
+                moved = np.abs(trial - z).max() / max(np.abs(z).max(), 1e-12)
+                z, x, base, cost, improved = trial, x_of(trial), t_base, t_cost, True
+                break
+        if not improved or moved < 1e-7:
+            break
+    sensitive = np.zeros(len(x0), dtype=bool)
+    scale = np.maximum(np.abs(z[free]), 0.1)
+    sensitive[free] = np.abs(jac).max(axis=0) * scale > _UNDETERMINED
+    return _Solution(x, cost, sensitive)
 
 
 def fit_cluster(
@@ -322,24 +391,47 @@ def fit_cluster(
     if (sizes[fit_idx] == 0).any():
         fit_idx = fit_idx[sizes[fit_idx] > 0]
     x0 = model.start()
-    whole = _fit(model, sizes[fit_idx], measured[fit_idx], x0)
-    n, k = len(fit_idx), len(x0)
+    rows = (sizes[fit_idx], measured[fit_idx])
+    # an efficiency is fitted when it moves the predicted times at the configured values (the
+    # NVLink bandwidth of a multi-server ring never does: the NICs are every step's
+    # bottleneck); a latency always is (which latency a step waits for depends on the fit)
+    base = model.times(x0, rows[0])
+    jac = _jacobian(model, x0, rows[0], base, np.ones(len(x0), dtype=bool)) / rows[1][:, None]
+    start_z = np.where(np.arange(len(x0)) % 2 == 0, x0, 1 / x0)
+    moves = np.abs(jac).max(axis=0) * np.maximum(np.abs(start_z), 0.1) > _UNDETERMINED
+    free = moves | (np.arange(len(x0)) % 2 == 0)
+    whole = _fit(model, *rows, x0, free)
+    n, k = len(fit_idx), int(free.sum())
     best = (_bic(whole.cost, n, k), None, whole, whole)
-    distinct = np.unique(sizes[fit_idx])
-    side = max(_MIN_SIDE, need)
     if regimes:
-        for b in distinct[1:]:
-            lo, hi = fit_idx[sizes[fit_idx] < b], fit_idx[sizes[fit_idx] >= b]
-            if len(lo) < _MIN_SIDE or len(hi) < side:
-                continue
-            large = _fit(model, sizes[hi], measured[hi], whole.x)
-            small = _fit(model, sizes[lo], measured[lo], whole.x)
+        for b in _breakpoints(model, rows, whole, free):
+            hi, lo = rows[0] >= b, rows[0] < b
+            large = _fit(model, rows[0][hi], rows[1][hi], whole.x, free)
+            small = _fit(model, rows[0][lo], rows[1][lo], whole.x, free)
             score = _bic(large.cost + small.cost, n, 2 * k + 1)
             if score < best[0]:
-                best = (score, int(b), large, small)
+                best = (score, b, large, small)
     _, breakpoint, large, small = best
-    x_large = _undetermined(large, x0, notes, used)
-    x_small = _undetermined(small, x0, [], used)
+    x_large, x_small = large.x.copy(), small.x.copy()
+    determined = large.sensitive.copy()
+    # a parameter the solution does not depend on goes back to its configured value, where
+    # that changes no prediction (else it stays, as determined after all)
+    at = model.times(x_large, rows[0])
+    for j in np.flatnonzero(~determined):
+        trial = x_large.copy()
+        trial[j] = x0[j]
+        if np.abs(model.times(trial, rows[0]) / at - 1).max() < _UNDETERMINED:
+            x_large = trial
+            if breakpoint is None:
+                x_small = trial
+        else:
+            determined[j] = True
+    for j in np.flatnonzero(~determined):
+        what = "latency" if j % 2 == 0 else "bandwidth efficiency"
+        notes.append(
+            f"[{used[j // 2]}] {what}: this log does not determine it (it does not change the "
+            "predicted times): left as configured"
+        )
     predicted = model.times(x_large, sizes)
     if breakpoint is not None:
         below = sizes < breakpoint
@@ -350,12 +442,12 @@ def fit_cluster(
     lm, lp = np.log(measured[fit_rows]), np.log(predicted[fit_rows])
     r2 = float(1 - np.sum((lm - lp) ** 2) / max(np.sum((lm - lm.mean()) ** 2), 1e-300))
     links = []
-    free = {t: i for i, t in enumerate(used)}
+    index = {t: i for i, t in enumerate(used)}
     for t in tables:
         cls = model.links[t]
-        if t in free:
-            i = free[t]
-            lat_ok, eff_ok = _sensitive(large, 2 * i), _sensitive(large, 2 * i + 1)
+        if t in index:
+            i = index[t]
+            lat_ok, eff_ok = bool(determined[2 * i]), bool(determined[2 * i + 1])
             links.append(
                 LinkFit(
                     t, cls.name, cls.bandwidth, float(x_large[2 * i] * 1e-6),
@@ -379,29 +471,44 @@ def fit_cluster(
     )  # fmt: skip
 
 
+def _breakpoints(
+    model: _Model,
+    rows: tuple[np.ndarray, np.ndarray],
+    whole: _Solution,
+    free: np.ndarray,
+    keep: int = 3,
+) -> list[int]:
+    """The ``keep`` most promising sizes where a second regime may start (the caller fits each
+    for real): ranked on the model linearized at the one-regime fit in ``z = (latency,
+    1/efficiency)``, where a one-class ring's time is linear, so a candidate costs a small
+    linear fit instead of two model fits."""
+    from scipy.optimize import least_squares
+
+    sizes, measured = rows
+    base = model.times(whole.x, sizes)
+    jac = _jacobian(model, whole.x, sizes, base, free) / measured[:, None]
+    r0 = base / measured - 1
+    n, k = len(sizes), int(free.sum())
+
+    def cost(mask: np.ndarray) -> float:
+        res = least_squares(
+            lambda d: r0[mask] + jac[mask] @ d, np.zeros(k), loss="soft_l1", f_scale=_F_SCALE
+        )
+        return float(res.cost)
+
+    ranked = []
+    for b in np.unique(sizes)[1:]:
+        hi = sizes >= b
+        if (~hi).sum() < _MIN_SIDE or hi.sum() < max(_MIN_SIDE, k + 1):
+            continue
+        ranked.append((_bic(cost(hi) + cost(~hi), n, 2 * k + 1), int(b)))
+    return [b for _, b in sorted(ranked)[:keep]]
+
+
 def _bic(cost: float, n: int, k: int) -> float:
     """Schwarz's criterion on the robust loss: a breakpoint (``k`` grows from ``2m`` to
     ``4m + 1``) must pay for its parameters, so noise alone does not split the rows."""
     return n * np.log(max(2 * cost, 1e-300) / n) + k * np.log(n)
-
-
-def _sensitive(res: Any, j: int) -> bool:
-    """Whether parameter ``j`` moved the residuals at the solution (its Jacobian column)."""
-    return bool(np.abs(res.jac[:, j]).max() * max(abs(res.x[j]), 0.1) > _UNDETERMINED)
-
-
-def _undetermined(res: Any, x0: np.ndarray, notes: list[str], used: Sequence[str]) -> np.ndarray:
-    """``res.x`` with every parameter the data does not determine reset to its start value."""
-    x = res.x.copy()
-    for j in range(len(x)):
-        if not _sensitive(res, j):
-            x[j] = x0[j]
-            what = "latency" if j % 2 == 0 else "bandwidth efficiency"
-            notes.append(
-                f"[{used[j // 2]}] {what}: this log does not determine it (it does not change "
-                "the predicted times): left as configured"
-            )
-    return x
 
 
 # -- TOML ---------------------------------------------------------------------------------------
