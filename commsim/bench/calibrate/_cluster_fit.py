@@ -15,17 +15,23 @@ The fit (:func:`fit_cluster`):
 
 * rows up to ``fit_up_to`` bytes (default 16 MiB) are the fit's; larger rows are held out;
 * the loss is robust least squares on the relative error :math:`\hat t_i / t_i - 1`
-  (``scipy.optimize.least_squares``, ``loss="soft_l1"``, ``f_scale=0.05``: residuals beyond 5%
-  count linearly, so one bad row does not move the fit);
+  (``soft_l1`` with ``f_scale=0.05``, as ``scipy.optimize.least_squares`` defines it: residuals
+  beyond 5% count linearly, so one bad row does not move the fit), minimized by Gauss-Newton in
+  :math:`z = (ℓ, 1/e)`, in which a ring's time on one link class is linear (each step solves the
+  linearized robust problem within the bounds, then halves until the loss falls);
 * **two regimes**: NCCL switches protocol with the size (LL below some tens of KiB, LL128, then
   Simple; each with its own latency and efficiency), so one latency and one efficiency cannot
-  follow the whole curve. The fit tries every breakpoint between the fit rows (each side at least
-  3 rows; or none), fits both sides, and keeps the breakpoint with the smallest total loss. The
+  follow the whole curve. Every breakpoint between the fit rows (at least 3 rows on each side)
+  is scored on the model linearized at the one-regime fit; the best three are fitted for real,
+  and a breakpoint is kept if it lowers Schwarz's criterion (BIC on the robust loss: the second
+  regime's parameters must pay for themselves, so noise alone does not split the rows). The
   **large-size regime** is what the cluster file gets (it is what extrapolates to the held-out
   sizes); the small-size regime is reported beside it and written in the file's header comment;
-* a table the log cannot identify (``[inter]`` on a one-server log; ``[intra]`` bandwidth when
-  the NICs are the bottleneck of every step) is left as the cluster has it, and the report says
-  so: a parameter whose column of the Jacobian is (numerically) zero is undetermined.
+* what the log cannot identify is left as the cluster has it, and the report says so:
+  ``[inter]`` on a one-server log; an efficiency that does not move any predicted time at the
+  configured values (the NVLink bandwidth of a multi-server ring, whose NICs are every step's
+  bottleneck); a parameter the solution does not depend on (its Jacobian column is numerically
+  zero), which goes back to its configured value.
 
 R² is computed on log time over the fit rows (times span six decades; on linear time the
 largest row alone would decide it).
