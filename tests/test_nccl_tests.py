@@ -122,6 +122,12 @@ def test_reads_tagged_per_iteration_and_cputime_output():
     )
 
 
+def test_a_one_rank_log():
+    """``all_reduce_perf -g 1`` on one GPU: busbw is 0 (factor 2(p-1)/p), not an error."""
+    log = parse_nccl_tests(format_nccl_tests_log("allreduce", 1, [1 << 30], [2e-3]))
+    assert (log.nranks, log.rows[0].busbw_oop, log.rows[0].algbw_oop) == (1, 0.0, 536.87)
+
+
 @pytest.mark.parametrize("collective", sorted(BINARIES.values()))
 def test_writer_round_trips(collective):
     hosts = ["a"] * 4 + ["b"] * 4

@@ -469,7 +469,7 @@ def _collective(
             return f"root is {first.root}, and {c} has no root"
         if p is None:
             return None
-        if ratio is not None and abs(ratio / s.busbw_factor(p) - 1) > 0.03:
+        if ratio is not None and abs(ratio - s.busbw_factor(p)) > 0.03 * s.busbw_factor(p) + 0.005:
             return (
                 f"busbw/algbw is {ratio:.3f} at size {ratio_row.size} (line {ratio_row.line}), but "
                 f"{c} on {p} ranks has {s.busbw_factor(p):.3f}"
