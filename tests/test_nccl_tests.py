@@ -104,6 +104,13 @@ def test_reads_tagged_per_iteration_and_cputime_output():
     text = format_nccl_tests_log("reduce_scatter", 4, [4096, 8192], [20e-6, 22e-6])
     tagged = "\n".join(f"[1,0]<stdout>:{line}" for line in text.splitlines())
     assert [r.time_oop_s for r in parse_nccl_tests(tagged).rows] == pytest.approx([20e-6, 22e-6])
+    # MPICH -prepend-rank tags every write: "[0]" at the start and before each half of a row
+    mpich = "\n".join(
+        "[0] " + line.replace("     -1    ", "     -1[0]    ").replace("0    2", "0[0]    2")
+        for line in text.splitlines()
+    )
+    assert "-1[0]" in mpich and "0[0]    2" in mpich
+    assert [r.time_ip_s for r in parse_nccl_tests(mpich).rows] == pytest.approx([20e-6, 22e-6])
     # -I: per-iteration columns after each half; -C: cputime; -T: a timestamp at the end
     head = "#       size         count      type   redop    root  cputime   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%  cputime   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%  timestamp"
     row = "        4096           256     float     sum      -1    20.00    0.20    0.15       0    19.00    25.00    24.00     3.10    21.00    0.20    0.15     N/A    19.50    26.00    25.00     3.30  2025-01-02 10:11:12"

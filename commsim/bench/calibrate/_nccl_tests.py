@@ -45,7 +45,8 @@ What the parser accepts, and how it decides:
   and is kept but not checked.
 * Lines that are not part of the table (``NCCL INFO`` debug output, launcher noise) are skipped;
   a launcher's tag (``[1,0]<stdout>:`` from Open MPI ``--tag-output``, ``0: `` from
-  ``srun --label``) is removed first. A log holding two tables (two runs pasted together) is
+  ``srun --label``, ``[0]`` from MPICH's ``-prepend-rank``, which tags every write, so
+  mid-line too) is removed first. A log holding two tables (two runs pasted together) is
   refused: split it.
 
 ``size`` is commsim's ``nbytes`` (both follow nccl-tests' conventions: the vector for allreduce,
@@ -100,6 +101,7 @@ TYPE_SIZES: dict[str, int] = {
 }  # fmt: skip
 
 _TAG = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )")
+_RANK_TAG = re.compile(r"^\[\d+\] ?|(?<=\S)\[\d+\]")
 _RANK = re.compile(
     r"#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
     r"\s+\[([^\]]*)\]\s*(.*)$"
@@ -275,6 +277,8 @@ def parse_nccl_tests(
     notes: list[str] = []
     for number, raw in enumerate(text.splitlines(), start=1):
         line = _TAG.sub("", raw).rstrip()
+        if _RANK_TAG.match(line):  # MPICH -prepend-rank tags every write, mid-line too
+            line = _RANK_TAG.sub("", line)
         stripped = line.strip()
         if not stripped:
             continue
