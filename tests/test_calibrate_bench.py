@@ -91,13 +91,13 @@ def test_jax_samples_are_well_formed(jax_small):
         else:
             assert s.sizes.tolist() == [8, 64, 1024]  # sorted
             assert s.times.shape == (3, 3)
-            assert s.nranks == (1 if s.kind == "reduce" else 2)
+            assert s.nranks == (1 if s.kind == "reduction" else 2)
     assert Samples.from_dict(jax_small[0].to_dict()).times.tolist() == jax_small[0].times.tolist()
 
 
 def test_jax_times_grow_with_the_message_and_stay_physical():
     small, large = 8, 16 * MIB
-    kinds = ("pingpong", "exchange", "reduce")
+    kinds = ("pingpong", "exchange", "reduction")
     for s in jax_samples([small, large], repeats=3, warmup=1, kinds=kinds, target_s=1e-3):
         t_small, t_large = s.median
         # 2 million times the bytes: far more than noise, even on a busy machine
@@ -150,7 +150,7 @@ def test_jax_pair_needs_two_devices():
 @pytest.mark.gpu
 def test_cuda_samples_are_well_formed():
     out = cuda_samples([64, 8], repeats=2, warmup=0, target_s=1e-3)
-    assert [s.kind for s in out] == ["pingpong", "exchange", "reduce", "call"]
+    assert [s.kind for s in out] == ["pingpong", "exchange", "reduction", "call"]
     for s in out:
         assert s.backend == "cuda"
         assert np.all(s.times > 0) and np.all(np.isfinite(s.times))

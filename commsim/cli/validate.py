@@ -29,6 +29,7 @@ from commsim.bench import (
     summarize,
     validate,
 )
+from commsim.cli import nccl_tests
 from commsim.cli.arguments import DEFAULT_VALIDATE_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_FAILED, EXIT_OK
 from commsim.cli.execution import ExecutionGroup
@@ -132,6 +133,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--plot", metavar="FILE.png", help="draw measured points over the predicted curves"
     )
+    nccl_tests.add_arguments(parser)
 
 
 def parse(args: argparse.Namespace) -> ValidateRequest:
@@ -286,6 +288,8 @@ def plot(result: ValidateResult, path: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "from_nccl_tests", None):
+        return nccl_tests.validate_main(args)
     request = parse(args)
     result = compute(request)
     if request.plot:

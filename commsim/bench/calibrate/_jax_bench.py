@@ -10,14 +10,14 @@ same primitives, the same way, on the same kind of mesh, and return
                device 1 of a 2-device mesh: half of one round trip (0 → 1, then 1 → 0)
 ``exchange``   one ``lax.ppermute`` in which devices 0 and 1 send ``size`` bytes to each
                other at once (the permutation ``[(0, 1), (1, 0)]``)
-``reduce``     one ``a + b`` of two ``float32`` arrays of ``size`` bytes on device 0
+``reduction``  one ``a + b`` of two ``float32`` arrays of ``size`` bytes on device 0
                alone (rounded up to whole elements), the result replacing ``a``
 ``call``       one call of a jitted ``shard_map`` over all the devices that moves nothing
                (each adds 1 to its one-element shard; the input donated), with
                ``block_until_ready``: what the executor's ``run`` costs before any step
 =============  ======================================================================
 
-**How** (``pingpong``, ``exchange``, ``reduce``): one jitted program runs a ``lax.fori_loop``
+**How** (``pingpong``, ``exchange``, ``reduction``): one jitted program runs a ``lax.fori_loop``
 of ``k`` iterations, ``k`` a runtime argument (one compile per size), the loop carrying the
 buffer, so each iteration's operation consumes the last one's result and XLA can neither drop
 nor merge them. The buffer is donated, each call's result being the next call's input, as the
@@ -36,7 +36,7 @@ measured alone), compilation, and every host ↔ device transfer.
 
 On CPU the devices are ``XLA_FLAGS=--xla_force_host_platform_device_count`` fake devices, which
 share the process's cores and memory: a number here is this machine's memory system, not a
-network. A ``reduce`` runs on one device with the others idle; when the executor runs, every
+network. A ``reduction`` runs on one device with the others idle; when the executor runs, every
 device reduces at once, sharing the same cores.
 """
 
@@ -58,7 +58,7 @@ from commsim.units import format_size
 __all__ = ["JAX_KINDS", "jax_samples"]
 
 #: the kinds :func:`jax_samples` measures
-JAX_KINDS = ("pingpong", "exchange", "reduce", "call")
+JAX_KINDS = ("pingpong", "exchange", "reduction", "call")
 
 _AXIS = "pair"
 _PINGPONG = ([(0, 1)], [(1, 0)])  # one iteration: there, then back
@@ -82,7 +82,7 @@ def jax_samples(
         repeats: timed repeats per size (each one a batch difference, or one call for ``call``).
         warmup: untimed batches per size before the repeats, after one that compiles.
         devices: the devices (default ``jax.devices()``): ping-pong and exchange use the first
-            two, ``reduce`` the first, ``call`` all of them.
+            two, ``reduction`` the first, ``call`` all of them.
         kinds: some of :data:`JAX_KINDS`, measured in this order.
         progress: a progress bar on stderr over the repeats (``None``: on a terminal, if slow).
         target_s: about how long one timed batch lasts.
@@ -158,9 +158,9 @@ def _measure(
         f"per operation: (T(k) - T(1)) / (k - 1) over batches of k = {max(ks)} .. {min(ks)} "
         "in one jitted call (fori_loop); call overhead excluded"
     )
-    if kind == "reduce":
+    if kind == "reduction":
         notes.append("float32 a + b on one device, the other devices idle")
-    nranks = 1 if kind == "reduce" else 2
+    nranks = 1 if kind == "reduction" else 2
     return Samples(kind, sizes, np.array(rows), "jax", nranks, tuple(notes))
 
 
@@ -199,7 +199,7 @@ def _batch(kind: str, size: int, devs: list[Any]) -> tuple[Callable[[int], float
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    if kind == "reduce":
+    if kind == "reduction":
         n = -(-size // 4)
         fn = jax.jit(lambda a, b, k: lax.fori_loop(0, k, lambda i, x: x + b, a), donate_argnums=0)
         a, b = (jax.device_put(np.ones(n, np.float32), devs[0]) for _ in range(2))

@@ -15,7 +15,7 @@ the spread.
                answers with one empty message; the per-message gap is
                :math:`(T_{16} - T_1) / 15`
 ``overhead``   rank 0's time inside one ``Send`` of an eager-size message (LogGP's o)
-``reduce``     ``numpy.add(a, b, out=a)`` over ``size`` bytes of float32 on rank 0 (γ)
+``reduction``  ``numpy.add(a, b, out=a)`` over ``size`` bytes of float32 on rank 0 (γ)
 ``call``       one call of a jitted mpi4jax program that moves nothing (an
                ``mpi4jax.barrier``): the MPI executor's per-call overhead
 =============  =======================================================================
@@ -191,7 +191,7 @@ def _measure(comm: Any, kind: str, sizes: list[int], repeats: int, warmup: int, 
             t_1 = np.array(_repeats(comm, op_1, repeats, warmup))
             row = np.maximum((t_k - t_1) / (_BURST - 1), 1e-12).tolist()
         else:
-            make = {"pingpong": _pingpong, "exchange": _exchange, "reduce": _reduce}[kind]
+            make = {"pingpong": _pingpong, "exchange": _exchange, "reduction": _reduce}[kind]
             op, scale = make(comm, n)
             row = [scale * x for x in _repeats(comm, op, repeats, warmup)]
         rows.append(row)
