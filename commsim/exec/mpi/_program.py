@@ -192,17 +192,24 @@ def compiled(pl: RankPlan, comm: Any, dtype: np.dtype, donate: bool) -> Compiled
     )
 
 
-# a native collective: (comm, root, output length, dtype) -> (upload of the input, run)
-Native = Callable[[Any, int, int, np.dtype], tuple[Callable[[Any], Any], Callable[[Any], Any]]]
+# a native collective: (comm, root, output length, dtype) -> (upload of the input, run, repeat)
+Native = Callable[[Any, int, int, np.dtype], tuple[Callable, Callable, Callable | None]]
 
 
-def _jitted(op: Callable[[Any, Any, int], Any]) -> Native:
-    """An mpi4jax collective ``op(x, comm, root)``, jitted, on device buffers."""
+def _jitted(op: Callable[[Any, Any, int], Any], chains: bool = True) -> Native:
+    """An mpi4jax collective ``op(x, comm, root)``, jitted, on device buffers; ``repeat`` (when
+    the output has the input's size, ``chains``) runs it ``k`` times in one call, each run on
+    the previous output."""
 
-    def make(comm: Any, root: int, out_len: int, dt: np.dtype) -> tuple[Callable, Callable]:
-        return (lambda x: uploaded(jax.device_put(x))), blocking(
-            jax.jit(lambda x: op(x, comm, root))
-        )
+    def make(comm: Any, root: int, out_len: int, dt: np.dtype) -> tuple:
+        def once(x: Any) -> Any:
+            return op(x, comm, root)
+
+        def many(x: Any, k: Any) -> Any:
+            return lax.fori_loop(0, k, lambda _, y: once(y).reshape(y.shape), x)
+
+        repeat = blocking(jax.jit(many)) if chains else None
+        return (lambda x: uploaded(jax.device_put(x))), blocking(jax.jit(once)), repeat
 
     return make
 
@@ -215,14 +222,20 @@ def _reduce_scatter_block(comm: Any, root: int, out_len: int, dt: np.dtype) -> t
         comm.Reduce_scatter_block(x, out, op=MPI.SUM)
         return out
 
-    return (lambda x: x), run
+    def repeat(x: np.ndarray, k: int) -> np.ndarray:
+        out = np.empty(out_len, dtype=dt)
+        for _ in range(k):
+            comm.Reduce_scatter_block(x, out, op=MPI.SUM)
+        return out
+
+    return (lambda x: x), run, repeat
 
 
 _NATIVE: dict[str, Native] = {
     "allreduce": _jitted(lambda x, comm, root: mpi4jax.allreduce(x, op=MPI.SUM, comm=comm)),
     "reduce": _jitted(lambda x, comm, root: mpi4jax.reduce(x, op=MPI.SUM, root=root, comm=comm)),
     "broadcast": _jitted(lambda x, comm, root: mpi4jax.bcast(x, root=root, comm=comm)),
-    "allgather": _jitted(lambda x, comm, root: mpi4jax.allgather(x, comm=comm)),
+    "allgather": _jitted(lambda x, comm, root: mpi4jax.allgather(x, comm=comm), chains=False),
     "alltoall": _jitted(  # as [p, block]
         lambda x, comm, root: mpi4jax.alltoall(x.reshape(comm.Get_size(), -1), comm=comm)
     ),
@@ -237,7 +250,7 @@ def native_compiled(
     schedule leaves it and gathers every rank's buffer. ``run`` does not consume its argument."""
     rank, n = comm.Get_rank(), layout.nelems
     out = layout.output_slice(rank)
-    upload, run = _NATIVE[collective](comm, root, out.stop - out.start, dtype)
+    upload, run, repeat = _NATIVE[collective](comm, root, out.stop - out.start, dtype)
 
     def put(host: Any) -> Any:
         return upload(_row(host, rank, dtype, n)[layout.input_slice(rank)].copy())
@@ -247,4 +260,4 @@ def native_compiled(
         row[out] = np.asarray(result).reshape(-1)
         return _gather(comm, row)
 
-    return Compiled(put=put, run=run, get=get)
+    return Compiled(put=put, run=run, get=get, repeat=repeat)
