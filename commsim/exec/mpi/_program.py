@@ -38,7 +38,7 @@ from commsim.exec._backend import Compiled, blocking, uploaded
 from commsim.exec._layout import Layout
 from commsim.exec.mpi._plan import RankPlan, Round, Segment, StepPlan
 
-__all__ = ["compiled", "cuts", "native_compiled", "program"]
+__all__ = ["compiled", "cuts", "idle", "native_compiled", "program"]
 
 Body = Callable[[Any], Any]
 Chunks = tuple[Any, ...]  # this rank's buffer, cut at every boundary the plan ever reads or writes
@@ -188,6 +188,27 @@ def compiled(pl: RankPlan, comm: Any, dtype: np.dtype, donate: bool) -> Compiled
         put=put,
         run=blocking(exe),
         get=lambda chunks: _gather(comm, np.concatenate([np.asarray(c) for c in chunks])),
+        repeat=blocking(many),
+    )
+
+
+def idle(comm: Any, dtype: np.dtype) -> Compiled:
+    """A run that moves nothing through the same path as :func:`compiled`'s: one jitted call
+    holding one ordered MPI effect (a zero-element ``sendrecv`` of the rank with itself), so it
+    pays what every program pays per call (JAX's dispatch with the effects token,
+    ``block_until_ready``) and, in ``repeat``, per run (a loop iteration, one custom call)."""
+    rank = comm.Get_rank()
+
+    def body(chunks: Chunks) -> Chunks:
+        (x,) = chunks
+        return (mpi4jax.sendrecv(x, x, rank, rank, comm=comm),)
+
+    exe = jax.jit(body, donate_argnums=0)
+    many = jax.jit(lambda c, k: lax.fori_loop(0, k, lambda _, y: body(y), c), donate_argnums=0)
+    return Compiled(
+        put=lambda host: uploaded((jax.device_put(np.zeros(0, dtype)),)),
+        run=blocking(exe),
+        get=lambda chunks: np.zeros((comm.Get_size(), 0), dtype),
         repeat=blocking(many),
     )
 
