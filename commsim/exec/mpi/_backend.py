@@ -205,6 +205,19 @@ class MpiBackend:
             return None
         return _native_compiled(self._cache, schedule, layout, dt, self.comm)
 
+    def idle(self, nranks: int, dtype: Any = "float32") -> Compiled:
+        """A run that moves nothing through the same call path as :meth:`compile`'s programs
+        (:func:`commsim.exec.mpi._program.idle`): its time is the executor's per-call (``run``)
+        and per-run (``repeat``) overhead, beside the transport's. Call it on every rank."""
+        from commsim.exec.mpi import _program as prog
+
+        if nranks != self.size:
+            raise CommsimError(
+                f"idle run for p={nranks} ranks but MPI runs {self.size} processes; start it "
+                f"with `mpirun -n {nranks}`"
+            )
+        return prog.idle(self.comm, _check_dtype(dtype))
+
     @property
     def comm(self) -> Any:
         """The communicator (cloned from ``COMM_WORLD`` on first use, which starts MPI)."""
