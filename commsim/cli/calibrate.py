@@ -174,7 +174,9 @@ def render(result: CalibrateResult, as_json: bool) -> str:
     ]
     red = p.curves.get("reduction")
     if red is not None:
-        lines.append(f"gamma: 1/({units.format_bandwidth(1 / p.gamma)}) (the reduction curve's largest piece)")
+        lines.append(
+            f"gamma: 1/({units.format_bandwidth(1 / p.gamma)}) (the reduction curve's largest piece)"
+        )
     if p.loggp is not None:
         lg = p.loggp
         lines.append(

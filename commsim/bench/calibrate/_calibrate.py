@@ -83,7 +83,14 @@ def mpi_samples(
         )
     note = oversubscription(nranks)
     return [
-        Samples(r["kind"], r["sizes"], r["times"], "mpi", nranks, (note,) if note else ())
+        Samples(
+            r["kind"],
+            r["sizes"],
+            r["times"],
+            "mpi",
+            nranks,
+            (*r.get("notes", ()), *((note,) if note else ())),
+        )
         for r in raw
     ]
 
