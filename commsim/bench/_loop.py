@@ -147,15 +147,17 @@ def _timed_runs(
     request: BenchRequest,
     timer: Timer,
     tick: Callable[[], None] | None,
+    *others: Compiled | None,
 ) -> np.ndarray:
-    """``[2, iters]`` times of one run of the schedule and of the baseline (zeros if none).
+    """``[2 + len(others), iters]`` times of one run of the schedule, of the baseline and of
+    any further baselines (``others``), interleaved; zeros for a ``None``.
 
     Warm-up runs are single runs; where a :class:`Compiled` offers ``repeat`` and one run lasts
     less than :data:`BATCH_SECONDS`, each timed call then runs ``k`` times back to back
     (:func:`_batch`, within :func:`batch_limit`) and counts ``1/k`` of the call per run.
     """
-    pair = (compiled, native)
-    warm = np.zeros((2, request.warmup))
+    pair = (compiled, native, *others)
+    warm = np.zeros((len(pair), request.warmup))
     for i in range(request.warmup):  # fresh inputs, put untimed
         for j, c in enumerate(pair):
             warm[j, i] = timer.time(c.run, c.put(host))[1] if c is not None else 0.0
@@ -169,7 +171,7 @@ def _timed_runs(
         if run is not None and c is not None:
             run(c.put(host))  # compiles the batched program, untimed
         runs.append((run or (c.run if c is not None else _nothing), k))
-    times = np.zeros((2, request.iters))
+    times = np.zeros((len(pair), request.iters))
     for i in range(request.iters):
         for j, c in enumerate(pair):
             if c is not None:
@@ -195,13 +197,18 @@ def measure_size(
     inputs = random_inputs(lay, dt, request.seed)
     compiled = backend.compile(schedule, lay, dt)
     native = backend.native(schedule, lay, dt) if request.baseline else None
+    host_native = getattr(backend, "host_native", None) if request.baseline else None
+    raw = host_native(schedule, lay, dt) if host_native is not None else None
     found: list[str] = []
     if request.check:
-        for what, c in (("schedule", compiled), ("native", native)):
+        for what, c in (("schedule", compiled), ("native", native), ("host native", raw)):
             error = _checked(schedule, lay, inputs, c, what, timer) if c is not None else None
             found += [error] if error else []
-    times, ntimes = _timed_runs(compiled, native, lay.pack(inputs), request, timer, tick)
+    times, ntimes, rtimes = _timed_runs(
+        compiled, native, lay.pack(inputs), request, timer, tick, raw
+    )
     name = backend.native_name(schedule.collective) if native is not None else None
+    raw_name = backend.host_native_name(schedule.collective) if raw is not None else None  # type: ignore[attr-defined]
     crowded = oversubscription(backend.host_workers(schedule.nranks))
     return Measurement.from_times(
         schedule,
@@ -213,6 +220,8 @@ def measure_size(
         times=times,
         native_times=ntimes if native is not None else None,
         native=name,
+        host_native_times=rtimes if raw is not None else None,
+        host_native=raw_name,
         check=("FAILED" if found else "ok") if request.check else "skipped",
         error="; ".join(found) or None,
         notes=[crowded] if crowded else [],
