@@ -25,14 +25,17 @@ executor runs: without it each call allocates (and page-faults) fresh buffers, w
 costs milliseconds with as much jitter. The host clock (``perf_counter``) times one call including
 ``block_until_ready``; per repeat, :func:`~commsim.bench.calibrate._micro.batch_times` takes
 :math:`(T(k) - T(1)) / ((k - 1)\,m)` with :math:`m = 2` operations per iteration for the ping-pong
-and 1 otherwise, ``k`` set per size so that a batch lasts about ``target_s`` (4 to 256).
+and 1 otherwise, ``k`` set per size so that a batch lasts about ``target_s`` (at least 4).
 
 **Each number includes** the operation as XLA runs it inside a compiled program: for a
 ``ppermute``, the devices' rendezvous and the copy (on CPU devices, host threads of one process
 copying through shared memory), and one loop iteration's bookkeeping (a counter, a compare and a
 branch; on the executor's unrolled program that is absent). **It excludes** the per-call cost:
 Python dispatch, argument handling, the launch and ``block_until_ready`` (that is ``call``,
-measured alone), compilation, and every host ↔ device transfer.
+measured alone), compilation, and every host ↔ device transfer. It also excludes the
+executor's own per-byte work around a ``ppermute``: slicing the payload out of the rank's buffer
+and writing what arrives back into it (``dynamic_slice``, ``dynamic_update_slice``), which a model
+calibrated on these numbers does not see (``docs/calibrate-jax-cuda.md`` has what it costs).
 
 On CPU the devices are ``XLA_FLAGS=--xla_force_host_platform_device_count`` fake devices, which
 share the process's cores and memory: a number here is this machine's memory system, not a
