@@ -113,6 +113,12 @@ def test_jax_call_alone_needs_one_device():
     assert call.nranks == 1 and call.times.shape == (1, 2)
 
 
+def test_jax_progress_bar_counts_every_repeat(capsys):
+    jax_samples([8, 64], repeats=2, warmup=0, kinds=("exchange", "call"), progress=True)
+    err = capsys.readouterr().err
+    assert "calibrate jax" in err and "6/6 100%" in err  # 2 sizes x 2 repeats + 2 calls
+
+
 @pytest.mark.parametrize(
     ("sizes", "words"),
     [([], "empty"), ([8, -8], "-8"), ([0], "0"), ([1.5], "1.5"), (["8"], "'8'")],

@@ -64,8 +64,11 @@ __all__ = ["JAX_KINDS", "jax_samples"]
 JAX_KINDS = ("pingpong", "exchange", "reduce", "call")
 
 _AXIS = "pair"
-_PINGPONG = ([(0, 1)], [(1, 0)])  # one iteration: there, then back
-_EXCHANGE = ([(0, 1), (1, 0)],)  # one iteration: both ways at once
+# the kinds between two devices: the permutations of one iteration of their batch
+_PERMS = {
+    "pingpong": ([(0, 1)], [(1, 0)]),  # there, then back
+    "exchange": ([(0, 1), (1, 0)],),  # both ways at once
+}
 
 
 def jax_samples(
@@ -112,7 +115,7 @@ def _devices(given: Sequence[Any] | None, kinds: tuple[str, ...]) -> list[Any]:
     import jax
 
     devs = list(jax.devices() if given is None else given)
-    need = 2 if {"pingpong", "exchange"} & set(kinds) else 1
+    need = 2 if set(_PERMS) & set(kinds) else 1
     if len(devs) < need:
         hint = (
             " (on CPU, set XLA_FLAGS=--xla_force_host_platform_device_count=2 before JAX starts)"
@@ -161,9 +164,10 @@ def _measure(
         f"per operation: (T(k) - T(1)) / (k - 1) over batches of k = {max(ks)} .. {min(ks)} "
         "in one jitted call (fori_loop); call overhead excluded"
     )
-    if kind == "reduce":
+    pair = kind in _PERMS
+    if not pair:
         notes.append("float32 a + b on one device, the other devices idle")
-    nranks = 1 if kind == "reduce" else 2
+    nranks = 2 if pair else 1
     return Samples(kind, sizes, np.array(rows), "jax", nranks, tuple(notes))
 
 
@@ -202,7 +206,7 @@ def _batch(kind: str, size: int, devs: list[Any]) -> tuple[Callable[[int], float
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    if kind == "reduce":
+    if kind not in _PERMS:  # the reduction
         n = -(-size // 4)
         fn = jax.jit(lambda a, b, k: lax.fori_loop(0, k, lambda i, x: x + b, a), donate_argnums=0)
         a, b = (jax.device_put(np.ones(n, np.float32), devs[0]) for _ in range(2))
@@ -216,7 +220,7 @@ def _batch(kind: str, size: int, devs: list[Any]) -> tuple[Callable[[int], float
 
         return run_reduce, 1
 
-    perms = _PINGPONG if kind == "pingpong" else _EXCHANGE
+    perms = _PERMS[kind]
     mesh = Mesh(np.array(devs[:2]), (_AXIS,))
 
     def body(x: Any, k: Any) -> Any:
