@@ -122,8 +122,9 @@ def _devices(given: Sequence[Any] | None, kinds: tuple[str, ...]) -> list[Any]:
             if given is None
             else ""
         )
+        where = "visible" if given is None else "given"
         raise CommsimError(
-            f"the jax ping-pong and exchange need 2 devices, {len(devs)} given{hint}"
+            f"the jax ping-pong and exchange need 2 devices, {len(devs)} {where}{hint}"
         )
     return devs
 

@@ -56,7 +56,7 @@ KMIN = 4
 #: most iterations of a timed batch (an operation of nanoseconds needs many to rise above jitter)
 KMAX = 2**20
 _SEARCH = 8  # batches timed at most while looking for k
-_RETRIES = 3  # tries of one repeat whose difference came out non-positive (timer noise)
+_RETRIES = 5  # tries of one repeat whose difference came out non-positive (timer noise)
 
 
 def check_sizes(sizes: Iterable[int]) -> np.ndarray:
