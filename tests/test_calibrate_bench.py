@@ -95,10 +95,16 @@ def test_jax_samples_are_well_formed(jax_small):
     assert Samples.from_dict(jax_small[0].to_dict()).times.tolist() == jax_small[0].times.tolist()
 
 
-def test_jax_times_grow_with_the_message_and_stay_physical():
+@pytest.mark.parametrize("as_executor", [False, True])
+def test_jax_times_grow_with_the_message_and_stay_physical(as_executor):
     small, large = 8, 16 * MIB
     kinds = ("pingpong", "exchange", "reduce")
-    for s in jax_samples([small, large], repeats=3, warmup=1, kinds=kinds, target_s=1e-3):
+    out = jax_samples(
+        [small, large], repeats=3, warmup=1, kinds=kinds, target_s=1e-3, as_executor=as_executor
+    )
+    for s in out:
+        assert s.times.shape == (2, 3) and np.all(s.times > 0)
+        assert any("as the executor" in n for n in s.notes) == as_executor
         t_small, t_large = s.median
         # 2 million times the bytes: far more than noise, even on a busy machine
         assert t_large > 2 * t_small, s.kind

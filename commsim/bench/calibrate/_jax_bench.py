@@ -32,10 +32,19 @@ and 1 otherwise, ``k`` set per size so that a batch lasts about ``target_s`` (at
 copying through shared memory), and one loop iteration's bookkeeping (a counter, a compare and a
 branch; on the executor's unrolled program that is absent). **It excludes** the per-call cost:
 Python dispatch, argument handling, the launch and ``block_until_ready`` (that is ``call``,
-measured alone), compilation, and every host ↔ device transfer. It also excludes the
-executor's own per-byte work around a ``ppermute``: slicing the payload out of the rank's buffer
-and writing what arrives back into it (``dynamic_slice``, ``dynamic_update_slice``), which a model
-calibrated on these numbers does not see (``docs/calibrate-jax-cuda.md`` has what it costs).
+measured alone), compilation, and every host ↔ device transfer. By default it also excludes
+the executor's own per-byte work around a ``ppermute``: slicing the payload out of the rank's
+buffer and writing what arrives back into it.
+
+**As the executor** (``as_executor=True``): each device holds two windows of ``size`` bytes and
+every message is what :mod:`commsim.exec.jax._program` builds for a round: the payload sliced
+from one window (``dynamic_slice``), sent (``ppermute``), an ``optimization_barrier``, then
+written into the other window (``dynamic_update_slice``); the ping-pong's second message goes
+back the other way. ``reduce`` becomes the executor's reducing write, a read-modify-write of a
+window: ``dynamic_update_slice(y, dynamic_slice(y, w) + b, w)``. These are the transport plus the
+executor's copies (on CPU about 1.5 to 3 times the bare ``ppermute`` from 1 MiB; see
+``docs/calibrate-jax-cuda.md``): the numbers to predict the executor with, where the default ones
+are the transport's own.
 
 On CPU the devices are ``XLA_FLAGS=--xla_force_host_platform_device_count`` fake devices, which
 share the process's cores and memory: a number here is this machine's memory system, not a
@@ -64,6 +73,10 @@ __all__ = ["JAX_KINDS", "jax_samples"]
 JAX_KINDS = ("pingpong", "exchange", "reduce", "call")
 
 _AXIS = "pair"
+_AS_EXECUTOR_NOTE = (
+    "as the executor runs it: payload sliced from the buffer, sent, written back "
+    "(dynamic_slice, ppermute, optimization_barrier, dynamic_update_slice)"
+)
 # the kinds between two devices: the permutations of one iteration of their batch
 _PERMS = {
     "pingpong": ([(0, 1)], [(1, 0)]),  # there, then back
@@ -80,6 +93,7 @@ def jax_samples(
     kinds: Sequence[str] = JAX_KINDS,
     progress: bool | None = None,
     target_s: float = 4e-3,
+    as_executor: bool = False,
 ) -> list[Samples]:
     """Time ``kinds`` at each of ``sizes`` bytes on JAX devices (see the module for what each is).
 
@@ -92,6 +106,9 @@ def jax_samples(
         kinds: some of :data:`JAX_KINDS`, measured in this order.
         progress: a progress bar on stderr over the repeats (``None``: on a terminal, if slow).
         target_s: about how long one timed batch lasts.
+        as_executor: time each operation as the executor runs it (see the module): the payload
+            sliced out of a buffer and what arrives written back into it, the reduction as a
+            read-modify-write of a window. Default: the bare primitive.
 
     Returns:
         One :class:`Samples` per kind, in the order of ``kinds``.
@@ -106,7 +123,9 @@ def jax_samples(
     devs = _devices(devices, kinds)
     total = repeats * sum(1 if k == "call" else len(sz) for k in kinds)
     with Progress(total, "calibrate jax", enabled=progress) as bar:
-        return [_measure(kind, sz, repeats, warmup, devs, target_s, bar) for kind in kinds]
+        return [
+            _measure(kind, sz, repeats, warmup, devs, target_s, as_executor, bar) for kind in kinds
+        ]
 
 
 def _devices(given: Sequence[Any] | None, kinds: tuple[str, ...]) -> list[Any]:
@@ -136,6 +155,7 @@ def _measure(
     warmup: int,
     devs: list[Any],
     target_s: float,
+    as_executor: bool,
     bar: Progress,
 ) -> Samples:
     platform = devs[0].platform
@@ -148,7 +168,7 @@ def _measure(
         return Samples(kind, np.zeros(1), times[None, :], "jax", len(devs), tuple(notes))
     rows, ks = [], []
     for size in sizes:
-        run, per_iteration = _batch(kind, int(size), devs)
+        run, per_iteration = _batch(kind, int(size), devs, as_executor)
         label = f"{kind} {format_size(int(size))}"
         times, k = batch_times(
             run,
@@ -168,6 +188,8 @@ def _measure(
     pair = kind in _PERMS
     if not pair:
         notes.append("float32 a + b on one device, the other devices idle")
+    if as_executor:
+        notes.append(_AS_EXECUTOR_NOTE)
     nranks = 2 if pair else 1
     return Samples(kind, sizes, np.array(rows), "jax", nranks, tuple(notes))
 
@@ -199,7 +221,47 @@ def _compile(jitted: Any, *args: Any, platform: str) -> Callable[..., Any]:
         return lowered.compile()
 
 
-def _batch(kind: str, size: int, devs: list[Any]) -> tuple[Callable[[int], float], int]:
+def _iteration(kind: str, size: int, as_executor: bool) -> tuple[Callable[[Any, Any], Any], int]:
+    """One iteration of ``kind``'s batch as a function ``(i, buffer) -> buffer`` on one device,
+    and the buffer's length: ``size`` elements, or two windows of them (``[0, size)`` sent or
+    added from, ``[size, 2 size)`` written) when ``as_executor``."""
+    from jax import lax
+
+    win = (np.int32(0), np.int32(size))  # the windows' starts: (0, first), (0, second)
+
+    def window(y: Any, w: int) -> Any:
+        return lax.dynamic_slice(y, (np.int32(0), win[w]), (1, size))
+
+    def write(y: Any, v: Any, w: int) -> Any:
+        return lax.dynamic_update_slice(y, v, (np.int32(0), win[w]))
+
+    if kind not in _PERMS:  # the reduction: a += b, or the executor's read-modify-write
+        if not as_executor:
+            return (lambda i, ab: (ab[0] + ab[1], ab[1])), size
+        return (lambda i, yb: (write(yb[0], window(yb[0], 1) + yb[1], 1), yb[1])), 2 * size
+    perms = _PERMS[kind]
+    if not as_executor:
+
+        def bare(i: Any, y: Any) -> Any:
+            for perm in perms:
+                y = lax.ppermute(y, _AXIS, perm)
+            return y
+
+        return bare, size
+
+    def rounds(i: Any, y: Any) -> Any:  # as exec.jax._program: slice, send, barrier, write
+        for r, perm in enumerate(perms):
+            payload = lax.ppermute(window(y, r % 2), _AXIS, perm)
+            payload, y = lax.optimization_barrier((payload, y))
+            y = write(y, payload, 1 - r % 2)
+        return y
+
+    return rounds, 2 * size
+
+
+def _batch(
+    kind: str, size: int, devs: list[Any], as_executor: bool
+) -> tuple[Callable[[int], float], int]:
     """``run(k)``: seconds of one call of ``k`` iterations of ``kind`` at ``size`` bytes; and the
     operations per iteration."""
     import jax
@@ -207,11 +269,14 @@ def _batch(kind: str, size: int, devs: list[Any]) -> tuple[Callable[[int], float
     from jax.sharding import Mesh, NamedSharding
     from jax.sharding import PartitionSpec as P
 
-    if kind not in _PERMS:  # the reduction
-        n = -(-size // 4)
-        fn = jax.jit(lambda a, b, k: lax.fori_loop(0, k, lambda i, x: x + b, a), donate_argnums=0)
-        a, b = (jax.device_put(np.ones(n, np.float32), devs[0]) for _ in range(2))
-        call = _Donated(_compile(fn, a, b, np.int32(1), platform=devs[0].platform), a, b)
+    platform = devs[0].platform
+    if kind not in _PERMS:  # the reduction, on one device
+        n = -(-size // 4)  # float32 elements
+        iteration, width = _iteration(kind, n, as_executor)
+        fn = jax.jit(lambda y, b, k: lax.fori_loop(0, k, iteration, (y, b))[0], donate_argnums=0)
+        y = jax.device_put(np.ones((1, width), np.float32), devs[0])
+        b = jax.device_put(np.ones((1, n), np.float32), devs[0])
+        call = _Donated(_compile(fn, y, b, np.int32(1), platform=platform), y, b)
         trips = {}
 
         def run_reduce(k: int) -> float:
@@ -221,26 +286,22 @@ def _batch(kind: str, size: int, devs: list[Any]) -> tuple[Callable[[int], float
 
         return run_reduce, 1
 
-    perms = _PERMS[kind]
+    iteration, width = _iteration(kind, size, as_executor)
     mesh = Mesh(np.array(devs[:2]), (_AXIS,))
-
-    def body(x: Any, k: Any) -> Any:
-        def iteration(i: Any, y: Any) -> Any:
-            for perm in perms:
-                y = lax.ppermute(y, _AXIS, perm)
-            return y
-
-        return lax.fori_loop(0, k[0], iteration, x)
-
     fn = jax.jit(
-        shard_map(body, mesh=mesh, in_specs=(P(_AXIS), P()), out_specs=P(_AXIS)),
+        shard_map(
+            lambda x, k: lax.fori_loop(0, k[0], iteration, x),
+            mesh=mesh,
+            in_specs=(P(_AXIS), P()),
+            out_specs=P(_AXIS),
+        ),
         donate_argnums=0,
     )
-    host = np.arange(2 * size, dtype=np.uint8).reshape(2, size)
+    host = np.arange(2 * width, dtype=np.uint8).reshape(2, width)
     x = jax.device_put(host, NamedSharding(mesh, P(_AXIS)))
     replicated = NamedSharding(mesh, P())
     one = jax.device_put(np.ones(1, np.int32), replicated)
-    call = _Donated(_compile(fn, x, one, platform=devs[0].platform), x)
+    call = _Donated(_compile(fn, x, one, platform=platform), x)
     trips = {}
 
     def run_permute(k: int) -> float:
@@ -248,7 +309,7 @@ def _batch(kind: str, size: int, devs: list[Any]) -> tuple[Callable[[int], float
             trips[k] = jax.device_put(np.full(1, k, np.int32), replicated)
         return call(trips[k])
 
-    return run_permute, len(perms)
+    return run_permute, len(_PERMS[kind])
 
 
 def _call_times(devs: list[Any], repeats: int, warmup: int, bar: Progress) -> np.ndarray:
