@@ -13,7 +13,7 @@ import pytest
 from commsim.bench.calibrate import Samples
 from commsim.bench.calibrate._cuda_bench import SIMULATED_NOTE, cuda_samples
 from commsim.bench.calibrate._jax_bench import JAX_KINDS, jax_samples
-from commsim.bench.calibrate._micro import KMAX, KMIN, batch_length, batch_times
+from commsim.bench.calibrate._micro import KMAX, KMIN, batch_times
 from commsim.errors import CommsimError
 
 MIB = 2**20
@@ -52,13 +52,22 @@ def test_batch_difference_recovers_the_per_operation_time_and_drops_the_call():
     assert k * 3e-6 == pytest.approx(4e-3, rel=0.2)  # the batch lasts about target_s
 
 
-def test_a_pause_while_choosing_k_does_not_shrink_it():
-    first = batch_length((50e-6 + KMIN * 1e-6) / KMIN, target_s=4e-3)  # after one search batch
-    # the second search batch paused for 100 ms: its T(k)/k alone would ask for k = KMIN
-    paused = FakeClock(50e-6, 1e-6, paused=[3], pause=0.1)
+def test_a_pause_while_choosing_k_changes_nothing():
+    _, k_steady = batch_times(FakeClock(50e-6, 1e-6), repeats=5, warmup=0, target_s=4e-3)
+    # the first search batch paused for 100 ms: its T(k)/k alone would settle on k = KMIN
+    paused = FakeClock(50e-6, 1e-6, paused=[2], pause=0.1)
     times, k = batch_times(paused, repeats=5, warmup=0, target_s=4e-3)
-    assert k == first > 50 * KMIN
+    assert k == k_steady > 50 * KMIN
     assert np.median(times) == pytest.approx(1e-6, rel=1e-6)
+
+
+def test_a_batch_shorter_than_the_jitter_grows():
+    # calls: 1 compiles, 2-3 search (k stays KMIN), 4 is the first repeat's T(1): paused 1 ms,
+    # longer than the batch's 4 x 0.1 ms, so its difference is negative and k doubles
+    clock = FakeClock(10e-6, 1e-4, paused=[4], pause=1e-3)
+    times, k = batch_times(clock, repeats=3, warmup=0, target_s=1e-4)
+    assert k == 2 * KMIN
+    assert np.allclose(times, 1e-4)
 
 
 def test_large_operations_get_the_shortest_batch():
