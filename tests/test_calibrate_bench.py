@@ -121,6 +121,20 @@ def test_jax_times_grow_with_the_message_and_stay_physical(as_executor):
         assert large / t_large < 1e12, s.kind
 
 
+def test_jax_ranks_runs_the_step_on_that_many_devices():
+    out = jax_samples([64], repeats=2, warmup=0, kinds=("exchange", "reduce", "call"), ranks=4)
+    assert [s.nranks for s in out] == [4, 4, 4]
+    assert any("cyclic shift" in n for n in out[0].notes)
+    assert all(np.all(s.times > 0) for s in out)
+
+
+@pytest.mark.parametrize(("ranks", "words"), [(9, "needs 9 devices"), (1, "ranks"), (2.5, "2.5")])
+def test_jax_bad_ranks_are_one_line(ranks, words):
+    with pytest.raises(CommsimError) as e:
+        jax_samples([8], repeats=1, warmup=0, ranks=ranks)
+    assert words in _one_line(e)
+
+
 def test_jax_call_alone_needs_one_device():
     import jax
 
