@@ -53,6 +53,7 @@ __all__ = ["CUDA_KINDS", "cuda_samples"]
 #: the kinds :func:`cuda_samples` measures
 CUDA_KINDS = ("pingpong", "exchange", "reduction", "call")
 
+_PAIR = ("pingpong", "exchange")  # the kinds between two buffers (two GPUs when there are)
 _THREADS = 256  # threads per block of the reduction on a GPU
 _SIM_GRID = (2, 4)  # blocks, threads under the simulator (a Python thread per CUDA thread)
 SIMULATED_NOTE = "numba CUDA simulator: the kernels ran in Python, these times mean nothing"
@@ -180,9 +181,10 @@ class _Gpu:
             f"per operation: (T(k) - T(1)) / (k - 1) over batches of k = {max(ks)} .. "
             f"{min(ks)} enqueued back to back, timed by {clock}",
         ]
-        nranks = 1 if kind == "reduction" else 2
-        if kind != "reduction":
+        pair = kind in _PAIR
+        if pair:
             notes.append(self.pair_note())
+        nranks = 2 if pair else 1
         return Samples(kind, sizes, np.array(rows), "cuda", nranks, tuple(notes))
 
     def pair_note(self) -> str:
@@ -194,7 +196,7 @@ class _Gpu:
         """``run(k)``: seconds of ``k`` iterations of ``kind`` at ``size`` bytes; and the
         operations per iteration."""
         cuda = self.cuda
-        if kind == "reduction":
+        if kind not in _PAIR:  # the reduction
             add, _ = _kernels()
             n = -(-size // 4)
             a, b = cuda.to_device(np.ones(n, np.float32)), cuda.to_device(np.ones(n, np.float32))
