@@ -38,7 +38,8 @@ DEFAULT_SIZES = tuple(2**k for k in range(3, 27))
 
 _TRANSPORT = {
     "mpi": "MPI (mpi4py on numpy buffers, OSU-style); reductions numpy float32",
-    "jax": "JAX devices (lax.ppermute in one jitted shard_map, batch differences); jnp add",
+    "jax": "JAX devices as the executor runs a step (ppermute rounds with their slices and "
+    "write-backs in one jitted shard_map, every device at once, batch differences)",
     "cuda": "CUDA devices (numba device copies, batch differences); a numba add kernel",
 }
 
