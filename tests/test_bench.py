@@ -199,6 +199,8 @@ VALIDATION_KEYS = [
     "predicted_ties",
     "measured_ties",
     "overhead_s",
+    "host_native",
+    "host_native_s",
     "error",
     "error_with_overhead",
     "ranked_right",

@@ -94,7 +94,7 @@ def _profile():
     samples = [
         _samples("pingpong", lambda n: np.where(n < 65536, 1e-6 + n / 4e9, 9e-6 + n / 8e9)),
         _samples("exchange", lambda n: 1.5e-6 + n / 6e9),
-        _samples("reduce", lambda n: 5e-7 + n / 20e9),
+        _samples("reduction", lambda n: 5e-7 + n / 20e9),
         _samples("burst", lambda n: 4e-7 + n / 10e9),
         Samples("overhead", SIZES[:6], np.full((6, 5), 3e-7), "mpi", 2),
         Samples("call", [0], np.full((1, 5), 1e-4), "mpi", 2),

@@ -13,7 +13,7 @@ import pytest
 from commsim.bench.calibrate import Samples
 from commsim.bench.calibrate._cuda_bench import SIMULATED_NOTE, cuda_samples
 from commsim.bench.calibrate._jax_bench import JAX_KINDS, jax_samples
-from commsim.bench.calibrate._micro import KMAX, KMIN, batch_length, batch_times
+from commsim.bench.calibrate._micro import KMAX, KMIN, batch_times
 from commsim.errors import CommsimError
 
 MIB = 2**20
@@ -52,13 +52,22 @@ def test_batch_difference_recovers_the_per_operation_time_and_drops_the_call():
     assert k * 3e-6 == pytest.approx(4e-3, rel=0.2)  # the batch lasts about target_s
 
 
-def test_a_pause_while_choosing_k_does_not_shrink_it():
-    first = batch_length((50e-6 + KMIN * 1e-6) / KMIN, target_s=4e-3)  # after one search batch
-    # the second search batch paused for 100 ms: its T(k)/k alone would ask for k = KMIN
-    paused = FakeClock(50e-6, 1e-6, paused=[3], pause=0.1)
+def test_a_pause_while_choosing_k_changes_nothing():
+    _, k_steady = batch_times(FakeClock(50e-6, 1e-6), repeats=5, warmup=0, target_s=4e-3)
+    # the first search batch paused for 100 ms: its T(k)/k alone would settle on k = KMIN
+    paused = FakeClock(50e-6, 1e-6, paused=[2], pause=0.1)
     times, k = batch_times(paused, repeats=5, warmup=0, target_s=4e-3)
-    assert k == first > 50 * KMIN
+    assert k == k_steady > 50 * KMIN
     assert np.median(times) == pytest.approx(1e-6, rel=1e-6)
+
+
+def test_a_batch_shorter_than_the_jitter_grows():
+    # calls: 1 compiles, 2-3 search (k stays KMIN), 4 is the first repeat's T(1): paused 1 ms,
+    # longer than the batch's 4 x 0.1 ms, so its difference is negative and k doubles
+    clock = FakeClock(10e-6, 1e-4, paused=[4], pause=1e-3)
+    times, k = batch_times(clock, repeats=3, warmup=0, target_s=1e-4)
+    assert k == 2 * KMIN
+    assert np.allclose(times, 1e-4)
 
 
 def test_large_operations_get_the_shortest_batch():
@@ -91,14 +100,20 @@ def test_jax_samples_are_well_formed(jax_small):
         else:
             assert s.sizes.tolist() == [8, 64, 1024]  # sorted
             assert s.times.shape == (3, 3)
-            assert s.nranks == (1 if s.kind == "reduce" else 2)
+            assert s.nranks == (1 if s.kind == "reduction" else 2)
     assert Samples.from_dict(jax_small[0].to_dict()).times.tolist() == jax_small[0].times.tolist()
 
 
-def test_jax_times_grow_with_the_message_and_stay_physical():
+@pytest.mark.parametrize("as_executor", [False, True])
+def test_jax_times_grow_with_the_message_and_stay_physical(as_executor):
     small, large = 8, 16 * MIB
-    kinds = ("pingpong", "exchange", "reduce")
-    for s in jax_samples([small, large], repeats=3, warmup=1, kinds=kinds, target_s=1e-3):
+    kinds = ("pingpong", "exchange", "reduction")
+    out = jax_samples(
+        [small, large], repeats=3, warmup=1, kinds=kinds, target_s=1e-3, as_executor=as_executor
+    )
+    for s in out:
+        assert s.times.shape == (2, 3) and np.all(s.times > 0)
+        assert any("as the executor" in n for n in s.notes) == as_executor
         t_small, t_large = s.median
         # 2 million times the bytes: far more than noise, even on a busy machine
         assert t_large > 2 * t_small, s.kind
@@ -106,11 +121,31 @@ def test_jax_times_grow_with_the_message_and_stay_physical():
         assert large / t_large < 1e12, s.kind
 
 
+def test_jax_ranks_runs_the_step_on_that_many_devices():
+    out = jax_samples([64], repeats=2, warmup=0, kinds=("exchange", "reduction", "call"), ranks=4)
+    assert [s.nranks for s in out] == [4, 4, 4]
+    assert any("cyclic shift" in n for n in out[0].notes)
+    assert all(np.all(s.times > 0) for s in out)
+
+
+@pytest.mark.parametrize(("ranks", "words"), [(9, "needs 9 devices"), (1, "ranks"), (2.5, "2.5")])
+def test_jax_bad_ranks_are_one_line(ranks, words):
+    with pytest.raises(CommsimError) as e:
+        jax_samples([8], repeats=1, warmup=0, ranks=ranks)
+    assert words in _one_line(e)
+
+
 def test_jax_call_alone_needs_one_device():
     import jax
 
     (call,) = jax_samples([8], repeats=2, warmup=0, kinds=("call",), devices=jax.devices()[:1])
     assert call.nranks == 1 and call.times.shape == (1, 2)
+
+
+def test_jax_progress_bar_counts_every_repeat(capsys):
+    jax_samples([8, 64], repeats=2, warmup=0, kinds=("exchange", "call"), progress=True)
+    err = capsys.readouterr().err
+    assert "calibrate jax" in err and "6/6 100%" in err  # 2 sizes x 2 repeats + 2 calls
 
 
 @pytest.mark.parametrize(
@@ -150,7 +185,7 @@ def test_jax_pair_needs_two_devices():
 @pytest.mark.gpu
 def test_cuda_samples_are_well_formed():
     out = cuda_samples([64, 8], repeats=2, warmup=0, target_s=1e-3)
-    assert [s.kind for s in out] == ["pingpong", "exchange", "reduce", "call"]
+    assert [s.kind for s in out] == ["pingpong", "exchange", "reduction", "call"]
     for s in out:
         assert s.backend == "cuda"
         assert np.all(s.times > 0) and np.all(np.isfinite(s.times))

@@ -100,6 +100,46 @@ def _checked(
     return timer.verdict(compare)
 
 
+# a timed call of ``Compiled.repeat`` lasts about this long (when one run is shorter): nccl-tests'
+# way of timing back-to-back runs, so that a per-call cost of the runtime is paid once per call
+BATCH_SECONDS = 10e-3
+MAX_BATCH = 256
+
+
+def batch_limit(host: np.ndarray) -> int:
+    """How many chained runs keep ``host``'s values finite: each run multiplies them by at most
+    ``p`` (an allreduce's sum over ``p`` ranks), so ``k`` runs need ``max|x| p^k`` below the
+    dtype's largest value (half its exponent range, for margin); integers wrap, harmlessly.
+
+    Examples:
+        >>> batch_limit(np.full((2, 4), 100.0, np.float32))  # (log2(3.4e38) - log2(100)) / 2
+        60
+        >>> batch_limit(np.ones((8, 4), np.float16))  # 8^k below sqrt(65504)
+        2
+    """
+    p = max(int(host.shape[0]), 2)
+    if not np.issubdtype(host.dtype, np.inexact):
+        return MAX_BATCH
+    big = float(np.abs(host).max(initial=1.0))
+    room = np.log(float(np.finfo(host.dtype).max)) - np.log(max(big, 1.0))
+    return int(np.clip(room / 2 / np.log(p), 1, MAX_BATCH))
+
+
+def _batch(seconds: np.ndarray, limit: int) -> int:
+    """Runs per timed call: enough to last :data:`BATCH_SECONDS` (from the warm-up runs, the
+    slowest process's, so that every MPI rank picks the same ``k``), at most ``limit``."""
+    one = float(np.median(seconds)) if seconds.size else BATCH_SECONDS
+    return int(np.clip(BATCH_SECONDS // max(one, 1e-9), 1, limit))
+
+
+def _repeated(repeat: Callable[[Any, int], Any], k: int) -> Callable[[Any], Any]:
+    return lambda buf: repeat(buf, k)
+
+
+def _nothing(buf: Any) -> Any:
+    return buf
+
+
 def _timed_runs(
     compiled: Compiled,
     native: Compiled | None,
@@ -107,14 +147,36 @@ def _timed_runs(
     request: BenchRequest,
     timer: Timer,
     tick: Callable[[], None] | None,
+    *others: Compiled | None,
 ) -> np.ndarray:
-    """``[2, iters]`` times of the schedule's and the baseline's timed runs (zeros if none)."""
-    times = np.zeros((2, request.iters))
-    for i in range(request.warmup + request.iters):
-        t = timer.time(compiled.run, compiled.put(host))[1]  # fresh inputs, put untimed
-        nt = timer.time(native.run, native.put(host))[1] if native is not None else 0.0
-        if i >= request.warmup:
-            times[:, i - request.warmup] = t, nt
+    """``[2 + len(others), iters]`` times of one run of the schedule, of the baseline and of
+    any further baselines (``others``), interleaved; zeros for a ``None``.
+
+    Warm-up runs are single runs; where a :class:`Compiled` offers ``repeat`` and one run lasts
+    less than :data:`BATCH_SECONDS`, each timed call then runs ``k`` times back to back
+    (:func:`_batch`, within :func:`batch_limit`) and counts ``1/k`` of the call per run.
+    """
+    pair = (compiled, native, *others)
+    warm = np.zeros((len(pair), request.warmup))
+    for i in range(request.warmup):  # fresh inputs, put untimed
+        for j, c in enumerate(pair):
+            warm[j, i] = timer.time(c.run, c.put(host))[1] if c is not None else 0.0
+        if tick is not None:
+            tick()
+    warm = timer.slowest(warm)
+    runs: list[tuple[Callable[[Any], Any], int]] = []
+    for j, c in enumerate(pair):
+        k = _batch(warm[j], batch_limit(host)) if c is not None and c.repeat else 1
+        run = _repeated(c.repeat, k) if c is not None and c.repeat and k > 1 else None
+        if run is not None and c is not None:
+            run(c.put(host))  # compiles the batched program, untimed
+        runs.append((run or (c.run if c is not None else _nothing), k))
+    times = np.zeros((len(pair), request.iters))
+    for i in range(request.iters):
+        for j, c in enumerate(pair):
+            if c is not None:
+                run, k = runs[j]
+                times[j, i] = timer.time(run, c.put(host))[1] / k
         if tick is not None:
             tick()
     return timer.slowest(times)  # the buffers are freed here, before the next size
@@ -135,13 +197,18 @@ def measure_size(
     inputs = random_inputs(lay, dt, request.seed)
     compiled = backend.compile(schedule, lay, dt)
     native = backend.native(schedule, lay, dt) if request.baseline else None
+    host_native = getattr(backend, "host_native", None) if request.baseline else None
+    raw = host_native(schedule, lay, dt) if host_native is not None else None
     found: list[str] = []
     if request.check:
-        for what, c in (("schedule", compiled), ("native", native)):
+        for what, c in (("schedule", compiled), ("native", native), ("host native", raw)):
             error = _checked(schedule, lay, inputs, c, what, timer) if c is not None else None
             found += [error] if error else []
-    times, ntimes = _timed_runs(compiled, native, lay.pack(inputs), request, timer, tick)
+    times, ntimes, rtimes = _timed_runs(
+        compiled, native, lay.pack(inputs), request, timer, tick, raw
+    )
     name = backend.native_name(schedule.collective) if native is not None else None
+    raw_name = backend.host_native_name(schedule.collective) if raw is not None else None  # type: ignore[attr-defined]
     crowded = oversubscription(backend.host_workers(schedule.nranks))
     return Measurement.from_times(
         schedule,
@@ -153,6 +220,8 @@ def measure_size(
         times=times,
         native_times=ntimes if native is not None else None,
         native=name,
+        host_native_times=rtimes if raw is not None else None,
+        host_native=raw_name,
         check=("FAILED" if found else "ok") if request.check else "skipped",
         error="; ".join(found) or None,
         notes=[crowded] if crowded else [],

@@ -55,6 +55,8 @@ class Validation:
     predicted_ties: tuple[str, ...] = ()  # every schedule the model rates as fast as the best
     measured_ties: tuple[str, ...] = ()  # every schedule whose IQR overlaps the fastest one's
     overhead_s: float = 0.0  # the executor's measured per-call overhead (0: not known)
+    host_native: str | None = None  # the library called directly, e.g. "MPI_Allreduce (mpi4py)"
+    host_native_s: float | None = None  # its median: the transport's own time
 
     @property
     def error(self) -> dict[str, float]:
@@ -204,6 +206,8 @@ def _one_size(
         predicted_ties=ties,
         measured_ties=_overlapping(ran, fastest),
         overhead_s=overhead,
+        host_native=m.host_native,
+        host_native_s=m.host_native_time_s,
     )
 
 

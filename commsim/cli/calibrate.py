@@ -25,7 +25,18 @@ from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.output import add_output_group, format_table, to_json
 from commsim.profiles import Profile, save_profile
 
-__all__ = ["DESCRIPTION", "EXAMPLES", "HELP", "add_arguments", "main"]
+__all__ = [
+    "DESCRIPTION",
+    "EXAMPLES",
+    "HELP",
+    "CalibrateRequest",
+    "CalibrateResult",
+    "add_arguments",
+    "compute",
+    "main",
+    "parse",
+    "render",
+]
 
 HELP = "measure this machine's transport (or read an nccl-tests log) and fit the models to it"
 DESCRIPTION = """\
@@ -34,7 +45,7 @@ Measure the transport a backend runs on and fit the models' parameters to it:
   exchange  every pair of ranks sends to each other at once, as in a schedule's step
   burst     16 messages back to back: LogGP's gap g and G
   overhead  the sender's time in one eager send: LogGP's o
-  reduce    a local a += b: gamma
+  reduction a local a += b: gamma
   call      one executor call that moves nothing: the per-call overhead of the executor
 For MPI the transport is timed as the OSU micro-benchmarks time it: mpi4py on numpy buffers,
 ranks started with mpirun. Each size's median over --repeats is fitted with a robust (Huber),
@@ -99,11 +110,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--plot", metavar="FILE.png", help="draw the measured points over the fitted curves"
     )
-    nccl = parser.add_argument_group("from an nccl-tests log")
-    nccl_tests.add_arguments(nccl)
-    nccl.add_argument(
-        "--cluster", metavar="PRESET|FILE", help="the cluster the log ran on (dgx-h100:4, x.toml)"
-    )
+    nccl_tests.add_arguments(parser)
+
+
+@dataclasses.dataclass(frozen=True)
+class CalibrateRequest:
+    """Measure ``backend`` on ``nranks`` ranks at ``sizes``; write the profile to ``output``."""
+
+    backend: str
+    nranks: int
+    sizes: tuple[int, ...]
+    repeats: int = 15
+    warmup: int = 2
+    timeout: float = DEFAULT_TIMEOUT
+    output: Path | None = None
+    plot: str | None = None
+    as_json: bool = False
+    progress: bool | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,9 +172,11 @@ def render(result: CalibrateResult, as_json: bool) -> str:
             "llrrrrrr",
         ),
     ]
-    red = p.curves.get("reduce")
+    red = p.curves.get("reduction")
     if red is not None:
-        lines.append(f"gamma: 1/({units.format_bandwidth(1 / p.gamma)}) (reduce, largest piece)")
+        lines.append(
+            f"gamma: 1/({units.format_bandwidth(1 / p.gamma)}) (the reduction curve's largest piece)"
+        )
     if p.loggp is not None:
         lg = p.loggp
         lines.append(
@@ -169,24 +194,36 @@ def render(result: CalibrateResult, as_json: bool) -> str:
     return "\n".join(lines)
 
 
-def main(args: argparse.Namespace) -> int:
-    if getattr(args, "from_nccl_tests", None):
-        return nccl_tests.calibrate_main(args)
+def parse(args: argparse.Namespace) -> CalibrateRequest:
     if args.cluster:
         raise UsageError("--cluster goes with --from-nccl-tests LOG")
-    sizes = parse_sizes(args.sizes)
     output = Path(args.output) if args.output else None
     if output is not None and output.suffix.lower() != ".toml":
         raise UsageError(f"-o {args.output}: a profile is a .toml file")
-    profile, samples = calibrate(
-        args.backend, args.nranks, sizes, repeats=args.repeats, warmup=args.warmup,
-        timeout=float(args.timeout), progress=args.progress,
+    return CalibrateRequest(
+        args.backend, args.nranks, parse_sizes(args.sizes), args.repeats, args.warmup,
+        float(args.timeout), output, args.plot, args.json, args.progress,
     )  # fmt: skip
-    if output is not None:
-        save_profile(profile, output)
-    if args.plot:
+
+
+def compute(request: CalibrateRequest) -> CalibrateResult:
+    """Measure, fit, and write the profile (and the plot) where the request says."""
+    profile, samples = calibrate(
+        request.backend, request.nranks, request.sizes, repeats=request.repeats,
+        warmup=request.warmup, timeout=request.timeout, progress=request.progress,
+    )  # fmt: skip
+    if request.output is not None:
+        save_profile(profile, request.output)
+    if request.plot:
         from commsim.cli.measured_plots import draw_profile
 
-        draw_profile(profile, args.plot)
-    print(render(CalibrateResult(profile, tuple(samples), output), args.json))
+        draw_profile(profile, request.plot)
+    return CalibrateResult(profile, tuple(samples), request.output)
+
+
+def main(args: argparse.Namespace) -> int:
+    if getattr(args, "from_nccl_tests", None):
+        return nccl_tests.calibrate_main(args)
+    request = parse(args)
+    print(render(compute(request), request.as_json))
     return EXIT_OK

@@ -29,6 +29,7 @@ from commsim.bench import (
     summarize,
     validate,
 )
+from commsim.cli import nccl_tests
 from commsim.cli.arguments import DEFAULT_VALIDATE_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_FAILED, EXIT_OK
 from commsim.cli.execution import ExecutionGroup
@@ -132,6 +133,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--plot", metavar="FILE.png", help="draw measured points over the predicted curves"
     )
+    nccl_tests.add_arguments(parser)
 
 
 def parse(args: argparse.Namespace) -> ValidateRequest:
@@ -177,12 +179,13 @@ def render(result: ValidateResult, as_json: bool) -> str:
             }
         )
     native = next((m.native for m in result.measurements if m.native), None)
+    host = next((m.host_native for m in result.measurements if m.host_native), None)
     checks = {(m.algorithm, m.nbytes): m.check for m in result.measurements}
     ovh = result.overhead > 0
-    table = [row for v in result.validations for row in _rows(v, checks, ovh)]
+    table = [row for v in result.validations for row in _rows(v, checks, ovh, host is not None)]
     headers = ["size", "algorithm", "predicted", "measured", "spread", "error"]
     headers += ["error+ovh"] if ovh else []
-    headers += [native or "native", "best", "check"]
+    headers += [native or "native"] + ([host] if host else []) + ["best", "check"]
     bench = result.bench
     lines = [
         f"{result.collective}, p={result.nranks}, on {result.backend} ({bench.dtype}, median of "
@@ -195,7 +198,8 @@ def render(result: ValidateResult, as_json: bool) -> str:
             f"error+ovh: the prediction plus the executor's measured per-call overhead "
             f"({units.format_time(result.overhead)} per run, from the profile)"
         )
-    lines += [format_table(headers, table, "rlrrrr" + "r" * ovh + "rll"), ""]
+    align = "rlrrrr" + "r" * ovh + "r" + "r" * (host is not None) + "ll"
+    lines += [format_table(headers, table, align), ""]
     lines += _summary_lines(summary, ovh)
     lines += [f"note: {n}" for n in dict.fromkeys(n for m in result.measurements for n in m.notes)]
     return "\n".join(lines)
@@ -223,11 +227,17 @@ def _summary_lines(summary: ValidationSummary, ovh: bool) -> list[str]:
     return lines
 
 
+def _time_or_dash(x: float | None) -> str:
+    return "-" if x is None else units.format_time(x)
+
+
 def _pct(x: float) -> str:
     return "-" if not math.isfinite(x) else f"{100 * x:.1f}%"
 
 
-def _rows(v: Validation, checks: dict[tuple[str, int], str], ovh: bool) -> list[list[str]]:
+def _rows(
+    v: Validation, checks: dict[tuple[str, int], str], ovh: bool, host: bool
+) -> list[list[str]]:
     """One row per schedule that ran at this size, the predicted winner first."""
     order = sorted(v.measured, key=lambda a: (a != v.predicted_best, v.predicted[a], a))
     err, err_o = v.error, v.error_with_overhead
@@ -245,6 +255,7 @@ def _rows(v: Validation, checks: dict[tuple[str, int], str], ovh: bool) -> list[
                 f"{100 * err[a]:+.0f}%",
                 *([f"{100 * err_o[a]:+.0f}%"] if ovh else []),
                 (units.format_time(v.native_s) if v.native_s else "-") if i == 0 else "",
+                *([_time_or_dash(v.host_native_s) if i == 0 else ""] if host else []),
                 marks.strip(),
                 checks.get((a, v.nbytes), "-"),
             ]
@@ -278,6 +289,11 @@ def plot(result: ValidateResult, path: str) -> None:
                 np.array([n[2] for n in native]),
             )
         )
+    host = [(v.host_native, v.nbytes, v.host_native_s) for v in vs if v.host_native_s is not None]
+    if host:
+        baselines.append(
+            (str(host[0][0]), np.array([h[1] for h in host], float), np.array([h[2] for h in host]))
+        )
     title = (
         f"{result.collective}, p={result.nranks}, {result.backend}: measured vs "
         f"{result.model.describe()}"
@@ -286,6 +302,8 @@ def plot(result: ValidateResult, path: str) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "from_nccl_tests", None):
+        return nccl_tests.validate_main(args)
     request = parse(args)
     result = compute(request)
     if request.plot:

@@ -37,28 +37,36 @@ __all__ = ["BACKENDS", "Backend", "Compiled", "blocking", "get_backend", "upload
 
 @dataclasses.dataclass(frozen=True)
 class Compiled:
-    """A schedule (or native collective) ready to run on one backend for one layout and dtype."""
+    """A schedule (or native collective) ready to run on one backend for one layout and dtype.
+
+    ``repeat(buf, k)``, where a backend offers it, runs the schedule ``k`` times back to back in
+    one call (one dispatch), each run on the previous run's output, and returns the last output:
+    what nccl-tests times, so that the per-call cost of the runtime (JAX's dispatch) is paid once
+    per ``k`` runs. ``k`` is an argument of the compiled program (one compilation serves all).
+    """
 
     put: Callable[[np.ndarray], Any]
     run: Callable[[Any], Any]
     get: Callable[[Any], np.ndarray]
+    repeat: Callable[[Any, int], Any] | None = None
 
 
 def uploaded(array: Any) -> Any:
-    """A JAX array once its transfer to the device is done (``device_put`` is asynchronous): a
-    :attr:`Compiled.put` returns only then, so no timed ``run`` waits for an upload."""
-    array.block_until_ready()
-    return array
+    """A JAX array (or a tuple of them) once its transfer to the device is done
+    (``device_put`` is asynchronous): a :attr:`Compiled.put` returns only then, so no timed
+    ``run`` waits for an upload."""
+    import jax
+
+    return jax.block_until_ready(array)
 
 
-def blocking(exe: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """``exe`` (a compiled JAX function) as a :attr:`Compiled.run`: it returns only when its
-    result is ready, so that the call can be timed."""
+def blocking(exe: Callable[..., Any]) -> Callable[..., Any]:
+    """``exe`` (a compiled JAX function) as a :attr:`Compiled.run` (or ``repeat``): it returns
+    only when its result (an array or a tuple of arrays) is ready, so that the call can be timed."""
+    import jax
 
-    def run(buf: Any) -> Any:
-        out = exe(buf)
-        out.block_until_ready()
-        return out
+    def run(*args: Any) -> Any:
+        return jax.block_until_ready(exe(*args))
 
     return run
 
@@ -87,7 +95,13 @@ class Backend(Protocol):
         """Lower ``schedule`` for buffers of ``layout`` and ``dtype``."""
 
     def native(self, schedule: Schedule, layout: Layout, dtype: np.dtype) -> Compiled | None:
-        """The backend's own implementation of ``schedule``'s collective, or ``None``."""
+        """The backend's own implementation of ``schedule``'s collective, or ``None``.
+
+        A backend whose executor wraps a library may also offer ``host_native(schedule,
+        layout, dtype)`` and ``host_native_name(collective)``: the same library collective
+        called directly on host buffers, outside the executor (MPI: mpi4py on numpy), so a
+        measurement shows the transport's own time beside the executor's (optional; the
+        harness looks for it with ``getattr``)."""
 
 
 # name -> "module:attribute"; modules are imported on first use

@@ -13,7 +13,7 @@ Curves (by kind, as :class:`commsim.bench.calibrate.Samples` names them):
 * ``exchange``: two ranks sending to each other at once: what a schedule's step does (every rank
   sends and receives), including what sharing one memory system costs. The Hockney model reads
   this curve when it is there (:meth:`Profile.message_curve`).
-* ``reduce``: one local ``a += b`` of ``n`` bytes: γ is its slope.
+* ``reduction``: one local ``a += b`` of ``n`` bytes: γ is its slope.
 * ``burst`` and ``overhead``: LogGP's gap per message and the sender's overhead.
 """
 
@@ -99,7 +99,7 @@ class Profile:
         nranks: processes or devices the calibration ran on.
         transport: what was measured, in words (``"mpi4py Sendrecv on numpy buffers"``).
         machine: where (host, cores, CPU), and ``date`` when (ISO 8601).
-        curves: by kind (``pingpong``, ``exchange``, ``reduce``, ``burst``, ``overhead``).
+        curves: by kind (``pingpong``, ``exchange``, ``reduction``, ``burst``, ``overhead``).
         loggp: LogGP's L, o, g, G, when the burst and overhead curves were measured.
         call_overhead: seconds per executor call that moves nothing, by executor name.
         notes: why a number may not mean what it seems (oversubscribed cores, the simulator).
@@ -130,8 +130,8 @@ class Profile:
 
     @property
     def gamma(self) -> float:
-        """Seconds per reduced byte: the ``reduce`` curve's slope at its largest piece, else 0."""
-        red = self.curves.get("reduce")
+        """Seconds per reduced byte: the ``reduction`` curve's slope at its largest piece, else 0."""
+        red = self.curves.get("reduction")
         return red.fit.pieces[-1].beta if red is not None else 0.0
 
     def describe(self) -> str:

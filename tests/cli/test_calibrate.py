@@ -28,7 +28,7 @@ def measured(tmp_path_factory):
 @pytest.mark.mpi
 def test_calibrate_measures_every_curve_and_writes_a_profile(measured):
     p = load_profile(measured)
-    assert set(p.curves) == {"pingpong", "exchange", "burst", "reduce"}
+    assert set(p.curves) == {"pingpong", "exchange", "burst", "reduction"}
     assert p.backend == "mpi" and p.nranks == 2 and p.loggp is not None
     assert p.call_overhead["mpi"] > 0
     for c in p.curves.values():

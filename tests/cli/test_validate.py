@@ -59,6 +59,7 @@ def test_validate_on_mpi_processes_prints_measured_next_to_predicted(capsys):
     )  # fmt: skip
     assert rc == 0, out
     assert "MPI_Allreduce" in out and "error" in out and "median |error|" in out
+    assert "MPI_Allreduce (mpi4py)" in out  # the transport's own time beside mpi4jax's
     assert out.count(" ok") == 4
 
 

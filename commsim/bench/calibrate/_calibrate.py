@@ -6,7 +6,7 @@ piecewise) and derives what the models read:
 
 * Hockney's message time: the ``exchange`` curve (every rank sends and receives at once, as in a
   schedule's step), and the ``pingpong`` curve beside it;
-* γ: the slope of the ``reduce`` curve's last piece (large reductions stream from memory);
+* γ: the slope of the ``reduction`` curve's last piece (large reductions stream from memory);
 * LogGP (Alexandrov et al. 1995; Hoefler et al., LogGOPSim 2010, for the measurement):
   :math:`o` = the median sender overhead of eager sends, :math:`g` = the burst gap at the
   smallest size, :math:`G` = the burst curve's last slope, and :math:`L = t_\\text{pingpong}(0) - 2o`
@@ -38,6 +38,9 @@ DEFAULT_SIZES = tuple(2**k for k in range(3, 27))
 
 _TRANSPORT = {
     "mpi": "MPI (mpi4py on numpy buffers, OSU-style); reductions numpy float32",
+    "jax": "JAX devices as the executor runs a step (ppermute rounds with their slices and "
+    "write-backs in one jitted shard_map, every device at once, batch differences)",
+    "cuda": "CUDA devices (numba device copies, batch differences); a numba add kernel",
 }
 
 
@@ -64,7 +67,7 @@ def mpi_samples(
     *,
     repeats: int = 15,
     warmup: int = 2,
-    kinds: Sequence[str] = ("pingpong", "exchange", "burst", "overhead", "reduce", "call"),
+    kinds: Sequence[str] = ("pingpong", "exchange", "burst", "overhead", "reduction", "call"),
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool | None = None,
 ) -> list[Samples]:
@@ -83,7 +86,14 @@ def mpi_samples(
         )
     note = oversubscription(nranks)
     return [
-        Samples(r["kind"], r["sizes"], r["times"], "mpi", nranks, (note,) if note else ())
+        Samples(
+            r["kind"],
+            r["sizes"],
+            r["times"],
+            "mpi",
+            nranks,
+            (*r.get("notes", ()), *((note,) if note else ())),
+        )
         for r in raw
     ]
 

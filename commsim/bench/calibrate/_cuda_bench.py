@@ -10,7 +10,7 @@ Returns :class:`~commsim.bench.calibrate.Samples` (seconds per repeat, per size)
                and the number is that GPU's own copy (the notes say which)
 ``exchange``   both copies at once, each on its own stream (with two GPUs, one each way
                between them; with one, two independent copies on the same GPU)
-``reduce``     one launch of a numba kernel ``a[i] += b[i]`` over ``float32`` arrays of
+``reduction``  one launch of a numba kernel ``a[i] += b[i]`` over ``float32`` arrays of
                ``size`` bytes (rounded up to whole elements), on GPU 0
 ``call``       one launch of an empty kernel followed by ``cuda.synchronize()``, timed by
                the host clock: what the cuda executor's ``run`` costs besides its steps
@@ -51,8 +51,9 @@ from commsim.units import format_size
 __all__ = ["CUDA_KINDS", "cuda_samples"]
 
 #: the kinds :func:`cuda_samples` measures
-CUDA_KINDS = ("pingpong", "exchange", "reduce", "call")
+CUDA_KINDS = ("pingpong", "exchange", "reduction", "call")
 
+_PAIR = ("pingpong", "exchange")  # the kinds between two buffers (two GPUs when there are)
 _THREADS = 256  # threads per block of the reduction on a GPU
 _SIM_GRID = (2, 4)  # blocks, threads under the simulator (a Python thread per CUDA thread)
 SIMULATED_NOTE = "numba CUDA simulator: the kernels ran in Python, these times mean nothing"
@@ -180,9 +181,10 @@ class _Gpu:
             f"per operation: (T(k) - T(1)) / (k - 1) over batches of k = {max(ks)} .. "
             f"{min(ks)} enqueued back to back, timed by {clock}",
         ]
-        nranks = 1 if kind == "reduce" else 2
-        if kind != "reduce":
+        pair = kind in _PAIR
+        if pair:
             notes.append(self.pair_note())
+        nranks = 2 if pair else 1
         return Samples(kind, sizes, np.array(rows), "cuda", nranks, tuple(notes))
 
     def pair_note(self) -> str:
@@ -194,7 +196,7 @@ class _Gpu:
         """``run(k)``: seconds of ``k`` iterations of ``kind`` at ``size`` bytes; and the
         operations per iteration."""
         cuda = self.cuda
-        if kind == "reduce":
+        if kind not in _PAIR:  # the reduction
             add, _ = _kernels()
             n = -(-size // 4)
             a, b = cuda.to_device(np.ones(n, np.float32)), cuda.to_device(np.ones(n, np.float32))

@@ -18,11 +18,13 @@ Both lengths are timed once per repeat, back to back, so a slow spell of the mac
 ``target_s`` (at least :data:`KMIN`, at most :data:`KMAX` iterations): long enough that the
 call's jitter, divided by :math:`k - 1`, is small beside :math:`t`; short enough that a large
 message's repeats stay cheap. Starting at :data:`KMIN`, each untimed batch sets the next
-:math:`k` from :math:`T(k)/k`, until :math:`k` stops more than doubling; :math:`k` never
-shrinks. :math:`T(k)/k` overstates the time per iteration by the call's cost over :math:`k`, and
-a pause of the machine only lengthens :math:`T(k)` (it never understates the time, as a
-difference of two noisy times can), so :math:`k` grows towards its target for small operations,
-and a batch never lasts much longer than ``target_s`` (or :data:`KMIN` iterations).
+:math:`k` from the shorter of two :math:`T(k)`, as :math:`T(k)/k`, until :math:`k` stops more
+than doubling; :math:`k` never shrinks. :math:`T(k)/k` overstates the time per iteration by the
+call's cost over :math:`k`, and a pause of the machine only lengthens :math:`T(k)` (the shorter
+of two ignores one pause), so :math:`k` grows towards its target for small operations, and a
+batch never lasts much longer than ``target_s`` (or :data:`KMIN` iterations). When a repeat's
+difference still comes out non-positive (the call's jitter outlasted the batch), :math:`k`
+doubles for it and the repeats after it.
 
 Examples:
     >>> check_sizes([64, 8, 64])
@@ -56,7 +58,7 @@ KMIN = 4
 #: most iterations of a timed batch (an operation of nanoseconds needs many to rise above jitter)
 KMAX = 2**20
 _SEARCH = 8  # batches timed at most while looking for k
-_RETRIES = 3  # tries of one repeat whose difference came out non-positive (timer noise)
+_RETRIES = 8  # tries of one repeat whose difference came out non-positive, k doubling each
 
 
 def check_sizes(sizes: Iterable[int]) -> np.ndarray:
@@ -109,7 +111,7 @@ def batch_times(
     what: str = "operation",
     tick: Callable[[], None] | None = None,
 ) -> tuple[np.ndarray, int]:
-    """Seconds per operation, one per repeat, and the batch length ``k`` used.
+    """Seconds per operation, one per repeat, and the batch length ``k`` used (the last).
 
     Args:
         run: ``run(k)`` runs one call of ``k`` iterations and returns its seconds.
@@ -124,7 +126,7 @@ def batch_times(
     run(1)  # the first call compiles, loads or allocates: never timed
     k = KMIN
     for _ in range(_SEARCH):  # grow k until a batch lasts about target_s
-        grown = batch_length(run(k) / k, target_s=target_s)
+        grown = batch_length(min(run(k), run(k)) / k, target_s=target_s)
         k, settled = max(k, grown), grown <= 2 * k
         if settled:
             break
@@ -137,6 +139,7 @@ def batch_times(
             out[j] = (tk - t1) / ((k - 1) * per_iteration)
             if out[j] > 0:
                 break
+            k = min(2 * k, KMAX)  # the call's jitter outlasted the batch: lengthen it
         else:
             raise CommsimError(
                 f"a batch of {k} x {what} took no longer than one ({_RETRIES} tries): "

@@ -15,9 +15,9 @@ the spread.
                answers with one empty message; the per-message gap is
                :math:`(T_{16} - T_1) / 15`
 ``overhead``   rank 0's time inside one ``Send`` of an eager-size message (LogGP's o)
-``reduce``     ``numpy.add(a, b, out=a)`` over ``size`` bytes of float32 on rank 0 (γ)
-``call``       one call of a jitted mpi4jax program that moves nothing (an
-               ``mpi4jax.barrier``): the MPI executor's per-call overhead
+``reduction``  ``numpy.add(a, b, out=a)`` over ``size`` bytes of float32 on rank 0 (γ)
+``call``       the MPI executor's run that moves nothing, timed as the measurement loop
+               times a schedule (:mod:`commsim.bench._overhead`): its per-run overhead
 =============  =======================================================================
 
 Ranks past the ones a benchmark needs wait at the barriers. Rank 0 writes the samples (JSON)
@@ -158,22 +158,6 @@ def _reduce(comm: Any, n: int) -> Any:
     return op, 1.0
 
 
-def _call(comm: Any) -> Any:
-    import jax
-    import jax.numpy as jnp
-    import mpi4jax
-
-    fn = jax.jit(lambda x: (mpi4jax.barrier(comm=comm), x)[1])
-    x = jnp.zeros(1, jnp.float32)
-    jax.block_until_ready(fn(x))
-
-    def op(k: int) -> None:
-        for _ in range(k):
-            jax.block_until_ready(fn(x))
-
-    return op, 1.0
-
-
 def _measure(comm: Any, kind: str, sizes: list[int], repeats: int, warmup: int, tick: Any) -> dict:
     rows = []
     for n in sizes:
@@ -191,7 +175,7 @@ def _measure(comm: Any, kind: str, sizes: list[int], repeats: int, warmup: int, 
             t_1 = np.array(_repeats(comm, op_1, repeats, warmup))
             row = np.maximum((t_k - t_1) / (_BURST - 1), 1e-12).tolist()
         else:
-            make = {"pingpong": _pingpong, "exchange": _exchange, "reduce": _reduce}[kind]
+            make = {"pingpong": _pingpong, "exchange": _exchange, "reduction": _reduce}[kind]
             op, scale = make(comm, n)
             row = [scale * x for x in _repeats(comm, op, repeats, warmup)]
         rows.append(row)
@@ -225,10 +209,12 @@ def _run(config: dict[str, Any], workdir: Path, comm: Any) -> None:
     for kind in kinds:
         if not per_kind[kind]:
             continue
-        if kind == "call":
-            op, _ = _call(comm)
-            row = _repeats(comm, op, repeats, warmup)
-            out.append({"kind": "call", "sizes": [0], "times": [row]})
+        if kind == "call":  # timed exactly as the measurement loop times a schedule
+            from commsim.bench._overhead import call_samples
+            from commsim.exec.mpi import MpiBackend
+
+            s = call_samples(MpiBackend(comm), comm.Get_size(), iters=max(repeats, 20))
+            out.append({"kind": "call", "sizes": [0], "times": s.times.tolist(), "notes": s.notes})
             tick("call")
             continue
         out.append(_measure(comm, kind, per_kind[kind], repeats, warmup, tick))

@@ -122,6 +122,7 @@ def _native_compiled(
             put=lambda host: inner.put(layout.take_input(np.asarray(host))),
             run=inner.run,
             get=lambda buf: layout.place_output(inner.get(buf)),
+            repeat=inner.repeat,
         )
 
     return cache.get(schedule, ("native", layout.count, dt.str), make)
@@ -192,6 +193,15 @@ class JaxMeshBackend:
         check_layout(schedule, layout)
         devs = _devices(self._devices, schedule.nranks)
         return _native_compiled(self._cache, schedule, layout, dt, devs)
+
+    def idle(self, nranks: int, dtype: Any = "float32") -> Compiled:
+        """A run that moves nothing through the same call path as :meth:`compile`'s programs
+        (:func:`commsim.exec.jax._program.idle`): its time is the executor's per-call (``run``)
+        and per-run (``repeat``) overhead."""
+        from commsim.exec.jax import _program as prog
+
+        devs = _devices(self._devices, nranks)
+        return prog.idle(prog.mesh(devs, AXIS), AXIS, _check_dtype(dtype), self.donate)
 
     def _check_rounds(self, rounds: int, schedule: Schedule) -> None:
         if rounds > self.max_rounds:

@@ -20,6 +20,7 @@ This module imports JAX; the backend imports it only when it builds a program.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,7 +35,7 @@ from commsim._compat import compiler_options, shard_map
 from commsim.exec._backend import Compiled, blocking, uploaded
 from commsim.exec.jax._plan import Plan, Round
 
-__all__ = ["compiled", "mesh", "native_program", "program"]
+__all__ = ["compiled", "idle", "mesh", "native_program", "program"]
 
 _ZERO = np.int32(0)  # the row index of dynamic slices: int32 like the table, also under x64
 
@@ -114,25 +115,57 @@ def mesh(devices: Sequence[Any], axis: str) -> Mesh:
     return Mesh(np.array(devices), (axis,))
 
 
-def compiled(
-    m: Mesh, axis: str, body: Body, shape: tuple[int, int], dtype: np.dtype, donate: bool
-) -> Compiled:
-    """``body`` jitted over ``m`` for a ``shape`` array sharded along ``axis``, compiled now."""
-    sharding = NamedSharding(m, P(axis))
-    fn = jax.jit(
-        shard_map(body, mesh=m, in_specs=P(axis), out_specs=P(axis)),
-        donate_argnums=0 if donate else (),
-    )
-    lowered = fn.lower(jax.ShapeDtypeStruct(shape, dtype, sharding=sharding))
-    options = compiler_options(m.devices.flat[0].platform)
+def _aot(fn: Callable[..., Any], args: tuple[Any, ...], platform: str) -> Callable[..., Any]:
+    """``fn`` (jitted) compiled now for ``args`` (shapes), with the in-place copy insertion."""
+    lowered = fn.lower(*args)
+    options = compiler_options(platform)
     try:
-        exe = lowered.compile(compiler_options=options)
+        return lowered.compile(compiler_options=options)
     except Exception:  # an XLA without the option: compile as is
         if not options:
             raise
-        exe = lowered.compile()
+        return lowered.compile()
+
+
+def compiled(
+    m: Mesh, axis: str, body: Body, shape: tuple[int, int], dtype: np.dtype, donate: bool
+) -> Compiled:
+    """``body`` jitted over ``m`` for a ``shape`` array sharded along ``axis``, compiled now.
+
+    ``repeat(buf, k)`` (when ``body`` keeps the shard's shape) runs it ``k`` times in one call,
+    a ``fori_loop`` around the ``shard_map``; it compiles on its first call."""
+    sharding = NamedSharding(m, P(axis))
+    platform = m.devices.flat[0].platform
+    inner = shard_map(body, mesh=m, in_specs=P(axis), out_specs=P(axis))
+    donated = 0 if donate else ()
+    arg = jax.ShapeDtypeStruct(shape, dtype, sharding=sharding)
+    exe = _aot(jax.jit(inner, donate_argnums=donated), (arg,), platform)
+    chains = jax.eval_shape(inner, arg).shape == tuple(shape)
+    loops: list[Callable[..., Any]] = []
+
+    def repeat(buf: Any, k: int) -> Any:
+        if not loops:
+            many = jax.jit(
+                lambda x, n: lax.fori_loop(0, n, lambda _, y: inner(y), x), donate_argnums=donated
+            )
+            loops.append(_aot(many, (arg, jax.ShapeDtypeStruct((), np.int32)), platform))
+        return jax.block_until_ready(loops[0](buf, np.int32(k)))
 
     def put(host: np.ndarray) -> Any:
         return uploaded(jax.device_put(np.ascontiguousarray(host, dtype=dtype), sharding))
 
-    return Compiled(put=put, run=blocking(exe), get=lambda buf: np.asarray(jax.device_get(buf)))
+    return Compiled(
+        put=put,
+        run=blocking(exe),
+        get=lambda buf: np.asarray(jax.device_get(buf)),
+        repeat=repeat if chains else None,
+    )
+
+
+def idle(m: Mesh, axis: str, dtype: np.dtype, donate: bool) -> Compiled:
+    """A run that moves nothing through the same path as :func:`compiled`'s programs: the same
+    jitted ``shard_map`` over the same mesh, of the identity on a one-element row."""
+    p = m.devices.size
+    inner = compiled(m, axis, lambda x: x, (p, 1), dtype, donate)
+    zeros = np.zeros((p, 1), dtype)
+    return dataclasses.replace(inner, put=lambda host: inner.put(zeros))

@@ -205,6 +205,37 @@ class MpiBackend:
             return None
         return _native_compiled(self._cache, schedule, layout, dt, self.comm)
 
+    def idle(self, nranks: int, dtype: Any = "float32") -> Compiled:
+        """A run that moves nothing through the same call path as :meth:`compile`'s programs
+        (:func:`commsim.exec.mpi._program.idle`): its time is the executor's per-call (``run``)
+        and per-run (``repeat``) overhead, beside the transport's. Call it on every rank."""
+        from commsim.exec.mpi import _program as prog
+
+        if nranks != self.size:
+            raise CommsimError(
+                f"idle run for p={nranks} ranks but MPI runs {self.size} processes; start it "
+                f"with `mpirun -n {nranks}`"
+            )
+        return prog.idle(self.comm, _check_dtype(dtype))
+
+    def host_native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
+        """The MPI library's collective called through mpi4py on numpy buffers, outside JAX
+        (as the OSU micro-benchmarks call it): the transport's own time beside :meth:`native`
+        (the same collective through mpi4jax inside ``jax.jit``)."""
+        from commsim.exec.mpi import _program as prog
+
+        dt = _check_dtype(dtype)
+        check_layout(schedule, layout)
+        _check_world(schedule, self.size)
+        if schedule.collective not in prog.HOST_NAMES:
+            return None
+        return prog.host_compiled(schedule.collective, schedule.root, layout, self.comm, dt)
+
+    @staticmethod
+    def host_native_name(collective: str) -> str:
+        """What :meth:`host_native` runs, e.g. ``"MPI_Allreduce (mpi4py)"``."""
+        return f"{_NATIVE_NAMES[collective]} (mpi4py)"
+
     @property
     def comm(self) -> Any:
         """The communicator (cloned from ``COMM_WORLD`` on first use, which starts MPI)."""

@@ -22,6 +22,7 @@ it builds a program.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -37,36 +38,73 @@ from commsim.exec._backend import Compiled, blocking, uploaded
 from commsim.exec._layout import Layout
 from commsim.exec.mpi._plan import RankPlan, Round, Segment, StepPlan
 
-__all__ = ["compiled", "native_compiled", "program"]
+__all__ = ["compiled", "cuts", "idle", "native_compiled", "program"]
 
 Body = Callable[[Any], Any]
-Piece = tuple[Segment, Any]  # a value to write at a segment's destination, after the reads
+Chunks = tuple[Any, ...]  # this rank's buffer, cut at every boundary the plan ever reads or writes
 
 
-def _read(buf: Any, segs: tuple[Segment, ...]) -> Any:
-    """The segments' source ranges of ``buf``, concatenated."""
-    parts = [lax.slice(buf, (s.src,), (s.src + s.length,)) for s in segs]
+def cuts(pl: RankPlan) -> np.ndarray:
+    """Where this rank's buffer is cut into chunks: ``0``, ``nelems`` and every end of a range the
+    plan reads (its sends' and local transfers' sources) or writes (receives' and local
+    transfers' destinations), sorted. Every such range is then a run of whole chunks.
+
+    Examples:
+        >>> import commsim
+        >>> from commsim.exec import layout
+        >>> from commsim.exec.mpi import plan
+        >>> s = commsim.build("allreduce", "ring", nranks=2)
+        >>> [pl] = plan(s, layout(s, 8), ranks=[0])
+        >>> cuts(pl).tolist()
+        [0, 4, 8]
+    """
+    ends = {0, pl.nelems}
+    for st in pl.steps:
+        ranges = [(s.src, s.length) for r in st.rounds if r.send for s in r.send.segments]
+        ranges += [(s.dst, s.length) for r in st.rounds if r.recv for s in r.recv.segments]
+        ranges += [(a, s.length) for s in st.local for a in (s.src, s.dst)]
+        ends.update(e for a, n in ranges for e in (a, a + n))
+    return np.array(sorted(ends), dtype=np.int64)
+
+
+class _Cut:
+    """Element ranges ``[a, a + n)`` of the buffer as runs of chunks ``[i, j)``."""
+
+    def __init__(self, ends: np.ndarray) -> None:
+        self.ends = ends
+        self.index = {int(e): i for i, e in enumerate(ends.tolist())}
+
+    def chunks(self, a: int, n: int) -> range:
+        return range(self.index[a], self.index[a + n])
+
+    def read(self, chunks: Chunks, a: int, n: int) -> Any:
+        """Elements ``[a, a + n)``: the chunk itself (no copy) or a concatenation."""
+        parts = [chunks[i] for i in self.chunks(a, n)]
+        return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
+
+    def write(self, chunks: list[Any], a: int, value: Any, reduce: bool) -> None:
+        """Overwrite (or add ``value`` to) elements ``[a, a + len(value))``, chunk by chunk."""
+        at = 0
+        for i in self.chunks(a, value.shape[0]):
+            n = int(self.ends[i + 1] - self.ends[i])
+            part = value if n == value.shape[0] else value[at : at + n]
+            chunks[i] = chunks[i] + part if reduce else part
+            at += n
+
+
+def _payload(cut: _Cut, old: Chunks, segs: tuple[Segment, ...]) -> Any:
+    """A message's payload: its segments' source ranges, concatenated (one chunk: no copy)."""
+    parts = [cut.read(old, s.src, s.length) for s in segs]
     return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
 
 
-def _split(got: Any, segs: tuple[Segment, ...]) -> list[Piece]:
-    """A received payload cut back into its segments."""
-    if len(segs) == 1:
-        return [(segs[0], got)]
-    pieces, at = [], 0
-    for s in segs:
-        pieces.append((s, got[at : at + s.length]))
-        at += s.length
-    return pieces
-
-
-def _round(old: Any, rnd: Round, tag: int, comm: Any, dtype: np.dtype) -> tuple[list, list[Piece]]:
-    """This rank's operation in round ``rnd``: the payloads it only sent, and what it received."""
-    payload = _read(old, rnd.send.segments) if rnd.send is not None else None
+def _round(cut: _Cut, old: Chunks, rnd: Round, tag: int, comm: Any, dtype: np.dtype) -> list:
+    """This rank's operation in round ``rnd``; what it received, as ``(segment, value)``."""
+    payload = _payload(cut, old, rnd.send.segments) if rnd.send is not None else None
     if rnd.recv is None:
         assert rnd.send is not None and payload is not None
         mpi4jax.send(payload, rnd.send.peer, tag=tag, comm=comm)
-        return [payload], []
+        return []
     like = jnp.empty((rnd.recv.size,), dtype)
     if rnd.send is not None:
         got = mpi4jax.sendrecv(
@@ -74,35 +112,39 @@ def _round(old: Any, rnd: Round, tag: int, comm: Any, dtype: np.dtype) -> tuple[
         )
     else:
         got = mpi4jax.recv(like, rnd.recv.peer, tag=tag, comm=comm)
-    return [], _split(got, rnd.recv.segments)
+    if len(rnd.recv.segments) == 1:
+        return [(rnd.recv.segments[0], got)]
+    pieces, at = [], 0
+    for s in rnd.recv.segments:
+        pieces.append((s, got[at : at + s.length]))
+        at += s.length
+    return pieces
 
 
-def _step(buf: Any, st: StepPlan, comm: Any, dtype: np.dtype) -> Any:
-    """``buf`` after step ``st``: every read of the step (payloads, local sources), then writes."""
-    old = buf
-    sent: list[Any] = []
-    pieces: list[Piece] = []
+def _step(cut: _Cut, old: Chunks, st: StepPlan, comm: Any, dtype: np.dtype) -> Chunks:
+    """The chunks after step ``st``: every read of the step (from ``old``), then the writes."""
+    pieces = []
     for rnd in st.rounds:
-        s, got = _round(old, rnd, st.tag, comm, dtype)
-        sent += s
-        pieces += got
-    pieces += [(s, _read(old, (s,))) for s in st.local]
-    values, buf, _ = lax.optimization_barrier(([v for _, v in pieces], old, sent))
-    for (s, _), v in zip(pieces, values, strict=True):
-        if s.reduce:
-            v = lax.slice(buf, (s.dst,), (s.dst + s.length,)) + v
-        buf = lax.dynamic_update_slice(buf, v, (s.dst,))
-    return buf
+        pieces += _round(cut, old, rnd, st.tag, comm, dtype)
+    pieces += [(s, cut.read(old, s.src, s.length)) for s in st.local]
+    new = list(old)
+    for s, v in pieces:
+        cut.write(new, s.dst, v, s.reduce)
+    return tuple(new)
 
 
 def program(pl: RankPlan, comm: Any, dtype: np.dtype) -> Body:
-    """The jittable function ``buf -> buf`` of plan ``pl`` (``buf`` is this rank's ``[nelems]``)."""
+    """The jittable function ``chunks -> chunks`` of plan ``pl``: this rank's ``[nelems]``
+    buffer held as the pieces between :func:`cuts`, so that XLA never copies or rewrites the
+    whole buffer (a slice to send is a chunk as it is, a received range replaces chunks, a
+    reduction adds into them; no ``dynamic_update_slice``)."""
+    cut = _Cut(cuts(pl))
 
-    def body(buf: Any) -> Any:
+    def body(chunks: Chunks) -> Chunks:
         for st in pl.steps:
             if st.rounds or st.local:
-                buf = _step(buf, st, comm, dtype)
-        return buf
+                chunks = _step(cut, chunks, st, comm, dtype)
+        return chunks
 
     return body
 
@@ -126,29 +168,69 @@ def _gather(comm: Any, row: np.ndarray) -> np.ndarray:
 
 
 def compiled(pl: RankPlan, comm: Any, dtype: np.dtype, donate: bool) -> Compiled:
-    """Plan ``pl`` jitted (compiled on the first ``run``); ``put`` keeps this rank's row,
-    ``get`` gathers every rank's buffer (``[p, nelems]``, on every rank)."""
+    """Plan ``pl`` jitted (compiled on the first ``run``); ``put`` cuts this rank's row into
+    chunks (untimed), ``get`` joins them and gathers every rank's buffer (``[p, nelems]``)."""
     # (called, not AOT-compiled: the ordered MPI effects add a token argument that only the
     # jitted function's own call path supplies; it compiles on first call)
-    exe = jax.jit(program(pl, comm, dtype), donate_argnums=0 if donate else ())
+    ends = cuts(pl)
+    body = program(pl, comm, dtype)
+    exe = jax.jit(body, donate_argnums=0 if donate else ())
+    many = jax.jit(
+        lambda chunks, k: lax.fori_loop(0, k, lambda _, c: body(c), chunks),
+        donate_argnums=0 if donate else (),
+    )
+
+    def put(host: Any) -> Chunks:
+        row = _row(host, pl.rank, dtype, pl.nelems)
+        return uploaded(tuple(jax.device_put(row[a:b]) for a, b in itertools.pairwise(ends)))
+
     return Compiled(
-        put=lambda host: uploaded(jax.device_put(_row(host, pl.rank, dtype, pl.nelems))),
+        put=put,
         run=blocking(exe),
-        get=lambda buf: _gather(comm, np.asarray(buf)),
+        get=lambda chunks: _gather(comm, np.concatenate([np.asarray(c) for c in chunks])),
+        repeat=blocking(many),
     )
 
 
-# a native collective: (comm, root, output length, dtype) -> (upload of the input, run)
-Native = Callable[[Any, int, int, np.dtype], tuple[Callable[[Any], Any], Callable[[Any], Any]]]
+def idle(comm: Any, dtype: np.dtype) -> Compiled:
+    """A run that moves nothing through the same path as :func:`compiled`'s: one jitted call
+    holding one ordered MPI effect (a zero-element ``sendrecv`` of the rank with itself), so it
+    pays what every program pays per call (JAX's dispatch with the effects token,
+    ``block_until_ready``) and, in ``repeat``, per run (a loop iteration, one custom call)."""
+    rank = comm.Get_rank()
+
+    def body(chunks: Chunks) -> Chunks:
+        (x,) = chunks
+        return (mpi4jax.sendrecv(x, x, rank, rank, comm=comm),)
+
+    exe = jax.jit(body, donate_argnums=0)
+    many = jax.jit(lambda c, k: lax.fori_loop(0, k, lambda _, y: body(y), c), donate_argnums=0)
+    return Compiled(
+        put=lambda host: uploaded((jax.device_put(np.zeros(0, dtype)),)),
+        run=blocking(exe),
+        get=lambda chunks: np.zeros((comm.Get_size(), 0), dtype),
+        repeat=blocking(many),
+    )
 
 
-def _jitted(op: Callable[[Any, Any, int], Any]) -> Native:
-    """An mpi4jax collective ``op(x, comm, root)``, jitted, on device buffers."""
+# a native collective: (comm, root, output length, dtype) -> (upload of the input, run, repeat)
+Native = Callable[[Any, int, int, np.dtype], tuple[Callable, Callable, Callable | None]]
 
-    def make(comm: Any, root: int, out_len: int, dt: np.dtype) -> tuple[Callable, Callable]:
-        return (lambda x: uploaded(jax.device_put(x))), blocking(
-            jax.jit(lambda x: op(x, comm, root))
-        )
+
+def _jitted(op: Callable[[Any, Any, int], Any], chains: bool = True) -> Native:
+    """An mpi4jax collective ``op(x, comm, root)``, jitted, on device buffers; ``repeat`` (when
+    the output has the input's size, ``chains``) runs it ``k`` times in one call, each run on
+    the previous output."""
+
+    def make(comm: Any, root: int, out_len: int, dt: np.dtype) -> tuple:
+        def once(x: Any) -> Any:
+            return op(x, comm, root)
+
+        def many(x: Any, k: Any) -> Any:
+            return lax.fori_loop(0, k, lambda _, y: once(y).reshape(y.shape), x)
+
+        repeat = blocking(jax.jit(many)) if chains else None
+        return (lambda x: uploaded(jax.device_put(x))), blocking(jax.jit(once)), repeat
 
     return make
 
@@ -161,14 +243,20 @@ def _reduce_scatter_block(comm: Any, root: int, out_len: int, dt: np.dtype) -> t
         comm.Reduce_scatter_block(x, out, op=MPI.SUM)
         return out
 
-    return (lambda x: x), run
+    def repeat(x: np.ndarray, k: int) -> np.ndarray:
+        out = np.empty(out_len, dtype=dt)
+        for _ in range(k):
+            comm.Reduce_scatter_block(x, out, op=MPI.SUM)
+        return out
+
+    return (lambda x: x), run, repeat
 
 
 _NATIVE: dict[str, Native] = {
     "allreduce": _jitted(lambda x, comm, root: mpi4jax.allreduce(x, op=MPI.SUM, comm=comm)),
     "reduce": _jitted(lambda x, comm, root: mpi4jax.reduce(x, op=MPI.SUM, root=root, comm=comm)),
     "broadcast": _jitted(lambda x, comm, root: mpi4jax.bcast(x, root=root, comm=comm)),
-    "allgather": _jitted(lambda x, comm, root: mpi4jax.allgather(x, comm=comm)),
+    "allgather": _jitted(lambda x, comm, root: mpi4jax.allgather(x, comm=comm), chains=False),
     "alltoall": _jitted(  # as [p, block]
         lambda x, comm, root: mpi4jax.alltoall(x.reshape(comm.Get_size(), -1), comm=comm)
     ),
@@ -183,7 +271,7 @@ def native_compiled(
     schedule leaves it and gathers every rank's buffer. ``run`` does not consume its argument."""
     rank, n = comm.Get_rank(), layout.nelems
     out = layout.output_slice(rank)
-    upload, run = _NATIVE[collective](comm, root, out.stop - out.start, dtype)
+    upload, run, repeat = _NATIVE[collective](comm, root, out.stop - out.start, dtype)
 
     def put(host: Any) -> Any:
         return upload(_row(host, rank, dtype, n)[layout.input_slice(rank)].copy())
@@ -193,4 +281,64 @@ def native_compiled(
         row[out] = np.asarray(result).reshape(-1)
         return _gather(comm, row)
 
-    return Compiled(put=put, run=run, get=get)
+    return Compiled(put=put, run=run, get=get, repeat=repeat)
+
+
+# the library's collective called directly, on host numpy buffers (mpi4py, as OSU calls it)
+def _bcast(comm: Any, root: int, x: np.ndarray, out: np.ndarray) -> None:
+    """MPI_Bcast works in place: the root's output buffer holds its input (one local copy)."""
+    if comm.Get_rank() == root:
+        out[:] = x
+    comm.Bcast(out, root=root)
+
+
+def _host_call(collective: str, comm: Any, root: int, x: np.ndarray, out: np.ndarray) -> None:
+    p = comm.Get_size()
+    calls = {
+        "allreduce": lambda: comm.Allreduce(x, out, op=MPI.SUM),
+        "reduce": lambda: comm.Reduce(x, out, op=MPI.SUM, root=root),
+        "broadcast": lambda: _bcast(comm, root, x, out),
+        "allgather": lambda: comm.Allgather(x, out),
+        "alltoall": lambda: comm.Alltoall(x.reshape(p, -1), out.reshape(p, -1)),
+        "reduce_scatter": lambda: comm.Reduce_scatter_block(x, out, op=MPI.SUM),
+    }
+    calls[collective]()
+
+
+HOST_NAMES = {
+    "allreduce": "MPI_Allreduce",
+    "reduce": "MPI_Reduce",
+    "broadcast": "MPI_Bcast",
+    "allgather": "MPI_Allgather",
+    "alltoall": "MPI_Alltoall",
+    "reduce_scatter": "MPI_Reduce_scatter_block",
+}
+
+
+def host_compiled(
+    collective: str, root: int, layout: Layout, comm: Any, dtype: np.dtype
+) -> Compiled:
+    """The library's ``collective`` through mpi4py on numpy buffers, outside JAX: what the
+    transport itself costs for the same data (the OSU micro-benchmarks' way of calling it)."""
+    rank, n = comm.Get_rank(), layout.nelems
+    out_slice = layout.output_slice(rank)
+    out = np.empty(out_slice.stop - out_slice.start, dtype=dtype)
+
+    def put(host: Any) -> np.ndarray:
+        return _row(host, rank, dtype, n)[layout.input_slice(rank)].copy()
+
+    def run(x: np.ndarray) -> np.ndarray:
+        _host_call(collective, comm, root, x, out)
+        return out
+
+    def repeat(x: np.ndarray, k: int) -> np.ndarray:  # back to back, timed like the others
+        for _ in range(int(k)):
+            _host_call(collective, comm, root, x, out)
+        return out
+
+    def get(result: Any) -> np.ndarray:
+        row = np.zeros(n, dtype=dtype)
+        row[out_slice] = np.asarray(result).reshape(-1)
+        return _gather(comm, row)
+
+    return Compiled(put=put, run=run, get=get, repeat=repeat)
