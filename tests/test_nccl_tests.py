@@ -362,19 +362,19 @@ def test_add_arguments_leaves_existing_options_alone():
 
 
 def test_the_options_compose_with_the_validate_command(capsys):
-    """Wired as ``calibrate`` wires them: a group of their own, ``--cluster`` added beside."""
+    """``validate`` has ``-c`` and ``-a`` of its own; the options join them."""
     from commsim.cli import validate
 
     p = argparse.ArgumentParser()
-    validate.add_arguments(p)  # has -c and -a already
-    g = p.add_argument_group("from an nccl-tests log")
-    cli.add_arguments(g)
-    g.add_argument("--cluster")
+    validate.add_arguments(p)  # which adds these options
     args = p.parse_args(
         ["--from-nccl-tests", str(EXAMPLE), "--cluster", "dgx-h100:1", "-a", "ring", "--json"]
     )
     assert cli.validate_main(args) == 0
     assert json.loads(capsys.readouterr().out)["algorithm"] == "ring"
+    grouped = argparse.ArgumentParser()
+    cli.add_arguments(grouped.add_argument_group("from an nccl-tests log"))  # a group works too
+    assert grouped.parse_args(["--cluster", "x.toml"]).cluster == "x.toml"
 
 
 def test_commsim_calibrate_from_nccl_tests(tmp_path, capsys):
@@ -409,3 +409,12 @@ def test_a_cluster_file_whose_link_comes_from_a_profile(tmp_path, monkeypatch):
     (tmp_path / "out").mkdir()
     (tmp_path / "out" / "fitted.toml").write_text(fit.to_toml())
     assert cluster(tmp_path / "out" / "fitted.toml").link_classes["link"].bandwidth == 20e9
+
+
+def test_commsim_validate_from_nccl_tests(capsys):
+    argv = ["validate", "--from-nccl-tests", str(EXAMPLE), "--cluster", "dgx-h100:1", "--json"]
+    assert commsim.cli.main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["rows"]) == 31 and doc["summary"]["held_out"]["rows"] == 8
+    assert commsim.cli.main(argv[:3]) == 2
+    assert "needs the cluster the log ran on" in capsys.readouterr().err

@@ -65,9 +65,9 @@ def _add_once(parser: argparse.ArgumentParser, *flags: str, **kwargs: Any) -> No
 
 
 def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
-    """``--from-nccl-tests LOG --fit-up-to SIZE``, and ``--collective --algorithm`` where the
-    command does not have them yet (``validate`` has ``-c``/``-a``). The command supplies
-    ``--cluster`` (``calibrate`` its own, ``validate`` its network group's)."""
+    """``--from-nccl-tests LOG --fit-up-to SIZE``, and ``--cluster --collective --algorithm``
+    where the command does not have them yet (``validate`` has ``-c``/``-a``). Takes a parser
+    (the options get a group of their own) or a group the command made for them."""
     # a parser gets its own group; a group the command made for these options is used as is
     g = parser.add_argument_group("nccl-tests log") if hasattr(parser, "parse_args") else parser
     g.add_argument(
@@ -83,6 +83,9 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
         metavar="SIZE",
         default="16MiB",
         help="fit the rows up to this size; larger rows are only predicted (default 16MiB)",
+    )
+    _add_once(
+        g, "--cluster", metavar="PRESET|FILE.toml", help="the cluster the log ran on (dgx-h100:1)"
     )
     _add_once(
         g,
