@@ -13,7 +13,10 @@ to its type size; the bytes that actually ran are reported), then
    it: schedules work in place (a backend may donate its buffer) and some native collectives
    too (the CUDA kernels write into their arena), and chaining runs would multiply an
    allreduce's values by ``p`` per run until floats overflow and the timing measures arithmetic
-   on ``inf``;
+   on ``inf``. Where one run is short and the backend offers ``Compiled.repeat``, a timed call
+   runs ``k`` times back to back from one put (nccl-tests' way: the runtime's per-call dispatch
+   is paid once per ``k`` runs) and counts ``1/k`` of it per run, ``k`` bounded so that ``k``
+   chained runs stay finite (:func:`batch_limit`);
 3. **summarizes**: median, min, max and spread, algbw and busbw (:mod:`commsim.bench._measurement`).
 
 How a run is timed and how several processes agree on the times and the verdict is the
