@@ -129,9 +129,10 @@ def batch_limit(host: np.ndarray) -> int:
 
 
 def _batch(seconds: np.ndarray, limit: int) -> int:
-    """Runs per timed call: enough to last :data:`BATCH_SECONDS` (from the warm-up runs, the
-    slowest process's, so that every MPI rank picks the same ``k``), at most ``limit``."""
-    one = float(np.median(seconds)) if seconds.size else BATCH_SECONDS
+    """Runs per timed call: enough to last :data:`BATCH_SECONDS`, at most ``limit``. One run's
+    time is the fastest warm-up run (a run the machine interrupted says nothing about the run),
+    each the slowest process's, so that every MPI rank picks the same ``k``."""
+    one = float(np.min(seconds)) if seconds.size else BATCH_SECONDS
     return int(np.clip(BATCH_SECONDS // max(one, 1e-9), 1, limit))
 
 
