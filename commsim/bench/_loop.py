@@ -107,6 +107,7 @@ def _checked(
 # way of timing back-to-back runs, so that a per-call cost of the runtime is paid once per call
 BATCH_SECONDS = 10e-3
 MAX_BATCH = 256
+PROBE = 4  # runs in the call that estimates one batched run's time
 
 
 def batch_limit(host: np.ndarray) -> int:
@@ -128,12 +129,10 @@ def batch_limit(host: np.ndarray) -> int:
     return int(np.clip(room / 2 / np.log(p), 1, MAX_BATCH))
 
 
-def _batch(seconds: np.ndarray, limit: int) -> int:
-    """Runs per timed call: enough to last :data:`BATCH_SECONDS`, at most ``limit``. One run's
-    time is the fastest warm-up run (a run the machine interrupted says nothing about the run),
-    each the slowest process's, so that every MPI rank picks the same ``k``."""
-    one = float(np.min(seconds)) if seconds.size else BATCH_SECONDS
-    return int(np.clip(BATCH_SECONDS // max(one, 1e-9), 1, limit))
+def _batch(seconds: float, limit: int) -> int:
+    """Runs per timed call: enough to last :data:`BATCH_SECONDS` at ``seconds`` per run, at most
+    ``limit``."""
+    return int(np.clip(BATCH_SECONDS // max(seconds, 1e-9), 1, limit))
 
 
 def _repeated(repeat: Callable[[Any, int], Any], k: int) -> Callable[[Any], Any]:
@@ -154,9 +153,11 @@ def _timed_runs(
 ) -> np.ndarray:
     """``[2, iters]`` times of one run of the schedule and of the baseline (zeros if none).
 
-    Warm-up runs are single runs; where a :class:`Compiled` offers ``repeat`` and one run lasts
-    less than :data:`BATCH_SECONDS`, each timed call then runs ``k`` times back to back
-    (:func:`_batch`, within :func:`batch_limit`) and counts ``1/k`` of the call per run.
+    Warm-up runs are single runs. Where a :class:`Compiled` offers ``repeat`` and the fastest
+    warm-up run (the slowest process's, so that every MPI rank decides alike) lasts less than
+    :data:`BATCH_SECONDS`, a probe of :data:`PROBE` back-to-back runs (untimed for the results)
+    says what one run costs without the per-call dispatch, and each timed call then runs ``k``
+    times (:func:`_batch`, within :func:`batch_limit`) and counts ``1/k`` of the call per run.
     """
     pair = (compiled, native)
     warm = np.zeros((2, request.warmup))
@@ -166,13 +167,21 @@ def _timed_runs(
         if tick is not None:
             tick()
     warm = timer.slowest(warm)
+    limit = batch_limit(host)
     runs: list[tuple[Callable[[Any], Any], int]] = []
     for j, c in enumerate(pair):
-        k = _batch(warm[j], batch_limit(host)) if c is not None and c.repeat else 1
-        run = _repeated(c.repeat, k) if c is not None and c.repeat and k > 1 else None
-        if run is not None and c is not None:
-            run(c.put(host))  # compiles the batched program, untimed
-        runs.append((run or (c.run if c is not None else _nothing), k))
+        if c is None:
+            runs.append((_nothing, 1))
+            continue
+        fastest = float(warm[j].min()) if request.warmup else BATCH_SECONDS
+        if c.repeat is None or limit < 2 or fastest >= BATCH_SECONDS:
+            runs.append((c.run, 1))
+            continue
+        probe = _repeated(c.repeat, min(PROBE, limit))
+        probe(c.put(host))  # compiles the batched program
+        t = timer.slowest(np.array([timer.time(probe, c.put(host))[1]]))[0]
+        k = _batch(float(t) / min(PROBE, limit), limit)
+        runs.append((_repeated(c.repeat, k) if k > 1 else c.run, k))
     times = np.zeros((2, request.iters))
     for i in range(request.iters):
         for j, c in enumerate(pair):
