@@ -86,8 +86,9 @@ def test_executors_and_bench_never_import_the_registry():
 
 
 def test_the_network_packages_sit_low():
-    """topology/ knows graphs, not schedules; clusters/ knows topology; models know topology but
-    not clusters (a cluster reaches a model as a graph) nor the registry."""
+    """topology/ knows graphs, not schedules; profiles/ knows measured curves; clusters/ knows
+    both; models know topology and profiles but not clusters (a cluster reaches a model as a
+    graph) nor the registry."""
     allowed = {
         "commsim/topology/": ("commsim.errors", "commsim.units", "commsim.topology"),
         "commsim/clusters/": (
@@ -95,7 +96,9 @@ def test_the_network_packages_sit_low():
             "commsim.units",
             "commsim.topology",
             "commsim.clusters",
+            "commsim.profiles",
         ),
+        "commsim/profiles/": ("commsim.errors", "commsim.units", "commsim.profiles"),
     }
 
     def rule(where: str, module: str, names: list[str]) -> str | None:

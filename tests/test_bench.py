@@ -198,6 +198,12 @@ VALIDATION_KEYS = [
     "spread",
     "predicted_ties",
     "measured_ties",
+    "overhead_s",
+    "host_native",
+    "host_native_s",
+    "error",
+    "error_with_overhead",
+    "ranked_right",
 ]
 
 

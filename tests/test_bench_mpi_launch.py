@@ -47,6 +47,8 @@ def test_every_row_and_the_native_collective_match_the_reference(p):
         assert m.nranks == p and m.backend == "mpi"
         assert m.native is not None  # the baseline ran and was checked too
         assert m.time_s > 0 and m.native_time_s > 0
+        # and the library called directly on numpy (mpi4py), checked against the reference too
+        assert m.host_native == f"{m.native} (mpi4py)" and m.host_native_time_s > 0
 
 
 def test_hand_built_schedules_travel_as_files_schedule_major(toy_allreduce):

@@ -12,7 +12,8 @@ as saved files.
 * :func:`measure_mpi`: starts ``mpirun -n p`` itself, with a timeout and a named failing rank.
 * :func:`measure_in_place`: every rank calls it when the user started the program under
   ``mpirun`` (:func:`under_mpirun`).
-* :func:`validate`: the model's predicted winners run for real, measured beside predicted.
+* :func:`validate`: schedules run for real, measured beside predicted; :func:`summarize`: the
+  median error per algorithm and the share of sizes where the model ranked the winner right.
 * :func:`format_table`: nccl-tests' columns, one row per size.
 
 Examples:
@@ -32,22 +33,31 @@ from commsim.bench._measurement import Measurement, format_table, timing_stats
 from commsim.bench._ranks import measure_in_place, under_mpirun
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import LocalTimer, MpiTimer, Timer
-from commsim.bench._validate import Validation, validate
+from commsim.bench._validate import (
+    AlgorithmAccuracy,
+    Validation,
+    ValidationSummary,
+    summarize,
+    validate,
+)
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "AlgorithmAccuracy",
     "BenchRequest",
     "LocalTimer",
     "Measurement",
     "MpiTimer",
     "Timer",
     "Validation",
+    "ValidationSummary",
     "format_table",
     "layout_for_size",
     "measure",
     "measure_any",
     "measure_in_place",
     "measure_mpi",
+    "summarize",
     "timing_stats",
     "under_mpirun",
     "validate",

@@ -39,7 +39,7 @@ from commsim.bench._ranks import check_mpi_request
 from commsim.bench._request import BenchRequest
 from commsim.errors import CommsimError
 
-__all__ = ["DEFAULT_TIMEOUT", "measure_mpi", "run_worker"]
+__all__ = ["DEFAULT_TIMEOUT", "measure_mpi", "run_module", "run_worker"]
 
 DEFAULT_TIMEOUT = 300.0
 _EXIT_CODES = re.compile(r"Exit codes: \[[^\]]*\] ([-\d,]+)")
@@ -81,50 +81,66 @@ def run_worker(
 
     ``fault`` is the worker's test hook (:mod:`commsim.bench._mpi_worker`).
     """
-    from commsim.exec.mpi import find_mpirun, missing
-
     if not schedules:
         raise CommsimError("give at least one schedule to measure")
+    with tempfile.TemporaryDirectory(prefix="commsim-mpi-") as tmp:
+        work = Path(tmp)
+        config = _config(work, schedules, request, fault)
+        results = run_module(_WORKER, config, schedules[0].nranks, work, timeout, progress)
+        return [Measurement(**m) for m in results]
+
+
+def run_module(
+    module: str,
+    config: dict[str, Any],
+    nprocs: int,
+    work: Path,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool | None = None,
+) -> Any:
+    """``mpirun -n nprocs python -m module CONFIG`` in ``work``: rank 0's ``results.json``.
+
+    ``config`` (plus ``dir``: ``work``) is written to ``work/config.json``; the module's ranks
+    write ``progress`` (``done<TAB>total<TAB>note``), ``results.json`` and, on failure,
+    ``error-RANK.txt``. A failure is one :class:`CommsimError` naming the rank (the module
+    docstring), with mpirun's log as ``error.log``.
+    """
+    from commsim.exec.mpi import find_mpirun, missing
+
     why = missing()
     if why:
         raise CommsimError(why)
     mpirun = find_mpirun()
     assert mpirun is not None
-    nprocs = schedules[0].nranks
-    with tempfile.TemporaryDirectory(prefix="commsim-mpi-") as tmp:
-        work = Path(tmp)
-        config = _write_config(work, schedules, request, fault)
-        cmd = [*_mpirun_command(mpirun, nprocs), sys.executable, "-m", _WORKER, str(config)]
-        rc = _run(cmd, work, nprocs, timeout, progress)
-        text = (work / "mpirun.log").read_text(errors="replace")
-        errors = {
-            int(f.stem.split("-")[1]): f.read_text().strip() for f in work.glob("error-*.txt")
-        }
-        out = work / "results.json"
-        if rc != 0 or errors or not out.exists():
-            error = CommsimError(_who_failed(text, rc, errors))
-            error.log = text  # type: ignore[attr-defined]  # the ranks' output, for diagnosis
-            raise error
-        return [Measurement(**m) for m in json.loads(out.read_text())]
+    path = work / "config.json"
+    path.write_text(json.dumps({**config, "dir": str(work)}, indent=1))
+    cmd = [*_mpirun_command(mpirun, nprocs), sys.executable, "-m", module, str(path)]
+    rc = _run(cmd, work, nprocs, timeout, progress)
+    text = (work / "mpirun.log").read_text(errors="replace")
+    errors = {int(f.stem.split("-")[1]): f.read_text().strip() for f in work.glob("error-*.txt")}
+    out = work / "results.json"
+    if rc != 0 or errors or not out.exists():
+        error = CommsimError(_who_failed(text, rc, errors))
+        error.log = text  # type: ignore[attr-defined]  # the ranks' output, for diagnosis
+        raise error
+    return json.loads(out.read_text())
 
 
 _WORKER = "commsim.bench._mpi_worker"
 
 
-def _write_config(
+def _config(
     work: Path,
     schedules: Sequence[Schedule],
     request: BenchRequest,
     fault: dict[str, Any] | None,
-) -> Path:
-    """Save the schedules (NPZ) and the worker's configuration into ``work``; the config's path."""
+) -> dict[str, Any]:
+    """Save the schedules (NPZ) into ``work``; the worker's configuration."""
     paths = [str(commsim.save(s, work / f"schedule-{i}.npz")) for i, s in enumerate(schedules)]
-    config = {"schedules": paths, "request": request.to_dict(), "dir": str(work)}
+    config: dict[str, Any] = {"schedules": paths, "request": request.to_dict()}
     if fault:
         config["fault"] = dict(fault)
-    path = work / "config.json"
-    path.write_text(json.dumps(config, indent=1))
-    return path
+    return config
 
 
 def _environment() -> dict[str, str]:

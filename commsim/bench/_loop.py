@@ -150,8 +150,10 @@ def _timed_runs(
     request: BenchRequest,
     timer: Timer,
     tick: Callable[[], None] | None,
+    *others: Compiled | None,
 ) -> np.ndarray:
-    """``[2, iters]`` times of one run of the schedule and of the baseline (zeros if none).
+    """``[2 + len(others), iters]`` times of one run of the schedule, of the baseline and of
+    any further baselines (``others``), interleaved; zeros for a ``None``.
 
     Warm-up runs are single runs. Where a :class:`Compiled` offers ``repeat`` and the fastest
     warm-up run (the slowest process's, so that every MPI rank decides alike) lasts less than
@@ -159,8 +161,8 @@ def _timed_runs(
     says what one run costs without the per-call dispatch, and each timed call then runs ``k``
     times (:func:`_batch`, within :func:`batch_limit`) and counts ``1/k`` of the call per run.
     """
-    pair = (compiled, native)
-    warm = np.zeros((2, request.warmup))
+    pair = (compiled, native, *others)
+    warm = np.zeros((len(pair), request.warmup))
     for i in range(request.warmup):  # fresh inputs, put untimed
         for j, c in enumerate(pair):
             warm[j, i] = timer.time(c.run, c.put(host))[1] if c is not None else 0.0
@@ -182,7 +184,7 @@ def _timed_runs(
         t = timer.slowest(np.array([timer.time(probe, c.put(host))[1]]))[0]
         k = _batch(float(t) / min(PROBE, limit), limit)
         runs.append((_repeated(c.repeat, k) if k > 1 else c.run, k))
-    times = np.zeros((2, request.iters))
+    times = np.zeros((len(pair), request.iters))
     for i in range(request.iters):
         for j, c in enumerate(pair):
             if c is not None:
@@ -208,13 +210,18 @@ def measure_size(
     inputs = random_inputs(lay, dt, request.seed)
     compiled = backend.compile(schedule, lay, dt)
     native = backend.native(schedule, lay, dt) if request.baseline else None
+    host_native = getattr(backend, "host_native", None) if request.baseline else None
+    raw = host_native(schedule, lay, dt) if host_native is not None else None
     found: list[str] = []
     if request.check:
-        for what, c in (("schedule", compiled), ("native", native)):
+        for what, c in (("schedule", compiled), ("native", native), ("host native", raw)):
             error = _checked(schedule, lay, inputs, c, what, timer) if c is not None else None
             found += [error] if error else []
-    times, ntimes = _timed_runs(compiled, native, lay.pack(inputs), request, timer, tick)
+    times, ntimes, rtimes = _timed_runs(
+        compiled, native, lay.pack(inputs), request, timer, tick, raw
+    )
     name = backend.native_name(schedule.collective) if native is not None else None
+    raw_name = backend.host_native_name(schedule.collective) if raw is not None else None  # type: ignore[attr-defined]
     crowded = oversubscription(backend.host_workers(schedule.nranks))
     return Measurement.from_times(
         schedule,
@@ -226,6 +233,8 @@ def measure_size(
         times=times,
         native_times=ntimes if native is not None else None,
         native=name,
+        host_native_times=rtimes if raw is not None else None,
+        host_native=raw_name,
         check=("FAILED" if found else "ok") if request.check else "skipped",
         error="; ".join(found) or None,
         notes=[crowded] if crowded else [],

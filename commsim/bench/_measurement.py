@@ -61,6 +61,8 @@ class Measurement:
     notes: tuple[str, ...] = ()  # why the numbers may not mean what they seem (oversubscription)
     time_q1_s: float | None = None  # first quartile of the timed runs
     time_q3_s: float | None = None  # third quartile
+    host_native: str | None = None  # the library called directly (MPI: mpi4py on numpy)
+    host_native_time_s: float | None = None  # its median: the transport's own time
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "notes", tuple(self.notes))  # from JSON: a list
@@ -82,6 +84,8 @@ class Measurement:
         times: Sequence[float],
         native_times: Sequence[float] | None = None,
         native: str | None = None,
+        host_native_times: Sequence[float] | None = None,
+        host_native: str | None = None,
         check: str = "skipped",
         error: str | None = None,
         notes: Sequence[str] = (),
@@ -123,6 +127,10 @@ class Measurement:
             notes=tuple(notes),
             time_q1_s=q1,
             time_q3_s=q3,
+            host_native=host_native if host_native_times is not None else None,
+            host_native_time_s=(
+                timing_stats(host_native_times)[0] if host_native_times is not None else None
+            ),
         )
 
 
@@ -145,6 +153,7 @@ _COLUMNS = (
     ("busbw", ">"),
     ("native busbw", ">"),
     ("ratio", ">"),
+    ("host native", ">"),
     ("check", "<"),
 )
 
@@ -164,6 +173,7 @@ def _row(m: Measurement) -> list[str]:
         bw(m.busbw_Bps),
         bw(m.native_busbw_Bps),
         "-" if m.ratio is None else f"{m.ratio:.2f}x",
+        "-" if m.host_native_time_s is None else format_time(m.host_native_time_s),
         m.check,
     ]
 

@@ -32,7 +32,7 @@ from commsim.bench._request import BenchRequest
 from commsim.errors import CommsimError
 from commsim.models import Model
 
-__all__ = ["Validation", "validate"]
+__all__ = ["AlgorithmAccuracy", "Validation", "ValidationSummary", "summarize", "validate"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +54,28 @@ class Validation:
     spread: dict[str, float] = dataclasses.field(default_factory=dict)  # IQR / median, all ran
     predicted_ties: tuple[str, ...] = ()  # every schedule the model rates as fast as the best
     measured_ties: tuple[str, ...] = ()  # every schedule whose IQR overlaps the fastest one's
+    overhead_s: float = 0.0  # the executor's measured per-call overhead (0: not known)
+    host_native: str | None = None  # the library called directly, e.g. "MPI_Allreduce (mpi4py)"
+    host_native_s: float | None = None  # its median: the transport's own time
+
+    @property
+    def error(self) -> dict[str, float]:
+        """Relative error of each prediction, ``(predicted - measured) / measured``."""
+        return {a: _relative(self.predicted[a], t) for a, t in self.measured.items()}
+
+    @property
+    def error_with_overhead(self) -> dict[str, float]:
+        """The same with the per-call overhead added to every prediction."""
+        o = self.overhead_s
+        return {a: _relative(self.predicted[a] + o, t) for a, t in self.measured.items()}
+
+    @property
+    def ranked_right(self) -> bool | None:
+        """Did the model pick the measured winner, or one within its measurement spread?
+        ``None`` when fewer than two schedules ran (nothing to rank)."""
+        if len(self.measured) < 2:
+            return None
+        return self.predicted_best in (self.fastest_measured, *self.measured_ties)
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -61,7 +83,64 @@ class Validation:
             **out,
             "predicted_ties": list(self.predicted_ties),
             "measured_ties": list(self.measured_ties),
+            "error": self.error,
+            "error_with_overhead": self.error_with_overhead,
+            "ranked_right": self.ranked_right,
         }
+
+
+def _relative(predicted: float, measured: float) -> float:
+    return (predicted - measured) / measured if measured > 0 else float("nan")
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmAccuracy:
+    """How well one algorithm's predictions matched, over the sizes it ran at."""
+
+    algorithm: str
+    points: int
+    median_abs_error: float  # median over sizes of |predicted - measured| / measured
+    median_abs_error_with_overhead: float  # the same, per-call overhead added to predictions
+    median_spread: float  # the measurements' own IQR / median, median over sizes
+
+
+@dataclasses.dataclass(frozen=True)
+class ValidationSummary:
+    """Accuracy per algorithm, and how often the model ranked the winner right."""
+
+    algorithms: tuple[AlgorithmAccuracy, ...]
+    ranked_right: int  # sizes where the predicted winner was measured fastest or within spread
+    ranked: int  # sizes where at least two schedules ran
+
+    @property
+    def ranking_share(self) -> float | None:
+        return self.ranked_right / self.ranked if self.ranked else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "algorithms": [dataclasses.asdict(a) for a in self.algorithms],
+            "ranked_right": self.ranked_right,
+            "ranked": self.ranked,
+            "ranking_share": self.ranking_share,
+        }
+
+
+def summarize(validations: Sequence[Validation]) -> ValidationSummary:
+    """Median absolute relative error per algorithm (with and without the per-call overhead),
+    the measurements' median spread beside it, and the share of sizes ranked right."""
+    names = list(dict.fromkeys(a for v in validations for a in v.measured))
+    rows = []
+    for a in names:
+        here = [v for v in validations if a in v.measured]
+        err = np.abs([v.error[a] for v in here])
+        err_o = np.abs([v.error_with_overhead[a] for v in here])
+        spread = [v.spread.get(a, float("nan")) for v in here]
+        accuracy = AlgorithmAccuracy(
+            a, len(here), float(np.median(err)), float(np.median(err_o)), float(np.median(spread))
+        )
+        rows.append(accuracy)
+    verdicts = [v.ranked_right for v in validations if v.ranked_right is not None]
+    return ValidationSummary(tuple(rows), sum(verdicts), len(verdicts))
 
 
 def _run(
@@ -100,6 +179,7 @@ def _one_size(
     ties: tuple[str, ...],
     ran: dict[str, Measurement],
     size: int,
+    overhead: float,
 ) -> Validation:
     m = ran[winner.algorithm]
     # predict again at the bytes that actually ran (counts round down like nccl-tests)
@@ -125,6 +205,9 @@ def _one_size(
         spread={a: r.spread for a, r in ran.items()},
         predicted_ties=ties,
         measured_ties=_overlapping(ran, fastest),
+        overhead_s=overhead,
+        host_native=m.host_native,
+        host_native_s=m.host_native_time_s,
     )
 
 
@@ -137,6 +220,7 @@ def validate(
     run_all: bool = False,
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool | None = None,
+    overhead: float = 0.0,
 ) -> tuple[list[Validation], list[Measurement]]:
     """Run the predicted-fastest schedules for real and compare with the prediction.
 
@@ -149,6 +233,8 @@ def validate(
         run_all: run every schedule, not only the predicted winners.
         timeout: seconds for ``mpirun`` (MPI only).
         progress: a progress bar on stderr (``None``: on a terminal).
+        overhead: the executor's per-call overhead in seconds (a profile's), for the errors
+            :attr:`Validation.error_with_overhead`.
 
     Returns:
         One :class:`Validation` per size, and the raw :class:`Measurement` s of every schedule
@@ -172,5 +258,5 @@ def validate(
     for j, size in enumerate(request.sizes):
         ran = {names[i]: results[k * n + j] for k, i in enumerate(run)}
         ties = tuple(names[i] for i in np.flatnonzero(tied[:, j]))
-        out.append(_one_size(model, by_name, schedules[winners[j]], ties, ran, size))
+        out.append(_one_size(model, by_name, schedules[winners[j]], ties, ran, size, overhead))
     return out, results

@@ -10,7 +10,16 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import commsim
-from commsim.cli import algorithms, compare, predict, run, topology, validate, verify
+from commsim.cli import (
+    algorithms,
+    calibrate,
+    compare,
+    predict,
+    run,
+    topology,
+    validate,
+    verify,
+)
 from commsim.cli.arguments import HelpFormatter, Parser
 from commsim.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, one_line
 from commsim.errors import CommsimError
@@ -30,7 +39,9 @@ class Command(Protocol):
 
 
 #: the commands, in the order ``commsim --help`` lists them
-COMMANDS: tuple[Command, ...] = (algorithms, verify, predict, compare, topology, validate, run)
+COMMANDS: tuple[Command, ...] = (
+    algorithms, verify, predict, compare, topology, calibrate, validate, run,
+)  # fmt: skip
 
 
 def _name(command: Command) -> str:

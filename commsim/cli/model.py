@@ -17,6 +17,7 @@ from commsim.cli.arguments import add_epilog, add_sizes_argument
 from commsim.cli.errors import UsageError
 from commsim.cli.network import NetworkChoice
 from commsim.models import Hockney, LogGP, Model, Topology, TwoLevelHockney
+from commsim.profiles import load_profile
 
 __all__ = ["MODELS", "MODEL_EPILOG", "add_model_group", "parse_model"]
 
@@ -81,6 +82,12 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
         "(default: topology when a network is given, else hockney)",
     )
     g.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="a measured transport (`commsim calibrate -o FILE`): Hockney takes its message "
+        "curve (piecewise alpha/beta) and gamma, --model loggp its L, o, g, G",
+    )
+    g.add_argument(
         "--loggp",
         metavar="L=..,o=..,g=..,G=..",
         help="LogGP parameters for --model loggp, e.g. L=1.5us,o=0.3us,g=0.5us,G=25GB/s "
@@ -102,6 +109,8 @@ def parse_model(args: argparse.Namespace, network: NetworkChoice | None = None) 
         if network is None:
             raise UsageError("--model topology needs a network: --topology or --cluster")
         return _topology_model(args, network)
+    if getattr(args, "profile", None):
+        return _profiled(args, name, network)
     if name == "loggp":
         if network is not None:
             raise UsageError(
@@ -144,6 +153,33 @@ def _topology_model(args: argparse.Namespace, network: NetworkChoice) -> Model:
         contention=network.contention,
         gamma=gamma,
     )
+
+
+def _profiled(args: argparse.Namespace, name: str, network: NetworkChoice | None) -> Model:
+    """The model of ``--profile FILE``: Hockney (or LogGP) with the measured parameters; the
+    options that would set those parameters again are refused, not silently overridden."""
+    if network is not None:
+        raise UsageError(
+            "--profile describes one measured transport, not a network: drop --topology/"
+            "--cluster, or put the profile on a link class of a cluster file "
+            '([intra] profile = "FILE")'
+        )
+    given = [f for f, v in (("--alpha", args.alpha), ("--beta", args.beta)) if v is not None]
+    if getattr(args, "loggp", None):
+        given.append("--loggp")
+    if given:
+        raise UsageError(f"{', '.join(given)} and --profile both set the model: choose one")
+    profile = load_profile(args.profile)
+    if name == "loggp":
+        model: Model = LogGP.from_profile(profile)
+    else:
+        try:
+            model = Hockney.from_profile(profile, ports=args.ports)
+        except ValueError as e:
+            raise UsageError(f"--ports: {e}") from None
+    if args.gamma is not None:
+        model.gamma = units.parse_bandwidth_or_inverse(args.gamma)  # type: ignore[attr-defined]
+    return model
 
 
 def _loggp(args: argparse.Namespace) -> Model:

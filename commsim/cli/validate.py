@@ -1,10 +1,14 @@
-"""``commsim validate``: run the predicted-best schedules for real, measured next to predicted.
+"""``commsim validate``: run algorithms for real and set each measurement beside its prediction.
 
-For each message size the model picks the fastest algorithm; those schedules (or, with ``--all``,
-every algorithm) then run on the chosen backend (:func:`commsim.bench.validate`), and the table
-sets the measured median beside the prediction and the backend's own collective. A prediction is
-only as good as its model's parameters: with the defaults (a 200 Gb/s InfiniBand cluster) a
-laptop's shared-memory MPI will not match, and the ``measured/predicted`` column says by how much.
+Every chosen algorithm (``--winners-only``: only the model's winner per size) runs on the
+backend (:func:`commsim.bench.validate`); the table gives, per size and algorithm, the
+prediction, the measured median and its spread, the relative error (and, with a profile that
+measured the executor's per-call overhead, the error with that overhead added), the backend's
+own collective, and which schedule the model and the clock each put first. Below it,
+:func:`commsim.bench.summarize`: the median absolute error per algorithm beside the measurements'
+own spread, and the share of sizes where the model's winner was the measured one (or within its
+spread). A prediction is only as good as its parameters: ``--profile`` (``commsim calibrate``)
+gives this machine's; the defaults describe a 200 Gb/s InfiniBand cluster.
 """
 
 from __future__ import annotations
@@ -13,8 +17,19 @@ import argparse
 import dataclasses
 import math
 
+import numpy as np
+
 from commsim import units
-from commsim.bench import DEFAULT_TIMEOUT, BenchRequest, Measurement, Validation, validate
+from commsim.bench import (
+    DEFAULT_TIMEOUT,
+    BenchRequest,
+    Measurement,
+    Validation,
+    ValidationSummary,
+    summarize,
+    validate,
+)
+from commsim.cli import nccl_tests
 from commsim.cli.arguments import DEFAULT_VALIDATE_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_FAILED, EXIT_OK
 from commsim.cli.execution import ExecutionGroup
@@ -23,6 +38,7 @@ from commsim.cli.model import add_model_group, parse_model
 from commsim.cli.output import add_output_group, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleGroup
 from commsim.models import Model
+from commsim.profiles import load_profile
 
 __all__ = [
     "DESCRIPTION",
@@ -37,16 +53,22 @@ __all__ = [
     "render",
 ]
 
-HELP = "run the predicted-best algorithms for real and print measured next to predicted"
+HELP = "run algorithms for real and print measured next to predicted, with the error"
 DESCRIPTION = """\
-Predict every algorithm of the collective (Hockney model, the same options as 'compare'), pick
-the fastest per message size, run those schedules for real on the backend (default: MPI
-processes started with mpirun), check their output against the reference interpreter, and print
-for each size: the predicted winner, its predicted and measured time, the backend's own collective
-(MPI_Allreduce, lax.psum, ...) and measured/predicted. --all runs every algorithm."""
+Predict every algorithm of the collective (the same model options as 'compare'; --profile FILE
+from 'commsim calibrate' for this machine's measured transport), run each for real on the
+backend (default: MPI processes started with mpirun), check every output against the reference
+interpreter, and print per size and algorithm: predicted, measured (median) and its spread
+(IQR/median), the error (predicted - measured)/measured, the error with the executor's measured
+per-call overhead added (when the profile has it), and the backend's own collective. Then, per
+algorithm, the median absolute error beside the median spread, and how often the predicted
+winner was the measured winner or within its spread ("ranked right").
+P marks the predicted winner, M the measured one, M~ those within its interquartile range."""
 EXAMPLES = """\
-  commsim validate -c allreduce -p 4
-  commsim validate -c allreduce -p 2 -s 1MiB,64MiB --alpha 5us --beta 5GB/s --all
+  commsim calibrate -p 2 -o profile.toml
+  commsim validate -c allreduce -p 2 --profile profile.toml -a ring,rabenseifner,recursive_doubling
+  commsim validate -c allreduce -p 2 -s 64KiB..64MiB --profile profile.toml --plot v.png
+  commsim validate -c allreduce -p 2 -s 1MiB,64MiB --alpha 5us --beta 5GB/s --winners-only
   commsim validate -c allgather -p 8 --backend jax --json"""
 
 SCHEDULES = ScheduleGroup("validate", many_algorithms=True)
@@ -66,6 +88,8 @@ class ValidateRequest:
     timeout: float = DEFAULT_TIMEOUT
     as_json: bool = False
     progress: bool | None = None
+    overhead: float = 0.0  # the executor's per-call overhead from the profile (0: unknown)
+    plot: str | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +103,11 @@ class ValidateResult:
     bench: BenchRequest
     validations: tuple[Validation, ...]
     measurements: tuple[Measurement, ...]
+    overhead: float = 0.0
+
+    @property
+    def summary(self) -> ValidationSummary:
+        return summarize(self.validations)
 
     @property
     def failed(self) -> bool:
@@ -89,19 +118,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     SCHEDULES.add(parser)
     add_model_group(parser, sizes=DEFAULT_VALIDATE_SIZES)
     group = EXECUTION.add(parser, title="execution")
-    group.add_argument(
-        "--all", action="store_true", help="run every algorithm, not only the predicted winners"
+    runs = group.add_mutually_exclusive_group()
+    runs.add_argument(
+        "--all",
+        action="store_true",
+        help="run every algorithm (the default; kept for scripts that say it)",
     )
-    add_output_group(parser)
+    runs.add_argument(
+        "--winners-only",
+        action="store_true",
+        help="run only the schedule the model predicts fastest at each size (no ranking check)",
+    )
+    out = add_output_group(parser)
+    out.add_argument(
+        "--plot", metavar="FILE.png", help="draw measured points over the predicted curves"
+    )
+    nccl_tests.add_arguments(parser)
 
 
 def parse(args: argparse.Namespace) -> ValidateRequest:
     schedules = SCHEDULES.parse(args)
     assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
     bench = EXECUTION.parse(args, parse_sizes(args.sizes))
+    model = parse_model(args)
+    overhead = 0.0
+    if getattr(args, "profile", None):
+        overhead = load_profile(args.profile).call_overhead.get(args.backend, 0.0)
     return ValidateRequest(
-        schedules, parse_model(args), args.backend, bench, args.all, float(args.timeout),
-        args.json, args.progress,
+        schedules, model, args.backend, bench, not args.winners_only, float(args.timeout),
+        args.json, args.progress, overhead, args.plot,
     )  # fmt: skip
 
 
@@ -111,15 +156,16 @@ def compute(request: ValidateRequest) -> ValidateResult:
     schedules = [choice.build(a, nranks, budget) for a in choice.algorithms]
     validations, measurements = validate(
         schedules, request.model, request.backend, request.bench, run_all=request.run_all,
-        timeout=request.timeout, progress=request.progress,
+        timeout=request.timeout, progress=request.progress, overhead=request.overhead,
     )  # fmt: skip
     return ValidateResult(
         choice.collective, nranks, request.backend, request.model, request.bench,
-        tuple(validations), tuple(measurements),
+        tuple(validations), tuple(measurements), request.overhead,
     )  # fmt: skip
 
 
 def render(result: ValidateResult, as_json: bool) -> str:
+    summary = result.summary
     if as_json:
         return to_json(
             {
@@ -127,48 +173,89 @@ def render(result: ValidateResult, as_json: bool) -> str:
                 "nranks": result.nranks,
                 "backend": result.backend,
                 "model": result.model.to_dict(),
+                "overhead_s": result.overhead,
                 "results": [v.to_dict() for v in result.validations],
+                "summary": summary.to_dict(),
             }
         )
     native = next((m.native for m in result.measurements if m.native), None)
+    host = next((m.host_native for m in result.measurements if m.host_native), None)
     checks = {(m.algorithm, m.nbytes): m.check for m in result.measurements}
-    table = [row for v in result.validations for row in _rows(v, checks)]
-    headers = ["size", "algorithm", "predicted", "measured", "spread", native or "native",
-               "measured/predicted", "best", "check"]  # fmt: skip
+    ovh = result.overhead > 0
+    table = [row for v in result.validations for row in _rows(v, checks, ovh, host is not None)]
+    headers = ["size", "algorithm", "predicted", "measured", "spread", "error"]
+    headers += ["error+ovh"] if ovh else []
+    headers += [native or "native"] + ([host] if host else []) + ["best", "check"]
     bench = result.bench
     lines = [
         f"{result.collective}, p={result.nranks}, on {result.backend} ({bench.dtype}, median of "
         f"{bench.iters}); predicted with {result.model.describe()}",
-        "P: predicted fastest (P= : tied with it under the model); "
-        "M: measured fastest of those run (M~ : within its interquartile range)",
-        format_table(headers, table, "rlrrrrrll"),
+        "error = (predicted - measured) / measured; P: predicted fastest (P= : tied with it "
+        "under the model); M: measured fastest of those run (M~ : within its interquartile range)",
     ]
-    lines += [f"note: {n}" for n in dict.fromkeys(n for m in result.measurements for n in m.notes)]
-    if any(math.isfinite(v.measured_s) for v in result.validations):
+    if ovh:
         lines.append(
-            "(predictions use the model parameters above; they describe the machine you model, "
-            "not necessarily this one)"
+            f"error+ovh: the prediction plus the executor's measured per-call overhead "
+            f"({units.format_time(result.overhead)} per run, from the profile)"
         )
+    align = "rlrrrr" + "r" * ovh + "r" + "r" * (host is not None) + "ll"
+    lines += [format_table(headers, table, align), ""]
+    lines += _summary_lines(summary, ovh)
+    lines += [f"note: {n}" for n in dict.fromkeys(n for m in result.measurements for n in m.notes)]
     return "\n".join(lines)
 
 
-def _rows(v: Validation, checks: dict[tuple[str, int], str]) -> list[list[str]]:
+def _summary_lines(summary: ValidationSummary, ovh: bool) -> list[str]:
+    rows = [
+        [a.algorithm, str(a.points), _pct(a.median_abs_error)]
+        + ([_pct(a.median_abs_error_with_overhead)] if ovh else [])
+        + [_pct(a.median_spread)]
+        for a in summary.algorithms
+    ]
+    heads = ["algorithm", "sizes", "median |error|"]
+    heads += ["with overhead"] if ovh else []
+    heads += ["median spread"]
+    lines = [format_table(heads, rows, "lrr" + "r" * ovh + "r")]
+    share = summary.ranking_share
+    if share is None:
+        lines.append("ranking: not checked (fewer than two algorithms ran at every size)")
+    else:
+        lines.append(
+            f"ranking: the predicted winner was measured fastest (or within its spread) at "
+            f"{summary.ranked_right} of {summary.ranked} sizes ({100 * share:.0f}%)"
+        )
+    return lines
+
+
+def _time_or_dash(x: float | None) -> str:
+    return "-" if x is None else units.format_time(x)
+
+
+def _pct(x: float) -> str:
+    return "-" if not math.isfinite(x) else f"{100 * x:.1f}%"
+
+
+def _rows(
+    v: Validation, checks: dict[tuple[str, int], str], ovh: bool, host: bool
+) -> list[list[str]]:
     """One row per schedule that ran at this size, the predicted winner first."""
     order = sorted(v.measured, key=lambda a: (a != v.predicted_best, v.predicted[a], a))
+    err, err_o = v.error, v.error_with_overhead
     rows = []
     for i, a in enumerate(order):
         marks = "P" if a == v.predicted_best else "P=" if a in v.predicted_ties else ""
         marks += " M" if a == v.fastest_measured else " M~" if a in v.measured_ties else ""
-        t_pred, t_meas = v.predicted[a], v.measured[a]
         rows.append(
             [
                 units.format_size(v.nbytes) if i == 0 else "",
                 a,
-                units.format_time(t_pred),
-                units.format_time(t_meas),
+                units.format_time(v.predicted[a]),
+                units.format_time(v.measured[a]),
                 f"{100 * v.spread[a]:.0f}%",
+                f"{100 * err[a]:+.0f}%",
+                *([f"{100 * err_o[a]:+.0f}%"] if ovh else []),
                 (units.format_time(v.native_s) if v.native_s else "-") if i == 0 else "",
-                f"{t_meas / t_pred:.2f}x" if t_pred > 0 else "-",
+                *([_time_or_dash(v.host_native_s) if i == 0 else ""] if host else []),
                 marks.strip(),
                 checks.get((a, v.nbytes), "-"),
             ]
@@ -176,8 +263,50 @@ def _rows(v: Validation, checks: dict[tuple[str, int], str]) -> list[list[str]]:
     return rows
 
 
+def plot(result: ValidateResult, path: str) -> None:
+    """Measured points over the predicted curves, one panel per algorithm."""
+    from commsim.cli.measured_plots import draw_validation
+
+    vs = result.validations
+    names = list(dict.fromkeys(a for v in vs for a in v.measured))
+    measured, predicted = {}, {}
+    for a in names:
+        here = [v for v in vs if a in v.measured]
+        x = np.array([v.nbytes for v in here], dtype=float)
+        measured[a] = (
+            x,
+            np.array([v.measured[a] for v in here]),
+            np.array([v.spread[a] for v in here]),
+        )
+        predicted[a] = (x, np.array([v.predicted[a] for v in here]))
+    native = [(v.native or "native", v.nbytes, v.native_s) for v in vs if v.native_s is not None]
+    baselines = []
+    if native:
+        baselines.append(
+            (
+                native[0][0],
+                np.array([n[1] for n in native], float),
+                np.array([n[2] for n in native]),
+            )
+        )
+    host = [(v.host_native, v.nbytes, v.host_native_s) for v in vs if v.host_native_s is not None]
+    if host:
+        baselines.append(
+            (str(host[0][0]), np.array([h[1] for h in host], float), np.array([h[2] for h in host]))
+        )
+    title = (
+        f"{result.collective}, p={result.nranks}, {result.backend}: measured vs "
+        f"{result.model.describe()}"
+    )
+    draw_validation(title, predicted, measured, path, overhead=result.overhead, baselines=baselines)
+
+
 def main(args: argparse.Namespace) -> int:
+    if getattr(args, "from_nccl_tests", None):
+        return nccl_tests.validate_main(args)
     request = parse(args)
     result = compute(request)
+    if request.plot:
+        plot(result, request.plot)
     print(render(result, request.as_json))
     return EXIT_FAILED if result.failed else EXIT_OK

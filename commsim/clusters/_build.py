@@ -20,7 +20,10 @@ The description (every preset is one too, so there is one path from numbers to g
     kind = "rail_optimized"  # rail_optimized | fat_tree | dragonfly | torus | switch
     nodes_per_unit = 32  # ... and the generator's own keywords
 
-    [profiles.inter]  # optional: a measured profile of a link class
+    [intra]  # or: the link class as measured (`commsim calibrate -o intra.toml`)
+    profile = "intra.toml"  # latency = the message curve at 0 B, bandwidth = its last slope
+
+    [profiles.inter]  # optional: a measured bandwidth table of a link class (not used yet)
     sizes = ["1KiB", "1MiB", "1GiB"]
     bandwidth = ["2GB/s", "35GB/s", "48GB/s"]
 
@@ -34,6 +37,7 @@ import difflib
 import inspect
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -42,6 +46,7 @@ import numpy as np
 from commsim import units
 from commsim.clusters._cluster import Cluster, LinkClass, Profile
 from commsim.errors import CommsimError, ParameterError
+from commsim.profiles import load_profile
 from commsim.topology import (
     as_bandwidth,
     as_latency,
@@ -68,15 +73,16 @@ _TOP = (
     "profiles",
     "sources",
 )
-_LINK = ("kind", "bandwidth", "latency")
+_LINK = ("kind", "bandwidth", "latency", "profile")
 FABRICS = ("rail_optimized", "fat_tree", "dragonfly", "torus", "switch")
 
 
 class _Where:
-    """Error messages that name the field: ``cluster NAME: [table] key: problem``."""
+    """Error messages that name the field: ``cluster NAME: [table] key: problem``; ``base`` is
+    the directory relative file names (a link's ``profile``) start from."""
 
-    def __init__(self, origin: str) -> None:
-        self.origin = origin
+    def __init__(self, origin: str, base: Path | None = None) -> None:
+        self.origin, self.base = origin, base or Path.cwd()
 
     def error(self, field: str, problem: str) -> ParameterError:
         return ParameterError(f"cluster {self.origin}: {field}: {problem}")
@@ -123,11 +129,14 @@ def _link(where: _Where, d: Mapping[str, Any], key: str, default_kind: str) -> L
     if t is None:
         return None
     where.unknown(t, _LINK, f"[{key}] ")
-    for field in ("bandwidth", "latency"):
-        if field not in t:
-            raise where.error(f"[{key}] {field}", "missing")
-    bw = _value(where, f"[{key}] bandwidth", as_bandwidth, t["bandwidth"])
-    lat = _value(where, f"[{key}] latency", as_latency, t["latency"])
+    if "profile" in t:
+        bw, lat = _measured(where, key, t)
+    else:
+        for field in ("bandwidth", "latency"):
+            if field not in t:
+                raise where.error(f"[{key}] {field}", "missing (or give profile = FILE)")
+        bw = _value(where, f"[{key}] bandwidth", as_bandwidth, t["bandwidth"])
+        lat = _value(where, f"[{key}] latency", as_latency, t["latency"])
     kind = t.get("kind", default_kind)
     if not isinstance(kind, str) or not kind:
         raise where.error(f"[{key}] kind", f"must be a name, got {kind!r}")
@@ -148,9 +157,28 @@ def _call(
         raise where.error(f"[topology] kind = {fn.__name__!r}", str(e)) from None
 
 
-def build_cluster(d: Mapping[str, Any], origin: str) -> Cluster:
-    """The :class:`Cluster` a description ``d`` (module docstring) describes."""
-    where = _Where(origin)
+def _measured(where: _Where, key: str, t: Mapping[str, Any]) -> tuple[float, float]:
+    """A link class's ``(bandwidth, latency)`` from a profile: the message curve's time at 0 B
+    and the inverse slope of its last piece (the rate large messages reach)."""
+    given = [f for f in ("bandwidth", "latency") if f in t]
+    if given:
+        raise where.error(f"[{key}] {given[0]}", "give profile or bandwidth and latency, not both")
+    name = t["profile"]
+    if not isinstance(name, str) or not name:
+        raise where.error(f"[{key}] profile", f"must be a file name, got {name!r}")
+    path = Path(name) if Path(name).is_absolute() else where.base / name
+    try:
+        curve = load_profile(path).message_curve()
+    except ParameterError as e:
+        raise where.error(f"[{key}] profile", str(e)) from None
+    beta = curve.fit.pieces[-1].beta
+    return (float("inf") if beta == 0 else 1 / beta), float(curve.fit(0.0))
+
+
+def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -> Cluster:
+    """The :class:`Cluster` a description ``d`` (module docstring) describes; relative file
+    names in it start from ``base`` (the file's directory; default: the working directory)."""
+    where = _Where(origin, base)
     where.unknown(d, _TOP, "")
     if "nodes" not in d:
         raise where.error("nodes", "missing (the number of servers)")

@@ -156,7 +156,7 @@ def load_cluster(path: str | Path) -> Cluster:
         raise ParameterError(f"cluster file {path}: cannot read it ({e})") from None
     except tomllib.TOMLDecodeError as e:
         raise ParameterError(f"cluster file {path}: not valid TOML ({e})") from None
-    return build_cluster(data, path.name)
+    return build_cluster(data, path.name, path.parent)
 
 
 def cluster(spec: str | Path) -> Cluster:

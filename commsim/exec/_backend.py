@@ -95,7 +95,13 @@ class Backend(Protocol):
         """Lower ``schedule`` for buffers of ``layout`` and ``dtype``."""
 
     def native(self, schedule: Schedule, layout: Layout, dtype: np.dtype) -> Compiled | None:
-        """The backend's own implementation of ``schedule``'s collective, or ``None``."""
+        """The backend's own implementation of ``schedule``'s collective, or ``None``.
+
+        A backend whose executor wraps a library may also offer ``host_native(schedule,
+        layout, dtype)`` and ``host_native_name(collective)``: the same library collective
+        called directly on host buffers, outside the executor (MPI: mpi4py on numpy), so a
+        measurement shows the transport's own time beside the executor's (optional; the
+        harness looks for it with ``getattr``)."""
 
 
 # name -> "module:attribute"; modules are imported on first use

@@ -15,6 +15,11 @@ How a schedule is timed (the IR's semantics made quantitative):
   :math:`c_r \leftarrow \max(c_r, e + b_\text{red}\gamma)`. Ranks idle in a step keep their clock.
 * **Single-port, full-duplex** (default, ``ports=1``): a rank sends one message and receives one
   at a time, and may do both at once; its messages in a step run round after round.
+* **A measured transport** (``message=``, a :class:`commsim.profiles.PiecewiseLinear`, or
+  :meth:`Hockney.from_profile`): a message of :math:`b` bytes costs :math:`t(b) = \alpha_k + b\beta_k`
+  in the piece :math:`k` its size falls in (a calibrated curve, linear between protocol switches)
+  instead of one :math:`\alpha + b\beta`; everything else is as above. Such steps take the
+  numpy path (one array operation per round), not the compiled one.
 * **k ports sharing one link** (``ports=k``; ``"multi"``: as many as the step needs). A rank keeps
   up to ``k`` sends and ``k`` receives in flight, but they share its link, as in the k-port model
   of Bruck et al. (1997) and Chan et al. (2007): ``k`` consecutive rounds of the decomposition run
@@ -42,6 +47,7 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._messages import matchings, messages
+from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
 from commsim.models._inputs import (
     as_inverse_bandwidth,
@@ -51,6 +57,7 @@ from commsim.models._inputs import (
     as_time,
 )
 from commsim.models._prediction import Prediction
+from commsim.profiles import PiecewiseLinear, Profile
 
 __all__ = ["Hockney"]
 
@@ -69,6 +76,9 @@ class Hockney:
         ports: ``1`` or ``"single"`` (one send and one receive at a time, full duplex), ``k > 1``
             (k at a time, sharing the rank's link), or ``"multi"`` (every message of a step at
             once, sharing the link).
+        message: a measured message time (:class:`commsim.profiles.PiecewiseLinear`) that
+            replaces ``alpha`` and ``beta``; they become its smallest α and β (the lower bound's).
+        source: where ``message`` came from, for :meth:`describe` (a profile's file).
 
     Examples:
         >>> import commsim
@@ -87,13 +97,38 @@ class Hockney:
         beta: float = 1 / 25e9,
         gamma: float = 1 / 100e9,
         ports: int | str = "single",
+        *,
+        message: PiecewiseLinear | None = None,
+        source: str = "",
     ) -> None:
         self.alpha = as_time("alpha", alpha)
         self.beta = as_inverse_bandwidth("beta", beta)
         self.gamma = as_inverse_bandwidth("gamma", gamma)
         self.ports = as_ports(ports)
+        self.message, self.source = message, source
+        if message is not None:
+            if not isinstance(message, PiecewiseLinear):
+                raise ParameterError(
+                    f"message must be a commsim.profiles.PiecewiseLinear, got {message!r}"
+                )
+            self.alpha, self.beta = message.alpha_min, message.beta_min
+
+    @classmethod
+    def from_profile(cls, profile: Profile, *, ports: int | str = "single") -> Hockney:
+        """The model of a measured transport: the profile's message curve
+        (:meth:`commsim.profiles.Profile.message_curve`) and its γ."""
+        curve = profile.message_curve()
+        src = f"{profile.source or 'profile'} {curve.kind} curve"
+        return cls(gamma=profile.gamma, ports=ports, message=curve.fit, source=src)
+
+    @property
+    def piecewise(self) -> PiecewiseLinear | None:
+        """The measured message time when it has more than one piece (else α, β say it all)."""
+        return self.message if self.message is not None and len(self.message.pieces) > 1 else None
 
     def __repr__(self) -> str:
+        if self.message is not None:
+            return f"Hockney(message={self.message!r}, gamma={self.gamma:g}, ports={self.ports!r})"
         return (
             f"Hockney(alpha={self.alpha:g}, beta={self.beta:g}, gamma={self.gamma:g}, "
             f"ports={self.ports!r})"
@@ -105,10 +140,17 @@ class Hockney:
         def inverse(x: float) -> str:
             return "0s/B" if x == 0 else f"1/({units.format_bandwidth(1 / x)})"
 
+        port = f"{self.ports}-port" + (" (shared link)" if self.ports not in ("single", 1) else "")
+        if self.message is not None:
+            n = len(self.message.pieces)
+            return (
+                f"Hockney measured ({self.source or 'message curve'}: {n} piece"
+                f"{'s' if n > 1 else ''}, alpha {units.format_time(float(self.message(0)))}) "
+                f"gamma={inverse(self.gamma)} {port}"
+            )
         return (
             f"Hockney alpha={units.format_time(self.alpha)} beta={inverse(self.beta)} "
-            f"gamma={inverse(self.gamma)} {self.ports}-port"
-            + (" (shared link)" if self.ports not in ("single", 1) else "")
+            f"gamma={inverse(self.gamma)} {port}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -118,6 +160,7 @@ class Hockney:
             "beta_s_per_byte": self.beta,
             "gamma_s_per_byte": self.gamma,
             "ports": self.ports,
+            **({"message": self.message.to_dict(), "source": self.source} if self.message else {}),
         }
 
     def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
@@ -188,6 +231,7 @@ class _Clocks:
         per_unit = sizes / schedule.nbytes_units  # bytes per slot unit, one per size
         self.model, self.schedule, self.p = model, schedule, p
         self.alpha, self.ports = model.alpha, model._k(p)
+        self.piecewise, self.per_unit = model.piecewise, per_unit
         self.bw, self.gw = model.beta * per_unit, model.gamma * per_unit
         self.clock = np.zeros((p, nsizes))
         self.step_time = np.zeros((schedule.nsteps, nsizes))
@@ -205,7 +249,8 @@ class _Clocks:
         self.kernels = _kernels
 
     def step(self, i: int, st: Step) -> None:
-        if len(st.src) and not (self.ports == 1 and self._fast(i, st)):
+        fast = self.ports == 1 and self.piecewise is None
+        if len(st.src) and not (fast and self._fast(i, st)):
             self.schedule.check_step(st, i)  # the general path: a malformed step is named here
             self._general(st)
         self.step_time[i] = self.last
@@ -248,12 +293,24 @@ class _Clocks:
     def _single_round(
         self, src: np.ndarray, dst: np.ndarray, units: np.ndarray, red: np.ndarray
     ) -> None:
+        if self.piecewise is not None:  # t(b) per message: one array expression per round
+            clock = self.clock
+            end = np.maximum(clock[src], clock[dst]) + self._time(units)
+            clock[src] = np.maximum(clock[src], end)  # a matching: no rank twice on one side
+            clock[dst] = np.maximum(clock[dst], end + np.multiply.outer(red, self.gw))
+            return
         if len(src) > len(self.tmp):
             self.tmp = np.empty((len(src), self.clock.shape[1]))
             self.tmp1 = self.tmp.reshape(-1)
         self.kernels.single_port_round(
             self.clock, src, dst, units, red, self.alpha, self.bw, self.gw, self.tmp
         )
+
+    def _time(self, units: np.ndarray) -> np.ndarray:
+        """``[messages, sizes]`` transfer times of messages of ``units`` slot units each."""
+        if self.piecewise is not None:
+            return self.piecewise(np.multiply.outer(units, self.per_unit))
+        return self.alpha + np.multiply.outer(units, self.bw)
 
     def _shared_round(self, msg: Any, idx: np.ndarray) -> None:
         """Messages ``idx`` in flight together; each rank's sends (receives) share its link."""
@@ -263,7 +320,7 @@ class _Clocks:
         received = np.bincount(dst, units, minlength=p)
         busy = np.maximum(sent[src], received[dst])  # units through the busier end's link
         start = np.maximum(clock[src], clock[dst])
-        end = start + self.alpha + np.multiply.outer(busy, self.bw)
+        end = start + self._time(busy)
         new = clock.copy()
         np.maximum.at(new, src, end)
         np.maximum.at(new, dst, end)

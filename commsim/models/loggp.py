@@ -48,9 +48,11 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule
 from commsim._messages import matchings, messages
+from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
 from commsim.models._prediction import Prediction
+from commsim.profiles import Profile
 
 __all__ = ["LogGP"]
 
@@ -89,6 +91,17 @@ class LogGP:
         self.g = as_time("g", g)
         self.G = as_inverse_bandwidth("G", G)
         self.gamma = as_inverse_bandwidth("gamma", gamma)
+
+    @classmethod
+    def from_profile(cls, profile: Profile) -> LogGP:
+        """LogGP's L, o, g, G as ``commsim calibrate`` measured them, and the profile's γ."""
+        p = profile.loggp
+        if p is None:
+            raise ParameterError(
+                f"profile {profile.source or profile.backend} has no LogGP parameters (it was "
+                "measured without the burst and overhead benchmarks)"
+            )
+        return cls(L=p.L, o=p.o, g=p.g, G=p.G, gamma=profile.gamma)
 
     def __repr__(self) -> str:
         return (

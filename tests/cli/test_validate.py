@@ -54,12 +54,13 @@ def test_validate_all_measures_every_algorithm(capsys):
 def test_validate_on_mpi_processes_prints_measured_next_to_predicted(capsys):
     pytest.importorskip("mpi4jax")
     rc, out, _ = _run(
-        capsys, "-c", "allreduce", "-p", "2", "-s", "4KiB,256KiB", "--iters", "2", "--warmup", "1",
+        capsys, "-c", "allreduce", "-a", "ring,rabenseifner", "-p", "2", "-s", "4KiB,256KiB", "--iters", "2", "--warmup", "1",
         "--timeout", "120",
     )  # fmt: skip
     assert rc == 0, out
-    assert "MPI_Allreduce" in out and "measured/predicted" in out
-    assert out.count(" ok") == 2
+    assert "MPI_Allreduce" in out and "error" in out and "median |error|" in out
+    assert "MPI_Allreduce (mpi4py)" in out  # the transport's own time beside mpi4jax's
+    assert out.count(" ok") == 4
 
 
 def test_validate_errors_are_one_line(capsys):
@@ -71,7 +72,7 @@ def test_parse_gives_a_frozen_request():
     args = argparse.Namespace(
         collective="allreduce", algorithm="ring,direct", nranks="4", param=[], root=None,
         sizes="1MiB", alpha="1us", beta=None, gamma=None, ports="single", backend="numpy",
-        dtype="float64", iters=2, warmup=0, timeout=30, all=True, json=True, progress=False,
+        dtype="float64", iters=2, warmup=0, timeout=30, all=True, winners_only=False, json=True, progress=False, plot=None,
     )  # fmt: skip
     request = validate.parse(args)
     assert request.schedules.algorithms == ("ring", "direct") and request.run_all

@@ -11,7 +11,7 @@ Kinds (``Samples.kind``), each a time in seconds for one repeat at one size:
                (OSU ``osu_latency``); the α-β fit of the transport
 ``exchange``   both ends send ``size`` bytes to each other at once (a ``sendrecv``):
                what sharing one memory system costs
-``reduce``     one local reduction ``a += b`` over ``size`` bytes: γ
+``reduction``  one local reduction ``a += b`` over ``size`` bytes: γ
 ``burst``      per-message time of ``k`` back-to-back sends of ``size`` bytes, the
                first one's latency excluded: LogGP's gap g (small sizes) and G (large)
 ``overhead``   sender's time to hand one message of ``size`` bytes to the transport
@@ -32,7 +32,7 @@ from commsim.errors import CommsimError
 
 __all__ = ["KINDS", "Samples"]
 
-KINDS = ("pingpong", "exchange", "reduce", "burst", "overhead", "call")
+KINDS = ("pingpong", "exchange", "reduction", "burst", "overhead", "call")
 
 
 @dataclasses.dataclass(frozen=True)

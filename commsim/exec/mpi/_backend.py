@@ -220,6 +220,24 @@ class MpiBackend:
             )
         return prog.idle(self.comm, _check_dtype(dtype))
 
+    def host_native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
+        """The MPI library's collective called through mpi4py on numpy buffers, outside JAX
+        (as the OSU micro-benchmarks call it): the transport's own time beside :meth:`native`
+        (the same collective through mpi4jax inside ``jax.jit``)."""
+        from commsim.exec.mpi import _program as prog
+
+        dt = _check_dtype(dtype)
+        check_layout(schedule, layout)
+        _check_world(schedule, self.size)
+        if schedule.collective not in prog.HOST_NAMES:
+            return None
+        return prog.host_compiled(schedule.collective, schedule.root, layout, self.comm, dt)
+
+    @staticmethod
+    def host_native_name(collective: str) -> str:
+        """What :meth:`host_native` runs, e.g. ``"MPI_Allreduce (mpi4py)"``."""
+        return f"{_NATIVE_NAMES[collective]} (mpi4py)"
+
     @property
     def comm(self) -> Any:
         """The communicator (cloned from ``COMM_WORLD`` on first use, which starts MPI)."""

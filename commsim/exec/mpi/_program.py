@@ -292,3 +292,63 @@ def native_compiled(
         return _gather(comm, row)
 
     return Compiled(put=put, run=run, get=get, repeat=repeat)
+
+
+# the library's collective called directly, on host numpy buffers (mpi4py, as OSU calls it)
+def _bcast(comm: Any, root: int, x: np.ndarray, out: np.ndarray) -> None:
+    """MPI_Bcast works in place: the root's output buffer holds its input (one local copy)."""
+    if comm.Get_rank() == root:
+        out[:] = x
+    comm.Bcast(out, root=root)
+
+
+def _host_call(collective: str, comm: Any, root: int, x: np.ndarray, out: np.ndarray) -> None:
+    p = comm.Get_size()
+    calls = {
+        "allreduce": lambda: comm.Allreduce(x, out, op=MPI.SUM),
+        "reduce": lambda: comm.Reduce(x, out, op=MPI.SUM, root=root),
+        "broadcast": lambda: _bcast(comm, root, x, out),
+        "allgather": lambda: comm.Allgather(x, out),
+        "alltoall": lambda: comm.Alltoall(x.reshape(p, -1), out.reshape(p, -1)),
+        "reduce_scatter": lambda: comm.Reduce_scatter_block(x, out, op=MPI.SUM),
+    }
+    calls[collective]()
+
+
+HOST_NAMES = {
+    "allreduce": "MPI_Allreduce",
+    "reduce": "MPI_Reduce",
+    "broadcast": "MPI_Bcast",
+    "allgather": "MPI_Allgather",
+    "alltoall": "MPI_Alltoall",
+    "reduce_scatter": "MPI_Reduce_scatter_block",
+}
+
+
+def host_compiled(
+    collective: str, root: int, layout: Layout, comm: Any, dtype: np.dtype
+) -> Compiled:
+    """The library's ``collective`` through mpi4py on numpy buffers, outside JAX: what the
+    transport itself costs for the same data (the OSU micro-benchmarks' way of calling it)."""
+    rank, n = comm.Get_rank(), layout.nelems
+    out_slice = layout.output_slice(rank)
+    out = np.empty(out_slice.stop - out_slice.start, dtype=dtype)
+
+    def put(host: Any) -> np.ndarray:
+        return _row(host, rank, dtype, n)[layout.input_slice(rank)].copy()
+
+    def run(x: np.ndarray) -> np.ndarray:
+        _host_call(collective, comm, root, x, out)
+        return out
+
+    def repeat(x: np.ndarray, k: int) -> np.ndarray:  # back to back, timed like the others
+        for _ in range(int(k)):
+            _host_call(collective, comm, root, x, out)
+        return out
+
+    def get(result: Any) -> np.ndarray:
+        row = np.zeros(n, dtype=dtype)
+        row[out_slice] = np.asarray(result).reshape(-1)
+        return _gather(comm, row)
+
+    return Compiled(put=put, run=run, get=get, repeat=repeat)

@@ -1,0 +1,166 @@
+"""Calibrate: measure a transport on this machine, fit it, and return a :class:`Profile`.
+
+:func:`calibrate` runs the backend's microbenchmarks (:class:`Samples` of each kind), then
+:func:`profile_from_samples` fits them (:func:`commsim.bench.calibrate.fit_curve`, robust and
+piecewise) and derives what the models read:
+
+* Hockney's message time: the ``exchange`` curve (every rank sends and receives at once, as in a
+  schedule's step), and the ``pingpong`` curve beside it;
+* γ: the slope of the ``reduction`` curve's last piece (large reductions stream from memory);
+* LogGP (Alexandrov et al. 1995; Hoefler et al., LogGOPSim 2010, for the measurement):
+  :math:`o` = the median sender overhead of eager sends, :math:`g` = the burst gap at the
+  smallest size, :math:`G` = the burst curve's last slope, and :math:`L = t_\\text{pingpong}(0) - 2o`
+  (a one-way small message costs :math:`o + L + o`), floored at 0;
+* the executor's per-call overhead: the median of the ``call`` samples.
+"""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from commsim.bench._launch import DEFAULT_TIMEOUT, run_module
+from commsim.bench._machine import oversubscription, usable_cores
+from commsim.bench.calibrate._fit import fit_curve
+from commsim.bench.calibrate._samples import KINDS, Samples
+from commsim.errors import CommsimError
+from commsim.profiles import LogGPParameters, Profile
+
+__all__ = ["DEFAULT_SIZES", "calibrate", "machine", "mpi_samples", "profile_from_samples"]
+
+#: 8 B .. 64 MiB, powers of two (the issue's range; nccl-tests' default step)
+DEFAULT_SIZES = tuple(2**k for k in range(3, 27))
+
+_TRANSPORT = {
+    "mpi": "MPI (mpi4py on numpy buffers, OSU-style); reductions numpy float32",
+    "jax": "JAX devices as the executor runs a step (ppermute rounds with their slices and "
+    "write-backs in one jitted shard_map, every device at once, batch differences)",
+    "cuda": "CUDA devices (numba device copies, batch differences); a numba add kernel",
+}
+
+
+def machine() -> str:
+    """This machine in one line: host, cores, processor, OS."""
+    cpu = platform.processor() or platform.machine()
+    return f"{platform.node()}: {usable_cores()} cores, {cpu}, {platform.system()} {platform.release()}"
+
+
+def _check_sizes(sizes: Sequence[int]) -> list[int]:
+    out = sorted({int(s) for s in sizes})
+    if len(out) < 2:
+        raise CommsimError(
+            f"calibration needs at least 2 distinct sizes to fit alpha and beta, got {len(out)}"
+        )
+    if out[0] < 1:
+        raise CommsimError(f"calibration sizes must be >= 1 byte, got {out[0]}")
+    return out
+
+
+def mpi_samples(
+    nranks: int,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    *,
+    repeats: int = 15,
+    warmup: int = 2,
+    kinds: Sequence[str] = ("pingpong", "exchange", "burst", "overhead", "reduction", "call"),
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool | None = None,
+) -> list[Samples]:
+    """Run the MPI microbenchmarks (:mod:`commsim.bench.calibrate._mpi_bench`) on ``nranks``
+    processes of one ``mpirun``; one :class:`Samples` per kind."""
+    if nranks < 2:
+        raise CommsimError(f"calibrating MPI needs at least 2 ranks (a ping-pong), got -p {nranks}")
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise CommsimError(f"unknown measurement {bad[0]!r}; one of {', '.join(KINDS)}")
+    sizes = _check_sizes(sizes)
+    config = {"kinds": list(kinds), "sizes": sizes, "repeats": repeats, "warmup": warmup}
+    with tempfile.TemporaryDirectory(prefix="commsim-calibrate-") as tmp:
+        raw = run_module(
+            "commsim.bench.calibrate._mpi_bench", config, nranks, Path(tmp), timeout, progress
+        )
+    note = oversubscription(nranks)
+    return [
+        Samples(
+            r["kind"],
+            r["sizes"],
+            r["times"],
+            "mpi",
+            nranks,
+            (*r.get("notes", ()), *((note,) if note else ())),
+        )
+        for r in raw
+    ]
+
+
+def profile_from_samples(
+    samples: Sequence[Samples], *, backend: str, nranks: int, transport: str = ""
+) -> Profile:
+    """Fit every curve of ``samples`` and derive γ, LogGP and the call overhead (module doc)."""
+    by_kind = {s.kind: s for s in samples}
+    curves = {
+        k: fit_curve(s)
+        for k, s in by_kind.items()
+        if k not in ("call", "overhead") and len(s.sizes) >= 2
+    }
+    overhead = {}
+    if "call" in by_kind:
+        overhead[backend] = float(np.median(by_kind["call"].times))
+    loggp = None
+    o_samples = by_kind.get("overhead")
+    if "burst" in curves and "pingpong" in curves and o_samples is not None:
+        o = float(np.median(o_samples.median))
+        burst = curves["burst"]
+        g = float(burst.median_s[0])
+        G = burst.fit.pieces[-1].beta
+        L = max(float(curves["pingpong"].fit(0.0)) - 2 * o, 0.0)
+        loggp = LogGPParameters(L=L, o=o, g=g, G=G)
+    notes = tuple(dict.fromkeys(n for s in samples for n in s.notes))
+    return Profile(
+        backend=backend,
+        nranks=nranks,
+        transport=transport or _TRANSPORT.get(backend, backend),
+        machine=machine(),
+        date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        curves=curves,
+        loggp=loggp,
+        call_overhead=overhead,
+        notes=notes,
+    )
+
+
+def calibrate(
+    backend: str,
+    nranks: int,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    *,
+    repeats: int = 15,
+    warmup: int = 2,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool | None = None,
+) -> tuple[Profile, list[Samples]]:
+    """Measure ``backend``'s transport on ``nranks`` ranks and fit it: ``(profile, samples)``."""
+    if backend == "mpi":
+        samples = mpi_samples(
+            nranks, sizes, repeats=repeats, warmup=warmup, timeout=timeout, progress=progress
+        )
+    elif backend == "jax":
+        from commsim.bench.calibrate._jax_bench import jax_samples
+
+        samples = jax_samples(
+            _check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress
+        )
+    elif backend == "cuda":
+        from commsim.bench.calibrate._cuda_bench import cuda_samples
+
+        samples = cuda_samples(
+            _check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress
+        )
+    else:
+        raise CommsimError(f"calibrate runs on mpi, jax or cuda, not {backend!r}")
+    return profile_from_samples(samples, backend=backend, nranks=nranks), samples

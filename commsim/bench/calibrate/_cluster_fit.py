@@ -1,0 +1,425 @@
+r"""Fit a cluster's link parameters to an nccl-tests log, and write the fitted cluster file.
+
+The model is commsim's topology model (:class:`commsim.models.Topology`, ``bottleneck``
+contention) on the cluster's graph, running the schedule the caller chose (the CLI's default is
+the NCCL-like one: a ring through the servers for allreduce). Its parameters are the cluster
+file's own: for each link table (``[intra]``, the links inside a server; ``[inter]``, each GPU's
+link into the fabric and, through the generator, the fabric built from it) a **latency** ``ℓ``
+(seconds per link: a message inside a DGX crosses two NVLink links, GPU → NVSwitch → GPU, so it
+costs :math:`2ℓ_\text{intra}`) and a **bandwidth efficiency** ``e`` (the table's bandwidth times
+``e``; NCCL's protocols reach about 80% of the NVLink line rate, nccl-tests issue #212). The
+fitted values are written back into the same tables, so ``--cluster fitted.toml`` *is* the model
+that was fitted.
+
+The fit (:func:`fit_cluster`):
+
+* rows up to ``fit_up_to`` bytes (default 16 MiB) are the fit's; larger rows are held out;
+* the loss is robust least squares on the relative error :math:`\hat t_i / t_i - 1`
+  (``scipy.optimize.least_squares``, ``loss="soft_l1"``, ``f_scale=0.05``: residuals beyond 5%
+  count linearly, so one bad row does not move the fit);
+* **two regimes**: NCCL switches protocol with the size (LL below some tens of KiB, LL128, then
+  Simple; each with its own latency and efficiency), so one latency and one efficiency cannot
+  follow the whole curve. The fit tries every breakpoint between the fit rows (each side at least
+  3 rows; or none), fits both sides, and keeps the breakpoint with the smallest total loss. The
+  **large-size regime** is what the cluster file gets (it is what extrapolates to the held-out
+  sizes); the small-size regime is reported beside it and written in the file's header comment;
+* a table the log cannot identify (``[inter]`` on a one-server log; ``[intra]`` bandwidth when
+  the NICs are the bottleneck of every step) is left as the cluster has it, and the report says
+  so: a parameter whose column of the Jacobian is (numerically) zero is undetermined.
+
+R² is computed on log time over the fit rows (times span six decades; on linear time the
+largest row alone would decide it).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import tomllib
+
+from commsim import Schedule, units
+from commsim.bench.calibrate._nccl_tests import NcclTestsLog
+from commsim.clusters import PRESETS, Cluster, build_cluster
+from commsim.errors import CommsimError, ParameterError
+from commsim.models import Topology
+
+__all__ = [
+    "DEFAULT_FIT_UP_TO",
+    "HELD_OUT_FROM",
+    "ClusterFit",
+    "LinkFit",
+    "check_ranks",
+    "cluster_description",
+    "fit_cluster",
+    "predict_rows",
+]
+
+DEFAULT_FIT_UP_TO = 16 * 2**20  # bytes: the rows a fit uses
+HELD_OUT_FROM = 64 * 2**20  # bytes: the rows a validation reports as held out
+_TABLES = ("intra", "inter")
+_MIN_SIDE = 3  # rows on each side of a regime breakpoint
+_UNDETERMINED = 1e-3  # a parameter moving predictions by less than this (relative) is unknown
+
+
+@dataclasses.dataclass(frozen=True)
+class LinkFit:
+    """The fitted parameters of one link table (``"intra"`` or ``"inter"``).
+
+    ``latency`` seconds per link and ``efficiency`` (× the table's bandwidth) of the large-size
+    regime; ``small_latency``/``small_efficiency`` those of the small-size regime (equal to the
+    large ones when the fit found no breakpoint). ``determined`` is ``False`` for a parameter the
+    log cannot identify (left at the cluster's value: latency as configured, efficiency 1).
+    """
+
+    table: str
+    kind: str
+    bandwidth: float  # the cluster's, bytes/s
+    latency: float
+    efficiency: float
+    small_latency: float
+    small_efficiency: float
+    latency_determined: bool
+    efficiency_determined: bool
+
+    @property
+    def fitted_bandwidth(self) -> float:
+        return self.bandwidth * self.efficiency
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ClusterFit:
+    """The result of :func:`fit_cluster`: fitted tables, predictions for every row, fit quality."""
+
+    cluster: str
+    algorithm: str
+    collective: str
+    nranks: int
+    fit_up_to: int
+    links: tuple[LinkFit, ...]
+    sizes: np.ndarray  # every row's bytes
+    measured: np.ndarray  # seconds, out-of-place
+    predicted: np.ndarray  # seconds, the fitted model (each row with its regime's parameters)
+    in_fit: np.ndarray  # bool per row
+    breakpoint: int | None  # bytes: the large-size regime starts here (None: one regime)
+    r2: float  # on log time, fit rows
+    description: dict[str, Any]  # the fitted cluster description (a TOML file's tables)
+    source: str
+    notes: tuple[str, ...] = ()
+
+    @property
+    def error(self) -> np.ndarray:
+        """Relative error per row, predicted / measured - 1."""
+        return self.predicted / self.measured - 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "cluster": self.cluster,
+            "source": self.source,
+            "collective": self.collective,
+            "algorithm": self.algorithm,
+            "nranks": self.nranks,
+            "fit_up_to": self.fit_up_to,
+            "breakpoint": self.breakpoint,
+            "r2_log_time": self.r2,
+            "links": [dataclasses.asdict(x) for x in self.links],
+            "rows": [
+                {"size": int(s), "measured_s": m, "predicted_s": p, "error": e, "in_fit": bool(f)}
+                for s, m, p, e, f in zip(
+                    self.sizes, self.measured, self.predicted, self.error, self.in_fit, strict=True
+                )
+            ],
+            "notes": list(self.notes),
+        }
+
+    def to_toml(self) -> str:
+        """The fitted cluster file, with a comment header saying where its numbers came from."""
+        head = [
+            f"# Fitted by `commsim calibrate --from-nccl-tests {self.source}` to {self.collective} "
+            f"({self.algorithm} on {self.nranks} ranks) on rows up to {units.format_size(self.fit_up_to)}.",
+            f"# Started from {self.cluster}; R^2 (log time, fit rows) = {self.r2:.4f}.",
+        ]
+        for x in self.links:
+            state = (
+                f"latency {units.format_time(x.latency)}/link"
+                f"{'' if x.latency_determined else ' (not determined: as configured)'}, "
+                f"efficiency {x.efficiency:.3f}"
+                f"{'' if x.efficiency_determined else ' (not determined: left at 1)'}"
+            )
+            head.append(f"# [{x.table}] {x.kind}: {state}")
+        if self.breakpoint is not None:
+            head.append(
+                f"# Below {units.format_size(self.breakpoint)} the log follows another regime "
+                "(a protocol switch), not written here:"
+            )
+            for x in self.links:
+                if x.latency_determined or x.efficiency_determined:
+                    head.append(
+                        f"#   [{x.table}] latency {units.format_time(x.small_latency)}/link, "
+                        f"efficiency {x.small_efficiency:.3f}"
+                    )
+        return "\n".join(head) + "\n" + _toml(self.description)
+
+
+# -- the cluster as a description ---------------------------------------------------------------
+def cluster_description(spec: str | Path) -> tuple[dict[str, Any], str]:
+    """The description (a TOML file's tables) of a preset (``dgx-h100:4``) or a TOML file, and
+    its origin name; :func:`commsim.clusters.cluster` checks it."""
+    from commsim.clusters import cluster
+
+    built = cluster(spec)  # every error the CLI's --cluster gives, worded once
+    text = str(spec).strip()
+    if text.endswith(".toml") or Path(text).is_file():
+        return tomllib.loads(Path(text).read_text()), Path(text).name
+    name, _, arg = text.partition(":")
+    d = PRESETS[name.strip().lower()][1](text, arg)
+    d.setdefault("name", built.name)
+    return d, text
+
+
+def check_ranks(log: NcclTestsLog, c: Cluster, spec: str) -> None:
+    """Refuse a log whose ranks do not fill ``c`` the way the cluster's servers are laid out."""
+    if log.nranks != c.ngpus:
+        how = f" ({len(log.hosts)} '# Rank' lines)" if log.hosts else ""
+        raise CommsimError(
+            f"{log.source} has {log.nranks} ranks{how} but {spec} has {c.ngpus} GPUs "
+            f"({c.nodes} x {c.gpus_per_node}): give the cluster the log ran on"
+        )
+    per_host = set(log.ranks_per_host)
+    if log.hosts and per_host != {c.gpus_per_node}:
+        raise CommsimError(
+            f"{log.source} puts {'/'.join(map(str, log.ranks_per_host))} ranks on its "
+            f"{log.nodes} hosts but {spec} has {c.gpus_per_node} GPUs per server"
+        )
+
+
+# -- the fit ------------------------------------------------------------------------------------
+class _Model:
+    """Predicted times of ``schedule`` on the cluster with parameters ``x`` (per free table:
+    latency in µs, then efficiency), for a fixed set of sizes."""
+
+    def __init__(
+        self, desc: Mapping[str, Any], origin: str, schedule: Schedule, tables: Sequence[str]
+    ):
+        self.desc, self.origin, self.schedule, self.tables = desc, origin, schedule, tuple(tables)
+        base = build_cluster(desc, origin)
+        self.base = base
+        self.links = {
+            t: base.link_classes[(desc[t].get("kind") or ("nvlink" if t == "intra" else "link"))]
+            for t in _TABLES
+            if isinstance(desc.get(t), Mapping)
+        }
+
+    def start(self) -> np.ndarray:
+        return np.array(
+            [v for t in self.tables for v in (self.links[t].latency * 1e6, 1.0)], dtype=np.float64
+        )
+
+    def described(self, x: np.ndarray) -> dict[str, Any]:
+        d = copy.deepcopy(dict(self.desc))
+        for i, t in enumerate(self.tables):
+            lat_us, eff = x[2 * i], x[2 * i + 1]
+            d[t] = {
+                **d[t],
+                "bandwidth": f"{self.links[t].bandwidth * eff / 1e9:.9g}GB/s",
+                "latency": f"{max(lat_us, 0.0) * 1e3:.9g}ns",
+            }
+        return d
+
+    def times(self, x: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+        c = build_cluster(self.described(x), self.origin)
+        m = Topology(c.graph, placement=c.placement, gamma=c.gamma)
+        return np.asarray(m.predict(self.schedule, sizes).time, dtype=np.float64).reshape(-1)
+
+
+def _fit(model: _Model, sizes: np.ndarray, measured: np.ndarray, x0: np.ndarray):
+    from scipy.optimize import least_squares
+
+    def residuals(x: np.ndarray) -> np.ndarray:
+        return model.times(x, sizes) / measured - 1
+
+    lower = np.tile([0.0, 0.01], len(model.tables))
+    upper = np.tile([1e4, 1.5], len(model.tables))
+    x0 = np.clip(x0, lower + 1e-9, upper - 1e-9)
+    res = least_squares(
+        residuals, x0, bounds=(lower, upper), loss="soft_l1", f_scale=0.05,
+        x_scale=np.maximum(np.abs(x0), 0.1), diff_step=1e-4, max_nfev=200,
+    )  # fmt: skip
+    return res
+
+
+def fit_cluster(
+    log: NcclTestsLog,
+    cluster_spec: str | Path,
+    schedule: Schedule,
+    *,
+    fit_up_to: int = DEFAULT_FIT_UP_TO,
+    regimes: bool = True,
+) -> ClusterFit:
+    """Fit the cluster's link latencies and bandwidth efficiencies to ``log`` (module docstring).
+
+    Args:
+        log: the parsed nccl-tests log.
+        cluster_spec: a preset (``"dgx-h100:1"``) or a TOML file: the starting point.
+        schedule: what the model runs (the collective of the log, on ``log.nranks`` ranks).
+        fit_up_to: rows up to this many bytes are fitted; larger ones are only predicted.
+        regimes: look for a protocol breakpoint (``False``: one regime for every fit row).
+    """
+    desc, origin = cluster_description(cluster_spec)
+    c = build_cluster(desc, origin)
+    check_ranks(log, c, str(cluster_spec))
+    if schedule.nranks != log.nranks:
+        raise ParameterError(f"the schedule has {schedule.nranks} ranks, the log {log.nranks}")
+    if schedule.spec.name != log.collective:
+        raise ParameterError(
+            f"the schedule is {schedule.spec.name} but {log.source} is {log.collective}"
+        )
+    tables = [t for t in _TABLES if isinstance(desc.get(t), Mapping)]
+    notes: list[str] = []
+    used = []
+    for t in tables:
+        if t == "intra" and c.gpus_per_node == 1:
+            notes.append("[intra]: one GPU per server, no intra-server links: left as configured")
+        elif t == "inter" and c.nodes == 1 and "intra" in tables:
+            notes.append(
+                "[inter]: a one-server log never crosses the fabric: left as configured "
+                "(latency as given, efficiency 1.0)"
+            )
+        else:
+            used.append(t)
+    if not used:
+        raise CommsimError(f"{log.source}: no link of {cluster_spec} carries this log's traffic")
+    model = _Model(desc, origin, schedule, used)
+    sizes, measured = log.sizes, log.times
+    order = np.argsort(sizes, kind="stable")
+    in_fit = sizes <= fit_up_to
+    fit_idx = order[in_fit[order]]
+    need = 2 * len(used) + 1
+    if len(fit_idx) < need:
+        raise CommsimError(
+            f"{log.source}: {len(fit_idx)} rows up to {units.format_size(fit_up_to)}, a fit of "
+            f"{2 * len(used)} parameters needs at least {need}"
+        )
+    if (sizes[fit_idx] == 0).any():
+        fit_idx = fit_idx[sizes[fit_idx] > 0]
+    x0 = model.start()
+    whole = _fit(model, sizes[fit_idx], measured[fit_idx], x0)
+    n, k = len(fit_idx), len(x0)
+    best = (_bic(whole.cost, n, k), None, whole, whole)
+    distinct = np.unique(sizes[fit_idx])
+    side = max(_MIN_SIDE, need)
+    if regimes:
+        for b in distinct[1:]:
+            lo, hi = fit_idx[sizes[fit_idx] < b], fit_idx[sizes[fit_idx] >= b]
+            if len(lo) < _MIN_SIDE or len(hi) < side:
+                continue
+            large = _fit(model, sizes[hi], measured[hi], whole.x)
+            small = _fit(model, sizes[lo], measured[lo], whole.x)
+            score = _bic(large.cost + small.cost, n, 2 * k + 1)
+            if score < best[0]:
+                best = (score, int(b), large, small)
+    _, breakpoint, large, small = best
+    x_large = _undetermined(large, x0, notes, used)
+    x_small = _undetermined(small, x0, [], used)
+    predicted = model.times(x_large, sizes)
+    if breakpoint is not None:
+        below = sizes < breakpoint
+        if below.any():
+            predicted[below] = model.times(x_small, sizes[below])
+    fit_rows = np.zeros(len(sizes), dtype=bool)
+    fit_rows[fit_idx] = True
+    lm, lp = np.log(measured[fit_rows]), np.log(predicted[fit_rows])
+    r2 = float(1 - np.sum((lm - lp) ** 2) / max(np.sum((lm - lm.mean()) ** 2), 1e-300))
+    links = []
+    free = {t: i for i, t in enumerate(used)}
+    for t in tables:
+        cls = model.links[t]
+        if t in free:
+            i = free[t]
+            lat_ok, eff_ok = _sensitive(large, 2 * i), _sensitive(large, 2 * i + 1)
+            links.append(
+                LinkFit(
+                    t, cls.name, cls.bandwidth, float(x_large[2 * i] * 1e-6),
+                    float(x_large[2 * i + 1]), float(x_small[2 * i] * 1e-6),
+                    float(x_small[2 * i + 1]), lat_ok, eff_ok,
+                )
+            )  # fmt: skip
+        else:
+            links.append(
+                LinkFit(
+                    t, cls.name, cls.bandwidth, cls.latency, 1.0, cls.latency, 1.0, False, False
+                )
+            )
+    fitted = model.described(x_large)
+    fitted["name"] = f"{desc.get('name', origin)}-fitted"
+    fitted["sources"] = f"fitted to {Path(log.source).name} (commsim calibrate --from-nccl-tests)"
+    return ClusterFit(
+        str(cluster_spec), schedule.algorithm, log.collective, log.nranks, int(fit_up_to),
+        tuple(links), sizes, measured, predicted, fit_rows, breakpoint, r2, fitted,
+        log.source, tuple(notes),
+    )  # fmt: skip
+
+
+def _bic(cost: float, n: int, k: int) -> float:
+    """Schwarz's criterion on the robust loss: a breakpoint (``k`` grows from ``2m`` to
+    ``4m + 1``) must pay for its parameters, so noise alone does not split the rows."""
+    return n * np.log(max(2 * cost, 1e-300) / n) + k * np.log(n)
+
+
+def _sensitive(res: Any, j: int) -> bool:
+    """Whether parameter ``j`` moved the residuals at the solution (its Jacobian column)."""
+    return bool(np.abs(res.jac[:, j]).max() * max(abs(res.x[j]), 0.1) > _UNDETERMINED)
+
+
+def _undetermined(res: Any, x0: np.ndarray, notes: list[str], used: Sequence[str]) -> np.ndarray:
+    """``res.x`` with every parameter the data does not determine reset to its start value."""
+    x = res.x.copy()
+    for j in range(len(x)):
+        if not _sensitive(res, j):
+            x[j] = x0[j]
+            what = "latency" if j % 2 == 0 else "bandwidth efficiency"
+            notes.append(
+                f"[{used[j // 2]}] {what}: this log does not determine it (it does not change "
+                "the predicted times): left as configured"
+            )
+    return x
+
+
+# -- TOML ---------------------------------------------------------------------------------------
+def _toml_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int | float):
+        return repr(v)
+    if isinstance(v, list | tuple):
+        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
+    text = str(v).replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{text}"'
+
+
+def _toml(d: Mapping[str, Any]) -> str:
+    """A cluster description as TOML (scalars and lists at the top, then its tables)."""
+    lines = [f"{k} = {_toml_value(v)}" for k, v in d.items() if not isinstance(v, Mapping)]
+    for k, v in d.items():
+        if isinstance(v, Mapping):
+            scalars = {kk: vv for kk, vv in v.items() if not isinstance(vv, Mapping)}
+            lines += ["", f"[{k}]", *(f"{kk} = {_toml_value(vv)}" for kk, vv in scalars.items())]
+            for kk, vv in v.items():
+                if isinstance(vv, Mapping):
+                    lines += ["", f"[{k}.{kk}]"]
+                    lines += [f"{a} = {_toml_value(b)}" for a, b in vv.items()]
+    return "\n".join(lines) + "\n"
+
+
+def predict_rows(log: NcclTestsLog, cluster_spec: str | Path, schedule: Schedule) -> np.ndarray:
+    """The topology model's time (seconds) for every row of ``log`` on the cluster as given
+    (a preset's defaults, or a fitted file): what ``commsim validate --from-nccl-tests`` shows."""
+    desc, origin = cluster_description(cluster_spec)
+    c = build_cluster(desc, origin)
+    check_ranks(log, c, str(cluster_spec))
+    model = Topology(c.graph, placement=c.placement, gamma=c.gamma)
+    return np.asarray(model.predict(schedule, log.sizes).time, dtype=np.float64).reshape(-1)

@@ -1,0 +1,255 @@
+"""The MPI transport's microbenchmarks, as every rank runs them under ``mpirun`` (mpi4py, numpy).
+
+``python -m commsim.bench.calibrate._mpi_bench CONFIG`` (started by
+:func:`commsim.bench.calibrate.mpi_samples`). The transport is timed the way the OSU
+micro-benchmarks time it: mpi4py on numpy buffers, no JAX in the loop, so the numbers are MPI's,
+not an executor's. Each repeat times ``inner`` back-to-back operations (chosen so one repeat lasts
+about a millisecond, the same count on every rank) and divides; the repeats give the median and
+the spread.
+
+=============  =======================================================================
+``pingpong``   rank 0 sends, rank 1 sends back; half the round trip (``osu_latency``)
+``exchange``   every pair ``(2i, 2i+1)`` ``Sendrecv`` s at once: a schedule's step, all
+               pairs sharing the memory system
+``burst``      rank 0 sends 16 messages back to back (``Isend`` … ``Waitall``), rank 1
+               answers with one empty message; the per-message gap is
+               :math:`(T_{16} - T_1) / 15`
+``overhead``   rank 0's time inside one ``Send`` of an eager-size message (LogGP's o)
+``reduction``  ``numpy.add(a, b, out=a)`` over ``size`` bytes of float32 on rank 0 (γ)
+``call``       the MPI executor's run that moves nothing, timed as the measurement loop
+               times a schedule (:mod:`commsim.bench._overhead`): its per-run overhead
+=============  =======================================================================
+
+Ranks past the ones a benchmark needs wait at the barriers. Rank 0 writes the samples (JSON)
+and a progress file; a rank that raises writes its error and calls ``MPI_Abort``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["main"]
+
+_TARGET = 1e-3  # seconds one repeat should last
+_BURST = 16  # messages in a burst
+_EAGER_MAX = 4096  # overhead: only sizes sent eagerly (Send returns before delivery)
+
+
+def _inner(comm: Any, op: Any, per: float | None = None) -> int:
+    """Back-to-back operations per repeat: ~1 ms of them, decided by rank 0 for everyone."""
+    if per is None:
+        comm.Barrier()
+        t0 = time.perf_counter()
+        op(1)
+        per = time.perf_counter() - t0
+    n = int(min(max(_TARGET / max(per, 1e-9), 1), 1000))
+    return int(comm.bcast(n, root=0))
+
+
+def _repeats(comm: Any, op: Any, repeats: int, warmup: int) -> list[float]:
+    """``repeats`` times per operation (after ``warmup`` untimed), the slowest rank's each."""
+    from mpi4py import MPI
+
+    inner = _inner(comm, op)
+    for _ in range(warmup):
+        op(inner)
+    out = np.empty(repeats)
+    for j in range(repeats):
+        comm.Barrier()
+        t0 = time.perf_counter()
+        op(inner)
+        out[j] = (time.perf_counter() - t0) / inner
+    slowest = np.empty_like(out)
+    comm.Allreduce(out, slowest, op=MPI.MAX)
+    return slowest.tolist()
+
+
+def _pingpong(comm: Any, n: int) -> Any:
+    rank = comm.Get_rank()
+    buf = np.zeros(n, np.uint8)
+
+    def op(k: int) -> None:
+        for _ in range(k):
+            if rank == 0:
+                comm.Send(buf, 1, 1)
+                comm.Recv(buf, 1, 1)
+            elif rank == 1:
+                comm.Recv(buf, 0, 1)
+                comm.Send(buf, 0, 1)
+
+    return op, 0.5  # one-way: half of what op times
+
+
+def _exchange(comm: Any, n: int) -> Any:
+    rank, size = comm.Get_rank(), comm.Get_size()
+    peer = rank ^ 1
+    send, recv = np.zeros(n, np.uint8), np.empty(n, np.uint8)
+    active = peer < size
+
+    def op(k: int) -> None:
+        if active:
+            for _ in range(k):
+                comm.Sendrecv(send, peer, 2, recv, peer, 2)
+
+    return op, 1.0
+
+
+def _burst(comm: Any, n: int, count: int) -> Any:
+    rank = comm.Get_rank()
+    bufs = [np.zeros(n, np.uint8) for _ in range(count)]
+    ack = np.zeros(0, np.uint8)
+
+    def op(k: int) -> None:
+        for _ in range(k):
+            if rank == 0:
+                reqs = [comm.Isend(b, 1, 3) for b in bufs]
+                from mpi4py import MPI
+
+                MPI.Request.Waitall(reqs)
+                comm.Recv(ack, 1, 4)
+            elif rank == 1:
+                from mpi4py import MPI
+
+                reqs = [comm.Irecv(b, 0, 3) for b in bufs]
+                MPI.Request.Waitall(reqs)
+                comm.Send(ack, 0, 4)
+
+    return op, 1.0
+
+
+def _overhead(comm: Any, n: int) -> Any:
+    """Rank 0's time inside ``Send`` of an eager message; rank 1 receives them afterwards."""
+    rank = comm.Get_rank()
+    buf = np.zeros(n, np.uint8)
+
+    def op(k: int) -> float:
+        spent = 0.0
+        if rank == 0:
+            for _ in range(k):
+                t0 = time.perf_counter()
+                comm.Send(buf, 1, 5)
+                spent += time.perf_counter() - t0
+        elif rank == 1:
+            for _ in range(k):
+                comm.Recv(buf, 0, 5)
+        return spent
+
+    return op
+
+
+def _reduce(comm: Any, n: int) -> Any:
+    a = np.ones(max(n // 4, 1), np.float32)
+    b = np.ones_like(a)
+    rank = comm.Get_rank()
+
+    def op(k: int) -> None:
+        if rank == 0:
+            for _ in range(k):
+                np.add(a, b, out=a)
+                a[:1] = 1.0  # keep the values small; one element, negligible
+
+    return op, 1.0
+
+
+def _measure(comm: Any, kind: str, sizes: list[int], repeats: int, warmup: int, tick: Any) -> dict:
+    rows = []
+    for n in sizes:
+        if kind == "overhead":
+            op = _overhead(comm, n)
+            for _ in range(warmup):
+                op(10)
+            inner = 100
+            row = [op(inner) / inner for _ in range(repeats)]
+            row = comm.bcast(row, root=0)
+        elif kind == "burst":
+            op_k, _ = _burst(comm, n, _BURST)
+            op_1, _ = _burst(comm, n, 1)
+            t_k = np.array(_repeats(comm, op_k, repeats, warmup))
+            t_1 = np.array(_repeats(comm, op_1, repeats, warmup))
+            row = np.maximum((t_k - t_1) / (_BURST - 1), 1e-12).tolist()
+        else:
+            make = {"pingpong": _pingpong, "exchange": _exchange, "reduction": _reduce}[kind]
+            op, scale = make(comm, n)
+            row = [scale * x for x in _repeats(comm, op, repeats, warmup)]
+        rows.append(row)
+        tick(f"{kind} {n} B")
+    return {"kind": kind, "sizes": sizes, "times": rows}
+
+
+def _run(config: dict[str, Any], workdir: Path, comm: Any) -> None:
+    rank = comm.Get_rank()
+    kinds, sizes = config["kinds"], [int(s) for s in config["sizes"]]
+    repeats, warmup = int(config["repeats"]), int(config["warmup"])
+    per_kind = {
+        k: (
+            [0]
+            if k == "call"
+            else [s for s in sizes if s <= _EAGER_MAX]
+            if k == "overhead"
+            else sizes
+        )
+        for k in kinds
+    }
+    total = sum(len(v) for v in per_kind.values())
+    done = [0]
+
+    def tick(note: str) -> None:
+        done[0] += 1
+        if rank == 0:
+            _write(workdir / "progress", f"{done[0]}\t{total}\t{note}\n")
+
+    out = []
+    for kind in kinds:
+        if not per_kind[kind]:
+            continue
+        if kind == "call":  # timed exactly as the measurement loop times a schedule
+            from commsim.bench._overhead import call_samples
+            from commsim.exec.mpi import MpiBackend
+
+            s = call_samples(MpiBackend(comm), comm.Get_size(), iters=max(repeats, 20))
+            out.append({"kind": "call", "sizes": [0], "times": s.times.tolist(), "notes": s.notes})
+            tick("call")
+            continue
+        out.append(_measure(comm, kind, per_kind[kind], repeats, warmup, tick))
+    if rank == 0:
+        _write(workdir / "results.json", json.dumps(out))
+
+
+def _write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    path = Path(argv[0])
+    config = json.loads(path.read_text())
+    workdir = Path(config.get("dir") or path.parent)
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD.Clone()
+    rank = comm.Get_rank()
+    try:
+        _run(config, workdir, comm)
+        return 0
+    except BaseException as e:
+        line = f"{type(e).__name__}: {' '.join(str(e).split())}"
+        try:
+            _write(workdir / f"error-{rank}.txt", line + "\n")
+        finally:
+            traceback.print_exc()
+            sys.stderr.flush()
+            MPI.COMM_WORLD.Abort(1)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

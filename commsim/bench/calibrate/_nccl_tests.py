@@ -1,0 +1,643 @@
+r"""nccl-tests logs: read the table ``all_reduce_perf`` (and its siblings) print, and write one.
+
+`nccl-tests <https://github.com/NVIDIA/nccl-tests>`_ prints (``src/util.cu``, ``src/common.cu``)::
+
+    # nccl-tests version 2.17.1 nccl-headers=22602 nccl-library=22602      (2.14 and later)
+    # Collective test starting: all_reduce_perf                            (2.14 and later)
+    # nThread 1 nGpus 1 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 ...
+    #
+    # Using devices
+    #  Rank  0 Group  0 Pid  41731 on    node-a device  0 [0000:18:00] NVIDIA H100 80GB HBM3
+    ...                                                                     (one line per rank)
+    #                                        out-of-place                       in-place
+    #       size         count      type   redop    root     time   algbw   busbw  #wrong ...
+    #        (B)    (elements)                               (us)  (GB/s)  (GB/s)         ...
+               8             2     float     sum      -1    38.51    0.00    0.00       0 ...
+    ...
+    # Out of bounds values : 0 OK
+    # Avg bus bandwidth    : 98.2345
+    #
+    # Collective test concluded: all_reduce_perf
+
+What the parser accepts, and how it decides:
+
+* **Columns** are read by name from the column header line (``size count type redop root
+  time algbw busbw #wrong`` twice), so older versions (no ``root`` column, ``error`` instead of
+  ``#wrong``, ``#  Rank  0 Pid ...`` without ``Group``), ``-C`` (``cputime``), ``-I`` per-iteration
+  columns and ``-T`` timestamps all parse. ``#wrong`` may read ``N/A`` (not checked).
+* **The rank count** is the number of ``# Rank`` lines; the hosts are their ``on HOST`` names.
+  It is checked against the busbw/algbw ratio nccl-tests printed (``busbw = algbw ×
+  busbw_factor(p)``, e.g. :math:`2(p-1)/p` for allreduce), which catches a truncated device list.
+  A log without ``# Rank`` lines gets its count from that ratio (allreduce, allgather,
+  reduce_scatter, alltoall) or is refused (broadcast, reduce: the ratio is 1 for every ``p``).
+* **The collective** comes from, in order: an explicit ``collective=`` (the CLI's
+  ``--collective``); the binary's name in the log (``# Collective test starting: NAME``, or a
+  command line that names ``NAME_perf`` — the ``_mpi`` builds too); the columns alone. The
+  columns always narrow it down, and a named binary that contradicts them is an error: ``redop``
+  is ``none`` exactly for the collectives that do not reduce, ``root`` is ``-1`` exactly for the
+  unrooted ones, ``count × sizeof(type)`` is ``size`` (allreduce, broadcast, reduce) or
+  ``size / p`` (allgather, reduce_scatter, alltoall: the per-rank count), and busbw/algbw is the
+  collective's factor. allgather and alltoall agree on all four: such a log needs its binary
+  name or ``--collective``.
+* **#wrong > 0** (the collective computed a wrong result) refuses the log: the time of a wrong
+  run is not a time of the collective. ``allow_wrong=True`` keeps such rows (flagged in
+  :attr:`NcclTestsRow.wrong_oop`). Older versions' ``error`` column is a maximum error, not a count,
+  and is kept but not checked.
+* Lines that are not part of the table (``NCCL INFO`` debug output, launcher noise) are skipped;
+  a launcher's tag (``[1,0]<stdout>:`` from Open MPI ``--tag-output``, ``0: `` from
+  ``srun --label``) is removed first. A log holding two tables (two runs pasted together) is
+  refused: split it.
+
+``size`` is commsim's ``nbytes`` (both follow nccl-tests' conventions: the vector for allreduce,
+broadcast and reduce, the gathered output for allgather, the input for reduce_scatter, the per-rank
+send buffer for alltoall), and ``algbw = size / time`` for every collective.
+
+Every problem is one :class:`~commsim.errors.CommsimError` line naming the file and line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from commsim import COLLECTIVES, spec
+from commsim.errors import CommsimError
+
+__all__ = [
+    "BINARIES",
+    "NcclTestsLog",
+    "NcclTestsRow",
+    "format_nccl_tests_log",
+    "parse_nccl_tests",
+    "read_nccl_tests",
+]
+
+#: nccl-tests binary → commsim collective.
+BINARIES: dict[str, str] = {
+    "all_reduce_perf": "allreduce",
+    "all_gather_perf": "allgather",
+    "reduce_scatter_perf": "reduce_scatter",
+    "broadcast_perf": "broadcast",
+    "reduce_perf": "reduce",
+    "alltoall_perf": "alltoall",
+}
+_BINARY_OF = {c: b for b, c in BINARIES.items()}
+
+#: Collectives whose ``count`` column is per rank (``size = count × sizeof(type) × p``).
+_PER_RANK_COUNT = {"allgather": True, "reduce_scatter": True, "alltoall": True}
+
+#: Bytes per element of nccl-tests' type names (``test_typenames`` in ``src/common.cu``).
+TYPE_SIZES: dict[str, int] = {
+    "int8": 1, "uint8": 1, "char": 1, "f8e4m3": 1, "f8e5m2": 1,
+    "half": 2, "bfloat16": 2,
+    "int32": 4, "uint32": 4, "int": 4, "float": 4,
+    "int64": 8, "uint64": 8, "double": 8,
+}  # fmt: skip
+
+_TAG = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )")
+_RANK = re.compile(
+    r"#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
+    r"\s+\[([^\]]*)\]\s*(.*)$"
+)
+_STARTING = re.compile(r"#\s*Collective test starting:\s*(\S+)")
+_BINARY = re.compile(r"\b(" + "|".join(BINARIES) + r")(?:_mpi)?\b")
+_FOOT = re.compile(r"#\s*(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)")
+_DATA = re.compile(r"^\s*\d+\s+\d+\s+\S")
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+
+
+@dataclasses.dataclass(frozen=True)
+class NcclTestsRow:
+    """One data row. Times in seconds, bandwidths in GB/s (10⁹ B/s) as printed; ``None`` where
+    the log printed nothing (``N/A``, or an out-of-place half left blank)."""
+
+    line: int  # 1-based line number in the log
+    size: int  # bytes (commsim's nbytes)
+    count: int  # elements (per rank for allgather, reduce_scatter, alltoall)
+    type: str
+    redop: str
+    root: int  # -1 where the collective has none (or the log has no root column)
+    time_oop_s: float | None
+    algbw_oop: float | None
+    busbw_oop: float | None
+    wrong_oop: float | None
+    time_ip_s: float | None
+    algbw_ip: float | None
+    busbw_ip: float | None
+    wrong_ip: float | None
+
+    @property
+    def time_s(self) -> float:
+        """The out-of-place time (in-place where out-of-place is blank): what a fit uses."""
+        return self.time_oop_s if self.time_oop_s is not None else float(self.time_ip_s or 0.0)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NcclTestsLog:
+    """A parsed nccl-tests log.
+
+    Attributes:
+        collective: commsim's name (``"allreduce"``); ``collective_from`` says how it was known.
+        nranks: ranks in the run; ``hosts``: the host of each rank (``# Rank`` lines), empty when
+            the log had none; ``devices``: each rank's device name.
+        rows: the data rows, in the log's order.
+        avg_busbw: the ``# Avg bus bandwidth`` footer (GB/s), ``None`` if absent.
+        out_of_bounds: the ``# Out of bounds values`` footer, ``None`` if absent.
+        program: the binary's name when the log gives it.
+        settings: the ``# nThread ...`` line's fields (``{"nThread": "1", "iters": "20", ...}``).
+        time_column: ``"time"`` (GPU time) or ``"cputime"`` (``-C``: CPU time).
+        wrong_column: ``"#wrong"`` (a count) or ``"error"`` (older versions: a maximum error).
+        source: the file (or ``"<text>"``).
+        notes: what the reader assumed or skipped.
+    """
+
+    collective: str
+    nranks: int
+    hosts: tuple[str, ...]
+    devices: tuple[str, ...]
+    rows: tuple[NcclTestsRow, ...]
+    avg_busbw: float | None = None
+    out_of_bounds: int | None = None
+    program: str | None = None
+    settings: dict[str, str] = dataclasses.field(default_factory=dict)
+    time_column: str = "time"
+    wrong_column: str = "#wrong"
+    source: str = "<text>"
+    collective_from: str = ""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def sizes(self) -> np.ndarray:
+        """Bytes per row (float64)."""
+        return np.array([r.size for r in self.rows], dtype=np.float64)
+
+    @property
+    def times(self) -> np.ndarray:
+        """Seconds per row: out-of-place (the fit's measurement)."""
+        return np.array([r.time_s for r in self.rows], dtype=np.float64)
+
+    @property
+    def nodes(self) -> int | None:
+        """Distinct hosts, or ``None`` when the log lists no ranks."""
+        return len(dict.fromkeys(self.hosts)) if self.hosts else None
+
+    @property
+    def ranks_per_host(self) -> tuple[int, ...]:
+        """Ranks on each distinct host, in order of first appearance."""
+        counts: dict[str, int] = {}
+        for h in self.hosts:
+            counts[h] = counts.get(h, 0) + 1
+        return tuple(counts.values())
+
+    def describe(self) -> str:
+        hosts = f" on {self.nodes} host{'s' * (self.nodes != 1)}" if self.nodes else ""
+        return (
+            f"{self.source}: {self.program or self.collective}, {self.nranks} ranks{hosts}, "
+            f"{len(self.rows)} sizes {int(self.rows[0].size)}..{int(self.rows[-1].size)} B"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "collective": self.collective,
+            "collective_from": self.collective_from,
+            "program": self.program,
+            "nranks": self.nranks,
+            "hosts": list(self.hosts),
+            "avg_busbw_GBps": self.avg_busbw,
+            "out_of_bounds": self.out_of_bounds,
+            "rows": [dataclasses.asdict(r) for r in self.rows],
+            "notes": list(self.notes),
+        }
+
+
+# -- reading ------------------------------------------------------------------------------------
+class _Where:
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, line: int | None, problem: str) -> CommsimError:
+        at = f"{self.source}:{line}" if line else self.source
+        return CommsimError(f"nccl-tests log {at}: {problem}")
+
+
+def read_nccl_tests(
+    path: str | Path, *, collective: str | None = None, allow_wrong: bool = False
+) -> NcclTestsLog:
+    """:func:`parse_nccl_tests` on a file."""
+    path = Path(path)
+    where = _Where(str(path))
+    if not path.is_file():
+        raise where.error(None, "no such file")
+    try:
+        text = path.read_text(errors="replace")
+    except OSError as e:
+        raise where.error(None, f"cannot read it ({e.strerror or e})") from None
+    return parse_nccl_tests(text, collective=collective, source=str(path), allow_wrong=allow_wrong)
+
+
+def parse_nccl_tests(
+    text: str,
+    *,
+    collective: str | None = None,
+    source: str = "<text>",
+    allow_wrong: bool = False,
+) -> NcclTestsLog:
+    """The :class:`NcclTestsLog` in ``text`` (the module docstring says what is accepted).
+
+    Args:
+        text: the log (nccl-tests' stdout; other lines are skipped).
+        collective: the collective, overriding what the log says (an error if its columns
+            contradict it).
+        source: the file name, for messages.
+        allow_wrong: keep rows whose ``#wrong`` is above 0 instead of refusing the log.
+
+    Examples:
+        >>> log = parse_nccl_tests(format_nccl_tests_log("allreduce", 8, [1024], [20e-6]))
+        >>> log.collective, log.nranks, log.rows[0].size, log.rows[0].time_oop_s
+        ('allreduce', 8, 1024, 2e-05)
+    """
+    where = _Where(source)
+    if not text.strip():
+        raise where.error(None, "the file is empty")
+    ranks: list[tuple[int, str, str]] = []
+    columns: list[str] | None = None
+    header_line = 0
+    rows: list[NcclTestsRow] = []
+    foot: dict[str, tuple[str, int]] = {}
+    programs: list[tuple[str, int]] = []
+    settings: dict[str, str] = {}
+    notes: list[str] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _TAG.sub("", raw).rstrip()
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("#"):
+            body = stripped.lstrip("#").strip()
+            if m := _RANK.match(stripped):
+                ranks.append((int(m.group(1)), m.group(4), m.group(7).strip()))
+            elif m := _STARTING.match(stripped):
+                programs.append((m.group(1), number))
+            elif body.startswith("nThread"):
+                settings = _settings(body)
+            elif m := _FOOT.match(stripped):
+                foot[m.group(1)] = (m.group(2), number)
+            elif body.split()[:2] == ["size", "count"]:
+                if columns is not None:
+                    raise where.error(
+                        number,
+                        f"a second table (the first starts at line {header_line}): this file "
+                        "holds two runs; split it into one file per run",
+                    )
+                columns, header_line = body.split(), number
+            continue
+        if _DATA.match(stripped):
+            if columns is None:
+                raise where.error(number, "a data row before the column header line")
+            rows.append(_row(where, number, stripped, columns))
+        elif m := _BINARY.search(stripped):
+            programs.append((m.group(1), number))
+    if columns is None:
+        raise where.error(
+            None, "not an nccl-tests log: no column header line ('#  size  count  type ...')"
+        )
+    if not rows:
+        raise where.error(header_line, "not an nccl-tests log: a header but no data rows")
+    wrong_column = "error" if "error" in columns else "#wrong"
+    if not allow_wrong and wrong_column == "#wrong":
+        for r in rows:
+            for label, w in (("out-of-place", r.wrong_oop), ("in-place", r.wrong_ip)):
+                if w is not None and w > 0:
+                    raise where.error(
+                        r.line,
+                        f"size {r.size} has {w:g} wrong elements {label} (#wrong): the run "
+                        "computed a wrong result, so its times are not the collective's; fix "
+                        "the run or delete the row",
+                    )
+    program = programs[0][0] if programs else None
+    named = {
+        BINARIES[p.removesuffix("_mpi")] for p, _ in programs if p.removesuffix("_mpi") in BINARIES
+    }
+    if len(named) > 1:
+        raise where.error(
+            programs[1][1], f"names two binaries ({', '.join(p for p, _ in programs)}): split it"
+        )
+    nranks, hosts, devices = _ranks(where, ranks)
+    coll, coll_from, nranks = _collective(where, rows, collective, named, program, nranks, notes)
+    if not hosts:
+        notes.append(f"no '# Rank' lines: {nranks} ranks from the busbw/algbw ratio")
+    avg = _foot_value(where, foot, "Avg bus bandwidth", float)
+    oob = _foot_value(where, foot, "Out of bounds values", int)
+    return NcclTestsLog(
+        coll, nranks, hosts, devices, tuple(rows), avg, oob, program, settings,
+        "cputime" if "cputime" in columns else "time", wrong_column, source, coll_from,
+        tuple(notes),
+    )  # fmt: skip
+
+
+def _settings(body: str) -> dict[str, str]:
+    """``nThread 1 nGpus 1 ... step: 2(factor) warmup iters: 5`` → ``{"nThread": "1", ...}``."""
+    return {m.group(1): m.group(2) for m in re.finditer(r"([A-Za-z]+(?: iters)?):?\s+(\S+)", body)}
+
+
+def _value(where: _Where, number: int, column: str, text: str, kind: type) -> Any:
+    if text == "N/A":
+        return None
+    if kind is int:
+        if not re.fullmatch(r"-?\d+", text):
+            raise where.error(number, f"column {column}: not an integer: {text!r}")
+        return int(text)
+    if kind is float:
+        if not re.fullmatch(_NUMBER, text):
+            raise where.error(number, f"column {column}: not a number: {text!r}")
+        return float(text)
+    return text
+
+
+def _row(where: _Where, number: int, line: str, columns: Sequence[str]) -> NcclTestsRow:
+    """One data row, its fields found by the header's column names (the out-of-place half
+    starts at the first ``time``/``cputime`` column, the in-place half at the second)."""
+    tokens = line.split()
+    names = [{"cputime": "time", "error": "#wrong"}.get(c, c) for c in columns]
+    starts = [i for i, c in enumerate(names) if c == "time"][:2]
+    if not starts or "size" not in names[: starts[0]]:
+        raise where.error(number, "the column header has no size or time column")
+    halves = [names[a:b] for a, b in zip(starts, [*starts[1:], len(names)], strict=True)]
+    want = {"time", "algbw", "busbw", "#wrong"}
+    needed = max(
+        start + k
+        for start, h in zip(starts, halves, strict=True)
+        for k, c in enumerate(h)
+        if c in want
+    )
+    if len(tokens) <= needed:
+        raise where.error(
+            number, f"a data row cut short: {len(tokens)} fields where the header has {needed + 1}"
+        )
+
+    def field(i: int, kind: type) -> Any:
+        return _value(where, number, columns[i], tokens[i], kind)
+
+    lead = {c: i for i, c in enumerate(names[: starts[0]])}
+    parsed = []
+    for start, h in zip(starts, halves, strict=True):
+        parsed.append({c: field(start + k, float) for k, c in enumerate(h) if c in want})
+    while len(parsed) < 2:
+        parsed.append({})
+    oop, ip = parsed
+    for label, half in (("out-of-place", oop), ("in-place", ip)):
+        t = half.get("time")
+        if t is not None and not t > 0:
+            raise where.error(number, f"{label} time {t:g} us is not positive")
+
+    def sec(t: float | None) -> float | None:
+        return None if t is None else t / 1e6
+
+    return NcclTestsRow(
+        number, field(lead["size"], int),
+        field(lead["count"], int) if "count" in lead else 0,
+        field(lead["type"], str) if "type" in lead else "float",
+        field(lead["redop"], str) if "redop" in lead else "sum",
+        field(lead["root"], int) if "root" in lead else -1,
+        sec(oop.get("time")), oop.get("algbw"), oop.get("busbw"), oop.get("#wrong"),
+        sec(ip.get("time")), ip.get("algbw"), ip.get("busbw"), ip.get("#wrong"),
+    )  # fmt: skip
+
+
+def _foot_value(where: _Where, foot: dict[str, tuple[str, int]], key: str, kind: type) -> Any:
+    if key not in foot:
+        return None
+    text, number = foot[key]
+    try:
+        return kind(text)
+    except ValueError:
+        raise where.error(number, f"{key}: not a number: {text!r}") from None
+
+
+def _ranks(
+    where: _Where, ranks: list[tuple[int, str, str]]
+) -> tuple[int | None, tuple[str, ...], tuple[str, ...]]:
+    if not ranks:
+        return None, (), ()
+    ids = sorted(r for r, _, _ in ranks)
+    if ids != list(range(len(ids))):
+        raise where.error(
+            None, f"the '# Rank' lines list ranks {_ranges(ids)}, not 0..{len(ids) - 1}"
+        )
+    by_rank = sorted(ranks)
+    return len(ids), tuple(h for _, h, _ in by_rank), tuple(d for _, _, d in by_rank)
+
+
+def _ranges(ids: list[int]) -> str:
+    return ", ".join(map(str, ids[:6])) + (", ..." if len(ids) > 6 else "")
+
+
+def _ratio_row(rows: Sequence[NcclTestsRow]) -> NcclTestsRow | None:
+    """The row whose busbw/algbw ratio is best resolved (the largest algbw)."""
+    good = [r for r in rows if r.algbw_oop and r.busbw_oop is not None and r.algbw_oop >= 1.0]
+    return max(good, key=lambda r: r.algbw_oop) if good else None
+
+
+def _collective(
+    where: _Where,
+    rows: Sequence[NcclTestsRow],
+    given: str | None,
+    named: set[str],
+    program: str | None,
+    nranks: int | None,
+    notes: list[str],
+) -> tuple[str, str, int]:
+    """Which collective the log holds, how that was decided, and the rank count."""
+    first = rows[0]
+    ratio_row = _ratio_row(rows)
+    ratio = ratio_row.busbw_oop / ratio_row.algbw_oop if ratio_row else None
+
+    def consistent(c: str, p: int | None) -> str | None:
+        """Why collective ``c`` on ``p`` ranks contradicts the columns (``None``: it doesn't)."""
+        s = spec(c)
+        if (first.redop == "none") == s.reduces:
+            return (
+                f"redop is {first.redop!r}, and {c} {'reduces' if s.reduces else 'does not reduce'}"
+            )
+        if first.root >= 0 and not s.rooted:
+            return f"root is {first.root}, and {c} has no root"
+        if p is None:
+            return None
+        if ratio is not None and abs(ratio / s.busbw_factor(p) - 1) > 0.03:
+            return (
+                f"busbw/algbw is {ratio:.3f} at size {ratio_row.size} (line {ratio_row.line}), but "
+                f"{c} on {p} ranks has {s.busbw_factor(p):.3f}"
+            )
+        wsize = TYPE_SIZES.get(first.type)
+        if wsize and first.count and first.size:
+            per_rank = _PER_RANK_COUNT.get(c, False)
+            expect = first.count * wsize * (p if per_rank else 1)
+            if expect != first.size:
+                return (
+                    f"count {first.count} x {wsize} B{f' x {p} ranks' if per_rank else ''} "
+                    f"= {expect} B is not size {first.size} (line {first.line}), as {c} has it"
+                )
+        return None
+
+    def ranks_for(c: str) -> int | None:
+        """The rank count: the '# Rank' lines', else the one whose busbw factor is the ratio
+        printed (``None`` when neighbouring counts are within the ratio's rounding)."""
+        if nranks is not None:
+            return nranks
+        if ratio is None:
+            return None
+        factors = np.array([spec(c).busbw_factor(p) for p in range(2, 4098)])
+        best = int(np.argmin(np.abs(factors[:-1] - ratio)))
+        rounding = ratio * (0.005 / ratio_row.busbw_oop + 0.005 / ratio_row.algbw_oop)
+        gap = min(
+            abs(factors[best + 1 : best + 2] - factors[max(best - 1, 0) : best + 1]).max(),
+            abs(factors[best + 1] - factors[best]),
+        )
+        if abs(factors[best] - ratio) > 0.03 * ratio or gap <= 2 * rounding:
+            return None
+        return best + 2
+
+    if given is not None:
+        spec(given)  # unknown name → one line with suggestions
+        how = f"--collective {given}"
+        candidates = [given]
+    elif named:
+        (c,) = named
+        how = f"the binary {_BINARY_OF[c]}"
+        candidates = [c]
+    else:
+        how = "the columns"
+        candidates = list(COLLECTIVES)
+    verdicts = {c: consistent(c, ranks_for(c)) for c in candidates}
+    fits = [c for c, why in verdicts.items() if why is None]
+    if not fits:
+        if len(candidates) == 1:
+            c = candidates[0]
+            claim = f"--collective {c}" if given else f"the log names {_BINARY_OF[c]} ({c})"
+            raise where.error(first.line, f"{claim}, but {verdicts[c]}")
+        raise where.error(first.line, "the columns fit no collective commsim knows")
+    if len(fits) > 1:
+        raise where.error(
+            first.line,
+            f"the columns fit {' and '.join(fits)} alike and the log does not name its binary: "
+            "give --collective",
+        )
+    c = fits[0]
+    p = ranks_for(c)
+    if p is None:
+        raise where.error(
+            None,
+            f"no '# Rank' lines, and {c}'s busbw/algbw ratio is the same for every rank count: "
+            "cannot tell how many ranks ran",
+        )
+    if given is None and not named:
+        notes.append(f"collective {c} inferred from the columns (no binary name in the log)")
+    return c, how, p
+
+
+# -- writing ------------------------------------------------------------------------------------
+def _float(value: float, width: int) -> str:
+    """nccl-tests' ``getFloatStr``: 2 decimals, fewer if it does not fit, then an exponent."""
+    for fmt in (f"{{:{width}.2f}}", f"{{:{width}.1f}}", f"{{:{width}.0f}}"):
+        s = fmt.format(value)
+        if len(s) <= width:
+            return s
+    return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"
+
+
+def format_nccl_tests_log(
+    collective: str,
+    nranks: int,
+    sizes: Sequence[int],
+    times_oop: Sequence[float],
+    times_ip: Sequence[float] | None = None,
+    *,
+    hosts: Sequence[str] | None = None,
+    device: str = "NVIDIA H100 80GB HBM3",
+    dtype: str = "float",
+    root: int = 0,
+    wrong: Sequence[int] | None = None,
+    version: str = "2.17.1",
+    iters: int = 20,
+) -> str:
+    """A log in nccl-tests' format (version 2.14 and later) for times given per size.
+
+    Args:
+        collective: commsim's name; the binary is its nccl-tests name (``all_reduce_perf``).
+        nranks: ranks; ``hosts``: each rank's host (default: one host, ``node-0``).
+        sizes: bytes per row (nccl-tests' size column); ``times_oop``/``times_ip``: seconds per
+            row, out-of-place and in-place (in-place defaults to out-of-place).
+        dtype: the type column; ``root``: the root of broadcast and reduce.
+        wrong: ``#wrong`` per row (default 0).
+
+    The numbers are printed the way nccl-tests prints them (time in µs and bandwidths in GB/s
+    with 2 decimals, fewer where the field is too narrow), so a round trip loses what that
+    rounding loses.
+    """
+    s = spec(collective)
+    wsize = TYPE_SIZES[dtype]
+    hosts = list(hosts) if hosts is not None else ["node-0"] * nranks
+    if len(hosts) != nranks:
+        raise CommsimError(f"format_nccl_tests_log: {len(hosts)} hosts for {nranks} ranks")
+    times_ip = times_oop if times_ip is None else times_ip
+    wrong = [0] * len(sizes) if wrong is None else list(wrong)
+    binary = _BINARY_OF[collective]
+    redop = "sum" if s.reduces else "none"
+    root_col = root if s.rooted else -1
+    factor = s.busbw_factor(nranks)
+    lines = [
+        f"# nccl-tests version {version} nccl-headers=22602 nccl-library=22602",
+        f"# Collective test starting: {binary}",
+        f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: 2(factor) "
+        f"warmup iters: 5 iters: {iters} agg iters: 1 validation: 1 graph: 0 unalign: 0",
+        "#",
+        "# Using devices",
+    ]
+    local: dict[str, int] = {}
+    for r, h in enumerate(hosts):
+        dev = local[h] = local.get(h, -1) + 1
+        lines.append(
+            f"#  Rank {r:2d} Group {0:2d} Pid {40000 + r:6d} on {h:>10s} device {dev:2d} "
+            f"[{0:04x}:{0x18 + 0x10 * dev:02x}:{0:02x}] {device}"
+        )
+    blank = ("",) * 5
+    lines += [
+        "#",
+        "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}           out-of-place                "
+        "       in-place          ".format(*blank),
+        "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  "
+        "{:>6s}  {:>6s}  {:>6s} ".format(
+            "size", "count", "type", "redop", "root",
+            "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
+        ),
+        "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  "
+        "{:>6s}  {:>6s}  {:>6s} ".format(
+            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "",
+            "(us)", "(GB/s)", "(GB/s)", "",
+        ),
+    ]  # fmt: skip
+    total, n = 0.0, 0
+    for size, t_oop, t_ip, w in zip(sizes, times_oop, times_ip, wrong, strict=True):
+        count = size // wsize // (nranks if _PER_RANK_COUNT.get(collective) else 1)
+        row = f"{size:12d}  {count:12d}  {dtype:>8s}  {redop:>6s}  {root_col:6d}"
+        for t in (t_oop, t_ip):
+            algbw = size / 1e9 / t
+            busbw = algbw * factor
+            total, n = total + busbw, n + 1
+            row += f"  {_float(t * 1e6, 7):>7s}  {_float(algbw, 6):>6s}  {_float(busbw, 6):>6s}  {w:6g}"
+        lines.append(row)
+    errors = sum(1 for w in wrong if w)
+    lines += [
+        f"# {'Out of bounds values':<20s} : {errors} {'FAILED' if errors else 'OK'}",
+        f"# {'Avg bus bandwidth':<20s} : {total / max(n, 1):g} ",
+        "#",
+        f"# Collective test concluded: {binary}",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,98 @@
+"""Profiles as TOML files: :func:`save_profile` writes what :func:`load_profile` reads.
+
+The file is meant to be read by people too: each piece's bandwidth and each curve's fit quality
+are written as comments beside the numbers, and the measured points are kept (``sizes``,
+``median_s``, ``spread``), so the fit can be plotted or checked without the machine. Times are
+seconds and rates seconds per byte; a hand-written file may use unit strings instead
+(``alpha_s = "1.8us"``, ``beta_s_per_byte = "8GB/s"``, ``start_bytes = "64KiB"``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+from commsim import units
+from commsim.errors import ParameterError
+from commsim.profiles._profile import Profile
+
+__all__ = ["load_profile", "save_profile"]
+
+
+def load_profile(path: str | Path) -> Profile:
+    """Read a profile that ``commsim calibrate`` wrote; a bad file is one line naming the field."""
+    path = Path(path)
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as e:
+        raise ParameterError(f"cannot read profile {path}: {e.strerror or e}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ParameterError(f"profile {path} is not valid TOML: {e}") from None
+    return Profile.from_dict(data, source=str(path))
+
+
+def _value(v: Any) -> str:
+    """A TOML literal (JSON's strings and numbers are TOML's, except non-finite floats)."""
+    if isinstance(v, float) and not math.isfinite(v):
+        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(v, list):
+        return "[" + ", ".join(_value(x) for x in v) + "]"
+    if isinstance(v, float):
+        return repr(v)
+    return json.dumps(v)
+
+
+def _dumps(profile: Profile) -> str:
+    d = profile.to_dict()
+    out = [
+        "# commsim profile: a measured transport (`commsim calibrate`); read by --profile.",
+        "# Times in seconds, rates in seconds per byte; comments give the readable values.",
+    ]
+    for key in ("format", "version", "backend", "nranks", "transport", "machine", "date", "notes"):
+        out.append(f"{key} = {_value(d[key])}")
+    out += ["", "[call_overhead_s]  # seconds per executor call that moves nothing"]
+    out += [f"{k} = {_value(v)}  # {units.format_time(v)}" for k, v in d["call_overhead_s"].items()]
+    if d["loggp"]:
+        out += ["", "[loggp]  # Alexandrov et al. 1995"]
+        for k, v in d["loggp"].items():
+            shown = units.format_time(v) if k != "G_s_per_byte" else _rate(v)
+            out.append(f"{k} = {_value(v)}  # {shown}")
+    for kind, c in d["curves"].items():
+        out += ["", f"[curves.{kind}]"]
+        out.append(
+            f"r2 = {_value(c['r2'])}  # relative-weighted; |residual| median "
+            f"{100 * c['median_rel_residual']:.1f}%, max {100 * c['max_rel_residual']:.1f}%"
+        )
+        for k in ("median_rel_residual", "max_rel_residual", "points", "sizes", "median_s"):
+            out.append(f"{k} = {_value(c[k])}")
+        out.append(f"spread = {_value(c['spread'])}")
+        for p in c["pieces"]:
+            out += ["", f"[[curves.{kind}.pieces]]"]
+            out.append(
+                f"start_bytes = {_value(p['start_bytes'])}  # "
+                f"{units.format_size(p['start_bytes'], exact=False)}"
+            )
+            out.append(f"alpha_s = {_value(p['alpha_s'])}  # {units.format_time(p['alpha_s'])}")
+            out.append(
+                f"beta_s_per_byte = {_value(p['beta_s_per_byte'])}  # {_rate(p['beta_s_per_byte'])}"
+            )
+    return "\n".join(out) + "\n"
+
+
+def _rate(beta: float) -> str:
+    return "unbounded" if beta == 0 else units.format_bandwidth(1 / beta)
+
+
+def save_profile(profile: Profile, path: str | Path) -> Path:
+    """Write ``profile`` as TOML at ``path``; the path. An unwritable path is one line."""
+    path = Path(path)
+    text = _dumps(profile)
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise ParameterError(f"cannot write profile {path}: {e.strerror or e}") from None
+    return path
