@@ -68,8 +68,9 @@ def test_timed_runs_report_one_run_whether_batched_or_not(cost, batched):
     np.testing.assert_allclose(times, cost)
     assert not native.any()
     timed = clock.calls[3:]
-    if batched and cost < 1e-3:  # short runs: k back to back per timed call (one compile call)
-        assert len(timed) == 5 and len(set(timed)) == 1 and timed[0] > 1
+    if batched and cost < 1e-3:  # short runs: a probe (compile, time), then k per timed call
+        assert timed[:2] == [4, 4] and len(timed) == 6
+        assert len(set(timed[2:])) == 1 and timed[2] == batch_limit(host)
     else:
         assert timed == [1] * 4
 

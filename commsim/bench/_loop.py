@@ -13,7 +13,10 @@ to its type size; the bytes that actually ran are reported), then
    it: schedules work in place (a backend may donate its buffer) and some native collectives
    too (the CUDA kernels write into their arena), and chaining runs would multiply an
    allreduce's values by ``p`` per run until floats overflow and the timing measures arithmetic
-   on ``inf``;
+   on ``inf``. Where one run is short and the backend offers ``Compiled.repeat``, a timed call
+   runs ``k`` times back to back from one put (nccl-tests' way: the runtime's per-call dispatch
+   is paid once per ``k`` runs) and counts ``1/k`` of it per run, ``k`` bounded so that ``k``
+   chained runs stay finite (:func:`batch_limit`);
 3. **summarizes**: median, min, max and spread, algbw and busbw (:mod:`commsim.bench._measurement`).
 
 How a run is timed and how several processes agree on the times and the verdict is the
@@ -104,6 +107,7 @@ def _checked(
 # way of timing back-to-back runs, so that a per-call cost of the runtime is paid once per call
 BATCH_SECONDS = 10e-3
 MAX_BATCH = 256
+PROBE = 4  # runs in the call that estimates one batched run's time
 
 
 def batch_limit(host: np.ndarray) -> int:
@@ -125,11 +129,10 @@ def batch_limit(host: np.ndarray) -> int:
     return int(np.clip(room / 2 / np.log(p), 1, MAX_BATCH))
 
 
-def _batch(seconds: np.ndarray, limit: int) -> int:
-    """Runs per timed call: enough to last :data:`BATCH_SECONDS` (from the warm-up runs, the
-    slowest process's, so that every MPI rank picks the same ``k``), at most ``limit``."""
-    one = float(np.median(seconds)) if seconds.size else BATCH_SECONDS
-    return int(np.clip(BATCH_SECONDS // max(one, 1e-9), 1, limit))
+def _batch(seconds: float, limit: int) -> int:
+    """Runs per timed call: enough to last :data:`BATCH_SECONDS` at ``seconds`` per run, at most
+    ``limit``."""
+    return int(np.clip(BATCH_SECONDS // max(seconds, 1e-9), 1, limit))
 
 
 def _repeated(repeat: Callable[[Any, int], Any], k: int) -> Callable[[Any], Any]:
@@ -152,9 +155,11 @@ def _timed_runs(
     """``[2 + len(others), iters]`` times of one run of the schedule, of the baseline and of
     any further baselines (``others``), interleaved; zeros for a ``None``.
 
-    Warm-up runs are single runs; where a :class:`Compiled` offers ``repeat`` and one run lasts
-    less than :data:`BATCH_SECONDS`, each timed call then runs ``k`` times back to back
-    (:func:`_batch`, within :func:`batch_limit`) and counts ``1/k`` of the call per run.
+    Warm-up runs are single runs. Where a :class:`Compiled` offers ``repeat`` and the fastest
+    warm-up run (the slowest process's, so that every MPI rank decides alike) lasts less than
+    :data:`BATCH_SECONDS`, a probe of :data:`PROBE` back-to-back runs (untimed for the results)
+    says what one run costs without the per-call dispatch, and each timed call then runs ``k``
+    times (:func:`_batch`, within :func:`batch_limit`) and counts ``1/k`` of the call per run.
     """
     pair = (compiled, native, *others)
     warm = np.zeros((len(pair), request.warmup))
@@ -164,13 +169,21 @@ def _timed_runs(
         if tick is not None:
             tick()
     warm = timer.slowest(warm)
+    limit = batch_limit(host)
     runs: list[tuple[Callable[[Any], Any], int]] = []
     for j, c in enumerate(pair):
-        k = _batch(warm[j], batch_limit(host)) if c is not None and c.repeat else 1
-        run = _repeated(c.repeat, k) if c is not None and c.repeat and k > 1 else None
-        if run is not None and c is not None:
-            run(c.put(host))  # compiles the batched program, untimed
-        runs.append((run or (c.run if c is not None else _nothing), k))
+        if c is None:
+            runs.append((_nothing, 1))
+            continue
+        fastest = float(warm[j].min()) if request.warmup else BATCH_SECONDS
+        if c.repeat is None or limit < 2 or fastest >= BATCH_SECONDS:
+            runs.append((c.run, 1))
+            continue
+        probe = _repeated(c.repeat, min(PROBE, limit))
+        probe(c.put(host))  # compiles the batched program
+        t = timer.slowest(np.array([timer.time(probe, c.put(host))[1]]))[0]
+        k = _batch(float(t) / min(PROBE, limit), limit)
+        runs.append((_repeated(c.repeat, k) if k > 1 else c.run, k))
     times = np.zeros((len(pair), request.iters))
     for i in range(request.iters):
         for j, c in enumerate(pair):

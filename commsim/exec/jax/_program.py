@@ -13,7 +13,9 @@ The buffer is updated in place: :func:`compiled` compiles with region-based copy
 (:func:`commsim._compat.compiler_options`), which proves that a step's reads precede its writes
 even when the step has several rounds (without it such a step costs two copies of the buffer),
 and donates its input when asked. :func:`native_program` is JAX's own collective on the
-collective's input, for the same mesh.
+collective's input, for the same mesh. ``repeat(buf, k)`` runs a program ``k`` times in one call
+(a ``fori_loop`` around the ``shard_map``: one dispatch for ``k`` runs), and :func:`idle` is a
+run that moves nothing through the same path (the executor's own cost per call).
 
 This module imports JAX; the backend imports it only when it builds a program.
 """

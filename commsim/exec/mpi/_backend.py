@@ -10,7 +10,9 @@ Rank ``r`` is MPI rank ``r`` of a communicator of exactly ``p`` processes (a pri
 * **plan**: :func:`commsim.exec.mpi._plan.plan`, numpy only: this rank's rounds of
   ``sendrecv`` / ``send`` / ``recv`` (the module states why they cannot deadlock).
 * **program**: :func:`commsim.exec.mpi._program.program`, the rank's plan as one ``jax.jit``
-  function of its buffer, donated (in place: ``buf = run(buf)``).
+  function of its buffer held as chunks (cut where the plan reads or writes), donated:
+  ``buf = run(buf)``; ``repeat(buf, k)`` runs it ``k`` times in one call, and :meth:`idle` is
+  a run that moves nothing (the executor's own overhead).
 * **native collective**: the MPI library's own collective on the same data (MPI_Allreduce,
   MPI_Reduce, MPI_Bcast, MPI_Allgather, MPI_Alltoall through mpi4jax; MPI_Reduce_scatter_block
   through mpi4py).
@@ -183,9 +185,9 @@ class MpiBackend:
         """This rank's program for ``schedule``, jitted once per (schedule, count, dtype).
 
         ``put`` takes the ``[p, nelems]`` buffers of all ranks (or this rank's ``[nelems]``) and
-        keeps this rank's row; ``run`` runs the schedule in place; ``get`` gathers every rank's
-        buffer (``[p, nelems]``, on every rank), so :func:`commsim.exec.execute` works under
-        ``mpirun``.
+        cuts this rank's row into chunks; ``run`` runs the schedule on them; ``get`` gathers
+        every rank's buffer (``[p, nelems]``, on every rank), so :func:`commsim.exec.execute`
+        works under ``mpirun``.
         """
         dt = _check_dtype(dtype)
         check_layout(schedule, layout)

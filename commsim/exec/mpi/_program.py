@@ -1,14 +1,24 @@
 r"""The mpi4jax backend's device program: one rank's :class:`~commsim.exec.mpi._plan.RankPlan` as
 one ``jax.jit`` function of its buffer, and the MPI library's own collectives.
 
-Per step, :func:`program` reads every payload from the **pre-step** buffer (one ``lax.slice``, or
-a concatenation of several), issues the rank's ``mpi4jax.sendrecv``, ``send`` or ``recv`` of each
-round in the plan's order, and splits what it received into segments. An
-``optimization_barrier`` then keeps XLA from moving any of the step's writes (overwrite, or add
-for reductions) before its reads. The whole schedule is one function of the rank's buffer,
-donated, so it runs in place: call ``buf = run(buf)``. Cost per round: a copy of the payload into
-a send buffer (one slice, or a concatenation), the MPI transfer, and one read-modify-write of
-each received range.
+The rank's ``[nelems]`` buffer is held as **chunks**, a tuple of arrays cut at every element
+offset where the plan starts or ends a range it reads or writes (:func:`cuts`): ``put`` cuts it
+(untimed), ``get`` joins it. Per step, :func:`program` takes every payload from the **pre-step**
+chunks (a chunk as it is, or a concatenation when a message spans several), issues the rank's
+``mpi4jax.sendrecv``, ``send`` or ``recv`` of each round in the plan's order, then writes what it
+received and its local transfers: a received range *replaces* its chunks, a reduction adds into
+them (a new array; several reductions into one place add up in order). The whole schedule is
+one function of the chunks, donated: call ``chunks = run(chunks)``. Cost per round: the MPI
+transfer, plus one elementwise add per reduced element; a message spanning several chunks adds
+one copy into a send buffer. There is no ``dynamic_update_slice`` and no slice of a larger
+buffer, on purpose: XLA's CPU fusion emitter (jaxlib 0.10) compiles an add into a static window
+of a buffer as a loop over the *whole* buffer with masked loads, and under ``mpirun`` on this
+machine that loop cost 3 ms at 1 MiB and 40 ms at 16 MiB where the transfer takes 0.1 and 3 ms
+(``docs/where-the-time-goes.md``).
+
+``repeat(chunks, k)`` is the same program in a ``lax.fori_loop`` of ``k`` runs (one dispatch for
+``k`` runs, as nccl-tests times); :func:`idle` is a program that moves nothing through the same
+path, whose time is the executor's own overhead.
 
 :func:`native_compiled` is the MPI library's collective on the same data: ``mpi4jax.allreduce``
 (MPI_Allreduce), ``reduce`` (MPI_Reduce), ``bcast`` (MPI_Bcast), ``allgather`` (MPI_Allgather),
