@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["main"]
+__all__ = ["main", "rank_main"]
 
 
 def _write(path: Path, text: str) -> None:
@@ -105,9 +105,10 @@ def _run(config: dict[str, Any], workdir: Path, rank: int) -> None:
         _write(workdir / "results.json", json.dumps([m.to_dict() for m in results]))
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Entry point of one rank: run the configuration, write rank 0's results, or abort."""
-    argv = sys.argv[1:] if argv is None else argv
+def rank_main(argv: list[str], body: Callable[[dict[str, Any], Path, Any], None]) -> int:
+    """One rank of a module started by :func:`commsim.bench._launch.run_module`: read the
+    configuration ``argv[0]``, run ``body(config, workdir, COMM_WORLD)``; on any error write it
+    as one line to ``error-RANK.txt`` (for the launcher) and ``MPI_Abort`` (no rank waits)."""
     path = Path(argv[0])
     config = json.loads(path.read_text())
     workdir = Path(config.get("dir") or path.parent)
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rank = MPI.COMM_WORLD.Get_rank()
     try:
-        _run(config, workdir, rank)
+        body(config, workdir, MPI.COMM_WORLD)
         return 0
     except BaseException as e:  # one line for the launcher, the traceback for the log
         from commsim.errors import CommsimError
@@ -130,6 +131,14 @@ def main(argv: list[str] | None = None) -> int:
             sys.stderr.flush()
             MPI.COMM_WORLD.Abort(1)
         return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of one rank: run the configuration, write rank 0's results, or abort."""
+    return rank_main(
+        sys.argv[1:] if argv is None else argv,
+        lambda config, workdir, world: _run(config, workdir, world.Get_rank()),
+    )
 
 
 if __name__ == "__main__":

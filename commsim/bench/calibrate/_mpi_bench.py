@@ -29,7 +29,6 @@ from __future__ import annotations
 import json
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any
 
@@ -229,26 +228,13 @@ def _write(path: Path, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    path = Path(argv[0])
-    config = json.loads(path.read_text())
-    workdir = Path(config.get("dir") or path.parent)
-    from mpi4py import MPI
+    """Entry point of one rank (errors: one line for the launcher, then ``MPI_Abort``)."""
+    from commsim.bench._mpi_worker import rank_main
 
-    comm = MPI.COMM_WORLD.Clone()
-    rank = comm.Get_rank()
-    try:
-        _run(config, workdir, comm)
-        return 0
-    except BaseException as e:
-        line = f"{type(e).__name__}: {' '.join(str(e).split())}"
-        try:
-            _write(workdir / f"error-{rank}.txt", line + "\n")
-        finally:
-            traceback.print_exc()
-            sys.stderr.flush()
-            MPI.COMM_WORLD.Abort(1)
-        return 1
+    return rank_main(
+        sys.argv[1:] if argv is None else argv,
+        lambda config, workdir, world: _run(config, workdir, world.Clone()),
+    )
 
 
 if __name__ == "__main__":

@@ -229,7 +229,7 @@ class MpiBackend:
         dt = _check_dtype(dtype)
         check_layout(schedule, layout)
         _check_world(schedule, self.size)
-        if schedule.collective not in prog.HOST_NAMES:
+        if schedule.collective not in _NATIVE_NAMES:
             return None
         return prog.host_compiled(schedule.collective, schedule.root, layout, self.comm, dt)
 
