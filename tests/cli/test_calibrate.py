@@ -33,8 +33,10 @@ def test_calibrate_measures_every_curve_and_writes_a_profile(measured):
     assert p.call_overhead["mpi"] > 0
     for c in p.curves.values():
         assert (c.median_s > 0).all() and len(c.sizes) == 14
-        assert float(c.fit(65536)) > float(c.fit(8))  # 64 KiB costs more than 8 B
         assert 0 < c.quality.points == len(c.sizes)
+    for kind in ("pingpong", "exchange", "reduction"):  # moving 64 KiB costs more than 8 B
+        # (not asserted for the burst: a gap is a difference of two times, noisy on a busy box)
+        assert float(p.curves[kind].fit(65536)) > float(p.curves[kind].fit(8)), kind
 
 
 @pytest.mark.mpi
