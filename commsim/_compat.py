@@ -15,6 +15,7 @@ __all__ = [
     "INTEGER_DTYPES",
     "as_dtype",
     "check_dtype",
+    "compile_ahead",
     "compiler_options",
     "ensure_cpu_devices",
     "ensure_x64",
@@ -130,3 +131,16 @@ def compiler_options(platform: str) -> dict[str, Any]:
     if platform in ("gpu", "cuda", "rocm"):
         return {"xla_gpu_copy_insertion_use_region_analysis": True}
     return {}
+
+
+def compile_ahead(jitted: Any, args: tuple[Any, ...], platform: str) -> Any:
+    """``jitted`` (a ``jax.jit`` function) compiled now for ``args`` (arrays or shapes) with
+    :func:`compiler_options`; an XLA that lacks an option compiles without them."""
+    lowered = jitted.lower(*args)
+    options = compiler_options(platform)
+    try:
+        return lowered.compile(compiler_options=options)
+    except Exception:  # an XLA without the option: compile as is
+        if not options:
+            raise
+        return lowered.compile()

@@ -279,21 +279,15 @@ def plot(result: ValidateResult, path: str) -> None:
             np.array([v.spread[a] for v in here]),
         )
         predicted[a] = (x, np.array([v.predicted[a] for v in here]))
-    native = [(v.native or "native", v.nbytes, v.native_s) for v in vs if v.native_s is not None]
-    baselines = []
-    if native:
-        baselines.append(
-            (
-                native[0][0],
-                np.array([n[1] for n in native], float),
-                np.array([n[2] for n in native]),
-            )
-        )
-    host = [(v.host_native, v.nbytes, v.host_native_s) for v in vs if v.host_native_s is not None]
-    if host:
-        baselines.append(
-            (str(host[0][0]), np.array([h[1] for h in host], float), np.array([h[2] for h in host]))
-        )
+    baselines = []  # the backend's own collective, and the library called directly
+    for name_of, time_of in (
+        (lambda v: v.native or "native", lambda v: v.native_s),
+        (lambda v: v.host_native, lambda v: v.host_native_s),
+    ):
+        ran = [v for v in vs if time_of(v) is not None]
+        if ran:
+            x = np.array([v.nbytes for v in ran], dtype=float)
+            baselines.append((str(name_of(ran[0])), x, np.array([time_of(v) for v in ran])))
     title = (
         f"{result.collective}, p={result.nranks}, {result.backend}: measured vs "
         f"{result.model.describe()}"

@@ -28,7 +28,7 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from commsim._compat import compiler_options, shard_map
+from commsim._compat import compile_ahead, shard_map
 
 __all__ = ["AXIS", "Donated", "call_program", "reduce_program", "transfer_program"]
 
@@ -51,18 +51,6 @@ class Donated:
         self.buf = self.exe(self.buf, *self.rest, *extra)
         self.buf.block_until_ready()
         return time.perf_counter() - t0
-
-
-def _compile(jitted: Any, *args: Any, platform: str) -> Callable[..., Any]:
-    """``jitted`` compiled for ``args`` with the executor's options (see ``_compat``)."""
-    lowered = jitted.lower(*args)
-    options = compiler_options(platform)
-    try:
-        return lowered.compile(compiler_options=options)
-    except Exception:  # an XLA without the option: compile as is
-        if not options:
-            raise
-        return lowered.compile()
 
 
 def _windows(length: int) -> tuple[Callable[[Any, int], Any], Callable[[Any, Any, int], Any]]:
@@ -139,7 +127,7 @@ def transfer_program(
     x = jax.device_put(host, NamedSharding(mesh, P(AXIS)))
     replicated = NamedSharding(mesh, P())
     one = jax.device_put(np.ones(1, np.int32), replicated)
-    call = Donated(_compile(fn, x, one, platform=devs[0].platform), x)
+    call = Donated(compile_ahead(fn, (x, one), devs[0].platform), x)
     return _runner(call, replicated)
 
 
@@ -162,7 +150,7 @@ def reduce_program(nbytes: int, devs: Sequence[Any], as_executor: bool) -> Calla
     y = jax.device_put(np.ones((len(devs), width), np.float32), sharded)
     b = jax.device_put(np.ones((len(devs), n), np.float32), sharded)
     one = jax.device_put(np.ones(1, np.int32), replicated)
-    call = Donated(_compile(fn, y, b, one, platform=devs[0].platform), y, b)
+    call = Donated(compile_ahead(fn, (y, b, one), devs[0].platform), y, b)
     return _runner(call, replicated)
 
 
@@ -175,4 +163,4 @@ def call_program(devs: Sequence[Any]) -> Donated:
         donate_argnums=0,
     )
     buf = jax.device_put(np.zeros((len(devs), 1), np.float32), NamedSharding(mesh, P(AXIS)))
-    return Donated(_compile(fn, buf, platform=devs[0].platform), buf)
+    return Donated(compile_ahead(fn, (buf,), devs[0].platform), buf)

@@ -33,7 +33,7 @@ from jax import lax
 from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
-from commsim._compat import compiler_options, shard_map
+from commsim._compat import compile_ahead, shard_map
 from commsim.exec._backend import Compiled, blocking, uploaded
 from commsim.exec.jax._plan import Plan, Round
 
@@ -117,18 +117,6 @@ def mesh(devices: Sequence[Any], axis: str) -> Mesh:
     return Mesh(np.array(devices), (axis,))
 
 
-def _aot(fn: Callable[..., Any], args: tuple[Any, ...], platform: str) -> Callable[..., Any]:
-    """``fn`` (jitted) compiled now for ``args`` (shapes), with the in-place copy insertion."""
-    lowered = fn.lower(*args)
-    options = compiler_options(platform)
-    try:
-        return lowered.compile(compiler_options=options)
-    except Exception:  # an XLA without the option: compile as is
-        if not options:
-            raise
-        return lowered.compile()
-
-
 def compiled(
     m: Mesh, axis: str, body: Body, shape: tuple[int, int], dtype: np.dtype, donate: bool
 ) -> Compiled:
@@ -141,7 +129,7 @@ def compiled(
     inner = shard_map(body, mesh=m, in_specs=P(axis), out_specs=P(axis))
     donated = 0 if donate else ()
     arg = jax.ShapeDtypeStruct(shape, dtype, sharding=sharding)
-    exe = _aot(jax.jit(inner, donate_argnums=donated), (arg,), platform)
+    exe = compile_ahead(jax.jit(inner, donate_argnums=donated), (arg,), platform)
     chains = jax.eval_shape(inner, arg).shape == tuple(shape)
     loops: list[Callable[..., Any]] = []
 
@@ -150,7 +138,7 @@ def compiled(
             many = jax.jit(
                 lambda x, n: lax.fori_loop(0, n, lambda _, y: inner(y), x), donate_argnums=donated
             )
-            loops.append(_aot(many, (arg, jax.ShapeDtypeStruct((), np.int32)), platform))
+            loops.append(compile_ahead(many, (arg, jax.ShapeDtypeStruct((), np.int32)), platform))
         return jax.block_until_ready(loops[0](buf, np.int32(k)))
 
     def put(host: np.ndarray) -> Any:
