@@ -49,7 +49,7 @@ from commsim._ir import Schedule
 from commsim.errors import ParameterError
 from commsim.exec._layout import Layout, layout
 
-__all__ = ["Packing", "pack", "packing", "place", "rows_in", "take", "unpack"]
+__all__ = ["Packing", "pack", "packing", "place", "take", "unpack"]
 
 Shape = tuple[int, ...]
 
@@ -90,35 +90,32 @@ class Packing:
         return self.layout.spec.output_region(self.layout.nranks, self.layout.count)[0]
 
 
-def rows_in(schedule: Schedule) -> int:
-    """Rows of the packed input: ``p`` when the input is all ``p`` blocks, else 1."""
-    sp, p = schedule.spec, schedule.nranks
-    return int(sp.input_region(p, p)[1]) if sp.block_multiple else 1
+def _blocks(schedule: Schedule, region: str) -> bool:
+    """Whether a region (``"input_region"``, ``"output_region"``) is all ``p`` rank blocks, cut
+    along the leaves' leading dimension; otherwise it is one row (probed at ``p = 2``, where
+    the two differ even for a schedule of one rank)."""
+    sp = schedule.spec
+    return bool(sp.block_multiple) and int(getattr(sp, region)(2, 2)[1]) == 2
 
 
-def _rows_out(schedule: Schedule) -> int:
-    sp, p = schedule.spec, schedule.nranks
-    return int(sp.output_region(p, p)[1]) if sp.block_multiple else 1
-
-
-def _out_shape(shape: Shape, rin: int, rout: int, p: int, tiled: bool) -> Shape:
-    if rin == rout:
+def _out_shape(shape: Shape, cut_in: bool, cut_out: bool, p: int, tiled: bool) -> Shape:
+    if cut_in == cut_out:
         return shape
-    if rin > rout:  # p blocks in, this rank's block out (psum_scatter, tiled)
+    if cut_in:  # p blocks in, this rank's block out (psum_scatter, tiled)
         return (shape[0] // p, *shape[1:])
     return (p * shape[0], *shape[1:]) if tiled else (p, *shape)  # all_gather
 
 
 def _check_shape(
-    schedule: Schedule, name: str, shape: Shape, rin: int, rout: int, tiled: bool
+    schedule: Schedule, name: str, shape: Shape, cut_in: bool, cut_out: bool, tiled: bool
 ) -> None:
     p, coll = schedule.nranks, schedule.collective
-    if rin > 1 and (not shape or shape[0] % p):
+    if cut_in and (not shape or shape[0] % p):
         raise ParameterError(
             f"{coll} cuts every array into p={p} blocks along its leading dimension, which "
             f"must divide by {p}; leaf {name} has shape {shape}"
         )
-    if rout > rin and tiled and not shape:
+    if cut_out and not cut_in and tiled and not shape:
         raise ParameterError(
             f"{coll} with tiled=True concatenates along the leading dimension; leaf {name} is "
             "a scalar (use tiled=False to stack scalars)"
@@ -144,10 +141,11 @@ def packing(
         (4, 1, (0, 6, 7), 7, ((2, 3), (1,)))
     """
     p = schedule.nranks
-    rin, rout = rows_in(schedule), _rows_out(schedule)
+    cut_in, cut_out = _blocks(schedule, "input_region"), _blocks(schedule, "output_region")
+    rin, rout = (p if cut_in else 1), (p if cut_out else 1)
     names = names if names is not None else [str(i) for i in range(len(shapes))]
     for name, shape in zip(names, shapes, strict=True):
-        _check_shape(schedule, name, tuple(shape), rin, rout, tiled)
+        _check_shape(schedule, name, tuple(shape), cut_in, cut_out, tiled)
     cols = np.cumsum([0] + [math.prod(s) // rin for s in shapes]).tolist()
     u = schedule.nbytes_units
     blocked = schedule.spec.block_multiple > 0
@@ -161,7 +159,7 @@ def packing(
         width,
         tuple(int(c) for c in cols),
         tuple(tuple(s) for s in shapes),
-        tuple(_out_shape(tuple(s), rin, rout, p, tiled) for s in shapes),
+        tuple(_out_shape(tuple(s), cut_in, cut_out, p, tiled) for s in shapes),
     )
 
 
