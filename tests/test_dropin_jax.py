@@ -21,7 +21,7 @@ from jax.sharding import PartitionSpec as P
 
 import commsim
 from commsim.errors import CommsimError, ParameterError
-from commsim.exec.jax import collective
+from commsim.exec.jax import collective, compiler_options
 
 P8 = 8
 AXIS = "data"
@@ -116,11 +116,15 @@ def test_allgather_equals_all_gather(mesh, algo, tiled):
     shapes = {k: v for k, v in GATHER.items() if v[0] or not tiled}  # tiled: no scalars
     f = collective(commsim.build("allgather", algo, nranks=P8), AXIS, tiled=tiled)
     x = per_device(mesh, np.random.default_rng(1), shapes)
-    native = on_mesh(mesh, lambda t: jax.tree.map(lambda v: lax.all_gather(v, AXIS, tiled=tiled), t))
+    native = on_mesh(
+        mesh, lambda t: jax.tree.map(lambda v: lax.all_gather(v, AXIS, tiled=tiled), t)
+    )
     assert_same(on_mesh(mesh, f)(x), native(x))
 
 
-@pytest.mark.parametrize(("algo", "root"), [("binomial", 3), ("chain", 0), ("scatter_allgather", 5)])
+@pytest.mark.parametrize(
+    ("algo", "root"), [("binomial", 3), ("chain", 0), ("scatter_allgather", 5)]
+)
 def test_broadcast_gives_everyone_the_roots_value(mesh, algo, root):
     f = collective(commsim.build("broadcast", algo, nranks=P8, root=root), AXIS)
     x = per_device(mesh, np.random.default_rng(2), WHOLE)
@@ -134,7 +138,7 @@ def test_reduce_gives_the_root_the_sum(mesh, algo):
     x = per_device(mesh, np.random.default_rng(3), WHOLE)
     got = on_mesh(mesh, f)(x)
     want = on_mesh(mesh, lambda t: jax.tree.map(NATIVE["allreduce"], t))(x)
-    root = lambda tree: jax.tree.map(lambda v: np.asarray(v)[2], tree)  # noqa: E731
+    root = lambda tree: jax.tree.map(lambda v: np.asarray(v)[2], tree)
     assert_same(root(got), root(want))
 
 
@@ -170,17 +174,20 @@ def test_plans_are_cached_across_programs(mesh):
     assert len(f._cache._entries[s]) == 2  # one packing, one plan
 
 
-def test_single_leaf_allreduce_adds_no_copies(mesh):
+@pytest.mark.parametrize(("algo", "rounds"), [("ring", 2 * (P8 - 1)), ("direct", 2 * (P8 - 1))])
+def test_single_leaf_allreduce_adds_no_copies(mesh, algo, rounds):
     """The hot path: one float32 array whose size the schedule's units divide is the buffer
-    itself (a reshape): no concatenate, no pad, and once the caller donates its input, not one
-    copy in the compiled program, as in the backend's own (donated) program."""
-    f = collective(commsim.build("allreduce", "ring", nranks=P8), AXIS)
+    itself (a reshape): no concatenate, no pad, and once the caller donates its input and
+    compiles with the backend's options, not one copy in the compiled program, as in the
+    backend's own program (``direct`` has steps of several ``ppermute`` rounds)."""
+    f = collective(commsim.build("allreduce", algo, nranks=P8), AXIS)
     x = per_device(mesh, np.random.default_rng(7), {"": ((1 << 12,), "float32")})[""]
     body = jax.shard_map(lambda v: f(v[0])[None], mesh=mesh, in_specs=P(AXIS), out_specs=P(AXIS))
     lowered = jax.jit(body, donate_argnums=0).lower(x)
     assert "concatenate" not in lowered.as_text() and "stablehlo.pad" not in lowered.as_text()
-    ops = re.findall(r"= \S+ ([\w-]+)\(", lowered.compile().as_text())
-    assert ops.count("collective-permute") == 2 * (P8 - 1) and "copy" not in ops
+    hlo = lowered.compile(compiler_options=compiler_options("cpu")).as_text()
+    ops = re.findall(r"= \S+ ([\w-]+)\(", hlo)
+    assert ops.count("collective-permute") == rounds and "copy" not in ops
 
 
 # -- bucketing ----------------------------------------------------------------------------------
@@ -234,8 +241,10 @@ def test_auto_for_other_collectives_uses_their_size_convention(mesh):
     table = FakeTuner("allgather")
     f = collective("auto", AXIS, tuner=table, tiled=True)
     x = per_device(mesh, np.random.default_rng(10), {"v": ((5,), "float32")})
-    assert_same(on_mesh(mesh, f)(x), on_mesh(mesh, lambda t: jax.tree.map(
-        lambda v: lax.all_gather(v, AXIS, tiled=True), t))(x))
+    assert_same(
+        on_mesh(mesh, f)(x),
+        on_mesh(mesh, lambda t: jax.tree.map(lambda v: lax.all_gather(v, AXIS, tiled=True), t))(x),
+    )
     assert table.asked == [8 * 5 * 4]  # allgather's nbytes is the gathered output
 
 
@@ -266,7 +275,7 @@ def test_unsupported_dtype(mesh):
     f = collective(commsim.build("allreduce", "ring", nranks=P8), AXIS)
     x = per_device(mesh, np.random.default_rng(12), {"a": ((4,), "int32")})
     bad = jax.tree.map(lambda v: v > 0, x)  # bool
-    with pytest.raises(CommsimError, match="runs .*got bool"):
+    with pytest.raises(CommsimError, match=r"runs .*got bool"):
         on_mesh(mesh, f)(bad)
 
 
@@ -310,6 +319,14 @@ def test_bad_arguments(make, match):
 def test_tuner_for_other_ranks_is_refused(mesh):
     f = collective("auto", AXIS, tuner=FakeTuner(nranks=4))
     assert "p=4" in trace_error(mesh, f, {"a": ((4,), "float32")})
+
+
+def test_a_tuner_that_gives_another_collective_is_refused(mesh):
+    table = FakeTuner()
+    table.schedule = lambda nbytes: commsim.build("allgather", "ring", nranks=P8)
+    f = collective("auto", AXIS, tuner=table)
+    msg = trace_error(mesh, f, {"a": ((4,), "float32")})
+    assert "not a allreduce on 8 ranks (got Schedule allgather on 8)" in msg
 
 
 def test_empty_leaves_pass_through(mesh):

@@ -201,13 +201,11 @@ class TreeCollective:
         if nbytes not in self._chosen:
             assert self.tuner is not None
             s = self.tuner.schedule(nbytes)
-            if not isinstance(s, Schedule) or (s.collective, s.nranks) != (
-                self.collective,
-                self.nranks,
-            ):
+            got = (getattr(s, "collective", None), getattr(s, "nranks", None))
+            if not isinstance(s, Schedule) or got != (self.collective, self.nranks):
                 raise ParameterError(
-                    f"the tuner gave {s!r} for {nbytes} bytes, not a {self.collective} schedule "
-                    f"on {self.nranks} ranks"
+                    f"the tuner's schedule for {nbytes} bytes is not a {self.collective} on "
+                    f"{self.nranks} ranks (got {type(s).__name__} {got[0]} on {got[1]})"
                 )
             self._chosen[nbytes] = s
         return self._chosen[nbytes]

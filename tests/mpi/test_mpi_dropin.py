@@ -9,6 +9,8 @@ world size; every error is raised on every rank alike, before any message is sen
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -20,13 +22,21 @@ from commsim.errors import CommsimError, ParameterError
 pytestmark = pytest.mark.mpi
 
 
+class Mpi(NamedTuple):
+    MPI: Any
+    mpi4jax: Any
+    p: int
+    rank: int
+
+
 @pytest.fixture(scope="module")
-def mpi(world):
-    """``(MPI, mpi4jax, p, rank)``; skipped (by the ``world`` fixture) without MPI."""
+def mpi(world) -> Mpi:
+    """mpi4py's ``MPI``, ``mpi4jax``, the world size and this rank; skipped (by the ``world``
+    fixture) without MPI."""
     import mpi4jax
     from mpi4py import MPI
 
-    return MPI, mpi4jax, world, MPI.COMM_WORLD.Get_rank()
+    return Mpi(MPI, mpi4jax, world, MPI.COMM_WORLD.Get_rank())
 
 
 def tree(rank: int, p: int, shapes: dict, seed: int = 0) -> dict:
@@ -104,7 +114,7 @@ def test_reduce_scatter_is_this_ranks_block_of_the_sum(mpi, algo):
 
 @pytest.mark.parametrize("algo", ["ring", "bruck"])
 def test_allgather_equals_mpi4jax(mpi, algo):
-    MPI, mpi4jax, p, rank = mpi
+    mpi4jax, p, rank = mpi.mpi4jax, mpi.p, mpi.rank
     g = commsim.exec.mpi.collective(commsim.build("allgather", algo, nranks=p))
     x = tree(rank, p, {"s": ((), "float32"), "v": ((5,), "int32"), "m": ((3, 2), "float32")})
     want = jax.jit(lambda t: jax.tree.map(lambda v: mpi4jax.allgather(v), t))(x)
@@ -113,7 +123,7 @@ def test_allgather_equals_mpi4jax(mpi, algo):
 
 @pytest.mark.parametrize("algo", ["pairwise", "bruck"])
 def test_alltoall_equals_mpi4jax(mpi, algo):
-    MPI, mpi4jax, p, rank = mpi
+    mpi4jax, p, rank = mpi.mpi4jax, mpi.p, mpi.rank
     g = commsim.exec.mpi.collective(commsim.build("alltoall", algo, nranks=p))
     x = tree(rank, p, BLOCKED)
 
@@ -124,7 +134,7 @@ def test_alltoall_equals_mpi4jax(mpi, algo):
 
 
 def test_broadcast_equals_mpi4jax(mpi):
-    MPI, mpi4jax, p, rank = mpi
+    mpi4jax, p, rank = mpi.mpi4jax, mpi.p, mpi.rank
     root = p - 1
     g = commsim.exec.mpi.collective(commsim.build("broadcast", "binomial", nranks=p, root=root))
     x = tree(rank, p, WHOLE)
@@ -144,7 +154,7 @@ BUCKET_TREE = {  # float32 bytes in pytree order: 400, 400, 4000, 40, 40; then a
 
 @pytest.mark.parametrize(("limit", "calls"), [(1000, 4), (500, 5), (10, 6)])
 def test_buckets_equal_one_call_and_count_calls(mpi, limit, calls):
-    MPI, mpi4jax, p, rank = mpi
+    p, rank = mpi.p, mpi.rank
     s = commsim.build("allreduce", "rabenseifner", nranks=p)
     x = tree(rank, p, BUCKET_TREE)
     whole = jax.jit(commsim.exec.mpi.collective(s))(x)
@@ -174,7 +184,7 @@ def test_auto_asks_the_tuner_per_bucket(mpi):
 
 
 def test_comm_of_another_size_is_refused(mpi):
-    MPI, _, p, _ = mpi
+    MPI, p = mpi.MPI, mpi.p
     s = commsim.build("allreduce", "ring", nranks=p + 1)
     with pytest.raises(ParameterError, match=f"p={p + 1} ranks but the communicator has {p};"):
         commsim.exec.mpi.collective(s, MPI.COMM_WORLD)
@@ -186,11 +196,11 @@ def test_comm_of_another_size_is_refused(mpi):
     ("coll", "shapes", "match"),
     [
         ("reduce_scatter", {"s": ((), "float32")}, r"leading dimension.*leaf \['s'\]"),
-        ("allreduce", {"h": ((4,), "bfloat16")}, "runs .*got bfloat16"),
+        ("allreduce", {"h": ((4,), "bfloat16")}, r"runs .*got bfloat16"),
     ],
 )
 def test_bad_leaves_fail_at_trace_time(mpi, coll, shapes, match):
-    MPI, _, p, rank = mpi
+    p, rank = mpi.p, mpi.rank
     g = commsim.exec.mpi.collective(commsim.build(coll, "ring", nranks=p))
     with pytest.raises(CommsimError, match=match) as e:
         jax.jit(g)(tree(rank, p, shapes))
@@ -198,7 +208,7 @@ def test_bad_leaves_fail_at_trace_time(mpi, coll, shapes, match):
 
 
 def test_mean_of_integers_is_refused(mpi):
-    MPI, _, p, rank = mpi
+    p, rank = mpi.p, mpi.rank
     g = commsim.exec.mpi.collective(commsim.build("allreduce", "ring", nranks=p), mean=True)
-    with pytest.raises(ParameterError, match="mean=True.*int32"):
+    with pytest.raises(ParameterError, match=r"mean=True.*int32"):
         jax.jit(g)(tree(rank, p, {"n": ((3,), "int32")}))

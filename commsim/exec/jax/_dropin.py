@@ -20,13 +20,21 @@ reduce            the root gets ``lax.psum(x, axis)``; other devices' results ar
 Sums are reassociated: the schedule adds in its own order, so floating-point results differ
 from ``psum``'s by rounding (integers are exact).
 
+**Copies.** One array whose size the schedule's units divide is the schedule's buffer as it is
+(a reshape); several leaves are packed with one ``concatenate`` and sliced out once
+(:mod:`commsim.exec._packing`). The schedule then updates the buffer in place. Donate the input
+to the caller's ``jit`` (``donate_argnums``) and compile with :func:`compiler_options` (region-
+based copy insertion, what the mesh backend compiles with), and the compiled program holds no
+copy of the buffer at all, like the backend's own; without donation XLA copies the input once
+(``psum`` too writes a new array), and without the options a schedule whose steps have several
+``ppermute`` rounds (e.g. ``direct``) costs a copy of the buffer per such step::
+
+    step = jax.jit(train_step, donate_argnums=0)
+    compiled = step.lower(grads).compile(compiler_options=compiler_options("cpu"))
+
 **Sharp bits.** The result is typed *varying* over the axis (JAX cannot know that a schedule's
-result is replicated), so return it through ``out_specs=P(axis)`` or pass ``check_vma=False``
-to ``shard_map`` where an ``out_specs`` of ``P()`` would be natural after a ``psum``. The mesh
-backend compiles its programs with region-based copy insertion
-(:func:`commsim._compat.compiler_options`); inside the caller's ``jit`` the caller's options
-apply, and a schedule whose steps have several ``ppermute`` rounds can cost up to two copies of
-the buffer per step without them (``jax.jit(f).lower(x).compile(compiler_options=...)``).
+result is replicated), so return it through ``out_specs=P(axis)``, or pass ``check_vma=False``
+to ``shard_map`` where ``out_specs=P()`` would follow a ``psum``.
 """
 
 from __future__ import annotations
@@ -131,8 +139,11 @@ def collective(
         >>> p = len(jax.devices())
         >>> mesh = jax.make_mesh((p,), ("data",))
         >>> f = collective(commsim.build("allreduce", "ring", nranks=p), "data", mean=True)
-        >>> step = jax.jit(jax.shard_map(lambda g: f({"w": g}), mesh=mesh,
-        ...                              in_specs=P("data"), out_specs=P("data")))
+        >>> step = jax.jit(
+        ...     jax.shard_map(
+        ...         lambda g: f({"w": g}), mesh=mesh, in_specs=P("data"), out_specs=P("data")
+        ...     )
+        ... )
         >>> x = jax.device_put(np.arange(p, dtype=np.float32), jax.NamedSharding(mesh, P("data")))
         >>> bool((step(x)["w"] == (p - 1) / 2).all())  # every device: the mean of 0 .. p-1
         True

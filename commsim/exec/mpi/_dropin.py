@@ -125,6 +125,7 @@ def collective(
     .. code-block:: python
 
         from mpi4py import MPI
+
         g = collective(commsim.build("allreduce", "ring", nranks=4), MPI.COMM_WORLD, mean=True)
         grads = jax.jit(g)(grads)  # for mpi4jax.allreduce(x, op=MPI.SUM, comm=comm) / 4, leafwise
     """
