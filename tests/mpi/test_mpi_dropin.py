@@ -83,6 +83,20 @@ def test_allreduce_equals_mpi4jax(mpi, algo):
     assert g.traces == 2  # one schedule call per dtype
 
 
+def test_on_a_sub_communicator(mpi):
+    """The even and the odd ranks each reduce among themselves, as mpi4jax on the same comm."""
+    MPI, mpi4jax, p, rank = mpi
+    sub = MPI.COMM_WORLD.Split(rank % 2, rank)
+    g = commsim.exec.mpi.collective(commsim.build("allreduce", "ring", nranks=sub.size), sub)
+    x = tree(rank, p, WHOLE, seed=1)
+    want = jax.jit(lambda t: jax.tree.map(lambda v: mpi4jax.allreduce(v, op=MPI.SUM, comm=sub), t))(
+        x
+    )
+    assert_same(jax.jit(g)(x), want, p)
+    g.free()
+    sub.Free()
+
+
 def test_mean_and_no_retrace(mpi):
     MPI, mpi4jax, p, rank = mpi
     g = commsim.exec.mpi.collective(
