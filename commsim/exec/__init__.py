@@ -21,3 +21,14 @@ __all__ = [
     "layout",
     "random_inputs",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """The backend packages (``commsim.exec.jax``, ``.mpi``, ``.cuda``) load on first use, so
+    ``commsim.exec.jax.collective`` works after ``import commsim`` and importing commsim needs
+    neither JAX nor MPI."""
+    if name in ("jax", "mpi", "cuda"):
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

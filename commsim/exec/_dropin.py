@@ -1,0 +1,236 @@
+r"""Drop-in collectives: a schedule as a function of a pytree, inside the caller's own program.
+
+The JAX (:mod:`commsim.exec.jax._dropin`) and mpi4jax (:mod:`commsim.exec.mpi._dropin`)
+drop-ins share everything but how one schedule call runs, which lives here once:
+
+1. **Flatten** the pytree (``jax.tree_util``); every leaf becomes an array.
+2. **Group** the leaves: by dtype (one schedule call moves one dtype; groups in the order of
+   their first leaf), then, with ``bucket_bytes``, into **buckets** in pytree order (Horovod's
+   tensor fusion, Sergeev & Del Balso 2018): a bucket takes leaves while it stays within
+   ``bucket_bytes``; a larger leaf is a bucket of its own.
+3. **Choose** the schedule of each group: the given one, or ``tuner.schedule(nbytes)`` with the
+   group's size in the collective's ``nbytes`` convention (static under ``jit``; asked once per
+   size).
+4. **Pack** the group into the schedule's buffer (:mod:`commsim.exec._packing`), **run** the
+   schedule (the backend's program), **unpack**, and divide by ``p`` when ``mean=True``.
+
+No bucketing (the default) is one schedule call per dtype: the fewest messages and the largest
+ones, the best bandwidth, but the call cannot start before the last leaf is computed. Buckets
+let a program start reducing early leaves while later ones are still being computed (when the
+surrounding program overlaps them, as in a backward pass) and bound the packing buffer, at the
+cost of one schedule's latency per bucket; Horovod's default threshold is 64 MiB.
+
+Plans (the schedule lowered for a packed count) and packings are cached per schedule and
+shapes; the caller's ``jit`` caches the traced program, so a second call with the same shapes
+neither traces nor plans again. Every check raises a one-line
+:class:`~commsim.errors.ParameterError` at trace time, before any message is sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any, Protocol
+
+import numpy as np
+
+from commsim._collectives import spec
+from commsim._compat import check_dtype
+from commsim._ir import Schedule
+from commsim.errors import ParameterError
+from commsim.exec._layout import Layout
+from commsim.exec._lowering import CompileCache
+from commsim.exec._packing import Packing, pack, packing, place, take, unpack
+from commsim.units import parse_size
+
+__all__ = ["TreeCollective", "Tuner", "buckets"]
+
+
+class Tuner(Protocol):
+    """What a drop-in needs of a tuner table (:mod:`commsim.tuner` makes them)."""
+
+    collective: str
+    nranks: int
+
+    def schedule(self, nbytes: int) -> Schedule:
+        """The schedule to run for a collective of ``nbytes`` bytes."""
+        ...
+
+
+def buckets(dtypes: list[np.dtype], nbytes: list[int], limit: int | None) -> list[list[int]]:
+    """Leaf indices per schedule call: by dtype (first-seen order), then in buckets of at most
+    ``limit`` bytes in pytree order (a leaf larger than ``limit`` alone); ``None``: no buckets.
+
+    Examples:
+        >>> f4 = np.dtype("float32")
+        >>> buckets([f4, f4, f4, f4], [40, 40, 100, 8], 64)
+        [[0], [1], [2], [3]]
+        >>> buckets([f4, f4, np.dtype("int32"), f4], [16, 16, 4, 16], 32)
+        [[0, 1], [3], [2]]
+    """
+    groups: dict[np.dtype, list[int]] = {}
+    for i, dt in enumerate(dtypes):
+        groups.setdefault(dt, []).append(i)
+    if limit is None:
+        return list(groups.values())
+    out: list[list[int]] = []
+    for idx in groups.values():
+        cur: list[int] = []
+        size = 0
+        for i in idx:
+            if cur and size + nbytes[i] > limit:
+                out.append(cur)
+                cur, size = [], 0
+            cur.append(i)
+            size += nbytes[i]
+        out.append(cur)
+    return out
+
+
+def _bucket_limit(bucket_bytes: int | str | None) -> int | None:
+    if bucket_bytes is None:
+        return None
+    limit = parse_size(bucket_bytes)
+    if limit <= 0:
+        raise ParameterError(f"bucket_bytes must be positive, got {bucket_bytes!r}")
+    return limit
+
+
+class TreeCollective:
+    """A collective on pytrees by a schedule (or a tuner's choice); a backend subclass runs it.
+
+    Subclasses set :attr:`backend` and :attr:`dtypes` and implement :meth:`_size` (the
+    communicating group's size, checked at every call), :meth:`_rank` (this rank: an int, or a
+    traced index) and :meth:`_run` (the schedule on one rank's ``[nelems]`` buffer).
+    """
+
+    backend = ""
+    dtypes: Collection[str] = ()
+
+    def __init__(
+        self,
+        schedule: Schedule | str,
+        *,
+        collective: str | None = None,
+        tuner: Tuner | None = None,
+        mean: bool = False,
+        tiled: bool = False,
+        bucket_bytes: int | str | None = None,
+    ) -> None:
+        if isinstance(schedule, Schedule):
+            if tuner is not None:
+                raise ParameterError("give a schedule or schedule='auto' with a tuner, not both")
+            name, nranks = schedule.collective, schedule.nranks
+        elif isinstance(schedule, str) and schedule == "auto":
+            if tuner is None:
+                raise ParameterError("schedule='auto' needs tuner= (a commsim.tune table)")
+            name, nranks = tuner.collective, int(tuner.nranks)
+        else:
+            raise ParameterError(
+                f"schedule must be a commsim.Schedule or 'auto', got {type(schedule).__name__}"
+            )
+        if collective is not None and collective != name:
+            what = "the tuner table is" if tuner is not None else "the schedule computes"
+            raise ParameterError(f"asked for a {collective} but {what} {name}")
+        self.collective = name
+        self.spec = spec(name)
+        self.nranks = nranks
+        if mean and not self.spec.reduces:
+            raise ParameterError(f"mean=True averages a sum; {name} does not reduce")
+        self.schedule = schedule if isinstance(schedule, Schedule) else None
+        self.tuner = tuner
+        self.mean = bool(mean)
+        self.tiled = bool(tiled)
+        self.bucket_bytes = _bucket_limit(bucket_bytes)
+        #: schedule calls traced so far (one per bucket per trace); the no-retrace tests read it
+        self.traces = 0
+        self._cache = CompileCache()
+        self._chosen: dict[int, Schedule] = {}
+
+    # -- the backend's part ------------------------------------------------------------------------
+    def _size(self) -> int:
+        raise NotImplementedError
+
+    def _rank(self) -> Any:
+        raise NotImplementedError
+
+    def _run(self, schedule: Schedule, lay: Layout, buf: Any) -> Any:
+        raise NotImplementedError
+
+    # -- the shared part ---------------------------------------------------------------------------
+    def __call__(self, tree: Any) -> Any:
+        """The collective of every leaf of ``tree`` (see the backend's ``collective``)."""
+        import jax
+        import jax.numpy as jnp
+
+        size = self._size()
+        if size != self.nranks:
+            raise ParameterError(
+                f"{self.collective} {self._what()} is for p={self.nranks} ranks but runs on "
+                f"{self._where()} of {size}"
+            )
+        flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
+        names = [jax.tree_util.keystr(path) or "(root)" for path, _ in flat]
+        leaves = [jnp.asarray(x) for _, x in flat]
+        dtypes = [self._dtype(x.dtype, n) for x, n in zip(leaves, names, strict=True)]
+        nbytes = [x.size * x.dtype.itemsize for x in leaves]
+        out: list[Any] = list(leaves)
+        for idx in buckets(dtypes, nbytes, self.bucket_bytes):
+            results = self._group([leaves[i] for i in idx], [names[i] for i in idx])
+            for i, r in zip(idx, results, strict=True):
+                out[i] = r
+        return jax.tree_util.tree_unflatten(treedef, out)
+
+    def _what(self) -> str:
+        return "(auto)" if self.schedule is None else repr(self.schedule.algorithm)
+
+    def _where(self) -> str:
+        return f"a {self.backend} group"
+
+    def _dtype(self, dtype: Any, name: str) -> np.dtype:
+        dt = check_dtype(dtype, f"{self.backend} drop-in", self.dtypes)  # (no x64 switch here)
+        if self.mean and dt.kind not in "fc" and dt.name != "bfloat16":
+            raise ParameterError(
+                f"mean=True averages floating-point values; leaf {name} is {dt.name} "
+                "(use mean=False and divide yourself)"
+            )
+        return dt
+
+    def _schedule_for(self, nbytes: int) -> Schedule:
+        if self.schedule is not None:
+            return self.schedule
+        if nbytes not in self._chosen:
+            assert self.tuner is not None
+            s = self.tuner.schedule(nbytes)
+            got = (getattr(s, "collective", None), getattr(s, "nranks", None))
+            if not isinstance(s, Schedule) or got != (self.collective, self.nranks):
+                raise ParameterError(
+                    f"the tuner's schedule for {nbytes} bytes is not a {self.collective} on "
+                    f"{self.nranks} ranks (got {type(s).__name__} {got[0]} on {got[1]})"
+                )
+            self._chosen[nbytes] = s
+        return self._chosen[nbytes]
+
+    def _packing(self, schedule: Schedule, leaves: list[Any], names: list[str]) -> Packing:
+        shapes = tuple(tuple(x.shape) for x in leaves)
+        return self._cache.get(
+            schedule,
+            ("packing", shapes, self.tiled),
+            lambda: packing(schedule, list(shapes), names, self.tiled),
+        )
+
+    def _group(self, leaves: list[Any], names: list[str]) -> list[Any]:
+        """One schedule call on leaves of one dtype."""
+        import jax.numpy as jnp
+
+        elems = sum(x.size for x in leaves)
+        dt = leaves[0].dtype
+        nbytes = self.spec.count_from_input(self.nranks, elems) * dt.itemsize
+        schedule = self._schedule_for(nbytes)
+        pk = self._packing(schedule, leaves, names)
+        if pk.used == 0:  # nothing to move
+            return [jnp.zeros(s, dt) for s in pk.out_shapes]
+        self.traces += 1
+        rank = self._rank()
+        buf = self._run(schedule, pk.layout, place(pack(leaves, pk), pk, rank))
+        out = unpack(take(buf, pk, rank), pk)
+        return [x / self.nranks for x in out] if self.mean else out
