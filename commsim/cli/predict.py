@@ -53,7 +53,8 @@ EXAMPLES = """\
   commsim predict -c allgather -a ring -p 1024 -s 1MiB,1GiB --ports multi --json
   commsim predict --file my_schedule.json -s 1MiB
   commsim predict -c allreduce -a hierarchical --cluster dgx-h100:16 -s 1GiB
-  commsim predict -c allreduce -a ring --topology torus:4x4 -s 1MiB --trace ring.json"""
+  commsim predict -c allreduce -a ring --topology torus:4x4 -s 1MiB --trace ring.json
+  commsim predict -c allreduce -a rabenseifner -p 16 -s 1MiB --trace rab.json"""
 
 SCHEDULES = ScheduleGroup("predict", file=True)
 
@@ -97,9 +98,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     output.add_argument(
         "--trace",
         metavar="FILE.json",
-        help="with --topology or --cluster: write a Chrome trace of the largest size (open it "
-        "in https://ui.perfetto.dev): a track per rank (sends, receives, reductions) and per "
-        "busy link",
+        help="write a Chrome trace of the largest size (open it in https://ui.perfetto.dev): "
+        "tracks per rank (sends, receives, reductions), an arrow per message, and with "
+        "--topology or --cluster a track per busy link",
     )
 
 
@@ -118,8 +119,8 @@ def parse(args: argparse.Namespace) -> PredictRequest:
     if getattr(args, "trace", None) is not None:
         if not args.trace.strip():
             raise UsageError("--trace is empty: give a .json file name")
-        if network is None:
-            raise UsageError("--trace needs a network (--topology or --cluster): it draws links")
+        if getattr(model, "timeline", None) is None:
+            raise UsageError(f"--trace: the {model.name} model has no timeline to trace")
         trace = Path(args.trace)
         if trace.suffix.lower() != ".json" or not trace.parent.is_dir():
             raise UsageError(f"--trace {quote(args.trace)}: a .json file in an existing directory")
