@@ -174,3 +174,16 @@ def test_step_trace_of_measured_steps():
     assert doc["otherData"]["backend"] == "mpi"
     with pytest.raises(ParameterError, match=r"\[4, 2\]"):
         step_trace(s, start[:, :1], end[:, :1])
+
+
+def test_an_arrow_never_points_back_when_the_slices_overlap():
+    """A measured sender whose step lasts long (it also waits for its own receive) and a
+    receiver done early: the arrow sits in the time both steps share, not midpoint to midpoint."""
+    s = commsim.build("allreduce", "ring", nranks=2)
+    start = np.array([[0.0, 200.0], [10.0, 200.0]]) * 1e-6
+    end = np.array([[100.0, 201.0], [40.0, 201.0]]) * 1e-6
+    doc = step_trace(s, start, end)
+    check_trace(doc)
+    first = [e for e in doc["traceEvents"] if e["ph"] in "sf" and e["id"] == 0]
+    assert [(e["ph"], e["tid"]) for e in first] == [("s", 0), ("f", 1)]
+    assert [e["ts"] for e in first] == pytest.approx([25.0, 25.0])

@@ -23,9 +23,11 @@ traced (algorithm, size, the model's description or ``"measured"``). The events:
 * **Flow arrows**, one per message: ``ph: "s"`` and ``ph: "f"`` events with the same ``id``,
   ``cat: "message"`` and ``name``; the start lies inside the sender's slice, the end
   (``bp: "e"``: bound to the *enclosing* slice) inside the receiver's, at a timestamp no
-  earlier than the start. Both sit at their slice's midpoint (the end moved later when the
-  sender's midpoint is later), never on a boundary where two slices touch, so each binds to
-  exactly one slice.
+  earlier than the start. Both sit at their slice's midpoint or, when the receiver's midpoint
+  comes first (a measured step that also waits for its own receives), both at the midpoint of
+  the time the two slices share: never on a boundary where two slices touch, so each binds to
+  exactly one slice. (Only clocks that disagree, see :mod:`commsim.bench._trace`, can make a
+  measured receive end before its send began; its arrow then points back.)
 * **Process 2, "links"** (network models): a track per link that carried traffic, a slice per
   busy interval (the union of the intervals of the messages crossing it, named by the message
   when it is one, else by their number). A message occupies its links from its start to its
@@ -99,12 +101,14 @@ class ChromeTrace:
     def flow(
         self, src: tuple[int, int, float, float], dst: tuple[int, int, float, float], name: str
     ) -> None:
-        """An arrow from the slice ``src = (pid, tid, ts, dur)`` to the slice ``dst``: the start
-        at ``src``'s midpoint, the end at ``dst``'s, moved later (within ``dst``) when that is
-        earlier than the start."""
+        """An arrow from the slice ``src = (pid, tid, ts, dur)`` to the slice ``dst``: from
+        ``src``'s midpoint to ``dst``'s or, when that would point back in time, both ends at
+        the midpoint of the time the two slices share (strictly inside both)."""
         (spid, stid, sts, sdur), (dpid, dtid, dts, ddur) = src, dst
-        t0 = sts + sdur / 2
-        t1 = min(max(dts + ddur / 2, t0), dts + ddur)
+        t0, t1 = sts + sdur / 2, dts + ddur / 2
+        lo, hi = max(sts, dts), min(sts + sdur, dts + ddur)
+        if t1 < t0 and lo < hi:
+            t0 = t1 = (lo + hi) / 2
         fid = self.nflows
         self.nflows += 1
         self.events.append(
