@@ -9,11 +9,16 @@ slice per (rank, step) that sends or receives, an arrow per message. Steps run o
 first (each step's function compiles on its first call) and are checked against the reference
 interpreter (rank 0's verdict, broadcast), then once more from the same inputs, timed.
 
-**Clock alignment.** Each rank's clock is its own ``perf_counter``, read right after a barrier
-that ends the warm-up; its times are taken relative to that instant. The trace therefore assumes
-that the barrier releases every rank at the same moment: the ranks' offsets are the barrier's
-exit skew (microseconds on one host's shared memory, more across a network), and a trace's
-cross-rank order is only as good as that.
+**Clock alignment.** Each rank reads ``time.perf_counter()`` right after a barrier that ends
+the warm-up (its *origin*) and around each step. When every rank runs on one host (their MPI
+processor names agree) they read one clock, the system's monotonic clock (``perf_counter`` is
+``CLOCK_MONOTONIC`` on Linux, ``mach_absolute_time`` on macOS, ``QueryPerformanceCounter`` on
+Windows: one per machine, not per process), so times are used as read, from the earliest
+origin: no assumption. Across hosts the clocks are unrelated, and each rank's times are taken
+from its own origin, which **assumes that the barrier releases every rank at the same
+moment**: the ranks' offsets are then the barrier's exit skew (microseconds on a fast network,
+more when a rank is descheduled), and the trace's cross-rank order is only as good as that.
+``otherData["clock"]`` says which was used.
 
 **Not a benchmark.** A step-timed run synchronizes host and device between steps, which the
 timed program (one fused function per run) never does, so its steps take longer than a timed
@@ -56,13 +61,20 @@ STEP_TIMED_NOTE = (
 )
 
 
+SHARED_CLOCK = "one host: the ranks' shared monotonic clock (perf_counter)"
+BARRIER_CLOCK = "several hosts: each rank's perf_counter from a common barrier's exit"
+
+
 def trace_ranks(
     schedule: Schedule, request: BenchRequest, backend: Any
-) -> tuple[np.ndarray, np.ndarray, int] | None:
+) -> tuple[np.ndarray, np.ndarray, int, str] | None:
     """Every rank: one checked warm-up pass and one step-timed pass of ``schedule`` at the
-    request's last size. Rank 0 gets ``(start, end, nbytes)``: ``[p, nsteps]`` seconds since
-    the barrier before the timed pass (NaN where a rank has no work in a step) and the bytes
-    that ran; the other ranks get ``None``."""
+    request's last size. Rank 0 gets ``(start, end, nbytes, clock)``: ``[p, nsteps]`` seconds
+    from the barrier before the timed pass (NaN where a rank has no work in a step; the module
+    docstring says how clocks are aligned, ``clock`` which way was used) and the bytes that
+    ran; the other ranks get ``None``."""
+    from mpi4py import MPI
+
     comm = backend.comm
     dt = backend.check_dtype(request.dtype)
     lay = layout_for_size(schedule, request.sizes[-1], dt)
@@ -87,19 +99,25 @@ def trace_ranks(
     times = np.full((2, schedule.nsteps), np.nan)
     buf = program.put(lay.pack(inputs))
     comm.Barrier()
-    origin = time.perf_counter()  # the alignment assumption: the barrier releases all at once
+    origin = time.perf_counter()
     for i, run in program.steps:
         t0 = time.perf_counter()
         buf = run(buf)
-        times[:, i] = (t0 - origin, time.perf_counter() - origin)
-    rows = comm.gather(times, root=0)
+        times[:, i] = (t0, time.perf_counter())
+    rows = comm.gather((times, origin, MPI.Get_processor_name()), root=0)
     if rows is None:
         return None
-    both = np.stack(rows, axis=1)  # [2, p, nsteps]
-    return both[0], both[1], lay.count * dt.itemsize
+    both = np.stack([r[0] for r in rows], axis=1)  # [2, p, nsteps]
+    origins = np.array([r[1] for r in rows])
+    one_host = len({r[2] for r in rows}) == 1
+    both -= (np.full_like(origins, origins.min()) if one_host else origins)[None, :, None]
+    clock = SHARED_CLOCK if one_host else BARRIER_CLOCK
+    return both[0], both[1], lay.count * dt.itemsize, clock
 
 
-def _document(schedule: Schedule, start: Any, end: Any, nbytes: int, dtype: str) -> dict:
+def _document(
+    schedule: Schedule, start: Any, end: Any, nbytes: int, clock: str, dtype: str
+) -> dict:
     return step_trace(
         schedule,
         np.asarray(start, dtype=np.float64),
@@ -107,7 +125,7 @@ def _document(schedule: Schedule, start: Any, end: Any, nbytes: int, dtype: str)
         backend="mpi",
         nbytes=int(nbytes),
         dtype=dtype,
-        clock="perf_counter per rank, aligned at a barrier (its exit skew is the error)",
+        clock=clock,
         note=STEP_TIMED_NOTE,
     )
 
@@ -135,7 +153,7 @@ def trace_mpi(
     start, end = (
         [[nan if t is None else t for t in row] for row in got[k]] for k in ("start", "end")
     )
-    return _document(schedule, start, end, got["nbytes"], request.dtype)
+    return _document(schedule, start, end, got["nbytes"], got["clock"], request.dtype)
 
 
 def trace_in_place(schedule: Schedule, request: BenchRequest) -> tuple[int, dict | None]:
@@ -165,14 +183,15 @@ def trace_in_place(schedule: Schedule, request: BenchRequest) -> tuple[int, dict
     return backend.rank, _document(schedule, *got, request.dtype)
 
 
-def results_json(got: tuple[np.ndarray, np.ndarray, int]) -> str:
+def results_json(got: tuple[np.ndarray, np.ndarray, int, str]) -> str:
     """Rank 0's ``results.json`` for the launcher: the times with NaN as ``null``."""
-    start, end, nbytes = got
+    start, end, nbytes, clock = got
 
     def plain(a: np.ndarray) -> list:
         return [[None if np.isnan(t) else float(t) for t in row] for row in a]
 
-    return json.dumps({"start": plain(start), "end": plain(end), "nbytes": int(nbytes)})
+    doc = {"start": plain(start), "end": plain(end), "nbytes": int(nbytes), "clock": clock}
+    return json.dumps(doc)
 
 
 _WORKER = "commsim.bench._trace_worker"

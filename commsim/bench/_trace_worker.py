@@ -4,7 +4,8 @@
 ``schedule`` (a path saved with :func:`commsim.save`), ``request``
 (:meth:`commsim.bench.BenchRequest.to_dict`; its last size is traced) and ``dir``. Every rank
 runs :func:`commsim.bench._trace.trace_ranks`; rank 0 writes ``results.json`` (``start``,
-``end``: ``[p, nsteps]`` seconds, ``null`` where a rank has no work in a step; ``nbytes``). Errors
+``end``: ``[p, nsteps]`` seconds, ``null`` where a rank has no work in a step; ``nbytes``;
+``clock``). Errors
 go through :func:`commsim.bench._mpi_worker.rank_main`: one line, ``MPI_Abort``.
 """
 

@@ -91,3 +91,4 @@ def test_a_traced_run_has_a_slice_per_rank_and_step_with_traffic(backend, world,
     other = doc["otherData"]
     assert (other["backend"], other["algorithm"]) == ("mpi", name)
     assert "step-timed" in other["note"]
+    assert other["clock"].startswith("one host")  # the tests' ranks share one machine
