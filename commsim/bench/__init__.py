@@ -15,6 +15,7 @@ as saved files.
 * :func:`validate`: schedules run for real, measured beside predicted; :func:`summarize`: the
   median error per algorithm and the share of sizes where the model ranked the winner right.
 * :func:`format_table`: nccl-tests' columns, one row per size.
+* :func:`trace_mpi` / :func:`trace_in_place`: one step-timed MPI run as a Chrome trace.
 
 Examples:
     >>> import commsim
@@ -33,6 +34,7 @@ from commsim.bench._measurement import Measurement, format_table, timing_stats
 from commsim.bench._ranks import measure_in_place, under_mpirun
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import LocalTimer, MpiTimer, Timer
+from commsim.bench._trace import trace_in_place, trace_mpi
 from commsim.bench._validate import (
     AlgorithmAccuracy,
     Validation,
@@ -59,6 +61,8 @@ __all__ = [
     "measure_mpi",
     "summarize",
     "timing_stats",
+    "trace_in_place",
+    "trace_mpi",
     "under_mpirun",
     "validate",
 ]

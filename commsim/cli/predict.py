@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +12,7 @@ from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._progress import Progress
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
-from commsim.cli.errors import EXIT_OK, UsageError, quote
+from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.model import add_model_group, parse_model
 from commsim.cli.network import add_network_group, parse_network
@@ -26,6 +25,7 @@ from commsim.cli.output import (
     to_json,
 )
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
+from commsim.cli.traces import add_trace_argument, parse_trace, write_trace
 from commsim.models import Model, Prediction, chrome_trace
 
 __all__ = [
@@ -53,7 +53,8 @@ EXAMPLES = """\
   commsim predict -c allgather -a ring -p 1024 -s 1MiB,1GiB --ports multi --json
   commsim predict --file my_schedule.json -s 1MiB
   commsim predict -c allreduce -a hierarchical --cluster dgx-h100:16 -s 1GiB
-  commsim predict -c allreduce -a ring --topology torus:4x4 -s 1MiB --trace ring.json"""
+  commsim predict -c allreduce -a ring --topology torus:4x4 -s 1MiB --trace ring.json
+  commsim predict -c allreduce -a rabenseifner -p 16 -s 1MiB --trace rab.json"""
 
 SCHEDULES = ScheduleGroup("predict", file=True)
 
@@ -94,12 +95,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
     add_network_group(parser)
     output = add_output_group(parser, memory_limit=True)
-    output.add_argument(
-        "--trace",
-        metavar="FILE.json",
-        help="with --topology or --cluster: write a Chrome trace of the largest size (open it "
-        "in https://ui.perfetto.dev): a track per rank (sends, receives, reductions) and per "
-        "busy link",
+    add_trace_argument(
+        output,
+        "write a Chrome trace of the largest size (open it in https://ui.perfetto.dev): "
+        "tracks per rank (sends, receives, reductions), an arrow per message, and with "
+        "--topology or --cluster a track per busy link",
     )
 
 
@@ -114,15 +114,9 @@ def parse(args: argparse.Namespace) -> PredictRequest:
     if network is not None and isinstance(schedules, ScheduleChoice):
         schedules, notes = network.with_ranks_per_node(schedules)
     model = parse_model(args, network)
-    trace = None
-    if getattr(args, "trace", None) is not None:
-        if not args.trace.strip():
-            raise UsageError("--trace is empty: give a .json file name")
-        if network is None:
-            raise UsageError("--trace needs a network (--topology or --cluster): it draws links")
-        trace = Path(args.trace)
-        if trace.suffix.lower() != ".json" or not trace.parent.is_dir():
-            raise UsageError(f"--trace {quote(args.trace)}: a .json file in an existing directory")
+    trace = parse_trace(args)
+    if trace is not None and getattr(model, "timeline", None) is None:
+        raise UsageError(f"--trace: the {model.name} model has no timeline to trace")
     return PredictRequest(
         schedules, sizes, model, budget, args.json, args.progress, tuple(notes), trace
     )
@@ -143,12 +137,7 @@ def compute(request: PredictRequest) -> PredictResult:
     notes = request.notes
     if request.trace is not None:
         doc = chrome_trace(request.model, s, sizes[-1:])
-        try:
-            request.trace.write_text(json.dumps(doc))
-        except OSError as e:
-            raise UsageError(f"--trace {request.trace}: cannot write ({e.strerror or e})") from None
-        size = units.format_size(int(sizes[-1]))
-        notes = (*notes, f"trace of {size} written to {request.trace} (open it in ui.perfetto.dev)")
+        notes = (*notes, write_trace(request.trace, doc, sizes[-1]))
     return PredictResult(
         s, ntransfers[0], request.model, pred, sizes, time, algbw, busbw, bound, notes
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 
 from commsim._ir import Schedule
 from commsim.bench import (
@@ -21,14 +22,17 @@ from commsim.bench import (
     format_table,
     measure_any,
     measure_in_place,
+    trace_in_place,
+    trace_mpi,
     under_mpirun,
 )
 from commsim.cli.arguments import DEFAULT_RUN_SIZES, parse_sizes
-from commsim.cli.errors import EXIT_FAILED, EXIT_OK
+from commsim.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
 from commsim.cli.execution import ExecutionGroup
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.output import add_output_group, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
+from commsim.cli.traces import add_trace_argument, parse_trace, write_trace
 
 __all__ = [
     "DESCRIPTION",
@@ -53,13 +57,17 @@ busbw/native busbw. Each size's output is checked against the reference interpre
 --no-check; exit status 1 if a check fails. Sizes are rounded down to what the schedule's slots
 divide evenly (the bytes that ran are shown). Backends: numpy (the reference interpreter), jax
 (one device per rank; on CPU the device count is set from -p unless XLA_FLAGS sets it), cuda
-(p simulated ranks on one GPU), mpi (one process per rank under mpirun)."""
+(p simulated ranks on one GPU), mpi (one process per rank under mpirun). With --backend mpi,
+--trace FILE.json also writes a Chrome trace of the largest size from one more run, timed
+step by step on every rank (a track per rank, a slice per step, an arrow per message); that
+run is not one of the timed runs: reading the clock between steps slows it down."""
 EXAMPLES = """\
   commsim run -c allreduce -a ring -p 8 --backend jax --sizes 1MiB..64MiB
   commsim run -c allreduce -a rabenseifner -p 4 --backend numpy -s 1KiB..1MiB --iters 5
   commsim run -c broadcast -a binomial -p 6 --root 3 --backend jax --dtype int32 --json
   commsim run -c broadcast -a chain -p 4 --param segments=16 --backend jax -s 4MiB
   commsim run -c allreduce -a ring -p 2 --backend mpi -s 64MiB
+  commsim run -c allreduce -a ring -p 2 --backend mpi -s 1MiB --trace ring.json
   commsim run --file my_schedule.json --backend mpi -s 1MiB   # a saved (or hand-made) schedule"""
 
 SCHEDULES = ScheduleGroup("run", file=True)
@@ -78,6 +86,7 @@ class RunRequest:
     timeout: float = DEFAULT_TIMEOUT
     as_json: bool = False
     progress: bool | None = None
+    trace: Path | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +98,7 @@ class RunResult:
     bench: BenchRequest
     measurements: tuple[Measurement, ...]
     rank: int = 0
+    notes: tuple[str, ...] = ()
 
     @property
     def failed(self) -> bool:
@@ -98,13 +108,30 @@ class RunResult:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     SCHEDULES.add(parser)
     EXECUTION.add(parser)
-    add_output_group(parser)
+    output = add_output_group(parser)
+    add_trace_argument(
+        output,
+        "with --backend mpi: after the timed runs, one step-timed run of the largest size "
+        "written as a Chrome trace (open it in https://ui.perfetto.dev)",
+    )
 
 
 def parse(args: argparse.Namespace) -> RunRequest:
     schedules = SCHEDULES.parse(args)
     bench = EXECUTION.parse(args, parse_sizes(args.sizes))
-    return RunRequest(schedules, args.backend, bench, float(args.timeout), args.json, args.progress)
+    trace = parse_trace(args)
+    if trace is not None and args.backend not in _TRACED:
+        raise UsageError(
+            f"--trace needs per-step timestamps, which only --backend mpi takes "
+            f"(not {args.backend})"
+        )
+    return RunRequest(
+        schedules, args.backend, bench, float(args.timeout), args.json, args.progress, trace
+    )
+
+
+# backends that can time a run step by step: how to trace under the user's mpirun and without
+_TRACED = {"mpi": (trace_in_place, trace_mpi)}
 
 
 def compute(request: RunRequest) -> RunResult:
@@ -116,7 +143,17 @@ def compute(request: RunRequest) -> RunResult:
         ms = measure_any(
             [schedule], request.backend, bench, timeout=request.timeout, progress=progress
         )
-    return RunResult(schedule, request.backend, bench, tuple(ms), rank)
+    notes: tuple[str, ...] = ()
+    if request.trace is not None:
+        in_place, launched = _TRACED[request.backend]
+        if under_mpirun():
+            rank, doc = in_place(schedule, bench)
+        else:
+            doc = launched(schedule, bench, timeout=request.timeout, progress=progress)
+        if doc is not None:  # rank 0
+            what = f" from {doc['otherData']['note']}"
+            notes = (write_trace(request.trace, doc, doc["otherData"]["nbytes"], what),)
+    return RunResult(schedule, request.backend, bench, tuple(ms), rank, notes)
 
 
 def render(result: RunResult, as_json: bool) -> str:
@@ -132,6 +169,7 @@ def render(result: RunResult, as_json: bool) -> str:
                 "backend": result.backend,
                 "dtype": str(bench.dtype),
                 "measurements": [m.to_dict() for m in result.measurements],
+                "notes": list(result.notes),
             }
         )
     native = result.measurements[0].native if result.measurements else None
@@ -148,6 +186,7 @@ def render(result: RunResult, as_json: bool) -> str:
         + (f"; baseline {native}" if native else "")
         + "\n"
         + format_table(list(result.measurements))
+        + "".join(f"\nnote: {n}" for n in result.notes)
     )
 
 

@@ -8,13 +8,15 @@ Every model implements the :class:`Model` protocol (``predict``, ``lower_bound``
 * :class:`TwoLevelHockney` — Hockney with intra- and inter-server α, β.
 * :class:`Topology` — a network graph, placement and link contention.
 * :func:`lower_bound` — Chan et al. 2007 bounds no algorithm can beat.
+* :func:`chrome_trace` — a prediction as a Chrome trace (Perfetto); :func:`step_trace` the same
+  format for measured steps.
 """
 
 from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION
 from commsim.models._model import Model
 from commsim.models._prediction import Prediction
-from commsim.models._trace import chrome_trace
+from commsim.models._trace import ChromeTrace, chrome_trace, step_trace
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
 from commsim.models.hockney import Hockney
 from commsim.models.loggp import LogGP
@@ -23,6 +25,7 @@ from commsim.models.two_level import TwoLevelHockney
 
 __all__ = [
     "CONTENTION",
+    "ChromeTrace",
     "CriticalPath",
     "Hockney",
     "LogGP",
@@ -34,4 +37,5 @@ __all__ = [
     "TwoLevelHockney",
     "chrome_trace",
     "lower_bound",
+    "step_trace",
 ]

@@ -404,7 +404,7 @@ def simulate(
         )
         return Timeline(
             step[keep], src[keep], dst[keep], start[keep], end[keep], red_end[keep],
-            np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), links[sel],
+            np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), links[sel], net,
         )  # fmt: skip
 
     return _FlowRun(clock, step_time, usage, [], timeline)

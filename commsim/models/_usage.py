@@ -203,9 +203,17 @@ class Timeline:
 
     Attributes:
         step, src, dst: per message.
-        start, end: when both ends were ready, and when it arrived (seconds).
+        start, end: when both ends were ready (the sender began), and when it arrived (seconds).
         reduce_end: when its receiver finished reducing it (``end`` if it does not reduce).
-        indptr, links: its route, CSR (directed link ids of the network).
+        recv_start: when its receiver began taking it (``start`` under rendezvous models; later
+            under LogGP, where a message waits for its receiver's CPU and NIC).
+        send_end: when its sender was done with it (``end`` under rendezvous models; the send
+            overhead under LogGP).
+        indptr, links: its route, CSR (directed link ids of ``network``); ``None`` for models
+            without a network.
+        network: the network whose links ``links`` indexes (``None`` without one).
+        local_rank, local_start, local_end: reductions of a rank into its own buffer (local
+            transfers), one per rank and step that has some.
     """
 
     step: np.ndarray
@@ -214,9 +222,27 @@ class Timeline:
     start: np.ndarray
     end: np.ndarray
     reduce_end: np.ndarray
-    indptr: np.ndarray
-    links: np.ndarray
+    indptr: np.ndarray | None = None
+    links: np.ndarray | None = None
+    network: Any = None
+    recv_start: np.ndarray | None = None
+    send_end: np.ndarray | None = None
+    local_rank: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    local_start: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+    local_end: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0))
+
+    def __post_init__(self) -> None:
+        if self.recv_start is None:
+            object.__setattr__(self, "recv_start", self.start)
+        if self.send_end is None:
+            object.__setattr__(self, "send_end", self.end)
 
     @property
     def nmessages(self) -> int:
         return len(self.step)
+
+    @property
+    def last_end(self) -> float:
+        """When the last rank finished (the prediction's time, when nothing else ran)."""
+        ends = (self.reduce_end, self.send_end, self.local_end)
+        return max((float(e.max()) for e in ends if len(e)), default=0.0)

@@ -36,6 +36,11 @@ reproduce their published closed forms exactly (each factory's docstring states 
 
 Cost of the model itself: one pass over the steps, ``O(messages · sizes)`` array work per step, so
 many sizes are evaluated at once.
+
+:meth:`Hockney.timeline` runs the same clocks at one size and also keeps every message's start,
+arrival and reduction end (what :func:`commsim.models.chrome_trace` draws): the rounds go
+through the general path's kernel, whose arithmetic is the fast path's, so its last end is
+:meth:`Hockney.predict`'s time.
 """
 
 from __future__ import annotations
@@ -57,6 +62,8 @@ from commsim.models._inputs import (
     as_time,
 )
 from commsim.models._prediction import Prediction
+from commsim.models._record import Recorder
+from commsim.models._usage import Timeline
 from commsim.profiles import PiecewiseLinear, Profile
 
 __all__ = ["Hockney"]
@@ -180,10 +187,7 @@ class Hockney:
         size string (``"1MiB"``, ``"1KiB..1GiB"``)."""
         schedule = as_schedule(schedule)
         sizes, scalar = as_sizes(nbytes)
-        schedule.spec.check_layout(schedule.nranks, schedule.ndata)  # allgather: p·m data slots
-        clocks = _Clocks(self, schedule, sizes)
-        for i, st in enumerate(schedule.steps()):
-            clocks.step(i, st)
+        clocks = self._run(schedule, sizes)
         total = clocks.clock.max(axis=0)
 
         def out(a: np.ndarray) -> Any:
@@ -202,6 +206,48 @@ class Hockney:
             busbw_factor=schedule.spec.busbw_factor(schedule.nranks),
             notes=self._below_bound(schedule, sizes, total),
         )
+
+    def timeline(
+        self, schedule: Schedule, nbytes: Any, *, max_messages: int | None = None
+    ) -> Timeline:
+        """Every message's start, arrival and reduction end at one message size (what
+        :func:`commsim.models.chrome_trace` draws), from the clocks :meth:`predict` runs.
+
+        Single-port only (k ports overlap a rank's messages, which a trace's tracks cannot
+        show); refuses (:class:`~commsim.errors.ResourceError`) as soon as the schedule has more
+        than ``max_messages`` messages.
+
+        Examples:
+            >>> import commsim
+            >>> s = commsim.build("allreduce", "ring", nranks=4)
+            >>> m = Hockney()
+            >>> tl = m.timeline(s, "1MiB")
+            >>> tl.nmessages, tl.last_end == m.predict(s, "1MiB").time
+            (24, True)
+        """
+        schedule = as_schedule(schedule)
+        sizes, _ = as_sizes(nbytes)
+        if len(sizes) != 1:
+            raise ParameterError("a timeline is for one message size")
+        if self._k(schedule.nranks) != 1:
+            raise ParameterError(
+                f"a timeline needs a single-port Hockney model, not ports={self.ports!r} "
+                "(k ports overlap a rank's messages)"
+            )
+        recorder = Recorder(max_messages)
+        self._run(schedule, sizes, recorder)
+        return recorder.timeline()
+
+    def _run(
+        self, schedule: Schedule, sizes: np.ndarray, recorder: Recorder | None = None
+    ) -> _Clocks:
+        """The clocks after every step of ``schedule`` (the one computation of both
+        :meth:`predict` and :meth:`timeline`)."""
+        schedule.spec.check_layout(schedule.nranks, schedule.ndata)  # allgather: p·m data slots
+        clocks = _Clocks(self, schedule, sizes, recorder)
+        for i, st in enumerate(schedule.steps()):
+            clocks.step(i, st)
+        return clocks
 
     def _below_bound(
         self, schedule: Schedule, sizes: np.ndarray, total: np.ndarray
@@ -224,9 +270,17 @@ class Hockney:
 
 class _Clocks:
     """The per-rank clocks of one prediction, advanced step by step (the rules of the module
-    docstring). Single-port steps go through the compiled fast path when their messages allow."""
+    docstring). Single-port steps go through the compiled fast path when their messages allow;
+    with a ``recorder`` (a timeline, one size) every step takes the general path, whose round
+    kernel does the fast path's arithmetic, and its messages are recorded round by round."""
 
-    def __init__(self, model: Hockney, schedule: Schedule, sizes: np.ndarray) -> None:
+    def __init__(
+        self,
+        model: Hockney,
+        schedule: Schedule,
+        sizes: np.ndarray,
+        recorder: Recorder | None = None,
+    ) -> None:
         p, nsizes = schedule.nranks, len(sizes)
         per_unit = sizes / schedule.nbytes_units  # bytes per slot unit, one per size
         self.model, self.schedule, self.p = model, schedule, p
@@ -247,9 +301,11 @@ class _Clocks:
         from commsim.models import _kernels  # numba: imported on first use, not with commsim
 
         self.kernels = _kernels
+        self.recorder, self.i = recorder, 0
 
     def step(self, i: int, st: Step) -> None:
-        fast = self.ports == 1 and self.piecewise is None
+        self.i = i
+        fast = self.ports == 1 and self.piecewise is None and self.recorder is None
         if len(st.src) and not (fast and self._fast(i, st)):
             self.schedule.check_step(st, i)  # the general path: a malformed step is named here
             self._general(st)
@@ -286,25 +342,35 @@ class _Clocks:
                 self._shared_round(msg, np.concatenate(rounds[j : j + self.ports]))
         if len(msg.local_rank):
             red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=self.p)
+            before = self.clock.copy() if self.recorder is not None else None
             self.clock += np.multiply.outer(red, self.gw)
+            if before is not None and self.recorder is not None:
+                busy = np.flatnonzero(red > 0)
+                self.recorder.local(busy, before[busy, 0], self.clock[busy, 0])
             self.last = np.maximum(self.last, self.clock[msg.local_rank].max(axis=0))
         self.kernels.participants_max(self.clock, msg.src, msg.dst, self.last)
 
     def _single_round(
         self, src: np.ndarray, dst: np.ndarray, units: np.ndarray, red: np.ndarray
     ) -> None:
+        clock, recorder = self.clock, self.recorder
         if self.piecewise is not None:  # t(b) per message: one array expression per round
-            clock = self.clock
-            end = np.maximum(clock[src], clock[dst]) + self._time(units)
+            start = np.maximum(clock[src], clock[dst])
+            end = start + self._time(units)
             clock[src] = np.maximum(clock[src], end)  # a matching: no rank twice on one side
             clock[dst] = np.maximum(clock[dst], end + np.multiply.outer(red, self.gw))
-            return
-        if len(src) > len(self.tmp):
-            self.tmp = np.empty((len(src), self.clock.shape[1]))
-            self.tmp1 = self.tmp.reshape(-1)
-        self.kernels.single_port_round(
-            self.clock, src, dst, units, red, self.alpha, self.bw, self.gw, self.tmp
-        )
+        else:
+            start = np.maximum(clock[src], clock[dst]) if recorder is not None else clock[:0]
+            if len(src) > len(self.tmp):
+                self.tmp = np.empty((len(src), self.clock.shape[1]))
+                self.tmp1 = self.tmp.reshape(-1)
+            self.kernels.single_port_round(
+                clock, src, dst, units, red, self.alpha, self.bw, self.gw, self.tmp
+            )
+            end = self.tmp[: len(src)]
+        if recorder is not None:
+            # the receiver's clock is now its reduction end: it was at most the start
+            recorder.messages(self.i, src, dst, start[:, 0], end[:, 0], clock[dst, 0])
 
     def _time(self, units: np.ndarray) -> np.ndarray:
         """``[messages, sizes]`` transfer times of messages of ``units`` slot units each."""

@@ -37,6 +37,10 @@ each gap ends before the Hockney message would); for exchanges in lockstep (ring
 doubling, Rabenseifner), with :math:`g \le L + 2o` and messages of at least a byte, it equals
 Hockney with :math:`\alpha = L + 2o - G`, :math:`\beta = G` exactly. A root sending to many ranks
 pays :math:`\max(o, g + (s-1)G)` per message instead of a whole :math:`\alpha + s\beta`.
+
+:meth:`LogGP.timeline` runs the same clocks at one size and keeps each message's send, receive
+and reduction times (what :func:`commsim.models.chrome_trace` draws); its last end is
+:meth:`LogGP.predict`'s time.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
 from commsim.models._prediction import Prediction
+from commsim.models._record import Recorder
+from commsim.models._usage import Timeline
 from commsim.profiles import Profile
 
 __all__ = ["LogGP"]
@@ -141,6 +147,56 @@ class LogGP:
         string)."""
         schedule = as_schedule(schedule)
         sizes, scalar = as_sizes(nbytes)
+        p = schedule.nranks
+        cpu, step_time = self._run(schedule, sizes)
+        total = cpu.max(axis=0) if p else np.zeros(len(sizes))
+
+        def out(a: np.ndarray) -> Any:
+            return a[..., 0] if scalar else a
+
+        return Prediction(
+            algorithm=schedule.algorithm,
+            collective=schedule.collective,
+            nranks=p,
+            model=self.describe(),
+            nbytes=float(sizes[0]) if scalar else sizes,
+            time=float(total[0]) if scalar else total,
+            rank_time=out(cpu),
+            step_time=out(step_time),
+            busbw_factor=schedule.spec.busbw_factor(p),
+        )
+
+    def timeline(
+        self, schedule: Schedule, nbytes: Any, *, max_messages: int | None = None
+    ) -> Timeline:
+        """Every message at one message size (what :func:`commsim.models.chrome_trace` draws),
+        from the clocks :meth:`predict` runs: ``start`` when it is sent, ``send_end`` when the
+        sender's overhead ends, ``recv_start`` when the receiver takes it, ``end`` when the
+        receive completes, ``reduce_end`` when its reduction does. Refuses
+        (:class:`~commsim.errors.ResourceError`) past ``max_messages`` messages.
+
+        Examples:
+            >>> import commsim
+            >>> s = commsim.build("allgather", "ring", nranks=4)
+            >>> m = LogGP()
+            >>> tl = m.timeline(s, "1MiB")
+            >>> tl.nmessages, tl.last_end == m.predict(s, "1MiB").time
+            (12, True)
+        """
+        schedule = as_schedule(schedule)
+        sizes, _ = as_sizes(nbytes)
+        if len(sizes) != 1:
+            raise ParameterError("a timeline is for one message size")
+        recorder = Recorder(max_messages)
+        self._run(schedule, sizes, recorder)
+        return recorder.timeline()
+
+    def _run(
+        self, schedule: Schedule, sizes: np.ndarray, recorder: Recorder | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The final ``cpu`` clocks ``[p, sizes]`` and the step times: the one computation of
+        :meth:`predict` and :meth:`timeline`. With a ``recorder`` every step takes the general
+        path (its round kernel does the fast step's arithmetic) and each round is recorded."""
         schedule.spec.check_layout(schedule.nranks, schedule.ndata)
         from commsim.models import _loggp_kernels  # numba: imported on first use
 
@@ -158,9 +214,13 @@ class LogGP:
             if len(st.src) > len(tmp):
                 tmp = np.empty((len(st.src), ns))
                 units = np.empty(len(st.src), dtype=np.int64)
-            if len(st.src) and not _loggp_kernels.fast_eager_step(
-                cpu, gap_s, gap_r, st.src, st.dst, st.src_slot, st.dst_slot, st.count,
-                st.reduce, offsets, per_unit, *params, units, tmp, seen_s, seen_d, i + 1, last,
+            if len(st.src) and (
+                recorder is not None
+                or not _loggp_kernels.fast_eager_step(
+                    cpu, gap_s, gap_r, st.src, st.dst, st.src_slot, st.dst_slot, st.count,
+                    st.reduce, offsets, per_unit, *params, units, tmp, seen_s, seen_d, i + 1,
+                    last,
+                )
             ):  # fmt: skip
                 schedule.check_step(st, i)  # the general path: a malformed step is named here
                 msg = messages(st, schedule)
@@ -168,28 +228,49 @@ class LogGP:
                     tmp = np.empty((len(msg.src), ns))
                 rounds = [slice(None)] if msg.unique_ports else matchings(msg.src, msg.dst, p)
                 for idx in rounds:
+                    src, dst, u = msg.src[idx], msg.dst[idx], msg.units[idx]
+                    before = (
+                        (cpu[:, 0].copy(), gap_s[:, 0].copy(), gap_r[:, 0].copy())
+                        if recorder is not None
+                        else None
+                    )
                     _loggp_kernels.eager_round(
-                        cpu, gap_s, gap_r, msg.src[idx], msg.dst[idx], msg.units[idx],
-                        msg.reduce_units[idx], per_unit, *params, tmp, last,
+                        cpu, gap_s, gap_r, src, dst, u, msg.reduce_units[idx], per_unit,
+                        *params, tmp, last,
                     )  # fmt: skip
+                    if recorder is not None and before is not None:
+                        self._record(recorder, i, src, dst, u * per_unit[0], before, cpu)
                 if len(msg.local_rank):
                     local = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=p)
+                    was = cpu[:, 0].copy()
                     cpu += np.multiply.outer(local, per_unit) * self.gamma
                     last = np.maximum(last, cpu[msg.local_rank].max(axis=0))
+                    if recorder is not None:
+                        busy = np.flatnonzero(local > 0)
+                        recorder.local(busy, was[busy], cpu[busy, 0])
             step_time[i] = last
-        total = cpu.max(axis=0) if p else np.zeros(ns)
+        return cpu, step_time
 
-        def out(a: np.ndarray) -> Any:
-            return a[..., 0] if scalar else a
-
-        return Prediction(
-            algorithm=schedule.algorithm,
-            collective=schedule.collective,
-            nranks=p,
-            model=self.describe(),
-            nbytes=float(sizes[0]) if scalar else sizes,
-            time=float(total[0]) if scalar else total,
-            rank_time=out(cpu),
-            step_time=out(step_time),
-            busbw_factor=schedule.spec.busbw_factor(p),
+    def _record(
+        self,
+        recorder: Recorder,
+        step: int,
+        src: np.ndarray,
+        dst: np.ndarray,
+        nbytes: np.ndarray,
+        before: tuple[np.ndarray, np.ndarray, np.ndarray],
+        cpu: np.ndarray,
+    ) -> None:
+        """One round's messages (one size): the send time ``t`` and the receive start ``a``
+        are the maxima the round kernel took, of the clocks as it read them (every send of the
+        round before any receive); the receive's end is ``a + o + (s - 1)G``; the reduction
+        end is the receiver's clock after the round."""
+        cpu0, gap_s0, gap_r0 = before
+        t = np.maximum(cpu0[src], gap_s0[src])
+        after_sends = cpu0.copy()
+        after_sends[src] = t + self.o
+        a = np.maximum(np.maximum(t + self.o + self.L, gap_r0[dst]), after_sends[dst])
+        inj = np.where(nbytes > 1.0, (nbytes - 1.0) * self.G, 0.0)
+        recorder.messages(
+            step, src, dst, t, a + self.o + inj, cpu[dst, 0], recv_start=a, send_end=t + self.o
         )

@@ -475,7 +475,7 @@ class _Run:
         indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         return Timeline(
             step.astype(np.int64), src.astype(np.int64), dst.astype(np.int64), start, end,
-            end + red, indptr, links.astype(np.int64),
+            end + red, indptr, links.astype(np.int64), self.model.network,
         )  # fmt: skip
 
     def _critical_path(self, total: np.ndarray) -> CriticalPath | None:

@@ -20,6 +20,7 @@ from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_time
 from commsim.models._prediction import Prediction
+from commsim.models._usage import Timeline
 from commsim.models.topology import Topology
 from commsim.topology import join, switch
 
@@ -114,3 +115,14 @@ class TwoLevelHockney:
 
         pred = self._topology(schedule.nranks).predict(schedule, nbytes)
         return dataclasses.replace(pred, model=self.describe())
+
+    def timeline(
+        self, schedule: Schedule, nbytes: Any, *, max_messages: int | None = None
+    ) -> Timeline:
+        """Every message at one size: the equivalent two-level network's timeline
+        (:meth:`Topology.timeline <commsim.models.Topology.timeline>`, links included)."""
+        schedule = as_schedule(schedule)
+        topo = self._topology(schedule.nranks)
+        if max_messages is None:
+            return topo.timeline(schedule, nbytes)
+        return topo.timeline(schedule, nbytes, max_messages=max_messages)

@@ -194,6 +194,18 @@ class MpiBackend:
         _check_world(schedule, self.size)
         return _compiled(self._cache, schedule, layout, dt, self.comm, donate=self.donate)
 
+    def compile_steps(self, schedule: Schedule, layout: Layout, dtype: Any) -> Any:
+        """This rank's program one step at a time
+        (:class:`commsim.exec.mpi._program.Stepped`: ``put``, per step ``(index, run)``,
+        ``get``), for a run that reads the clock between steps (a trace). Not cached: a
+        traced run builds it once."""
+        from commsim.exec.mpi import _program as prog
+
+        dt = _check_dtype(dtype)
+        check_layout(schedule, layout)
+        _check_world(schedule, self.size)
+        return prog.stepped(_planned(self._cache, schedule, layout, self.rank), self.comm, dt)
+
     def native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
         """The MPI library's collective for ``schedule``'s kind, on the same buffers.
 

@@ -18,7 +18,10 @@ machine that loop cost 3 ms at 1 MiB and 40 ms at 16 MiB where the transfer take
 
 ``repeat(chunks, k)`` is the same program in a ``lax.fori_loop`` of ``k`` runs (one dispatch for
 ``k`` runs, as nccl-tests times); :func:`idle` is a program that moves nothing through the same
-path, whose time is the executor's own overhead.
+path, whose time is the executor's own overhead. :func:`stepped` is the same program cut at
+step boundaries, one jitted function per step, for a run that reads the clock between steps
+(a trace: :func:`commsim.bench.trace_mpi`); it is not the timed program (a step's ranks
+synchronize with the host between steps, which the fused program never does).
 
 :func:`native_compiled` is the MPI library's collective on the same data: ``mpi4jax.allreduce``
 (MPI_Allreduce), ``reduce`` (MPI_Reduce), ``bcast`` (MPI_Bcast), ``allgather`` (MPI_Allgather),
@@ -34,7 +37,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -48,7 +51,7 @@ from commsim.exec._backend import Compiled, blocking, uploaded
 from commsim.exec._layout import Layout
 from commsim.exec.mpi._plan import RankPlan, Round, Segment, StepPlan
 
-__all__ = ["compiled", "cuts", "idle", "native_compiled", "program"]
+__all__ = ["Stepped", "compiled", "cuts", "idle", "native_compiled", "program", "stepped"]
 
 Body = Callable[[Any], Any]
 Chunks = tuple[Any, ...]  # this rank's buffer, cut at every boundary the plan ever reads or writes
@@ -157,6 +160,38 @@ def program(pl: RankPlan, comm: Any, dtype: np.dtype) -> Body:
         return chunks
 
     return body
+
+
+class Stepped(NamedTuple):
+    """A rank's program one step at a time: ``put`` and ``get`` as :class:`Compiled`'s, and
+    ``steps``, per step with work on this rank (rounds or local transfers), its index and a
+    blocking ``run(chunks) -> chunks``, in schedule order (every rank walks its steps in that
+    order, which keeps the plan's deadlock-freedom argument)."""
+
+    put: Callable[[Any], Any]
+    steps: tuple[tuple[int, Callable[[Any], Any]], ...]
+    get: Callable[[Any], np.ndarray]
+
+
+def stepped(pl: RankPlan, comm: Any, dtype: np.dtype) -> Stepped:
+    """Plan ``pl`` as one jitted function per step (each compiled on its first call), so that
+    a caller can read the clock between steps; the buffers are the chunks of :func:`compiled`."""
+    ends = cuts(pl)
+    cut = _Cut(ends)
+
+    def one(st: StepPlan) -> Callable[[Any], Any]:
+        return blocking(jax.jit(lambda chunks: _step(cut, chunks, st, comm, dtype)))
+
+    steps = tuple((i, one(st)) for i, st in enumerate(pl.steps) if st.rounds or st.local)
+
+    def put(host: Any) -> Chunks:
+        row = _row(host, pl.rank, dtype, pl.nelems)
+        return uploaded(tuple(jax.device_put(row[a:b]) for a, b in itertools.pairwise(ends)))
+
+    def get(chunks: Chunks) -> np.ndarray:
+        return _gather(comm, np.concatenate([np.asarray(c) for c in chunks]))
+
+    return Stepped(put, steps, get)
 
 
 def _row(host: Any, rank: int, dt: np.dtype, nelems: int) -> np.ndarray:
