@@ -19,7 +19,7 @@ Examples:
 from commsim.tuner._candidates import GROWN, MAX_WORK, MIN_SLOT_BYTES, Candidate
 from commsim.tuner._inputs import ModelSource, as_model, cluster_model
 from commsim.tuner._sweep import Sweep, as_sizes, sweep
-from commsim.tuner._table import Range, TunerTable
+from commsim.tuner._table import Range, TunerTable, table_from_sweep
 from commsim.tuner._toml import load_table, save_table
 from commsim.tuner._tune import tune
 
@@ -38,5 +38,6 @@ __all__ = [
     "load_table",
     "save_table",
     "sweep",
+    "table_from_sweep",
     "tune",
 ]

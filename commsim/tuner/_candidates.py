@@ -78,7 +78,8 @@ def work(schedule: Schedule) -> int:
     return schedule.nsteps * max(schedule.nranks, _STEP_OVERHEAD_RANKS)
 
 
-def check_params(    collective: str, algorithms: Sequence[str], params: Mapping[str, Mapping[str, Any]] | None
+def check_params(
+    collective: str, algorithms: Sequence[str], params: Mapping[str, Mapping[str, Any]] | None
 ) -> dict[str, dict[str, Any]]:
     """``params`` per algorithm, checked: every name a chosen algorithm, every key one of its
     parameters, every list non-empty (one-line :class:`ParameterError` otherwise)."""

@@ -79,8 +79,14 @@ def as_sizes(sizes: Any) -> np.ndarray:
     else:
         values = np.atleast_1d(np.asarray(sizes))
         if values.ndim != 1 or not np.issubdtype(values.dtype, np.number):
-            raise ParameterError(f"sizes must be bytes (a 1-D array or a unit string), got {sizes!r}")
-        if not np.all(np.isfinite(values)) or np.any(values < 0) or np.any(values != np.round(values)):
+            raise ParameterError(
+                f"sizes must be bytes (a 1-D array or a unit string), got {sizes!r}"
+            )
+        if (
+            not np.all(np.isfinite(values))
+            or np.any(values < 0)
+            or np.any(values != np.round(values))
+        ):
             raise ParameterError("sizes must be whole numbers of bytes >= 0")
     out = np.unique(np.asarray(values, dtype=np.float64))
     if out.size == 0:
@@ -175,7 +181,6 @@ def _predict(model: Model, c: Candidate, grid: np.ndarray, bar: Progress) -> np.
 
 def _short(params: Mapping[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in params.items())
-
 
 
 def evaluate(model: Model, candidate: Candidate, nbytes: np.ndarray) -> np.ndarray:

@@ -206,7 +206,9 @@ def _times_at(
             else:
                 todo.setdefault(i, []).append((k, side, n))
     for i, wanted in todo.items():
-        times = evaluate(result.model, result.candidates[i], np.array([n for *_, n in wanted], float))
+        times = evaluate(
+            result.model, result.candidates[i], np.array([n for *_, n in wanted], float)
+        )
         for (k, side, _), t in zip(wanted, times, strict=True):
             out[k][side] = float(t)
     return [(a, b) for a, b in out]

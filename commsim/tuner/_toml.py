@@ -54,7 +54,16 @@ __all__ = ["FORMAT", "VERSION", "load_table", "save_table"]
 
 FORMAT = "commsim-tuner-table"
 VERSION = 1
-_TOP = ("format", "version", "collective", "nranks", "model_description", "notes", "model", "ranges")
+_TOP = (
+    "format",
+    "version",
+    "collective",
+    "nranks",
+    "model_description",
+    "notes",
+    "model",
+    "ranges",
+)
 _RANGE = (
     "min_bytes",
     "max_bytes",
