@@ -3,6 +3,8 @@ close the gap to ring at large p, tables round-trip through TOML and build verif
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -71,7 +73,7 @@ def test_tuned_segments_close_the_gap_to_ring_at_p_1024():
 def test_a_table_covers_the_sizes_contiguously_and_merges_equal_choices():
     table = tune("allreduce", Hockney(), 64, "1KiB..1GiB")
     assert table.min_bytes == 1024 and table.max_bytes == 2**30
-    for a, b in zip(table.ranges, table.ranges[1:], strict=False):
+    for a, b in itertools.pairwise(table.ranges):
         assert b.min_bytes == a.max_bytes + 1
         assert (a.algorithm, a.params) != (b.algorithm, b.params)
     for r in table.ranges:
