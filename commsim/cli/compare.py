@@ -146,7 +146,7 @@ def parse(args: argparse.Namespace) -> CompareRequest:
     files = tuple(_load(path, schedules, budget) for path in args.file)
     return CompareRequest(
         schedules, sizes, model, budget, plot, args.json, args.progress, files, tuple(notes),
-        args.tune,
+        getattr(args, "tune", False),
     )  # fmt: skip
 
 
