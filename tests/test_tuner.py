@@ -258,3 +258,12 @@ def test_bad_models_and_sizes_are_one_line():
         tune("allreduce", Hockney(), 8, [1.5])
     with pytest.raises(CommsimError):
         tune("allreduce", Hockney(), 8, "1KiBB")
+
+
+def test_a_tuple_is_one_value_and_round_trips(tmp_path):
+    table = tune("allreduce", Hockney(), 16, "1KiB,1MiB", algorithms=["torus"],
+                 params={"torus": {"dims": (4, 4)}})  # fmt: skip
+    [r] = table.ranges
+    assert r.params == {"dims": [4, 4]}
+    assert TunerTable.load(table.save(tmp_path / "t.toml")) == table
+    commsim.verify(table.schedule(1024))

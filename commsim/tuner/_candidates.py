@@ -1,12 +1,12 @@
 r"""The candidates a tuner compares: each algorithm with each parameter value worth trying.
 
-A registry parameter is **fixed** (its default, or a value the user gives), **listed** (the user
-gives a list: every value is a candidate), or **grown**: a parameter of :data:`GROWN` that the user
-did not set is tried at 1, 2, 4, … — today ``segments``, the pipeline depth of ``chain``,
-``double_binary_tree`` and ``nccl_tree``. A pipeline of :math:`k` segments on a vector of
-:math:`n` bytes costs about :math:`(d + k)(\alpha + n\beta/k)` for a depth :math:`d`, so its
-best :math:`k \approx \sqrt{d\,n\beta/\alpha}` grows with :math:`n`: one count cannot serve
-every size, which is why NCCL pipelines fixed-size chunks rather than a fixed number of them.
+A registry parameter is **fixed** (its default, or a value the user gives; a tuple is one value,
+``dims=(4, 4)``), **listed** (the user gives a list: every value is a candidate), or **grown**: a
+parameter of :data:`GROWN` that the user did not set is tried at 1, 2, 4, … (today ``segments``,
+the pipeline depth of ``chain``, ``double_binary_tree`` and ``nccl_tree``). A pipeline of
+:math:`k` segments on a vector of :math:`n` bytes costs about :math:`(d + k)(\alpha + n\beta/k)`
+for a depth :math:`d`, so its best :math:`k \approx \sqrt{d\,n\beta/\alpha}` grows with
+:math:`n`: one count cannot serve every size (NCCL pipelines chunks of a fixed size instead).
 
 Growth is capped before anything is predicted, at the last value that is neither
 
@@ -101,7 +101,7 @@ def check_params(
                     f"params[{name!r}]: {collective}/{name} has no parameter {key!r}; "
                     f"accepted: {', '.join(accepted) or 'none'}"
                 )
-            if isinstance(value, (list, tuple)) and not value:
+            if isinstance(value, list) and not value:
                 raise ParameterError(f"params[{name!r}][{key!r}]: the list of values is empty")
         out[name] = dict(given)
     return out
@@ -120,8 +120,8 @@ def families(
 ) -> list[list[Candidate]]:
     """The candidates of ``algorithm`` (the module docstring says which), in families: one per
     combination of listed values, its members the grown parameter's values in increasing order
-    (a family of one when nothing grows). ``given`` holds the user's values (a list or tuple:
-    candidates; anything else: fixed), ``largest`` is the largest size tuned for,
+    (a family of one when nothing grows). ``given`` holds the user's values (a list: candidates;
+    anything else, a tuple included: fixed), ``largest`` is the largest size tuned for, and
     ``ranks_per_node`` the network's (used where not given)."""
     defaults = info(collective, algorithm).params
     fixed = {k: v for k, v in defaults.items() if k not in GROWN}
@@ -129,7 +129,7 @@ def families(
         fixed["ranks_per_node"] = ranks_per_node
     grown = [k for k in defaults if k in GROWN and k not in given]
     fixed.update({k: GROWN[k] for k in grown[1:]})
-    listed = {k: list(v) for k, v in given.items() if isinstance(v, (list, tuple))}
+    listed = {k: v for k, v in given.items() if isinstance(v, list)}
     fixed.update({k: v for k, v in given.items() if k not in listed})
     out = []
     for values in itertools.product(*listed.values()):

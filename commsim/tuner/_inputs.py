@@ -1,4 +1,4 @@
-"""What the tuner predicts with: a :class:`~commsim.models.Model` from a model, a cluster or a profile.
+"""What the tuner predicts with: a :class:`~commsim.models.Model` from a model, cluster or profile.
 
 :func:`as_model` accepts the three things a user has at hand and returns one model, so the search
 never branches on where its numbers came from:
@@ -54,7 +54,7 @@ def cluster_model(c: Cluster, *, contention: str = "bottleneck") -> Topology:
 
 
 def as_model(source: Any) -> ModelSource:
-    """Resolve a model, a cluster (object, preset or ``.toml``) or a profile (object or ``.toml``)."""
+    """Resolve a model, a cluster (object, preset or ``.toml``) or a profile (object, ``.toml``)."""
     if isinstance(source, Model):
         return ModelSource(source)
     if isinstance(source, Profile):

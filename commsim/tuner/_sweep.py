@@ -58,10 +58,6 @@ class Sweep:
             times = np.where(keep[:, None], times, np.inf)
         return np.argmin(times, axis=0)
 
-    def algorithms(self) -> tuple[str, ...]:
-        """The algorithms with candidates, in the order tried."""
-        return tuple(dict.fromkeys(c.algorithm for c in self.candidates))
-
     def runner_up(self, winners: np.ndarray) -> np.ndarray:
         """Per size, the fastest candidate of an algorithm other than the winner's (``-1`` when
         no other algorithm took part)."""
@@ -115,8 +111,8 @@ def sweep(
         nranks: ranks.
         sizes: bytes, or a unit string.
         algorithms: the algorithms to consider (default: every registered one).
-        params: per algorithm, parameter values: a list or tuple is a list of candidates, any
-            other value is fixed (``{"nccl_tree": {"segments": [4, 16, 64]}}``).
+        params: per algorithm, parameter values: a list is a list of candidates, any other
+            value (a tuple included) is fixed (``{"nccl_tree": {"segments": [4, 16, 64]}}``).
         ranks_per_node: the network's, for algorithms that take it and were not given it.
         progress: ``True`` a bar on stderr, ``False`` none, ``None`` one for long runs.
         max_work, min_slot_bytes: where growing ``segments`` stops (see

@@ -1,4 +1,4 @@
-"""A :class:`TunerTable`: size ranges → (algorithm, parameters, predicted time), like NCCL's tuner.
+"""A :class:`TunerTable`: size ranges → (algorithm, parameters, predicted time), as NCCL tunes.
 
 The table is read from a :class:`~commsim.tuner._sweep.Sweep`: at every swept size the fastest
 candidate wins; consecutive sizes with the same winner (algorithm *and* parameters) merge into one
@@ -53,9 +53,9 @@ class Range:
     runner_up_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     margin: float | None = None
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "params", dict(self.params))
-        object.__setattr__(self, "runner_up_params", dict(self.runner_up_params))
+    def __post_init__(self) -> None:  # tuples as lists: as a TOML file gives them back
+        object.__setattr__(self, "params", _plain(self.params))
+        object.__setattr__(self, "runner_up_params", _plain(self.runner_up_params))
         object.__setattr__(self, "time_s", tuple(float(t) for t in self.time_s))
 
 

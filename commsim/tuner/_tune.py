@@ -43,7 +43,8 @@ def tune(
         nranks: ranks.
         sizes: bytes (an array, a number) or a unit string such as ``"1KiB..1GiB"``.
         algorithms: the candidates' algorithms (default: every registered one).
-        params: per algorithm, ``{"nccl_tree": {"segments": [4, 16, 64], "ranks_per_node": 4}}``.
+        params: per algorithm, a list of candidate values or one fixed value (a tuple is one
+            value): ``{"nccl_tree": {"segments": [4, 16, 64], "ranks_per_node": 4}}``.
         progress: ``True`` a progress bar on stderr, ``False`` none, ``None`` for long runs only.
         max_work, min_slot_bytes: where growing ``segments`` stops.
 
