@@ -12,7 +12,7 @@ from typing import Any
 import commsim
 from commsim import units
 from commsim.algorithms import info
-from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
+from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, add_epilog, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError, quote
 from commsim.cli.model import add_model_group, parse_model
 from commsim.cli.network import add_network_group, parse_network
@@ -51,6 +51,14 @@ EXAMPLES = """\
 
 SCHEDULES = ScheduleGroup("tune", many_algorithms=True)
 
+PARAMS_EPILOG = """\
+parameters:
+  --param K=V fixes a parameter; --param K=V1,V2,... makes each value a candidate
+  (segments=1,8,64). Without it, segments grows by doubling from 1 until a segment would
+  be under 1KiB at the largest size, or the evaluation too long, or deeper pipelines stop
+  helping; the other parameters keep their defaults (ranks_per_node: the cluster's).
+"""
+
 
 @dataclasses.dataclass(frozen=True)
 class TuneRequest:
@@ -78,13 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write the table as TOML (commsim.TunerTable.load reads it)",
     )
-    parser.epilog = (parser.epilog or "") + (
-        "\nparameters:\n"
-        "  --param K=V fixes a parameter; --param K=V1,V2,... makes each value a candidate\n"
-        "  (segments=1,8,64). Without it, segments grows by doubling from 1 until a segment\n"
-        "  would be under 1KiB at the largest size or the evaluation too long; others keep\n"
-        "  their defaults (ranks_per_node: the cluster's with --cluster).\n"
-    )
+    add_epilog(parser, PARAMS_EPILOG)
 
 
 def parse(args: argparse.Namespace) -> TuneRequest:
