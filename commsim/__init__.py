@@ -21,6 +21,7 @@ from commsim.errors import (
     ScheduleError,
     UnknownNameError,
 )
+from commsim.tuner import TunerTable, tune
 
 __version__ = "0.1.0"
 
@@ -34,6 +35,7 @@ __all__ = [
     "Schedule",
     "ScheduleError",
     "Step",
+    "TunerTable",
     "UnknownNameError",
     "Verified",
     "algorithms",
@@ -44,5 +46,6 @@ __all__ = [
     "models",
     "save",
     "spec",
+    "tune",
     "verify",
 ]

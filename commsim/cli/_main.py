@@ -17,6 +17,7 @@ from commsim.cli import (
     predict,
     run,
     topology,
+    tune,
     validate,
     verify,
 )
@@ -40,7 +41,7 @@ class Command(Protocol):
 
 #: the commands, in the order ``commsim --help`` lists them
 COMMANDS: tuple[Command, ...] = (
-    algorithms, verify, predict, compare, topology, calibrate, validate, run,
+    algorithms, verify, predict, compare, tune, topology, calibrate, validate, run,
 )  # fmt: skip
 
 

@@ -23,6 +23,7 @@ from commsim.cli.output import add_output_group, format_ratio, format_table, to_
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.errors import ResourceError, ScheduleError
 from commsim.models import Model
+from commsim.tuner import GROWN, sweep
 
 __all__ = [
     "DESCRIPTION",
@@ -50,7 +51,8 @@ EXAMPLES = """\
   commsim compare -c allreduce -a ring,rabenseifner -p 8,64,1024 -s 1KiB..1GiB:x4
   commsim compare -c allreduce -p 2..1024 -s 4KiB,64MiB --plot allreduce.png
   commsim compare -c allgather -p 128 --alpha 5us --beta 400Gb/s --json
-  commsim compare -c allreduce -p 8 --file my_schedule.json   # yours beside the registry's"""
+  commsim compare -c allreduce -p 8 --file my_schedule.json   # yours beside the registry's
+  commsim compare -c allreduce -p 1024 --tune   # segments tuned per size (commsim tune)"""
 
 SCHEDULES = ScheduleGroup("compare", many_algorithms=True, many_nranks=True)
 _PLOT_FORMATS = (".png", ".pdf", ".svg")
@@ -70,6 +72,7 @@ class CompareRequest:
     progress: bool | None = None
     files: tuple[Schedule, ...] = ()  # saved schedules, each joining the panel of its nranks
     notes: tuple[str, ...] = ()
+    tune: bool = False  # grow the pipelined algorithms' segments per size (commsim tune)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -83,6 +86,7 @@ class Panel:
     winners: tuple[str, ...]
     skipped: Mapping[str, str]
     limiting: tuple[str, ...] | None = None  # per size, the link class limiting the winner
+    tuned: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # --tune
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -119,6 +123,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"(at most {plot.MAX_PANELS}), one line per algorithm (points where sizes are far apart), "
         "ties named, the lower bound dashed; sizes of 0 are left out",
     )
+    output.add_argument(
+        "--tune",
+        action="store_true",
+        help="tune the pipelined algorithms' segments per size, as commsim tune does (those "
+        "not set by --param): each takes its best depth per size, shown in a column",
+    )
 
 
 def parse(args: argparse.Namespace) -> CompareRequest:
@@ -135,8 +145,9 @@ def parse(args: argparse.Namespace) -> CompareRequest:
     plot = _plot_path(args.plot) if args.plot else None
     files = tuple(_load(path, schedules, budget) for path in args.file)
     return CompareRequest(
-        schedules, sizes, model, budget, plot, args.json, args.progress, files, tuple(notes)
-    )
+        schedules, sizes, model, budget, plot, args.json, args.progress, files, tuple(notes),
+        getattr(args, "tune", False),
+    )  # fmt: skip
 
 
 def _load(path: str, choice: ScheduleChoice, budget: MemoryBudget) -> Schedule:
@@ -175,11 +186,17 @@ def compute(request: CompareRequest) -> CompareResult:
     if not any(schedules for schedules, _ in built):
         reasons = {why for _, skipped in built for why in skipped.values()}
         raise UsageError("nothing to compare: " + "; ".join(sorted(reasons)))
-    total = sum(s.nsteps * s.nranks for schedules, _ in built for s in schedules.values())
+    tuned = [_tuned(request, p, sch) for p, (sch, _) in zip(choice.nranks, built, strict=True)]
+    total = sum(
+        s.nsteps * s.nranks
+        for (schedules, _), t in zip(built, tuned, strict=True)
+        for a, s in schedules.items()
+        if a not in t
+    )
     with Progress(total, "commsim", enabled=request.progress, count=False) as bar:
         panels = tuple(
-            _panel(choice.collective, p, schedules, skipped, request.model, sizes, bar)
-            for p, (schedules, skipped) in zip(choice.nranks, built, strict=True)
+            _panel(choice.collective, p, schedules, skipped, request.model, sizes, bar, t)
+            for p, (schedules, skipped), t in zip(choice.nranks, built, tuned, strict=True)
         )
     names = tuple(dict.fromkeys([*choice.algorithms, *(a for sch, _ in built for a in sch)]))
     result = CompareResult(
@@ -207,6 +224,31 @@ def _build(
     return schedules, skipped
 
 
+def _tuned(
+    request: CompareRequest, nranks: int, schedules: Mapping[str, Schedule]
+) -> dict[str, tuple[np.ndarray, tuple[str, ...]]]:
+    """With ``--tune``, each algorithm with a grown parameter (``segments``) not set by
+    ``--param``: its best time per size over the tuner's candidates, and the winning values;
+    the panel predicts its fixed-parameter schedule no more."""
+    choice, out = request.schedules, {}
+    for a in choice.algorithms if request.tune else ():
+        given = choice.params[a]
+        if a not in schedules or not any(
+            k in GROWN and k not in given for k in schedules[a].params
+        ):
+            continue
+        result = sweep(
+            choice.collective, request.model, nranks, request.sizes, algorithms=[a],
+            params={a: given}, progress=request.progress,
+        )  # fmt: skip
+        best = result.best()
+        at = np.searchsorted(result.sizes, np.array(request.sizes, dtype=np.float64))
+        won = [result.candidates[i].params for i in best[at]]
+        shown = tuple(" ".join(f"{k}={v}" for k, v in p.items() if k in GROWN) for p in won)
+        out[a] = (result.times[best, np.arange(best.size)][at], shown)
+    return out
+
+
 def _panel(
     collective: str,
     nranks: int,
@@ -215,18 +257,28 @@ def _panel(
     model: Model,
     sizes: np.ndarray,
     bar: Progress,
+    tuned: Mapping[str, tuple[np.ndarray, tuple[str, ...]]],
 ) -> Panel:
-    preds = {a: model.predict(bar.track(s, f"p={nranks} {a}"), sizes) for a, s in schedules.items()}
-    times = {a: np.atleast_1d(np.asarray(pr.time)) for a, pr in preds.items()}
+    preds = {
+        a: model.predict(bar.track(s, f"p={nranks} {a}"), sizes)
+        for a, s in schedules.items()
+        if a not in tuned
+    }
+    times = {
+        a: tuned[a][0] if a in tuned else np.atleast_1d(np.asarray(preds[a].time))
+        for a in schedules
+    }
     bound = np.atleast_1d(np.asarray(model.lower_bound(collective, nranks, sizes)))
     names = list(times)
     winners = [names[i] for i in np.argmin([times[a] for a in names], axis=0)] if names else []
     limiting = None
     if names and all(pr.network is not None for pr in preds.values()):
         limiting = tuple(
-            str(np.atleast_1d(preds[w].network.limiting)[j]) for j, w in enumerate(winners)
+            str(np.atleast_1d(preds[w].network.limiting)[j]) if w in preds else "-"
+            for j, w in enumerate(winners)
         )
-    return Panel(nranks, times, bound, tuple(winners), dict(skipped), limiting)
+    shown = {a: p for a, (_, p) in tuned.items()}
+    return Panel(nranks, times, bound, tuple(winners), dict(skipped), limiting, shown)
 
 
 def render(result: CompareResult, as_json: bool) -> str:
@@ -245,6 +297,7 @@ def render(result: CompareResult, as_json: bool) -> str:
                         "winner": pn.winners,
                         "winner_limited_by": pn.limiting,
                         "skipped": pn.skipped,
+                        "tuned_params": pn.tuned,
                     }
                     for pn in result.panels
                 ],
@@ -281,6 +334,7 @@ def _render_panel(collective: str, sizes: np.ndarray, pn: Panel) -> str:
                     win,
                     format_ratio(t_win, lb),
                     *limit,
+                    *(params[j] for params in pn.tuned.values()),
                 ]
             )
         headers = ["size", *(f"{a} " for a in names), "bound", "winner", "winner/bound"]
@@ -288,6 +342,8 @@ def _render_panel(collective: str, sizes: np.ndarray, pn: Panel) -> str:
         if pn.limiting is not None:
             headers.append("limited by")
             align += "l"
+        headers += [f"{a} tuned" for a in pn.tuned]
+        align += "l" * len(pn.tuned)
         lines.append(format_table(headers, rows, align))
         lines.append("fastest: " + _ranges(sizes, pn.winners))
     lines += [f"note: skipped {a}: {why}" for a, why in pn.skipped.items()]

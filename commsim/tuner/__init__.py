@@ -1,0 +1,43 @@
+"""A model-guided tuner: per message size, the fastest algorithm and its parameters.
+
+Like NCCL's choice of algorithm and protocol per size, but read from a cost model:
+:func:`tune` predicts every candidate (each algorithm, with its pipeline depth ``segments`` tried
+at 1, 2, 4, … per size) at every size, keeps the fastest per size and merges equal choices into
+size ranges, a :class:`TunerTable`. The table saves to TOML and loads back
+(:meth:`TunerTable.save`, :meth:`TunerTable.load`), and ``table.schedule(nbytes)`` builds the
+choice for a size: the drop-in collectives call it per message.
+
+Examples:
+    >>> import commsim
+    >>> t = commsim.tune("allreduce", commsim.models.Hockney(), 64, "1KiB..1GiB:x1024")
+    >>> [r.algorithm for r in t.ranges][0]
+    'recursive_doubling'
+    >>> t.schedule(1 << 30).nranks
+    64
+"""
+
+from commsim.tuner._candidates import GROWN, MAX_WORK, MIN_SLOT_BYTES, Candidate
+from commsim.tuner._inputs import ModelSource, as_model, cluster_model
+from commsim.tuner._sweep import Sweep, as_sizes, sweep
+from commsim.tuner._table import Range, TunerTable, table_from_sweep
+from commsim.tuner._toml import load_table, save_table
+from commsim.tuner._tune import tune
+
+__all__ = [
+    "GROWN",
+    "MAX_WORK",
+    "MIN_SLOT_BYTES",
+    "Candidate",
+    "ModelSource",
+    "Range",
+    "Sweep",
+    "TunerTable",
+    "as_model",
+    "as_sizes",
+    "cluster_model",
+    "load_table",
+    "save_table",
+    "sweep",
+    "table_from_sweep",
+    "tune",
+]

@@ -1,0 +1,184 @@
+"""The search: every candidate predicted at every size at once, and the best per size.
+
+A model's ``predict`` is vectorized over sizes, so each candidate schedule is walked once for the
+whole sweep: the cost is one pass per candidate, ``O(transfers · sizes)`` array work, and the
+progress bar counts the steps walked, weighted by ranks (as ``commsim compare`` does). A family
+of pipeline depths (``segments`` = 1, 2, 4, …) is walked in increasing order and stops at the
+first depth that improves no size over the shallower ones: a pipeline's time is unimodal in its
+depth at each size, so no deeper one would win either (the bar skips their planned work). The result
+is a matrix ``times[candidate, size]`` (``inf`` where a candidate is not eligible, see
+:mod:`commsim.tuner._candidates`); the table is its argmin per size, and ``commsim compare --tune``
+reads the best candidate of each algorithm per size from it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from commsim import units
+from commsim._progress import Progress
+from commsim.algorithms import available, info
+from commsim.errors import ParameterError, ResourceError, ScheduleError
+from commsim.models import Model
+from commsim.tuner._candidates import (
+    MAX_WORK,
+    MIN_SLOT_BYTES,
+    Candidate,
+    check_params,
+    families,
+    work,
+)
+
+__all__ = ["Sweep", "as_sizes", "evaluate", "sweep"]
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Sweep:
+    """Predicted ``times[i, j]`` of ``candidates[i]`` at ``sizes[j]`` (s; ``inf``: not eligible),
+    and the algorithms ``skipped`` with why (they could not be built on ``nranks`` ranks)."""
+
+    collective: str
+    nranks: int
+    model: Model
+    sizes: np.ndarray
+    candidates: tuple[Candidate, ...]
+    times: np.ndarray
+    skipped: Mapping[str, str]
+
+    def best(self, algorithms: Sequence[str] | None = None) -> np.ndarray:
+        """Per size, the index of the fastest candidate (of ``algorithms`` only, if given; ties
+        go to the earlier candidate: registry order, then fewer segments)."""
+        times = self.times
+        if algorithms is not None:
+            keep = np.array([c.algorithm in algorithms for c in self.candidates])
+            times = np.where(keep[:, None], times, np.inf)
+        return np.argmin(times, axis=0)
+
+    def runner_up(self, winners: np.ndarray) -> np.ndarray:
+        """Per size, the fastest candidate of an algorithm other than the winner's (``-1`` when
+        no other algorithm took part)."""
+        names = np.array([c.algorithm for c in self.candidates])
+        other = names[:, None] != names[winners][None, :]
+        times = np.where(other, self.times, np.inf)
+        best = np.argmin(times, axis=0)
+        return np.where(np.isfinite(times[best, np.arange(len(best))]), best, -1)
+
+
+def as_sizes(sizes: Any) -> np.ndarray:
+    """Sizes as sorted distinct bytes: a unit string (``"1KiB..1GiB"``), a number or an array."""
+    if isinstance(sizes, str):
+        values = units.parse_sizes(sizes)
+    else:
+        values = np.atleast_1d(np.asarray(sizes))
+        if values.ndim != 1 or not np.issubdtype(values.dtype, np.number):
+            raise ParameterError(
+                f"sizes must be bytes (a 1-D array or a unit string), got {sizes!r}"
+            )
+        if (
+            not np.all(np.isfinite(values))
+            or np.any(values < 0)
+            or np.any(values != np.round(values))
+        ):
+            raise ParameterError("sizes must be whole numbers of bytes >= 0")
+    out = np.unique(np.asarray(values, dtype=np.float64))
+    if out.size == 0:
+        raise ParameterError("sizes: give at least one size")
+    return out
+
+
+def sweep(
+    collective: str,
+    model: Model,
+    nranks: int,
+    sizes: Any,
+    *,
+    algorithms: Sequence[str] | None = None,
+    params: Mapping[str, Mapping[str, Any]] | None = None,
+    ranks_per_node: int | None = None,
+    progress: bool | None = False,
+    max_work: int = MAX_WORK,
+    min_slot_bytes: float = MIN_SLOT_BYTES,
+) -> Sweep:
+    """Predict every candidate of ``algorithms`` (default: all of the collective's) at ``sizes``.
+
+    Args:
+        collective: the collective to tune.
+        model: the cost model (:class:`commsim.models.Model`).
+        nranks: ranks.
+        sizes: bytes, or a unit string.
+        algorithms: the algorithms to consider (default: every registered one).
+        params: per algorithm, parameter values: a list is a list of candidates, any other
+            value (a tuple included) is fixed (``{"nccl_tree": {"segments": [4, 16, 64]}}``).
+        ranks_per_node: the network's, for algorithms that take it and were not given it.
+        progress: ``True`` a bar on stderr, ``False`` none, ``None`` one for long runs.
+        max_work, min_slot_bytes: where growing ``segments`` stops (see
+            :mod:`commsim.tuner._candidates`).
+    """
+    names = available(collective)  # UnknownNameError for an unknown collective
+    chosen = tuple(dict.fromkeys(algorithms)) if algorithms is not None else tuple(names)
+    for a in chosen:
+        info(collective, a)  # UnknownNameError with the closest names
+    if not chosen:
+        raise ParameterError(f"no {collective} algorithm to tune")
+    given = check_params(collective, chosen, params)
+    grid = as_sizes(sizes)
+    planned: list[list[Candidate]] = []
+    skipped: dict[str, str] = {}
+    for a in chosen:
+        try:
+            planned += families(
+                collective,
+                nranks,
+                a,
+                given[a],
+                float(grid[-1]),
+                ranks_per_node=ranks_per_node,
+                max_work=max_work,
+                min_slot_bytes=min_slot_bytes,
+            )
+        except (ScheduleError, ResourceError) as e:
+            skipped[a] = str(e).splitlines()[0]
+    if not planned:
+        raise ParameterError(
+            f"no {collective} algorithm can be built on {nranks} ranks: "
+            + "; ".join(f"{a}: {why}" for a, why in skipped.items())
+        )
+    total = sum(work(c.schedule) for family in planned for c in family)
+    kept: list[Candidate] = []
+    rows: list[np.ndarray] = []
+    with Progress(total, f"tune {collective} p={nranks}", enabled=progress, count=False) as bar:
+        for family in planned:
+            previous = None
+            for k, c in enumerate(family):
+                times = _predict(model, c, grid, bar)
+                kept.append(c)
+                rows.append(times)
+                if previous is not None and not np.any(times < previous):
+                    bar.update(sum(work(x.schedule) for x in family[k + 1 :]))
+                    break  # deeper pipelines help nowhere either (the module docstring)
+                previous = np.minimum(previous, times) if previous is not None else times
+    return Sweep(collective, nranks, model, grid, tuple(kept), np.array(rows), skipped)
+
+
+def _predict(model: Model, c: Candidate, grid: np.ndarray, bar: Progress) -> np.ndarray:
+    """``c``'s times at ``grid`` (``inf`` where it is not eligible); the bar advances by its
+    :func:`~commsim.tuner._candidates.work` (ranks per step pulled, and at few ranks the steps'
+    fixed cost up front)."""
+    s = c.schedule
+    bar.update(work(s) - s.nsteps * s.nranks, note=c.algorithm)
+    label = f"{c.algorithm} {_short(c.params)}".rstrip()
+    times = np.asarray(model.predict(bar.track(s, label), grid).time, dtype=np.float64)
+    return np.where(grid >= c.min_bytes, np.atleast_1d(times), np.inf)
+
+
+def _short(params: Mapping[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in params.items())
+
+
+def evaluate(model: Model, candidate: Candidate, nbytes: np.ndarray) -> np.ndarray:
+    """``candidate``'s predicted times at ``nbytes`` (one pass over its schedule)."""
+    return np.atleast_1d(np.asarray(model.predict(candidate.schedule, nbytes).time, float))
