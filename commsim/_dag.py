@@ -49,7 +49,7 @@ from commsim.errors import ParameterError, ResourceError
 if TYPE_CHECKING:
     import networkx as nx
 
-__all__ = ["MAX_DAG_TRANSFERS", "critical_path", "message_graph"]
+__all__ = ["MAX_DAG_TRANSFERS", "critical_path", "message_graph", "slot_ranges"]
 
 #: Transfers beyond which :func:`message_graph` refuses (networkx keeps a dict per node and edge).
 MAX_DAG_TRANSFERS = 2_000_000
@@ -64,8 +64,13 @@ def _per_slot(st: Step, idx: np.ndarray) -> tuple[np.ndarray, ...]:
     return rep, st.src_slot[rep] + offs, st.dst_slot[rep] + offs
 
 
-def _ranges(lo: np.ndarray, count: np.ndarray) -> tuple[tuple[int, int], ...]:
-    """Half-open slot ranges ``[lo, lo + count)``, sorted, adjacent ones merged."""
+def slot_ranges(lo: np.ndarray, count: np.ndarray) -> tuple[tuple[int, int], ...]:
+    """Half-open slot ranges ``[lo, lo + count)``, sorted, adjacent ones merged.
+
+    Examples:
+        >>> slot_ranges(np.array([4, 0, 2]), np.array([2, 2, 1]))
+        ((0, 3), (4, 6))
+    """
     out: list[list[int]] = []
     for a, c in sorted(zip(lo.tolist(), count.tolist(), strict=True)):
         if out and out[-1][1] == a:
@@ -181,8 +186,8 @@ def message_graph(schedule: Schedule) -> nx.DiGraph:
                 step=k,
                 src=s,
                 dst=d,
-                slots=_ranges(st.src_slot[tr], st.count[tr]),
-                dst_slots=_ranges(st.dst_slot[tr], st.count[tr]),
+                slots=slot_ranges(st.src_slot[tr], st.count[tr]),
+                dst_slots=slot_ranges(st.dst_slot[tr], st.count[tr]),
                 units=int(units.sum()),
                 reduce_units=int(units[st.reduce[tr]].sum()),
             )
