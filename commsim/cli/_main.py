@@ -16,6 +16,7 @@ from commsim.cli import (
     compare,
     predict,
     run,
+    show,
     topology,
     validate,
     verify,
@@ -40,7 +41,7 @@ class Command(Protocol):
 
 #: the commands, in the order ``commsim --help`` lists them
 COMMANDS: tuple[Command, ...] = (
-    algorithms, verify, predict, compare, topology, calibrate, validate, run,
+    algorithms, verify, predict, compare, topology, calibrate, validate, run, show,
 )  # fmt: skip
 
 
