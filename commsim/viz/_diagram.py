@@ -316,16 +316,16 @@ def _explanation(s: Schedule) -> str:
 class _Layout:
     """Where everything goes: title, lines of steps, legend (all in inches from the top-left)."""
 
-    LEGEND = 0.85
-
     def __init__(self, schedule: Schedule, steps: range) -> None:
         self.s, self.steps = schedule, steps
         self.g = _Geometry.of(schedule)
         self.lines = _lines(steps, _kinds(schedule, steps), self.g.fit) or [steps]
         self.width = max(8.0, max(self.g.line_width(len(ln)) for ln in self.lines))
         self.how = textwrap.fill(_explanation(schedule), int((self.width - 0.4) * 72 / 4.3))
-        self.title = 0.72 + 0.15 * self.how.count("\n")  # the explanation's lines
-        self.height = self.title + len(self.lines) * self.g.line_height + self.LEGEND
+        self.title = 0.8 + 0.15 * self.how.count("\n")  # the explanation's lines
+        self.local = any((schedule.step(i).src == schedule.step(i).dst).any() for i in steps)
+        legend = 0.95 + 0.2 * self.local
+        self.height = self.title + len(self.lines) * self.g.line_height + legend
 
     def draw(self, ax: Axes) -> None:
         s, g = self.s, self.g
@@ -342,7 +342,7 @@ class _Layout:
             first = line.start if len(line) else self.steps.start
             self._line(ax, y, first, line, states, rows, palette)
             y += g.line_height
-        self._legend(ax, y, palette, any(r.local for rs in rows.values() for r in rs))
+        self._legend(ax, y, palette, self.local)
 
     # -- parts -------------------------------------------------------------------------------
     def _title(self, ax: Axes, nmessages: int) -> None:
@@ -358,7 +358,7 @@ class _Layout:
         )
         facts = (
             f"{s.nsteps} steps{shown}, {nmessages} messages drawn, "
-            f"{s.ndata} data slots per rank{scratch}{root}"
+            f"{s.ndata} data slot{'s' if s.ndata != 1 else ''} per rank{scratch}{root}"
         )
         ax.text(0.2, 0.12, head, fontsize=12, fontweight="bold", va="top")
         ax.text(0.2, 0.42, facts, fontsize=8.5, va="top")
@@ -472,7 +472,7 @@ class _Layout:
         nmsg = sum(not r.local for r in rows)
         per_sender = np.bincount([r.src for r in rows], minlength=1)
         labelled = per_sender.max(initial=0) <= MAX_LABELS
-        note = f"{nmsg} msg{'s' if nmsg != 1 else ''}"
+        note = f"{nmsg} msg{'s' if nmsg != 1 else ''}" if nmsg else "local copies only"
         if not labelled:
             note += f", up to {per_sender.max()} per rank:\narrows unlabelled"
         xm = (x0 + x1) / 2
