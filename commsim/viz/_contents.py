@@ -72,9 +72,10 @@ def contributions(schedule: Schedule, stop: int | None = None) -> Iterator[np.nd
     Examples:
         >>> import commsim
         >>> s = commsim.build("allreduce", "rabenseifner", nranks=4)
-        >>> [int(h[0].sum(axis=-1).max()) for h in contributions(s)]  # rank 0's fullest slot
+        >>> states = list(contributions(s))
+        >>> [int(h[0].sum(axis=-1).max()) for h in states]  # rank 0's fullest slot
         [1, 2, 4, 4, 4]
-        >>> bool(h[:, : s.ndata].all())  # after the last step: every slot holds all 4 inputs
+        >>> bool(states[-1][:, : s.ndata].all())  # at the end every slot holds all 4 inputs
         True
     """
     stop = schedule.nsteps if stop is None else min(stop, schedule.nsteps)
