@@ -334,6 +334,7 @@ class _Layout:
         ax.set_aspect("equal")
         ax.set_axis_off()
         palette = _Palette(s.nranks, s.spec.reduces)
+        self._marks: list[tuple[np.ndarray, ...]] = []  # cell numbers, drawn at the end
         states = list(contributions(s, stop=self.steps.stop if len(self.steps) else 0))
         rows = {i: step_rows(s, s.step(i), i) for i in self.steps}
         self._title(ax, sum(len(r) for r in rows.values()))
@@ -343,6 +344,7 @@ class _Layout:
             self._line(ax, y, first, line, states, rows, palette)
             y += g.line_height
         self._legend(ax, y, palette, self.local)
+        self._numbers(ax)
 
     # -- parts -------------------------------------------------------------------------------
     def _title(self, ax: Axes, nmessages: int) -> None:
@@ -433,17 +435,37 @@ class _Layout:
             )
         if g.numbers:
             text, dark = palette.text(holds), palette.dark(idx)
-            size = 6 if g.cell < 0.2 else 6.5
-            for r, j in zip(*np.nonzero(text != ""), strict=True):
-                ax.text(
-                    xs[j] + g.cell / 2,
-                    ycen[r],
-                    text[r, j],
-                    fontsize=size,
-                    ha="center",
-                    va="center",
-                    color="white" if dark[r, j] else "black",
+            r, j = np.nonzero(text != "")
+            self._marks.append((xs[j] + g.cell / 2, ycen[r], text[r, j], dark[r, j]))
+
+    def _numbers(self, ax: Axes) -> None:
+        """The numbers in the cells: one path collection per distinct number (thousands of
+        ``Text`` artists would take seconds to render), glyphs sized in points."""
+        if not self._marks:
+            return
+        from matplotlib.collections import PathCollection
+        from matplotlib.textpath import TextPath
+        from matplotlib.transforms import Affine2D
+
+        x, y, text, dark = (np.concatenate(col) for col in zip(*self._marks, strict=True))
+        size = 6 if self.g.cell < 0.2 else 6.5
+        points = Affine2D().scale(1 / 72) + ax.figure.dpi_scale_trans
+        for word in np.unique(text):
+            glyphs = TextPath((0, 0), str(word), size=size)
+            (x0, y0), (x1, y1) = glyphs.get_extents().get_points()
+            glyphs = Affine2D().translate(-(x0 + x1) / 2, -(y0 + y1) / 2).transform_path(glyphs)
+            mine = text == word
+            ax.add_collection(
+                PathCollection(
+                    [glyphs],
+                    offsets=np.column_stack([x[mine], y[mine]]),
+                    offset_transform=ax.transData,
+                    transform=points,
+                    facecolors=np.where(dark[mine], "white", "black"),
+                    edgecolors="none",
+                    zorder=3,
                 )
+            )
 
     def _slot_numbers(self, ax: Axes, x: float, y0: float) -> None:
         g = self.g
