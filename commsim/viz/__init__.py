@@ -1,5 +1,6 @@
-"""Seeing schedules: a step-by-step diagram, the symbolic slot contents behind it, and the
-per-step message table.
+"""Seeing schedules: a step-by-step diagram, the symbolic slot contents behind it, the per-step
+message table, and the message dependency DAG's critical path (the DAG itself is
+:meth:`commsim.Schedule.to_networkx`).
 
 Examples:
     >>> import commsim
@@ -12,6 +13,7 @@ Examples:
     '→1 ⊕3'
 """
 
+from commsim._dag import critical_path, message_graph
 from commsim.viz._contents import apply_step, contributions, initial_contributions
 from commsim.viz._diagram import MAX_RANKS, MAX_STEPS, check_drawable, draw_schedule, figure_size
 from commsim.viz._table import MessageRow, message_rows, step_rows
@@ -23,9 +25,11 @@ __all__ = [
     "apply_step",
     "check_drawable",
     "contributions",
+    "critical_path",
     "draw_schedule",
     "figure_size",
     "initial_contributions",
+    "message_graph",
     "message_rows",
     "step_rows",
 ]
