@@ -298,6 +298,22 @@ def _lines(steps: range, kinds: list[int], fit: int) -> list[range]:
     return lines
 
 
+def _operations(schedule: Schedule, steps: range) -> set[str]:
+    """The kinds of arrow the drawn steps need: ``reduce``, ``copy`` (messages), ``local``."""
+    ops = set()
+    for i in steps:
+        st = schedule.step(i)
+        remote = st.src != st.dst
+        for op, present in (
+            ("reduce", remote & st.reduce),
+            ("copy", remote & ~st.reduce),
+            ("local", ~remote),
+        ):
+            if present.any():
+                ops.add(op)
+    return ops
+
+
 def _explanation(s: Schedule) -> str:
     if s.spec.reduces:
         what = (
@@ -323,8 +339,8 @@ class _Layout:
         self.width = max(8.0, max(self.g.line_width(len(ln)) for ln in self.lines))
         self.how = textwrap.fill(_explanation(schedule), int((self.width - 0.4) * 72 / 4.3))
         self.title = 0.8 + 0.15 * self.how.count("\n")  # the explanation's lines
-        self.local = any((schedule.step(i).src == schedule.step(i).dst).any() for i in steps)
-        legend = 0.95 + 0.2 * self.local
+        self.ops = _operations(schedule, steps)
+        legend = max(0.95, 0.35 + 0.2 * (len(self.ops) + 1))
         self.height = self.title + len(self.lines) * self.g.line_height + legend
 
     def draw(self, ax: Axes) -> None:
@@ -343,7 +359,7 @@ class _Layout:
             first = line.start if len(line) else self.steps.start
             self._line(ax, y, first, line, states, rows, palette)
             y += g.line_height
-        self._legend(ax, y, palette, self.local)
+        self._legend(ax, y, palette, self.ops)
         self._numbers(ax)
 
     # -- parts -------------------------------------------------------------------------------
@@ -544,7 +560,7 @@ class _Layout:
                     bbox=dict(boxstyle="square,pad=0.08", fc="white", ec="none", alpha=0.85),
                 )
 
-    def _legend(self, ax: Axes, top: float, palette: _Palette, local: bool) -> None:
+    def _legend(self, ax: Axes, top: float, palette: _Palette, ops: set[str]) -> None:
         from matplotlib.patches import FancyArrowPatch, Rectangle
 
         p = self.s.nranks
@@ -572,11 +588,14 @@ class _Layout:
             ax.text(x, y + 0.6, "0 = empty", fontsize=5.5, va="top", color="#555555")
         x = 0.3 + n * w + 0.6
         items = [
-            (_REDUCE, "-", "⊕ reduce: the receiver adds the slots into its own"),
-            (_COPY, "--", "copy: the receiver overwrites its slots"),
+            (color, style, text)
+            for op, color, style, text in (
+                ("reduce", _REDUCE, "-", "⊕ reduce: the receiver adds the slots into its own"),
+                ("copy", _COPY, "--", "copy: the receiver overwrites its slots"),
+                ("local", _LOCAL, ":", "local copy or reduction within a rank"),
+            )
+            if op in ops
         ]
-        if local:
-            items.append((_LOCAL, ":", "local copy within a rank"))
         for k, (color, style, text) in enumerate(items):
             yy = y + 0.08 + k * 0.2
             ax.add_patch(
