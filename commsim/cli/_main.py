@@ -16,6 +16,7 @@ from commsim.cli import (
     compare,
     predict,
     run,
+    show,
     topology,
     tune,
     validate,
@@ -41,7 +42,7 @@ class Command(Protocol):
 
 #: the commands, in the order ``commsim --help`` lists them
 COMMANDS: tuple[Command, ...] = (
-    algorithms, verify, predict, compare, tune, topology, calibrate, validate, run,
+    algorithms, show, verify, predict, compare, tune, topology, calibrate, validate, run,
 )  # fmt: skip
 
 
