@@ -27,6 +27,7 @@ run it. The task is made in numpy (Gaussian clusters, no downloads).
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import sys
 import time
@@ -40,11 +41,11 @@ if "--backend" in sys.argv and "jax" in sys.argv and "XLA_FLAGS" not in os.envir
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
 os.environ.setdefault("MPI4JAX_NO_WARN_JAX_VERSION", "1")
 
-import jax  # noqa: E402
-import jax.numpy as jnp  # noqa: E402
+import jax
+import jax.numpy as jnp
 
-import commsim  # noqa: E402
-from commsim import units  # noqa: E402
+import commsim
+from commsim import units
 
 Params = dict[str, jax.Array]
 History = list[dict[str, float]]
@@ -52,11 +53,11 @@ History = list[dict[str, float]]
 
 # -- the task and the model ----------------------------------------------------------------------
 def make_task(
-    n: int, features: int = 32, classes: int = 4, seed: int = 0
+    n: int, features: int = 32, classes: int = 8, seed: int = 0
 ) -> tuple[np.ndarray, np.ndarray]:
     """``n`` points in ``features`` dimensions from ``classes`` Gaussian clusters (float32, int32)."""
     rng = np.random.default_rng(seed)
-    centres = rng.normal(0.0, 1.5, (classes, features))
+    centres = rng.normal(0.0, 0.5, (classes, features))  # overlapping: accuracy ~85%
     y = rng.integers(0, classes, n).astype(np.int32)
     x = centres[y] + rng.normal(0.0, 1.0, (n, features))
     return x.astype(np.float32), y
@@ -67,10 +68,15 @@ def init_mlp(sizes: tuple[int, ...], seed: int = 0) -> Params:
     that every worker and every backend starts from the same bits."""
     rng = np.random.default_rng(seed + 1)
     params = {}
-    for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
+    for i, (a, b) in enumerate(itertools.pairwise(sizes)):
         params[f"w{i}"] = jnp.asarray(rng.normal(0.0, np.sqrt(2.0 / a), (a, b)), jnp.float32)
         params[f"b{i}"] = jnp.zeros((b,), jnp.float32)
     return params
+
+
+def layers(args: argparse.Namespace) -> tuple[int, ...]:
+    """Layer widths: features, two hidden layers, classes."""
+    return (args.features, args.hidden, args.hidden, args.classes)
 
 
 def logits(params: Params, x: jax.Array) -> jax.Array:
@@ -116,9 +122,7 @@ def _gradient_allreduce(args: argparse.Namespace, workers: int, native: bool) ->
     if native:
         return None
     if args.algorithm == "auto":
-        table = commsim.tune(
-            "allreduce", tuning_model(args), nranks=workers, sizes=args.tune_sizes
-        )
+        table = commsim.tune("allreduce", tuning_model(args), nranks=workers, sizes=args.tune_sizes)
         return table
     return commsim.build("allreduce", args.algorithm, nranks=workers)
 
@@ -144,7 +148,7 @@ def jax_run(args: argparse.Namespace, native: bool) -> Run:
     mesh = Mesh(np.array(devices), ("data",))
     choice = _gradient_allreduce(args, p, native)
     if native:
-        average = lambda g: jax.tree.map(lambda a: lax.pmean(a, "data"), g)  # noqa: E731
+        average = lambda g: jax.tree.map(lambda a: lax.pmean(a, "data"), g)
     elif isinstance(choice, commsim.Schedule):
         average = commsim.exec.jax.collective(
             choice, axis_name="data", mean=True, bucket_bytes=args.bucket_bytes
@@ -166,9 +170,7 @@ def jax_run(args: argparse.Namespace, native: bool) -> Run:
             check_vma=False,
         )
     )  # fmt: skip
-    comm = jax.jit(
-        jax.shard_map(average, mesh=mesh, in_specs=P(), out_specs=P(), check_vma=False)
-    )
+    comm = jax.jit(jax.shard_map(average, mesh=mesh, in_specs=P(), out_specs=P(), check_vma=False))
     batch = NamedSharding(mesh, P("data"))
 
     def placed_step(params: Params, x: np.ndarray, y: np.ndarray) -> tuple[Params, jax.Array]:
@@ -208,7 +210,9 @@ def mpi_run(args: argparse.Namespace, native: bool) -> Run:
 
     def step(params: Params, x: np.ndarray, y: np.ndarray) -> tuple[Params, jax.Array]:
         n = len(x) // p
-        params, loss = local_step(params, x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n])
+        params, loss = local_step(
+            params, x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n]
+        )
         return params, jnp.asarray(comm.allreduce(float(loss)) / p)  # the global batch's loss
 
     return Run(step, jax.jit(average), p, rank)
@@ -242,7 +246,7 @@ def train(args: argparse.Namespace, run: Run, quiet: bool = False) -> History:
     """``args.steps`` SGD steps over ``args.epochs`` epochs (batches in a fixed order); returns
     per-step losses and per-epoch metrics."""
     x, y = make_task(args.samples, args.features, args.classes, seed=args.seed)
-    params = init_mlp((args.features, args.hidden, args.classes), seed=args.seed)
+    params = init_mlp(layers(args), seed=args.seed)
     batch = args.batch
     if batch % max(run.workers, 1):
         raise SystemExit(f"--batch {batch} must divide among {run.workers} workers")
@@ -279,31 +283,34 @@ def losses(history: History) -> np.ndarray:
 
 # -- what the same gradients would cost on a cluster ---------------------------------------------
 def gradient_buckets(params: Params, bucket_bytes: int | None) -> list[int]:
-    """Bytes per bucket when the gradient leaves, in order, are packed into buckets of at most
-    ``bucket_bytes`` (one bucket for the whole tree when ``None``)."""
-    sizes = [int(a.size) * a.dtype.itemsize for a in jax.tree.leaves(params)]
-    if not bucket_bytes:
-        return [sum(sizes)]
-    buckets, cur = [], 0
-    for s in sizes:
-        if cur and cur + s > bucket_bytes:
-            buckets.append(cur)
-            cur = 0
-        cur += s
-    return [*buckets, cur] if cur else buckets
+    """Bytes per bucket as the drop-in packs the gradient leaves (:func:`commsim.exec.buckets`:
+    by dtype, then in pytree order into buckets of at most ``bucket_bytes``)."""
+    leaves = jax.tree.leaves(params)
+    sizes = [int(a.size) * a.dtype.itemsize for a in leaves]
+    groups = commsim.exec.buckets([a.dtype for a in leaves], sizes, bucket_bytes)
+    return [sum(sizes[i] for i in g) for g in groups]
 
 
 def predict_on_cluster(args: argparse.Namespace, params: Params) -> None:
-    """Print the tuner's choice and predicted time for every gradient bucket on ``args.cluster``."""
+    """Print the tuner's choice and predicted time for every gradient bucket on ``args.cluster``
+    (every GPU of it a data-parallel worker)."""
+    from commsim.clusters import cluster
+    from commsim.tuner import as_model
+
+    c = cluster(args.cluster)
+    model = as_model(c).model
     buckets = gradient_buckets(params, args.bucket_bytes)
-    table = commsim.tune("allreduce", args.cluster, nranks=None, sizes=np.array(buckets))
-    print(f"\non {args.cluster} ({table.nranks} ranks), per step, the same gradient buckets:")
+    table = commsim.tune("allreduce", c, nranks=c.ngpus, sizes=np.array(buckets, dtype=float))
+    print(f"\npredicted on {c.describe()}, {c.ngpus} data-parallel workers, per step:")
     total = 0.0
     for b in buckets:
-        row = table.lookup(b)
-        total += row.time_at(b)
-        print(f"  {units.format_size(b):>10}  {row.algorithm:<20} {units.format_time(row.time_at(b))}")
-    print(f"  predicted communication per step: {units.format_time(total)}")
+        schedule = table.schedule(b)
+        t = float(model.predict(schedule, b).time)
+        total += t
+        print(
+            f"  bucket {units.format_size(b, exact=False):>9}: {schedule.algorithm:<20} {units.format_time(t)}"
+        )
+    print(f"  gradient allreduce per step: {units.format_time(total)}")
 
 
 # -- the command line ----------------------------------------------------------------------------
@@ -324,7 +331,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--samples", type=int, default=4096)
     ap.add_argument("--features", type=int, default=32)
     ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--classes", type=int, default=4)
+    ap.add_argument("--classes", type=int, default=8)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--cluster", default="dgx-h100:128",
                     help="predict the gradient allreduce on this cluster at the end [dgx-h100:128]")  # fmt: skip
@@ -343,7 +350,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         run = make[args.backend](args, native=False)
     if run.rank == 0:
-        what = "single process" if args.backend == "single" else f"{run.workers} {args.backend} workers"
+        what = (
+            "single process"
+            if args.backend == "single"
+            else f"{run.workers} {args.backend} workers"
+        )
         print(f"data-parallel SGD: {what}, allreduce {args.algorithm}, global batch {args.batch}")
     history = train(args, run)
     if args.check and args.backend != "single":
@@ -356,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"max |loss - native collective's| over {len(ours)} steps: {d_native:.2e}")
             print(f"max |loss - single-process full batch's|:           {d_single:.2e}")
     if run.rank == 0 and args.cluster:
-        predict_on_cluster(args, init_mlp((args.features, args.hidden, args.classes)))
+        predict_on_cluster(args, init_mlp(layers(args)))
     return 0
 
 

@@ -5,6 +5,7 @@ or a GPU.
 """
 
 from commsim.exec._backend import BACKENDS, Backend, Compiled, get_backend
+from commsim.exec._dropin import buckets
 from commsim.exec._execute import check_outputs, execute, random_inputs
 from commsim.exec._layout import Layout, layout
 from commsim.exec.reference import interpret
@@ -14,6 +15,7 @@ __all__ = [
     "Backend",
     "Compiled",
     "Layout",
+    "buckets",
     "check_outputs",
     "execute",
     "get_backend",

@@ -18,7 +18,8 @@ No bucketing (the default) is one schedule call per dtype: the fewest messages a
 ones, the best bandwidth, but the call cannot start before the last leaf is computed. Buckets
 let a program start reducing early leaves while later ones are still being computed (when the
 surrounding program overlaps them, as in a backward pass) and bound the packing buffer, at the
-cost of one schedule's latency per bucket; Horovod's default threshold is 64 MiB.
+cost of one schedule's latency per bucket; Horovod's default threshold was 64 MiB, 128 MiB since
+its v0.21.
 
 Plans (the schedule lowered for a packed count) and packings are cached per schedule and
 shapes; the caller's ``jit`` caches the traced program, so a second call with the same shapes
