@@ -1,0 +1,2 @@
+def to_goal(*a, **k):
+    raise NotImplementedError
