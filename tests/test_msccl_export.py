@@ -6,6 +6,8 @@ collective, or is refused with one line naming the executor limit it exceeds."""
 from __future__ import annotations
 
 import collections
+import functools
+import itertools
 import re
 import xml.etree.ElementTree as ET
 
@@ -65,7 +67,7 @@ def parse(text: str) -> dict:
                 steps.append(dict(type=kind, src=src, dst=dst, dep=(depid, deps), hasdep=hasdep))
             assert len(steps) <= LIMITS["steps"]
             # the executor's rule: extra waits ride on nops placed right before a step that waits
-            for a, b in zip(steps, steps[1:]):
+            for a, b in itertools.pairwise(steps):
                 if a["type"] == "nop":
                     assert b["dep"][0] >= 0
             tbs.append(dict(send=send, recv=recv, chan=chan, steps=steps))
@@ -75,6 +77,12 @@ def parse(text: str) -> dict:
         gpus[rank] = dict(sizes={"i": ni, "o": no, "s": ns}, tbs=tbs)
     assert sorted(gpus) == list(range(int(algo.attrib["ngpus"])))
     return dict(attrib=algo.attrib, gpus=gpus)
+
+
+def _view(buf: dict, sizes: dict, rank: int, ref: tuple[str, int, int]) -> np.ndarray:
+    b, o, n = ref
+    assert o >= 0 and o + n <= sizes[b], f"rank {rank}: {ref} is outside its buffer"
+    return buf[b][o : o + n]
 
 
 def run_xml(prog: dict, buffers: dict[int, dict[str, np.ndarray]]) -> None:
@@ -102,12 +110,7 @@ def run_xml(prog: dict, buffers: dict[int, dict[str, np.ndarray]]) -> None:
             inbox = queues[(tb["recv"], r, tb["chan"])]
             if kind.startswith("r") and kind != "re" and not inbox:
                 continue
-            buf = buffers[r]
-
-            def view(ref):
-                b, o, n = ref
-                assert 0 <= o and o + n <= prog["gpus"][r]["sizes"][b], f"rank {r}: {ref}"
-                return buf[b][o : o + n]
+            view = functools.partial(_view, buffers[r], prog["gpus"][r]["sizes"], r)
 
             data = None
             if kind.startswith("r") and kind != "re":

@@ -42,6 +42,7 @@ MSCCL's buffers becomes several sends, each charged its own latency.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from collections.abc import Iterator
 
@@ -174,9 +175,9 @@ def _cuts(*locs: tuple[np.ndarray, np.ndarray]) -> list[tuple[int, int]]:
     brk[0] = True
     for buf, idx in locs:
         brk[1:] |= (buf[1:] != buf[:-1]) | (idx[1:] != idx[:-1] + 1)
-    starts = np.flatnonzero(brk).tolist() + [n]
+    starts = [*np.flatnonzero(brk).tolist(), n]
     out = []
-    for a, b in zip(starts[:-1], starts[1:], strict=True):
+    for a, b in itertools.pairwise(starts):
         out += [(x, min(x + MAX_COUNT, b)) for x in range(a, b, MAX_COUNT)]
     return out
 
