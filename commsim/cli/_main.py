@@ -14,6 +14,7 @@ from commsim.cli import (
     algorithms,
     calibrate,
     compare,
+    export,
     predict,
     run,
     topology,
@@ -40,7 +41,7 @@ class Command(Protocol):
 
 #: the commands, in the order ``commsim --help`` lists them
 COMMANDS: tuple[Command, ...] = (
-    algorithms, verify, predict, compare, topology, calibrate, validate, run,
+    algorithms, verify, predict, compare, topology, calibrate, validate, run, export,
 )  # fmt: skip
 
 
