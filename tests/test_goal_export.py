@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import collections
 import re
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -147,6 +149,29 @@ def test_loggopsims_rules_on_the_goal_reproduce_commsims_loggp(collective, algor
     model = commsim.models.LogGP(L=L * 1e-9, o=o * 1e-9, g=g * 1e-9, G=G * 1e-9, gamma=gamma * 1e-9)
     want = model.predict(s, nbytes).time * 1e9
     assert max(_run(ranks, L, o, g, G)) == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.skipif(
+    not (shutil.which("txt2bin") and shutil.which("LogGOPSim")),
+    reason="LogGOPSim's txt2bin and LogGOPSim are not on PATH (docs/interop.md builds them)",
+)
+@pytest.mark.parametrize(
+    ("collective", "algorithm", "p"),
+    [("allreduce", "ring", 8), ("allreduce", "rabenseifner", 16), ("allgather", "bruck", 8),
+     ("alltoall", "bruck", 8), ("broadcast", "chain", 8), ("reduce", "binomial", 7)],
+)  # fmt: skip
+def test_loggopsim_itself_agrees_with_commsims_loggp(tmp_path, collective, algorithm, p):
+    s = commsim.build(collective, algorithm, nranks=p)
+    nbytes = s.nbytes_units * 4096
+    goal, binary = tmp_path / "x.goal", tmp_path / "x.bin"
+    commsim.save(s, goal, nbytes=nbytes, gamma=1.0)
+    subprocess.run(["txt2bin", "-i", goal, "-o", binary], check=True, capture_output=True)
+    run = ["LogGOPSim", "-f", binary, "-L", "2500", "-o", "1500", "-g", "1000", "-G", "6",
+           "-S", str(2**30), "-b"]  # fmt: skip
+    out = subprocess.run(run, check=True, capture_output=True, text=True).stdout
+    got = int(re.search(r"Maximum finishing time at host \d+: (\d+)", out).group(1))
+    model = commsim.models.LogGP(L=2500e-9, o=1500e-9, g=1000e-9, G=6e-9, gamma=1e-9)
+    assert got == pytest.approx(model.predict(s, nbytes).time * 1e9, abs=1)
 
 
 def test_counts_and_size_strings():

@@ -31,7 +31,7 @@ __all__ = [
 HELP = "write a schedule as MSCCL-IR XML or LogGOPSim GOAL"
 DESCRIPTION = """\
 Write one schedule in another tool's format. msccl: the XML algorithm file Microsoft's
-MSCCL executor runs (load it with NCCL_MSCCL_ALGO_DIR / MSCCL_XML_FILES): slots become
+MSCCL executor runs (put it in the directory named by MSCCL_ALGO_DIR): slots become
 chunks, the collective's data the input/output buffers, scratch the scratch buffer;
 one thread block per peer, receive-then-forward fused into rcs/rrs/rrcs unless --no-fuse.
 A schedule past the executor's limits (64 steps per thread block, 32 channels, 32 peers
