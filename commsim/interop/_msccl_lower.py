@@ -282,12 +282,6 @@ def _overlaps(x: Loc, y: Loc | None) -> bool:
     return y is not None and x[0] == y[0] and x[1] < y[1] + y[2] and y[1] < x[1] + x[2]
 
 
-def _reads_range(ins: Instr, x: Loc) -> bool:
-    return (ins.kind in _SRC_READS and _overlaps(x, ins.src)) or (
-        ins.kind == "re" and _overlaps(x, ins.dst)
-    )
-
-
 def _fuse(instrs: list[Instr], rank: int, lay: Layout) -> list[Instr]:
     """Fuse each receive with the send that forwards its chunks next (module docstring)."""
     pair_recv: dict[int, int] = {}  # recv peer -> the send peer sharing its thread block
@@ -338,10 +332,8 @@ def _dead_after(
         ins = instrs[n]
         if n in removed or n == j:
             continue
-        if _reads_range(ins, (x[0], min(pending), max(pending) - min(pending) + 1)):
-            hit = {c for b, c in ins.reads() if b == x[0]} & pending
-            if hit:
-                return False
+        if any(b == x[0] and c in pending for b, c in ins.reads()):
+            return False
         if ins.dst is not None and ins.dst[0] == x[0]:
             pending -= set(range(ins.dst[1], ins.dst[1] + ins.dst[2]))
         if not pending:
