@@ -192,8 +192,8 @@ def test_every_registry_algorithm_exports_or_is_refused(collective, algorithm):
     assert set(refused) == set(EXPECTED_REFUSALS.get((collective, algorithm), ())), refused
 
 
-#: registry algorithms past the executor's limits at p <= 16 (measured: none; the limits bite
-#: from p = 33 for the ring and p = 34 for one-peer-per-block algorithms, tested below)
+#: registry algorithms past the executor's limits at p <= 16 (measured: none; they bite from
+#: p = 33 for ring allreduce, p = 34 for one thread block per peer; docs/interop.md has the table)
 EXPECTED_REFUSALS: dict[tuple[str, str], range] = {}
 
 
