@@ -83,15 +83,44 @@ def to_dict(schedule: Schedule) -> dict[str, Any]:
     return out
 
 
-def save(schedule: Schedule, path: str | os.PathLike[str]) -> Path:
-    """Write ``schedule`` to ``path`` (``.npz`` for the binary form, anything else JSON)."""
+_SUFFIX_FORMATS = {".npz": "npz", ".xml": "msccl", ".goal": "goal"}
+FORMATS = ("json", "npz", "msccl", "goal")
+
+
+def save(
+    schedule: Schedule,
+    path: str | os.PathLike[str],
+    format: str | None = None,
+    **options: Any,
+) -> Path:
+    """Write ``schedule`` to ``path`` as ``format``; by default from the suffix: ``.npz`` the
+    binary form, ``.xml`` MSCCL-IR, ``.goal`` LogGOPSim's GOAL, anything else JSON.
+
+    ``options`` go to the exporter: :func:`commsim.interop.export_msccl` (``proto``,
+    ``nchannels``, ...) or :func:`commsim.interop.export_goal` (``nbytes``, required, and
+    ``gamma``). Only JSON and NPZ files load back with :func:`load`.
+    """
     path = Path(path)
-    if path.suffix == ".npz":
+    fmt = format if format is not None else _SUFFIX_FORMATS.get(path.suffix, "json")
+    if fmt not in FORMATS:
+        raise ParameterError(f"unknown schedule format {fmt!r}; known: {', '.join(FORMATS)}")
+    if fmt in ("msccl", "goal"):
+        from commsim import interop  # lazily: the exporters are not needed to save JSON
+
+        if fmt == "goal" and "nbytes" not in options:
+            raise ParameterError("a GOAL file needs the message size: save(..., nbytes=...)")
+        export = interop.to_msccl_xml if fmt == "msccl" else interop.to_goal
+        path.write_text(export(schedule, **options))
+        return path
+    if options:
+        raise ParameterError(f"{fmt} files take no options, got {', '.join(sorted(options))}")
+    if fmt == "npz":
         steps = list(schedule.steps())
         ptr = np.cumsum([0] + [st.ntransfers for st in steps])
         cols = {f: np.concatenate([getattr(st, f) for st in steps]) if steps else np.zeros(0)
                 for f in Step._fields}  # fmt: skip
-        np.savez_compressed(path, meta=json.dumps(_meta(schedule)), step_ptr=ptr, **cols)
+        with path.open("wb") as f:  # a file object: numpy appends no .npz to the name
+            np.savez_compressed(f, meta=json.dumps(_meta(schedule)), step_ptr=ptr, **cols)
     else:
         path.write_text(json.dumps(to_dict(schedule), separators=(",", ":")))
     return path

@@ -14,6 +14,7 @@ from commsim.cli import (
     algorithms,
     calibrate,
     compare,
+    export,
     predict,
     run,
     show,
@@ -43,6 +44,7 @@ class Command(Protocol):
 #: the commands, in the order ``commsim --help`` lists them
 COMMANDS: tuple[Command, ...] = (
     algorithms, show, verify, predict, compare, tune, topology, calibrate, validate, run,
+    export,
 )  # fmt: skip
 
 
