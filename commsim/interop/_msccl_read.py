@@ -125,8 +125,11 @@ class _Steps:
                 op, sender = self.writers[step][int(hit[0])]
                 if op is None:
                     return f"{self.source}: {what}, {side} by the final copy of o to the output"
-                by = f", sent by {sender.where}" if sender is not None and side == "written" else ""
-                return f"{self.source}: {what}, {side} by {op.where}{by}"
+                if sender is None:
+                    return f"{self.source}: {what}, {side} by {op.where}"
+                if side == "read":
+                    return f"{self.source}: {what}, read by {sender.where}, sending to {op.where}"
+                return f"{self.source}: {what}, written by {op.where}, sent by {sender.where}"
         return f"{self.source}: {what}"
 
 

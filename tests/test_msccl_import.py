@@ -1,0 +1,195 @@
+"""Importing MSCCL-IR XML (``commsim.interop.read_msccl``) on files msccl-tools generated.
+
+Every file in ``tests/data/msccl`` (commands in its README) must import, verify as the collective
+its ``coll`` declares, and predict a time no faster than the lower bound; copies broken in the
+ways real files break (a dropped step, a wrong dependency, a swapped peer) must be rejected with a
+message naming the XML's gpu, thread block and step; malformed files get one line naming the
+element and attribute at fault.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import commsim
+from commsim.errors import ResourceError, ScheduleError
+from commsim.interop import read_msccl
+
+DATA = Path(__file__).parent / "data" / "msccl"
+FILES = sorted(DATA.glob("*.xml"))
+NAMES = [f.name for f in FILES]
+COLL = {"allreduce": "allreduce", "allgather": "allgather", "alltoall": "alltoall",
+        "reducescatter": "reduce_scatter", "reduce_scatter": "reduce_scatter"}  # fmt: skip
+RECEIVES = {"r", "rcs", "rrs", "rrc", "rrcs"}
+SENDS = {"s", "rcs", "rrs", "rrcs"}
+NAMES_A_STEP = re.compile(r"gpu \d+ tb \d+ step \d+")
+
+
+def test_the_data_covers_what_the_brief_asks():
+    kinds = {f.name.split("_")[0] + "_" + f.name.split("_")[1] for f in FILES}
+    assert {"allreduce_ring", "allreduce_allpairs", "allreduce_hierarchical", "allgather_ring",
+            "alltoall_allpairs"} <= kinds  # fmt: skip
+    assert any(f.name.startswith("old_") for f in FILES)
+    protocols = {ET.parse(f).getroot().get("proto") for f in FILES}
+    assert protocols == {"Simple", "LL", "LL128"}
+
+
+@pytest.mark.parametrize("path", FILES, ids=NAMES)
+def test_generated_file_imports_verifies_and_predicts(path):
+    root = ET.parse(path).getroot()
+    s = read_msccl(path)
+    assert s.collective == COLL[root.get("coll")]
+    assert s.nranks == int(root.get("ngpus"))
+    assert s.algorithm == root.get("name")
+    v = commsim.verify(s)
+    assert v.ntransfers > 0
+    model = commsim.models.Hockney()
+    pred = model.predict(s, "1MiB")
+    bound = model.lower_bound(s.collective, s.nranks, 2**20)
+    assert pred.time > 0 and pred.time >= bound * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("path", FILES[:3], ids=NAMES[:3])
+def test_load_and_text_read_the_same_schedule(path):
+    a, b = commsim.load(path), read_msccl(path.read_text())
+    assert (a.nsteps, a.nslots, a.ntransfers) == (b.nsteps, b.nslots, b.ntransfers)
+    for x, y in zip(a.steps(), b.steps(), strict=True):
+        assert all(np.array_equal(f, g) for f, g in zip(x, y, strict=True))
+
+
+def test_ring_allreduce_matches_commsims_ring():
+    """The 4-gpu LL ring: one hop per step (2(p-1) transfer steps) after the local copies that
+    feed its reduce-and-forward steps, and the cost of commsim's own ring."""
+    s = read_msccl(DATA / "allreduce_ring_p4_LL.xml")
+    hops = [st for st in s.steps() if (st.src != st.dst).any()]
+    assert len(hops) == 6 and all(len(st.src) == 4 for st in hops)
+    model = commsim.models.Hockney()
+    ring = commsim.build("allreduce", "ring", nranks=4)
+    assert model.predict(s, "1MiB").time == pytest.approx(model.predict(ring, "1MiB").time)
+
+
+def test_out_of_place_output_is_copied_into_the_data_slots():
+    s = read_msccl(DATA / "allreduce_ring_out_of_place_p4_LL.xml")
+    assert s.nslots > s.ndata  # o lives in scratch ...
+    last = s.step(s.nsteps - 1)  # ... and the last step copies it to the output region
+    assert (last.src == last.dst).all() and (last.dst_slot == 0).all() and (last.count == 4).all()
+    commsim.verify(s)
+
+
+# -- broken copies ----------------------------------------------------------------------------
+
+
+def _xml(root: ET.Element) -> str:
+    return ET.tostring(root, encoding="unicode")
+
+
+def _drop_step(text: str) -> str:
+    """Remove gpu 0's last sending or receiving step (renumbering the rest, as an editor would)."""
+    root = ET.fromstring(text)
+    gpu = root[0]
+    tb, step = next(
+        (tb, st) for tb in gpu for st in reversed(tb) if st.get("type") in RECEIVES | SENDS
+    )
+    s = int(step.get("s"))
+    tb.remove(step)
+    for st in tb:
+        if int(st.get("s")) > s:
+            st.set("s", str(int(st.get("s")) - 1))
+    for st in gpu.iter("step"):
+        if st.get("depid") == tb.get("id") and int(st.get("deps")) >= s:
+            dropped = int(st.get("deps")) == s
+            st.set("deps", "-1" if dropped else str(int(st.get("deps")) - 1))
+            st.set("depid", "-1" if dropped else st.get("depid"))
+    return _xml(root)
+
+
+def _wrong_dependency(text: str) -> str:
+    """gpu 0: two thread blocks' first steps wait for each other's last (one tb: for its own)."""
+    root = ET.fromstring(text)
+    tbs = [tb for tb in root[0] if len(tb)]
+    a, b = tbs[0], tbs[1 % len(tbs)]
+    for x, y in ((a, b), (b, a)):
+        x[0].set("depid", y.get("id"))
+        x[0].set("deps", y[-1].get("s"))
+    return _xml(root)
+
+
+def _swapped_peers(text: str) -> list[str]:
+    """gpu 0 listening to (then sending to) the wrong peer: a peer with no connection to it on
+    that channel if there is one, else two thread blocks exchanging their peers."""
+    out = []
+    for side in ("recv", "send"):
+        root = ET.fromstring(text)
+        p, gpu = int(root.get("ngpus")), root[0]
+        tbs = [tb for tb in gpu if int(tb.get(side)) >= 0]
+        chan = tbs[0].get("chan")
+        used = {tb.get(side) for tb in tbs if tb.get("chan") == chan}
+        free = [str(q) for q in range(1, p) if str(q) not in used]
+        same = [tb for tb in tbs if tb.get("chan") == chan]
+        if free:
+            tbs[0].set(side, free[0])
+        elif len(same) >= 2:
+            a, b = same[0].get(side), same[1].get(side)
+            same[0].set(side, b)
+            same[1].set(side, a)
+        else:
+            continue
+        out.append(_xml(root))
+    return out
+
+
+def _rejection(text: str) -> ScheduleError | None:
+    try:
+        commsim.verify(read_msccl(text))
+    except ScheduleError as e:
+        return e
+    return None
+
+
+@pytest.mark.parametrize("path", FILES, ids=NAMES)
+def test_broken_copies_are_rejected_naming_gpu_tb_and_step(path):
+    text = path.read_text()
+    for broken in (_drop_step(text), _wrong_dependency(text)):
+        e = _rejection(broken)
+        assert e is not None and NAMES_A_STEP.search(str(e)), e
+    # a swap may be harmless by symmetry (gpu 0 exchanging two peers it treats alike); the first
+    # variant that changes what the program computes must be named
+    errors = [e for e in map(_rejection, _swapped_peers(text)) if e is not None]
+    assert errors and NAMES_A_STEP.search(str(errors[0])), errors
+
+
+def test_a_wrong_result_names_the_xml_step_that_wrote_it():
+    """Two receiving thread blocks of gpu 0 exchange peers: chunks land in each other's place."""
+    root = ET.parse(DATA / "allgather_allpairs_p4_LL.xml").getroot()
+    a, b = (tb for tb in root[0] if tb.get("recv") in ("1", "2"))
+    a_recv, b_recv = a.get("recv"), b.get("recv")
+    a.set("recv", b_recv)
+    b.set("recv", a_recv)
+    s = read_msccl(_xml(root))  # well-formed, no deadlock: only the data is wrong
+    with pytest.raises(ScheduleError, match=r"rank 0 slot \d is gpu 0's o\[\d\], written by gpu 0 "
+                       r"tb \d+ step \d+ \(r\), sent by gpu \d tb \d+ step \d+ \(s\)"):  # fmt: skip
+        commsim.verify(s)
+
+
+def test_reading_a_chunk_never_received_names_the_step():
+    root = ET.parse(DATA / "allgather_ring_p8_LL128.xml").getroot()
+    first = root[0][0][0]  # gpu 0 starts the ring by sending its own block, o[0] ...
+    assert (first.get("type"), first.get("srcbuf"), first.get("srcoff")) == ("s", "o", "0")
+    first.set("srcoff", "3")  # ... now a block that reaches it only later
+    s = read_msccl(_xml(root))
+    with pytest.raises(ScheduleError, match=r"holds no data yet .*gpu 0's o\[3\], read by gpu 0 "
+                       r"tb 0 step 0 \(s\)"):  # fmt: skip
+        commsim.verify(s)
+
+
+def test_a_send_without_a_receiving_thread_block_names_the_send():
+    root = ET.parse(DATA / "allreduce_ring_p4_LL.xml").getroot()
+    root[0][0].set("chan", "1")  # gpu 0 sends and receives on channel 1; its peers use 0
+    with pytest.raises(ScheduleError, match=r"gpu \d tb 0 step \d \(\w+\) (sends|waits)"):
+        read_msccl(_xml(root))
