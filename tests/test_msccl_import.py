@@ -193,3 +193,84 @@ def test_a_send_without_a_receiving_thread_block_names_the_send():
     root[0][0].set("chan", "1")  # gpu 0 sends and receives on channel 1; its peers use 0
     with pytest.raises(ScheduleError, match=r"gpu \d tb 0 step \d \(\w+\) (sends|waits)"):
         read_msccl(_xml(root))
+
+
+# -- malformed files: one line naming the element and the attribute ---------------------------
+
+RING = (DATA / "allreduce_ring_p4_LL.xml").read_text()
+FIRST_STEP = '<step s="0" type="s" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1"'
+
+
+def _edit(old: str, new: str, text: str = RING, count: int = 1) -> str:
+    assert old in text, old
+    return text.replace(old, new, count)
+
+
+#: (case, the file's text, what the one-line message must say)
+MALFORMED = [
+    ("not xml", "this is not <xml", r"not XML \(line 1, column \d+"),
+    ("wrong root", '<algorithm name="x"/>', r"the root element is <algorithm>, .* <algo>"),
+    ("missing algo attribute", _edit(' nchunksperloop="4"', ""),
+     r"<algo> has no attribute 'nchunksperloop'"),
+    ("missing step attribute", _edit(FIRST_STEP, FIRST_STEP.replace(' cnt="1"', "")),
+     r"gpu 0 tb 0 step 0: <step> has no attribute 'cnt'"),
+    ("not an integer", _edit(FIRST_STEP, FIRST_STEP.replace('srcoff="0"', 'srcoff="zero"')),
+     r"gpu 0 tb 0 step 0: <step> srcoff='zero' is not an integer"),
+    ("offset out of range", _edit(FIRST_STEP, FIRST_STEP.replace('srcoff="0"', 'srcoff="4"')),
+     r"gpu 0 tb 0 step 0: <step> srcbuf=i srcoff=4 cnt=1 runs past the 4 chunks of buffer i"),
+    ("count out of range", _edit(FIRST_STEP, FIRST_STEP.replace('cnt="1"', 'cnt="9"')),
+     r"gpu 0 tb 0 step 0: <step> srcbuf=i srcoff=0 cnt=9 runs past"),
+    ("zero count", _edit(FIRST_STEP, FIRST_STEP.replace('cnt="1"', 'cnt="0"')),
+     r"gpu 0 tb 0 step 0: <step> cnt=0 must be >= 1"),
+    ("counts differ", _edit(FIRST_STEP, FIRST_STEP.replace('cnt="1"', 'cnt="2"')),
+     r"gpu 0 tb 0 step 0 \(s\) sends 2 chunk\(s\) but the matching receive, gpu 1 tb 0 step 1 "
+     r"\(rrs\), takes 1"),
+    ("tb ids not contiguous", _edit('<tb id="0" send="1"', '<tb id="2" send="1"'),
+     r"gpu 0: <tb> id values must run 0, 1, \.\.\., 0 .*; id=0 is missing"),
+    ("steps not contiguous", _edit('<step s="1" type="rrs" srcbuf="i" srcoff="3"',
+                                   '<step s="9" type="rrs" srcbuf="i" srcoff="3"'),
+     r"gpu 0 tb 0: <step> s values must run 0, 1, \.\.\., 6 .*; s=1 is missing"),
+    ("repeated step", _edit('<step s="1" type="rrs" srcbuf="i" srcoff="3"',
+                            '<step s="0" type="rrs" srcbuf="i" srcoff="3"'),
+     r"gpu 0 tb 0: <step> s values .*; s=1 is repeated"),
+    ("unknown step type", _edit(FIRST_STEP, FIRST_STEP.replace('type="s"', 'type="put"')),
+     r"gpu 0 tb 0 step 0: <step> type='put' is not one of s, r, rcs"),
+    ("unknown collective", _edit('coll="allreduce"', 'coll="alltonext"'),
+     r"<algo> coll='alltonext' is not a collective commsim knows"),
+    ("peer is itself", _edit('<tb id="0" send="1" recv="3"', '<tb id="0" send="0" recv="3"'),
+     r"gpu 0 tb 0: <tb> send=0 must be another gpu in \[0, 4\) or -1"),
+    ("gpu count", _edit('ngpus="4"', 'ngpus="5"'), r"<algo> ngpus=5 but the file has 4 <gpu>"),
+    ("dependency on a missing tb",
+     _edit(FIRST_STEP + ' depid="-1" deps="-1"', FIRST_STEP + ' depid="3" deps="0"'),
+     r"gpu 0 tb 0 step 0: <step> depid=3: the gpu has no tb 3"),
+    ("unexpected element", _edit("</tb>", "</tb><barrier/>"), r"gpu 0: unexpected <barrier> "),
+    ("chunks do not fit the gpus", _edit('nchunksperloop="8"', 'nchunksperloop="7"',
+                                         (DATA / "allgather_ring_p8_LL128.xml").read_text()),
+     r"<algo> nchunksperloop=7 does not fit 8 gpus"),
+    ("entity declaration", '<!DOCTYPE algo [<!ENTITY a "aaaa">]>' + RING,
+     r"declares a DTD or entities"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("case", "text", "message"), MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_file_is_one_line_naming_element_and_attribute(case, text, message, tmp_path):
+    path = tmp_path / "bad.xml"
+    path.write_text(text)
+    for source in (path, text.encode()):
+        with pytest.raises(ScheduleError, match=message) as e:
+            read_msccl(source)
+        assert "\n" not in str(e.value)
+    with pytest.raises(ScheduleError, match=message):
+        commsim.load(path)
+
+
+def test_a_100_mb_file_is_refused_before_parsing(tmp_path):
+    path = tmp_path / "huge.xml"
+    with path.open("wb") as f:
+        f.write(b"<algo>")
+        f.write(b" " * (100 * 2**20 - len(b"<algo></algo>")))
+        f.write(b"</algo>")
+    t0 = time.perf_counter()
+    with pytest.raises(ResourceError, match=r"huge\.xml: 100MiB is too large .*limit is 32MiB"):
+        commsim.load(path)
+    assert time.perf_counter() - t0 < 1.0

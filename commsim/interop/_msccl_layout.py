@@ -75,7 +75,10 @@ class Layout:
         nslots = ndata
         for g, gpu in enumerate(algo.gpus):
             where = f"{algo.source}: gpu {g}"
-            for attr, have, limit in (("i_chunks", gpu.i_chunks, in_len), ("o_chunks", gpu.o_chunks, out_len)):
+            for attr, have, limit in (
+                ("i_chunks", gpu.i_chunks, in_len),
+                ("o_chunks", gpu.o_chunks, out_len),
+            ):
                 if have > limit:
                     raise ScheduleError(
                         f"{where}: <gpu> {attr}={have} exceeds the {limit} chunks of a "
@@ -101,7 +104,9 @@ class Layout:
             nslots = max(nslots, top)
             bases.append(base)
             extents.append(extent)
-        return cls(ndata, nslots, tuple(bases), tuple(extents), temp, tuple(map(int, out_off)), final)
+        return cls(
+            ndata, nslots, tuple(bases), tuple(extents), temp, tuple(map(int, out_off)), final
+        )
 
     def slot(self, g: int, buf: str, off: int) -> int:
         return self.base[g][buf] + off
@@ -135,7 +140,10 @@ class Layout:
 
 def _check_ranges(op: Op, extent: dict[str, int], where: str) -> None:
     reads, writes, _, _ = STEP_TYPES[op.type]
-    for used, buf, off, side in ((reads, op.srcbuf, op.srcoff, "src"), (writes, op.dstbuf, op.dstoff, "dst")):
+    for used, buf, off, side in (
+        (reads, op.srcbuf, op.srcoff, "src"),
+        (writes, op.dstbuf, op.dstoff, "dst"),
+    ):
         if used and off + op.cnt > extent[buf]:
             raise ScheduleError(
                 f"{where}: <step> {side}buf={buf} {side}off={off} cnt={op.cnt} runs past the "

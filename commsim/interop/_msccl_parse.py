@@ -139,7 +139,9 @@ def _read(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
         except (FileNotFoundError, NotADirectoryError):
             raise ScheduleError(f"{name}: no such file") from None
         except (OSError, ValueError) as e:
-            raise ScheduleError(f"{name}: cannot read ({getattr(e, 'strerror', None) or e})") from None
+            raise ScheduleError(
+                f"{name}: cannot read ({getattr(e, 'strerror', None) or e})"
+            ) from None
         if not stat.S_ISREG(info.st_mode):
             raise ScheduleError(f"{name}: not a regular file, not an MSCCL-IR algorithm")
         if info.st_size > MAX_BYTES:
@@ -207,7 +209,9 @@ def parse(source: str | os.PathLike[str] | bytes) -> Algo:
         line, col = e.position
         raise ScheduleError(f"{name}: not XML (line {line}, column {col}: {e.msg})") from None
     if root.tag != "algo":
-        raise ScheduleError(f"{name}: the root element is <{root.tag}>, an MSCCL-IR file's is <algo>")
+        raise ScheduleError(
+            f"{name}: the root element is <{root.tag}>, an MSCCL-IR file's is <algo>"
+        )
     where = f"{name}: <algo>"
     coll = root.get("coll")
     if coll is None:
@@ -269,9 +273,7 @@ def _op(el: ET.Element, g: int, tb: int, s: int, where: str) -> Op:
     at = f"{where} step {s}"
     kind = el.get("type")
     if kind not in STEP_TYPES:
-        raise ScheduleError(
-            f"{at}: <step> type={kind!r:.20} is not one of {', '.join(STEP_TYPES)}"
-        )
+        raise ScheduleError(f"{at}: <step> type={kind!r:.20} is not one of {', '.join(STEP_TYPES)}")
     reads, writes, _, _ = STEP_TYPES[kind]
     bufs = {}
     for attr, used in (("srcbuf", reads), ("dstbuf", writes)):

@@ -23,9 +23,11 @@ computes, as a longest path over the constraints ``t(v) >= t(u) + w``:
 * **Dependencies.** ``depid``/``deps`` makes a step start after that step (and every send its
   thread block issued up to it) is done.
 
-A cycle among these constraints is a **deadlock** (Kahn's topological order leaves it unvisited;
-the error walks it and names the XML steps on it), and a receive that no send matches waits
-forever. Empty global steps are dropped. The schedule keeps, for every transfer, the XML step that
+A cycle among these constraints is a **deadlock** (found as an ordering edge inside a strongly
+connected component; the error names the XML steps on it), and a receive that no send matches
+waits forever. The one legitimate cycle is an exchange: two sends that each read a slot the
+other side's receive overwrites in the same step (reads first), joined by "not earlier than"
+edges only. Empty global steps are dropped. The schedule keeps, for every transfer, the XML step that
 wrote (and the one that sent) it; :func:`commsim.verify` names them when the program does not
 compute its collective (``step_fn.origin``, see :class:`commsim.Schedule`).
 """
@@ -36,6 +38,7 @@ import collections
 import os
 from collections.abc import Iterator
 
+import networkx as nx
 import numpy as np
 
 from commsim._ir import Schedule, Step
@@ -139,7 +142,8 @@ class _Plan:
     def __init__(self, algo: Algo, layout: Layout) -> None:
         self.algo, self.layout = algo, layout
         self.label: list[Op] = []  # node -> the XML step it belongs to
-        self.edges: list[tuple[int, int, int]] = []  # (u, v, w): t(v) >= t(u) + w
+        self.edges: list[tuple[int, int, int]] = []  # (u, v, w): t(v) >= t(u) + w, v after u
+        self.weak: list[tuple[int, int]] = []  # t(v) >= t(u) only: a write after a pending send
         # transfers: (node, src, dst, src_slot, dst_slot, count, reduce, op, sender)
         self.transfers: list[tuple] = []
         self.sends: dict[tuple[int, int, int], list] = collections.defaultdict(list)
@@ -169,7 +173,7 @@ class _Plan:
 
         def write(node: int, first: int, cnt: int) -> None:
             for k in range(first, first + cnt):
-                self.edges.extend((r, node, 0) for r in pending.pop(k, ()))
+                self.weak.extend((r, node) for r in pending.pop(k, ()))
                 last_write[k] = node
 
         for op in tb.ops:
@@ -257,46 +261,42 @@ class _Plan:
                     f"to gpu {b} there"
                 )
         self.edges = [(alias.get(u, u), alias.get(v, v), w) for u, v, w in self.edges]
+        self.weak = [(alias.get(u, u), alias.get(v, v)) for u, v in self.weak]
 
     def solve(self) -> list[int]:
-        """Earliest step of every node (longest path); a cycle is a deadlock."""
-        n = len(self.label)
-        succ: list[list[tuple[int, int]]] = [[] for _ in range(n)]
-        indeg = [0] * n
-        for u, v, w in self.edges:
-            succ[u].append((v, w))
-            indeg[v] += 1
-        t = [0] * n
-        ready = [v for v in range(n) if indeg[v] == 0]
-        seen = 0
-        while ready:
-            u = ready.pop()
-            seen += 1
-            for v, w in succ[u]:
-                t[v] = max(t[v], t[u] + w)
-                indeg[v] -= 1
-                if indeg[v] == 0:
-                    ready.append(v)
-        if seen < n:
-            self._deadlock(indeg)
-        return t
+        """Earliest step of every node: a longest path over the strongly connected components.
 
-    def _deadlock(self, indeg: list[int]) -> None:
-        pred: dict[int, int] = {}
-        for u, v, _ in self.edges:
-            if indeg[u] > 0 and indeg[v] > 0:
-                pred.setdefault(v, u)
-        v = next(iter(pred))
-        path: list[int] = []
-        while v not in path:
-            path.append(v)
-            v = pred[v]
-        cycle = path[path.index(v) :][::-1]
+        A component may only hold nodes joined by weak edges (an exchange: both sides read a
+        slot the other's step then overwrites, all in one step); an ordering edge inside one is
+        a cycle of waits, a deadlock.
+        """
+        g = nx.DiGraph()
+        g.add_nodes_from(range(len(self.label)))
+        g.add_edges_from((u, v) for u, v, _ in self.edges)
+        g.add_edges_from(self.weak)
+        dag = nx.condensation(g)
+        comp = dag.graph["mapping"]
+        into: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
+        for u, v, w in self.edges:
+            if comp[u] == comp[v]:
+                self._deadlock(g, u, v)
+            into[comp[v]].append((comp[u], w))
+        for u, v in self.weak:
+            if comp[u] != comp[v]:
+                into[comp[v]].append((comp[u], 0))
+        t = [0] * len(dag)
+        for c in nx.topological_sort(dag):
+            t[c] = max((t[a] + w for a, w in into[c]), default=0)
+        return [t[comp[v]] for v in range(len(self.label))]
+
+    def _deadlock(self, g: nx.DiGraph, u: int, v: int) -> None:
+        """Name the XML steps on a cycle through the edge ``u -> v`` (``v`` waits for ``u``)."""
+        cycle = [u, *nx.shortest_path(g, v, u)]
         names = list(dict.fromkeys(self.label[x].where for x in cycle))
         shown = " -> ".join(names[:6]) + (" -> ..." if len(names) > 6 else "")
         raise ScheduleError(
-            f"{self.algo.source}: deadlock: {names[0]} waits on itself through a cycle of "
-            f"{len(names)} step(s): {shown} -> {names[0]}"
+            f"{self.algo.source}: deadlock: {names[0]} waits for itself through a cycle of "
+            f"{len(names)} step(s), each waiting for the one before: {shown} -> {names[0]}"
         )
 
     def steps(self) -> _Steps:

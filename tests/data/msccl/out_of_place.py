@@ -17,16 +17,23 @@ from msccl.topologies import fully_connected
 
 def allreduce_ring_out_of_place(p: int, protocol: str) -> None:
     """Copy the input into the output, then reduce around the ring and propagate, in the output."""
-    with MSCCLProgram("allreduce_ring_out_of_place", fully_connected(p), AllReduce(p, p, False),
-                      1, protocol=protocol, threadblock_policy=ThreadblockPolicy.manual):
+    with MSCCLProgram(
+        "allreduce_ring_out_of_place",
+        fully_connected(p),
+        AllReduce(p, p, False),
+        1,
+        protocol=protocol,
+        threadblock_policy=ThreadblockPolicy.manual,
+    ):
         for r in range(p):
             for j in range(p):
                 chunk(r, Buffer.input, j).copy(r, Buffer.output, j, sendtb=0)
         for hop in range(p - 1):
             for j in range(p):
                 src, dst = (j + hop) % p, (j + hop + 1) % p
-                chunk(dst, Buffer.output, j).reduce(chunk(src, Buffer.output, j), ch=0,
-                                                    sendtb=0, recvtb=0)
+                chunk(dst, Buffer.output, j).reduce(
+                    chunk(src, Buffer.output, j), ch=0, sendtb=0, recvtb=0
+                )
         for hop in range(-1, p - 2):
             for j in range(p):
                 src, dst = (j + hop) % p, (j + hop + 1) % p
@@ -37,8 +44,14 @@ def allreduce_ring_out_of_place(p: int, protocol: str) -> None:
 
 def allgather_ring_out_of_place(p: int, protocol: str) -> None:
     """Each rank copies its input block into its output, then the blocks travel the ring."""
-    with MSCCLProgram("allgather_ring_out_of_place", fully_connected(p), AllGather(p, 1, False),
-                      1, protocol=protocol, threadblock_policy=ThreadblockPolicy.manual):
+    with MSCCLProgram(
+        "allgather_ring_out_of_place",
+        fully_connected(p),
+        AllGather(p, 1, False),
+        1,
+        protocol=protocol,
+        threadblock_policy=ThreadblockPolicy.manual,
+    ):
         for r in range(p):
             chunk(r, Buffer.input, 0).copy(r, Buffer.output, r, sendtb=0)
         for hop in range(p - 1):
