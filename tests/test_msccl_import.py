@@ -82,6 +82,72 @@ def test_out_of_place_output_is_copied_into_the_data_slots():
     commsim.verify(s)
 
 
+def test_in_place_alltoall_is_copied_to_the_output_half():
+    s = read_msccl(DATA / "alltoall_in_place_p4_LL128.xml")
+    last = s.step(s.nsteps - 1)  # o = i sits on the input half; the last step moves it out
+    assert (last.src_slot == 0).all() and (last.dst_slot == 4).all() and (last.count == 4).all()
+    commsim.verify(s)
+
+
+def _two_gpus(steps0: str, steps1: str, tbs: str = "") -> str:
+    """Two gpus, each one thread block exchanging with the other (plus ``tbs``)."""
+    gpu = (
+        '<gpu id="{g}" i_chunks="1" o_chunks="0" s_chunks="1">'
+        '<tb id="0" send="{q}" recv="{q}" chan="0">{steps}</tb>{tbs}</gpu>'
+    )
+    return (
+        '<algo name="two" proto="Simple" nchunksperloop="1" ngpus="2" coll="allreduce" '
+        'inplace="1">'
+        + gpu.format(g=0, q=1, steps=steps0, tbs=tbs.format(q=1))
+        + gpu.format(g=1, q=0, steps=steps1, tbs=tbs.format(q=0))
+        + "</algo>"
+    )
+
+
+def _step(s: int, kind: str, depid: int = -1, deps: int = -1) -> str:
+    return (
+        f'<step s="{s}" type="{kind}" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" cnt="1" '
+        f'depid="{depid}" deps="{deps}"/>'
+    )
+
+
+def test_an_exchange_is_one_step_and_receiving_first_on_both_sides_deadlocks():
+    send_first = _step(0, "s") + _step(1, "rrc")
+    s = read_msccl(_two_gpus(send_first, send_first))
+    assert s.nsteps == 1 and commsim.verify(s).ntransfers == 2
+    recv_first = _step(0, "rrc") + _step(1, "s")
+    with pytest.raises(ScheduleError, match=r"deadlock: gpu 0 tb 0 step 0 \(rrc\) waits for "
+                       r"itself .* gpu 1 tb 0 step 1 \(s\)"):  # fmt: skip
+        read_msccl(_two_gpus(recv_first, recv_first))
+
+
+def test_sends_waiting_for_each_other_through_dependencies_deadlock():
+    """tb 0 sends only after tb 1 received; tb 1 receives what the peer's tb 0 sends."""
+    tb1 = '<tb id="1" send="-1" recv="{q}" chan="1">' + _step(0, "rrc") + "</tb>"
+    tb0 = _step(0, "s", depid=1, deps=0)
+    text = _two_gpus(tb0, tb0, tb1).replace('recv="1" chan="0"', 'recv="-1" chan="0"')
+    text = text.replace('recv="0" chan="0"', 'recv="-1" chan="0"').replace('chan="1"', 'chan="0"')
+    with pytest.raises(ScheduleError, match=r"deadlock: .*gpu \d tb 1 step 0 \(rrc\)"):
+        read_msccl(text)
+
+
+def test_the_verifier_adds_a_step_functions_origin_to_its_errors():
+    """The hook is generic: any step function with an ``origin`` attribute."""
+    steps = [commsim.Step.make(src=0, dst=1, src_slot=0, dst_slot=0)]  # rank 1 never sends back
+
+    class Steps:
+        def __call__(self, i):
+            return steps[i]
+
+        def origin(self, step, rank, slot):
+            return f"line {10 + step} of my file (rank {rank}, slot {slot})"
+
+    s = commsim.Schedule("allreduce", 2, 1, 1, Steps())
+    with pytest.raises(ScheduleError, match=r"\(line 10 of my file \(rank \d, slot 0\)\)$") as e:
+        commsim.verify(s)
+    assert (e.value.step, e.value.slot) == (0, 0)
+
+
 # -- broken copies ----------------------------------------------------------------------------
 
 

@@ -112,18 +112,21 @@ class Layout:
         return self.base[g][buf] + off
 
     def describe(self, g: int, slot: int) -> str:
-        """``slot`` of gpu ``g`` in the file's terms: ``i[3]``, ``o[0]``, ``s[2]``, a temporary."""
+        """``slot`` of gpu ``g`` in the file's terms: ``gpu 0's i[3]``, a temporary, ..."""
         names = [
             f"{b}[{slot - self.base[g][b]}]"
             for b in ("i", "o", "s")
             if 0 <= slot - self.base[g][b] < self.extent[g][b]
         ]
         if names:
-            return "/".join(names)
+            return f"gpu {g}'s {'/'.join(names)}"
         for op, first in self.temp.items():
             if op.gpu == g and first <= slot < first + op.cnt:
                 return f"the temporary of {op.where}"
-        return "an output chunk" if slot < self.ndata else "an unused scratch chunk"
+        j = slot - self.out_region[g]
+        if self.final_copy and 0 <= j < self.extent[g]["o"]:
+            return f"gpu {g}'s output chunk {j} (o[{j}] after the final copy)"
+        return f"gpu {g}'s unused chunk {slot}"
 
     def written_o(self, algo: Algo) -> list[np.ndarray]:
         """Per gpu, a mask of the ``o`` chunks some step writes (for the final copy)."""

@@ -44,6 +44,7 @@ import numpy as np
 from commsim._ir import Schedule, Step
 from commsim.errors import ResourceError, ScheduleError
 from commsim.interop._msccl_layout import Layout
+from commsim.interop._msccl_origin import Steps
 from commsim.interop._msccl_parse import STEP_TYPES, Algo, Op, parse
 
 __all__ = ["read_msccl"]
@@ -102,38 +103,6 @@ def _ops(algo: Algo) -> Iterator[Op]:
     for gpu in algo.gpus:
         for tb in gpu.tbs:
             yield from tb.ops
-
-
-class _Steps:
-    """The schedule's steps, and where each transfer came from in the file (``origin``)."""
-
-    def __init__(self, steps: list[Step], writers: list[list[tuple[Op, Op | None]]],
-                 layout: Layout, source: str) -> None:  # fmt: skip
-        self.steps, self.writers, self.layout, self.source = steps, writers, layout, source
-
-    def __call__(self, i: int) -> Step:
-        return self.steps[i]
-
-    def origin(self, step: int | None, rank: int | None, slot: int | None) -> str | None:
-        """The XML step whose transfer in ``step`` writes (else reads) ``rank``'s ``slot``."""
-        if rank is None or slot is None:
-            return None
-        what = f"rank {rank} slot {slot} is gpu {rank}'s {self.layout.describe(rank, slot)}"
-        if step is None or not 0 <= step < len(self.steps):
-            return f"{self.source}: {what}"
-        st = self.steps[step]
-        for side, ranks, slots in (("written", st.dst, st.dst_slot), ("read", st.src, st.src_slot)):
-            hit = np.flatnonzero((ranks == rank) & (slots <= slot) & (slot < slots + st.count))
-            if len(hit):
-                op, sender = self.writers[step][int(hit[0])]
-                if op is None:
-                    return f"{self.source}: {what}, {side} by the final copy of o to the output"
-                if sender is None:
-                    return f"{self.source}: {what}, {side} by {op.where}"
-                if side == "read":
-                    return f"{self.source}: {what}, read by {sender.where}, sending to {op.where}"
-                return f"{self.source}: {what}, written by {op.where}, sent by {sender.where}"
-        return f"{self.source}: {what}"
 
 
 class _Plan:
@@ -299,7 +268,7 @@ class _Plan:
             f"{len(names)} step(s), each waiting for the one before: {shown} -> {names[0]}"
         )
 
-    def steps(self) -> _Steps:
+    def steps(self) -> Steps:
         t = self.solve()
         by_step: dict[int, list] = collections.defaultdict(list)
         for tr in self.transfers:
@@ -315,7 +284,7 @@ class _Plan:
         if final is not None:
             steps.append(final)
             writers.append([(None, None)] * final.ntransfers)
-        return _Steps(steps, writers, self.layout, self.algo.source)
+        return Steps(steps, writers, self.layout, self.algo.source)
 
     def _final_copy(self) -> Step | None:
         L = self.layout

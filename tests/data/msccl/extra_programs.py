@@ -1,17 +1,20 @@
-"""Out-of-place ring programs in MSCCLang, for commsim's MSCCL-IR import tests.
+"""MSCCLang programs for the buffer mappings msccl-tools' examples do not reach.
 
-msccl-tools' examples are all in place (or alltoall); these two keep the input untouched and work
-in the output buffer, so the importer's out-of-place mapping (``o`` in scratch plus a final copy)
-is exercised on compiler output. Run with msccl-tools installed (see README.md):
+Its examples are in place, except alltoall, which is out of place. For commsim's MSCCL-IR import
+tests, two out-of-place rings (they keep the input untouched and work in the output buffer: the
+importer puts ``o`` in scratch and copies it out at the end) and an in-place alltoall (``o = i``:
+the importer copies the buffer to the output half at the end). Run with msccl-tools installed
+(see README.md); each prints the XML:
 
-    python out_of_place.py allreduce 4 --protocol=LL > allreduce_ring_oop_4_LL.xml
-    python out_of_place.py allgather 4 --protocol=Simple > allgather_ring_oop_4_Simple.xml
+    python extra_programs.py allreduce 4 --protocol=LL
+    python extra_programs.py allgather 4 --protocol=Simple
+    python extra_programs.py alltoall 4 --protocol=LL128
 """
 
 import argparse
 
 from msccl.language import XML, Buffer, Check, MSCCLProgram, ThreadblockPolicy, chunk
-from msccl.language.collectives import AllGather, AllReduce
+from msccl.language.collectives import AllGather, AllReduce, AllToAll
 from msccl.topologies import fully_connected
 
 
@@ -62,11 +65,37 @@ def allgather_ring_out_of_place(p: int, protocol: str) -> None:
         Check()
 
 
+def alltoall_in_place(p: int, protocol: str) -> None:
+    """Every block goes to its rank's scratch, then each rank copies its scratch into place."""
+    with MSCCLProgram(
+        "alltoall_in_place",
+        fully_connected(p),
+        AllToAll(p, 1, True),
+        1,
+        protocol=protocol,
+        threadblock_policy=ThreadblockPolicy.manual,
+    ):
+        for r in range(p):
+            for q in range(p):
+                if q != r:
+                    chunk(r, Buffer.input, q).copy(q, "scratch", r, sendtb=q, recvtb=r, ch=0)
+        for q in range(p):
+            for r in range(p):
+                if r != q:
+                    chunk(q, "scratch", r).copy(q, Buffer.output, r, sendtb=r)
+        XML()
+        Check()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("collective", choices=["allreduce", "allgather"])
+    parser.add_argument("collective", choices=["allreduce", "allgather", "alltoall"])
     parser.add_argument("gpus", type=int)
     parser.add_argument("--protocol", default="Simple", choices=["Simple", "LL", "LL128"])
     args = parser.parse_args()
-    make = {"allreduce": allreduce_ring_out_of_place, "allgather": allgather_ring_out_of_place}
+    make = {
+        "allreduce": allreduce_ring_out_of_place,
+        "allgather": allgather_ring_out_of_place,
+        "alltoall": alltoall_in_place,
+    }
     make[args.collective](args.gpus, args.protocol)
