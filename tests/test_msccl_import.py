@@ -337,6 +337,6 @@ def test_a_100_mb_file_is_refused_before_parsing(tmp_path):
         f.write(b" " * (100 * 2**20 - len(b"<algo></algo>")))
         f.write(b"</algo>")
     t0 = time.perf_counter()
-    with pytest.raises(ResourceError, match=r"huge\.xml: 100MiB is too large .*limit is 32MiB"):
+    with pytest.raises(ResourceError, match=r"huge\.xml: 100MiB is too large .*limit is 16MiB"):
         commsim.load(path)
     assert time.perf_counter() - t0 < 1.0

@@ -38,7 +38,6 @@ import collections
 import os
 from collections.abc import Iterator
 
-import networkx as nx
 import numpy as np
 
 from commsim._ir import Schedule, Step
@@ -239,28 +238,43 @@ class _Plan:
         slot the other's step then overwrites, all in one step); an ordering edge inside one is
         a cycle of waits, a deadlock.
         """
-        g = nx.DiGraph()
-        g.add_nodes_from(range(len(self.label)))
-        g.add_edges_from((u, v) for u, v, _ in self.edges)
-        g.add_edges_from(self.weak)
-        dag = nx.condensation(g)
-        comp = dag.graph["mapping"]
-        into: dict[int, list[tuple[int, int]]] = collections.defaultdict(list)
+        n = len(self.label)
+        succ: list[list[int]] = [[] for _ in range(n)]
+        for u, v, _ in self.edges:
+            succ[u].append(v)
+        for u, v in self.weak:
+            succ[u].append(v)
+        comp, ncomp = _components(succ)
+        into: list[list[tuple[int, int]]] = [[] for _ in range(ncomp)]
         for u, v, w in self.edges:
             if comp[u] == comp[v]:
-                self._deadlock(g, u, v)
+                self._deadlock(succ, comp, u, v)
             into[comp[v]].append((comp[u], w))
         for u, v in self.weak:
             if comp[u] != comp[v]:
                 into[comp[v]].append((comp[u], 0))
-        t = [0] * len(dag)
-        for c in nx.topological_sort(dag):
-            t[c] = max((t[a] + w for a, w in into[c]), default=0)
-        return [t[comp[v]] for v in range(len(self.label))]
+        t = [0] * ncomp
+        for c in range(ncomp - 1, -1, -1):  # every edge runs from a higher component to a lower
+            for a, w in into[c]:
+                t[c] = max(t[c], t[a] + w)
+        return [t[c] for c in comp]
 
-    def _deadlock(self, g: nx.DiGraph, u: int, v: int) -> None:
+    def _deadlock(self, succ: list[list[int]], comp: list[int], u: int, v: int) -> None:
         """Name the XML steps on a cycle through the edge ``u -> v`` (``v`` waits for ``u``)."""
-        cycle = [u, *nx.shortest_path(g, v, u)]
+        parent = {v: v}
+        frontier = [v]
+        while u not in parent:  # breadth first from v back to u, inside their component
+            reached = []
+            for x in frontier:
+                for y in succ[x]:
+                    if comp[y] == comp[u] and y not in parent:
+                        parent[y] = x
+                        reached.append(y)
+            frontier = reached
+        path = [u]
+        while path[-1] != v:
+            path.append(parent[path[-1]])
+        cycle = [u, *reversed(path[1:])] if len(path) > 1 else [u]
         names = list(dict.fromkeys(self.label[x].where for x in cycle))
         shown = " -> ".join(names[:6]) + (" -> ..." if len(names) > 6 else "")
         raise ScheduleError(
@@ -305,6 +319,52 @@ class _Plan:
 def _pending_add(pending: dict[int, list[int]], node: int, first: int, cnt: int) -> None:
     for k in range(first, first + cnt):
         pending[k].append(node)
+
+
+def _components(succ: list[list[int]]) -> tuple[list[int], int]:
+    """Tarjan's strongly connected components, iteratively: ``(component of each node, count)``.
+
+    Components are numbered in the order Tarjan completes them, so an edge between two
+    components always runs from the higher number to the lower. ``O(nodes + edges)``.
+    """
+    n = len(succ)
+    index, low, comp = [-1] * n, [0] * n, [-1] * n
+    on_stack = [False] * n
+    stack: list[int] = []
+    counter = ncomp = 0
+    for root in range(n):
+        if index[root] >= 0:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work[-1]
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack[v] = True
+            for k in range(i, len(succ[v])):
+                w = succ[v][k]
+                if index[w] < 0:
+                    work[-1] = (v, k + 1)
+                    work.append((w, 0))
+                    break
+                if on_stack[w]:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    parent = work[-1][0]
+                    low[parent] = min(low[parent], low[v])
+                if low[v] == index[v]:
+                    while True:
+                        w = stack.pop()
+                        on_stack[w] = False
+                        comp[w] = ncomp
+                        if w == v:
+                            break
+                    ncomp += 1
+    return comp, ncomp
 
 
 def _unique_connections(gpu, source: str) -> None:

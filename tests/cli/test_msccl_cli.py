@@ -69,4 +69,4 @@ def test_a_100_mb_file_exits_2_quickly(cli, tmp_path):
         f.truncate(100 * 2**20)
     rc, _, err = cli("verify", "--file", str(path))
     assert rc == 2 and len(err.strip().splitlines()) == 1
-    assert "too large" in err and "32MiB" in err
+    assert "too large" in err and "16MiB" in err
