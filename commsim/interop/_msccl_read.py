@@ -23,13 +23,11 @@ computes, as a longest path over the constraints ``t(v) >= t(u) + w``:
 * **Dependencies.** ``depid``/``deps`` makes a step start after that step (and every send its
   thread block issued up to it) is done.
 
-A cycle among these constraints is a **deadlock** (found as an ordering edge inside a strongly
-connected component; the error names the XML steps on it), and a receive that no send matches
-waits forever. The one legitimate cycle is an exchange: two sends that each read a slot the
-other side's receive overwrites in the same step (reads first), joined by "not earlier than"
-edges only. Empty global steps are dropped. The schedule keeps, for every transfer, the XML step that
-wrote (and the one that sent) it; :func:`commsim.verify` names them when the program does not
-compute its collective (``step_fn.origin``, see :class:`commsim.Schedule`).
+A cycle of waits is a **deadlock** (:mod:`._msccl_solve` finds the earliest steps or names the
+XML steps on such a cycle), and so is a receive that no send matches. Empty global steps are
+dropped. The schedule keeps, for every transfer, the XML step that wrote (and the one that sent)
+it; :func:`commsim.verify` names them when the program does not compute its collective
+(``step_fn.origin``, see :class:`commsim.Schedule` and :mod:`._msccl_origin`).
 """
 
 from __future__ import annotations
@@ -37,6 +35,7 @@ from __future__ import annotations
 import collections
 import os
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -44,7 +43,8 @@ from commsim._ir import Schedule, Step
 from commsim.errors import ResourceError, ScheduleError
 from commsim.interop._msccl_layout import Layout
 from commsim.interop._msccl_origin import Steps
-from commsim.interop._msccl_parse import STEP_TYPES, Algo, Op, parse
+from commsim.interop._msccl_parse import STEP_TYPES, Algo, Op, Tb, parse
+from commsim.interop._msccl_solve import earliest_steps
 
 __all__ = ["read_msccl"]
 
@@ -104,102 +104,142 @@ def _ops(algo: Algo) -> Iterator[Op]:
             yield from tb.ops
 
 
+class _Transfer(NamedTuple):
+    """One commsim transfer, placed at the step of ``node``; ``op`` wrote it, ``sender`` sent it."""
+
+    node: int
+    src: int
+    dst: int
+    src_slot: int
+    dst_slot: int
+    count: int
+    reduce: bool
+    op: Op
+    sender: Op | None = None
+
+
+class _Hazards:
+    """One thread block's slots: the last node that wrote each, and the sends still to read it."""
+
+    def __init__(self, weak: list[tuple[int, int]]) -> None:
+        self.weak = weak
+        self.last_write: dict[int, int] = {}
+        self.pending: dict[int, list[int]] = collections.defaultdict(list)
+
+    def send_reads(self, node: int, first: int, cnt: int) -> None:
+        for k in range(first, first + cnt):
+            self.pending[k].append(node)
+
+    def write(self, node: int, first: int, cnt: int) -> None:
+        """A write waits for the pending sends of the same slots (same step allowed)."""
+        for k in range(first, first + cnt):
+            self.weak.extend((r, node) for r in self.pending.pop(k, ()))
+            self.last_write[k] = node
+
+    def writers(self, first: int, cnt: int) -> set[int]:
+        return {self.last_write[k] for k in range(first, first + cnt) if k in self.last_write}
+
+
 class _Plan:
-    """The constraint graph of one program and its solution (see the module docstring)."""
+    """The constraints of one program (see the module docstring) and the transfers they place.
+
+    Nodes are phases; every XML step also has a *start* node and a *done* node (what a
+    dependency on it waits for: its own phases and every send its thread block issued so far).
+    """
 
     def __init__(self, algo: Algo, layout: Layout) -> None:
         self.algo, self.layout = algo, layout
-        self.label: list[Op] = []  # node -> the XML step it belongs to
-        self.edges: list[tuple[int, int, int]] = []  # (u, v, w): t(v) >= t(u) + w, v after u
-        self.weak: list[tuple[int, int]] = []  # t(v) >= t(u) only: a write after a pending send
-        # transfers: (node, src, dst, src_slot, dst_slot, count, reduce, op, sender)
-        self.transfers: list[tuple] = []
+        self.label: list[Op] = []  # node -> its XML step
+        self.edges: list[tuple[int, int, int]] = []  # (u, v, w): t(v) >= t(u) + w
+        self.weak: list[tuple[int, int]] = []  # (u, v): t(v) >= t(u), may close an exchange
+        self.transfers: list[_Transfer] = []
         self.sends: dict[tuple[int, int, int], list] = collections.defaultdict(list)
         self.recvs: dict[tuple[int, int, int], list] = collections.defaultdict(list)
         self.start = {op: self._node(op) for op in _ops(algo)}
-        self.done = {op: self._node(op) for op in _ops(algo)}  # what a dependency waits for
+        self.done = {op: self._node(op) for op in _ops(algo)}
         for gpu in algo.gpus:
             _unique_connections(gpu, algo.source)
             for tb in gpu.tbs:
                 self._thread_block(tb)
-        for op in _ops(algo):
-            if op.depid >= 0:
-                dep = algo.gpus[op.gpu].tbs[op.depid].ops[op.deps]
-                self.edges.append((self.done[dep], self.start[op], 0))
         self._match()
 
     def _node(self, op: Op) -> int:
         self.label.append(op)
         return len(self.label) - 1
 
-    def _thread_block(self, tb) -> None:
-        L = self.layout
-        prev: tuple[int, int] | None = None  # (node, weight) the next step starts after
-        prev_start = prev_done = None
-        last_write: dict[int, int] = {}  # slot -> node of the tb's last write
-        pending: dict[int, list[int]] = collections.defaultdict(list)  # slot -> send nodes
+    def _dep(self, op: Op) -> int | None:
+        if op.depid < 0:
+            return None
+        return self.done[self.algo.gpus[op.gpu].tbs[op.depid].ops[op.deps]]
 
-        def write(node: int, first: int, cnt: int) -> None:
-            for k in range(first, first + cnt):
-                self.weak.extend((r, node) for r in pending.pop(k, ()))
-                last_write[k] = node
-
+    def _thread_block(self, tb: Tb) -> None:
+        hazards = _Hazards(self.weak)
+        after: tuple[int, int] | None = None  # (node, weight) the next step starts after
+        prev: Op | None = None
         for op in tb.ops:
-            g, S, D = op.gpu, self.start[op], self.done[op]
-            if prev is not None:
-                self.edges.append((prev[0], S, prev[1]))
-            src = L.slot(g, op.srcbuf, op.srcoff) if STEP_TYPES[op.type][0] else -1
-            dst = L.slot(g, op.dstbuf, op.dstoff) if STEP_TYPES[op.type][1] else -1
-            own: tuple[int, int] = (S, 0)
+            S, D = self.start[op], self.done[op]
+            if after is not None:
+                self.edges.append((after[0], S, after[1]))
+            if (dep := self._dep(op)) is not None:
+                self.edges.append((dep, S, 0))
             if op.type in ("cpy", "re"):
-                node = self._node(op)
-                self.edges.append((S, node, 0))
-                self.transfers.append((node, g, g, src, dst, op.cnt, op.type == "re", op, None))
-                write(node, dst, op.cnt)
-                own = (node, 1)
-            elif op.type != "s" and op.type != "nop":  # the receiving types
-                target = L.temp[op] if op.type == "rrs" else dst
-                reduce = op.type in ("rrs", "rrc", "rrcs")
-                recv = self._node(op)
-                self.edges.append((S, recv, 0))
-                if reduce and src != target:
-                    pre = self._node(op)
-                    self.transfers.append((pre, g, g, src, target, op.cnt, False, op, None))
-                    self.edges.append((pre, recv, 1))
-                    if op.type == "rrs":  # a fresh temporary: only the operand's writes matter
-                        for k in range(src, src + op.cnt):
-                            if k in last_write:
-                                self.edges.append((last_write[k], pre, 1))
-                        if prev_start is not None:
-                            self.edges.append((prev_start, pre, 0))
-                        if op.depid >= 0:
-                            dep = self.algo.gpus[g].tbs[op.depid].ops[op.deps]
-                            self.edges.append((self.done[dep], pre, 0))
-                    else:
-                        self.edges.append((S, pre, 0))
-                        write(pre, target, op.cnt)
-                self.recvs[(tb.recv, g, tb.chan)].append((op, recv, target, reduce))
-                write(recv, target, op.cnt)
-                own = (recv, 1)
-                if STEP_TYPES[op.type][3]:  # forward what was stored or reduced
-                    fwd = self._send(op, tb, target)
-                    self.edges.append((recv, fwd, 1))
-                    _pending_add(pending, fwd, target, op.cnt)
-                    self.edges.append((fwd, D, 0))
-            elif op.type == "s":
-                fwd = self._send(op, tb, src)
-                self.edges.append((S, fwd, 0))
-                _pending_add(pending, fwd, src, op.cnt)
-                self.edges.append((fwd, D, 0))
-            self.edges.append((own[0], D, own[1]))
-            if prev_done is not None:
-                self.edges.append((prev_done, D, 0))
-            prev, prev_start, prev_done = own, S, D
+                after = self._local(op, hazards)
+            elif STEP_TYPES[op.type][2]:
+                after = self._receive(op, tb, hazards, prev)
+            else:  # s, nop
+                after = (S, 0)
+                if op.type == "s":
+                    self._send(op, tb, self.layout.slot(op.gpu, op.srcbuf, op.srcoff), S, hazards)
+            self.edges.append((after[0], D, after[1]))
+            if prev is not None:
+                self.edges.append((self.done[prev], D, 0))
+            prev = op
 
-    def _send(self, op: Op, tb, slot: int) -> int:
+    def _local(self, op: Op, hazards: _Hazards) -> tuple[int, int]:
+        L, g = self.layout, op.gpu
+        node = self._node(op)
+        src, dst = L.slot(g, op.srcbuf, op.srcoff), L.slot(g, op.dstbuf, op.dstoff)
+        self.edges.append((self.start[op], node, 0))
+        self.transfers.append(_Transfer(node, g, g, src, dst, op.cnt, op.type == "re", op))
+        hazards.write(node, dst, op.cnt)
+        return node, 1
+
+    def _receive(self, op: Op, tb: Tb, hazards: _Hazards, prev: Op | None) -> tuple[int, int]:
+        """r, rcs (store), rrs, rrc, rrcs (reduce into a copy of the local operand)."""
+        L, g, S = self.layout, op.gpu, self.start[op]
+        reduce = op.type in ("rrs", "rrc", "rrcs")
+        target = L.temp[op] if op.type == "rrs" else L.slot(g, op.dstbuf, op.dstoff)
+        recv = self._node(op)
+        self.edges.append((S, recv, 0))
+        src = L.slot(g, op.srcbuf, op.srcoff) if reduce else target
+        if src != target:  # the local operand first goes where the received chunk reduces into
+            pre = self._node(op)
+            self.transfers.append(_Transfer(pre, g, g, src, target, op.cnt, False, op))
+            self.edges.append((pre, recv, 1))
+            if op.type == "rrs":  # a fresh temporary: it only waits for its operand
+                self.edges.extend((w, pre, 1) for w in hazards.writers(src, op.cnt))
+                if prev is not None:
+                    self.edges.append((self.start[prev], pre, 0))
+                if (dep := self._dep(op)) is not None:
+                    self.edges.append((dep, pre, 0))
+            else:
+                self.edges.append((S, pre, 0))
+                hazards.write(pre, target, op.cnt)
+        self.recvs[(tb.recv, g, tb.chan)].append((op, recv, target, reduce))
+        hazards.write(recv, target, op.cnt)
+        if STEP_TYPES[op.type][3]:  # forward what was stored or reduced
+            self._send(op, tb, target, recv, hazards, weight=1)
+        return recv, 1
+
+    def _send(
+        self, op: Op, tb: Tb, slot: int, after: int, hazards: _Hazards, weight: int = 0
+    ) -> None:
+        """A buffered send of ``slot``: the transfer waits for ``after``; ``done`` for it."""
         node = self._node(op)
         self.sends[(op.gpu, tb.send, tb.chan)].append((op, node, slot))
-        return node
+        self.edges.append((after, node, weight))
+        self.edges.append((node, self.done[op], 0))
+        hazards.send_reads(node, slot, op.cnt)
 
     def _match(self) -> None:
         """Pair the k-th send and receive of every connection; merge their nodes."""
@@ -214,7 +254,7 @@ class _Plan:
                         f"matching receive, {rop.where}, takes {rop.cnt}"
                     )
                 alias[snode] = rnode
-                self.transfers.append((rnode, a, b, sslot, rslot, rop.cnt, red, rop, sop))
+                self.transfers.append(_Transfer(rnode, a, b, sslot, rslot, rop.cnt, red, rop, sop))
             if len(sends) > len(recvs):
                 op = sends[len(recvs)][0]
                 raise ScheduleError(
@@ -231,69 +271,19 @@ class _Plan:
         self.edges = [(alias.get(u, u), alias.get(v, v), w) for u, v, w in self.edges]
         self.weak = [(alias.get(u, u), alias.get(v, v)) for u, v in self.weak]
 
-    def solve(self) -> list[int]:
-        """Earliest step of every node: a longest path over the strongly connected components.
-
-        A component may only hold nodes joined by weak edges (an exchange: both sides read a
-        slot the other's step then overwrites, all in one step); an ordering edge inside one is
-        a cycle of waits, a deadlock.
-        """
-        n = len(self.label)
-        succ: list[list[int]] = [[] for _ in range(n)]
-        for u, v, _ in self.edges:
-            succ[u].append(v)
-        for u, v in self.weak:
-            succ[u].append(v)
-        comp, ncomp = _components(succ)
-        into: list[list[tuple[int, int]]] = [[] for _ in range(ncomp)]
-        for u, v, w in self.edges:
-            if comp[u] == comp[v]:
-                self._deadlock(succ, comp, u, v)
-            into[comp[v]].append((comp[u], w))
-        for u, v in self.weak:
-            if comp[u] != comp[v]:
-                into[comp[v]].append((comp[u], 0))
-        t = [0] * ncomp
-        for c in range(ncomp - 1, -1, -1):  # every edge runs from a higher component to a lower
-            for a, w in into[c]:
-                t[c] = max(t[c], t[a] + w)
-        return [t[c] for c in comp]
-
-    def _deadlock(self, succ: list[list[int]], comp: list[int], u: int, v: int) -> None:
-        """Name the XML steps on a cycle through the edge ``u -> v`` (``v`` waits for ``u``)."""
-        parent = {v: v}
-        frontier = [v]
-        while u not in parent:  # breadth first from v back to u, inside their component
-            reached = []
-            for x in frontier:
-                for y in succ[x]:
-                    if comp[y] == comp[u] and y not in parent:
-                        parent[y] = x
-                        reached.append(y)
-            frontier = reached
-        path = [u]
-        while path[-1] != v:
-            path.append(parent[path[-1]])
-        cycle = [u, *reversed(path[1:])] if len(path) > 1 else [u]
-        names = list(dict.fromkeys(self.label[x].where for x in cycle))
-        shown = " -> ".join(names[:6]) + (" -> ..." if len(names) > 6 else "")
-        raise ScheduleError(
-            f"{self.algo.source}: deadlock: {names[0]} waits for itself through a cycle of "
-            f"{len(names)} step(s), each waiting for the one before: {shown} -> {names[0]}"
-        )
-
     def steps(self) -> Steps:
-        t = self.solve()
-        by_step: dict[int, list] = collections.defaultdict(list)
+        """The transfers grouped by their earliest step (empty steps dropped), then the final
+        copy the buffer mapping needs."""
+        t = earliest_steps(self.label, self.edges, self.weak, self.algo.source)
+        by_step: dict[int, list[_Transfer]] = collections.defaultdict(list)
         for tr in self.transfers:
-            if tr[1] != tr[2] or tr[3] != tr[4] or tr[6]:  # skip copies onto themselves
-                by_step[t[tr[0]]].append(tr)
-        order = sorted(by_step)
+            by_step[t[tr.node]].append(tr)
         steps, writers = [], []
-        for i in order:
+        for i in sorted(by_step):
             trs = by_step[i]
-            steps.append(Step.make(*(np.array([tr[k] for tr in trs]) for k in range(1, 7))))
-            writers.append([(tr[7], tr[8]) for tr in trs])
+            cols = (np.array([getattr(tr, f) for tr in trs]) for f in Step._fields)
+            steps.append(Step.make(*cols))
+            writers.append([(tr.op, tr.sender) for tr in trs])
         final = self._final_copy()
         if final is not None:
             steps.append(final)
@@ -311,60 +301,7 @@ class _Plan:
             edges = np.flatnonzero(np.diff(np.concatenate([[0], mask.astype(np.int8), [0]])))
             for a, b in zip(edges[::2], edges[1::2]):
                 rows.append((g, g, L.slot(g, "o", int(a)), L.out_region[g] + int(a), int(b - a)))
-        if not rows:
-            return None
-        return Step.make(*np.array(rows).T)
-
-
-def _pending_add(pending: dict[int, list[int]], node: int, first: int, cnt: int) -> None:
-    for k in range(first, first + cnt):
-        pending[k].append(node)
-
-
-def _components(succ: list[list[int]]) -> tuple[list[int], int]:
-    """Tarjan's strongly connected components, iteratively: ``(component of each node, count)``.
-
-    Components are numbered in the order Tarjan completes them, so an edge between two
-    components always runs from the higher number to the lower. ``O(nodes + edges)``.
-    """
-    n = len(succ)
-    index, low, comp = [-1] * n, [0] * n, [-1] * n
-    on_stack = [False] * n
-    stack: list[int] = []
-    counter = ncomp = 0
-    for root in range(n):
-        if index[root] >= 0:
-            continue
-        work = [(root, 0)]
-        while work:
-            v, i = work[-1]
-            if i == 0:
-                index[v] = low[v] = counter
-                counter += 1
-                stack.append(v)
-                on_stack[v] = True
-            for k in range(i, len(succ[v])):
-                w = succ[v][k]
-                if index[w] < 0:
-                    work[-1] = (v, k + 1)
-                    work.append((w, 0))
-                    break
-                if on_stack[w]:
-                    low[v] = min(low[v], index[w])
-            else:
-                work.pop()
-                if work:
-                    parent = work[-1][0]
-                    low[parent] = min(low[parent], low[v])
-                if low[v] == index[v]:
-                    while True:
-                        w = stack.pop()
-                        on_stack[w] = False
-                        comp[w] = ncomp
-                        if w == v:
-                            break
-                    ncomp += 1
-    return comp, ncomp
+        return Step.make(*np.array(rows).T) if rows else None
 
 
 def _unique_connections(gpu, source: str) -> None:
