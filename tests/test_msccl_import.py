@@ -340,3 +340,16 @@ def test_a_100_mb_file_is_refused_before_parsing(tmp_path):
     with pytest.raises(ResourceError, match=r"huge\.xml: 100MiB is too large .*limit is 16MiB"):
         commsim.load(path)
     assert time.perf_counter() - t0 < 1.0
+
+
+def test_buffers_past_the_slot_limit_are_refused():
+    text = _edit('nchunksperloop="4"', 'nchunksperloop="400000000"')
+    with pytest.raises(ResourceError, match=r"gpu 0: its buffers, scratch and temporaries need "):
+        read_msccl(text)
+
+
+@pytest.mark.parametrize("coll", ["reducescatter", "reduce_scatter"])
+def test_both_spellings_of_reduce_scatter(coll):
+    text = (DATA / "reducescatter_allpairs_p4_LL.xml").read_text()
+    s = read_msccl(_edit('coll="reducescatter"', f'coll="{coll}"', text))
+    assert s.collective == "reduce_scatter" and commsim.verify(s).ntransfers == 60
