@@ -226,7 +226,8 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
         A :class:`Verified` record (steps, transfers, time taken).
 
     Raises:
-        ScheduleError: naming the step, rank and slot at fault.
+        ScheduleError: naming the step, rank and slot at fault (and, for a schedule imported
+            from another format, the place in that file: see ``step_fn`` in :class:`Schedule`).
 
     Examples:
         >>> import commsim

@@ -1,4 +1,4 @@
-r"""Earliest steps under difference constraints ``t(v) >= t(u) + w``, or the cycle that forbids them.
+r"""Earliest steps under constraints ``t(v) >= t(u) + w``, or the cycle of waits that forbids them.
 
 The importer (:mod:`._msccl_read`) states what an MSCCL-IR program requires as a graph: *ordering*
 edges ``(u, v, w)`` with ``w`` in ``{0, 1}`` (``v`` waits for ``u``; ``w = 1``: a step later) and
