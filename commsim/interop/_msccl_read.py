@@ -64,13 +64,21 @@ def read_msccl(source: str | os.PathLike[str] | bytes) -> Schedule:
         >>> import commsim
         >>> from commsim.interop import read_msccl
         >>> def gpu(g):  # two gpus swap their chunk and add: an allreduce in one step
-        ...     step = ('<step s="{}" type="{}" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" '
-        ...             'cnt="1" depid="-1" deps="-1"/>')
-        ...     return (f'<gpu id="{g}" i_chunks="1" o_chunks="0" s_chunks="0">'
-        ...             f'<tb id="0" send="{1 - g}" recv="{1 - g}" chan="0">'
-        ...             + step.format(0, "s") + step.format(1, "rrc") + "</tb></gpu>")
-        >>> xml = ('<algo name="swap" proto="Simple" nchunksperloop="1" ngpus="2" '
-        ...        'coll="allreduce" inplace="1">' + gpu(0) + gpu(1) + "</algo>")
+        ...     step = (
+        ...         '<step s="{}" type="{}" srcbuf="i" srcoff="0" dstbuf="i" dstoff="0" '
+        ...         'cnt="1" depid="-1" deps="-1"/>'
+        ...     )
+        ...     return (
+        ...         f'<gpu id="{g}" i_chunks="1" o_chunks="0" s_chunks="0">'
+        ...         f'<tb id="0" send="{1 - g}" recv="{1 - g}" chan="0">'
+        ...         + step.format(0, "s")
+        ...         + step.format(1, "rrc")
+        ...         + "</tb></gpu>"
+        ...     )
+        >>> xml = (
+        ...     '<algo name="swap" proto="Simple" nchunksperloop="1" ngpus="2" '
+        ...     'coll="allreduce" inplace="1">' + gpu(0) + gpu(1) + "</algo>"
+        ... )
         >>> s = read_msccl(xml)
         >>> s.nsteps, commsim.verify(s).ntransfers
         (1, 2)
