@@ -313,6 +313,10 @@ MALFORMED = [
     ("chunks do not fit the gpus", _edit('nchunksperloop="8"', 'nchunksperloop="7"',
                                          (DATA / "allgather_ring_p8_LL128.xml").read_text()),
      r"<algo> nchunksperloop=7 does not fit 8 gpus"),
+    ("two thread blocks on one connection",
+     _edit('<tb id="4" send="2"', '<tb id="4" send="1"',
+           (DATA / "alltoall_allpairs_p4_Simple.xml").read_text()),
+     r"gpu 0 tb 3 and tb 4 both send to gpu 1 on channel 0 \(<tb> send\)"),
     ("entity declaration", '<!DOCTYPE algo [<!ENTITY a "aaaa">]>' + RING,
      r"declares a DTD or entities"),
 ]  # fmt: skip
