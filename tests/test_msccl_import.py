@@ -25,6 +25,7 @@ DATA = Path(__file__).parent / "data" / "msccl"
 FILES = sorted(DATA.glob("*.xml"))
 NAMES = [f.name for f in FILES]
 COLL = {"allreduce": "allreduce", "allgather": "allgather", "alltoall": "alltoall",
+        "broadcast": "broadcast",
         "reducescatter": "reduce_scatter", "reduce_scatter": "reduce_scatter"}  # fmt: skip
 RECEIVES = {"r", "rcs", "rrs", "rrc", "rrcs"}
 SENDS = {"s", "rcs", "rrs", "rrcs"}
@@ -79,6 +80,12 @@ def test_out_of_place_output_is_copied_into_the_data_slots():
     assert s.nslots > s.ndata  # o lives in scratch ...
     last = s.step(s.nsteps - 1)  # ... and the last step copies it to the output region
     assert (last.src == last.dst).all() and (last.dst_slot == 0).all() and (last.count == 4).all()
+    commsim.verify(s)
+
+
+def test_a_broadcasts_root_is_the_gpu_that_never_receives():
+    s = read_msccl(DATA / "broadcast_chain_root2_p4_Simple.xml")
+    assert s.root == 2
     commsim.verify(s)
 
 

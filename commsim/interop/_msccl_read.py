@@ -39,6 +39,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from commsim._collectives import spec
 from commsim._ir import Schedule, Step
 from commsim.errors import ResourceError, ScheduleError
 from commsim.interop._msccl_layout import Layout
@@ -96,6 +97,7 @@ def read_msccl(source: str | os.PathLike[str] | bytes) -> Schedule:
         nsteps=len(steps.steps),
         step_fn=steps,
         ndata=layout.ndata,
+        root=_root(algo),
         algorithm=algo.name,
         params={"format": "msccl-ir", "proto": algo.proto, "nchannels": algo.nchannels,
                 "nchunksperloop": algo.nchunks, "inplace": algo.inplace},
@@ -108,6 +110,21 @@ def _ops(algo: Algo) -> Iterator[Op]:
     for gpu in algo.gpus:
         for tb in gpu.tbs:
             yield from tb.ops
+
+
+def _root(algo: Algo) -> int:
+    """A rooted collective's root, which the file does not state: the one gpu that never
+    receives (a broadcast's) or never sends (a reduce's); 0 if that is not one gpu."""
+    sp = spec(algo.collective)
+    if not sp.rooted:
+        return 0
+    silent = 3 if sp.reduces else 2  # STEP_TYPES column: sends, receives
+    quiet = [
+        g.id
+        for g in algo.gpus
+        if not any(STEP_TYPES[op.type][silent] for tb in g.tbs for op in tb.ops)
+    ]
+    return quiet[0] if len(quiet) == 1 else 0
 
 
 class _Transfer(NamedTuple):

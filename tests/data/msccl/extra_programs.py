@@ -3,18 +3,20 @@
 Its examples are in place, except alltoall, which is out of place. For commsim's MSCCL-IR import
 tests, two out-of-place rings (they keep the input untouched and work in the output buffer: the
 importer puts ``o`` in scratch and copies it out at the end) and an in-place alltoall (``o = i``:
-the importer copies the buffer to the output half at the end). Run with msccl-tools installed
+the importer copies the buffer to the output half at the end), and a broadcast from root 2 (the
+file does not say the root; the importer infers it). Run with msccl-tools installed
 (see README.md); each prints the XML:
 
     python extra_programs.py allreduce 4 --protocol=LL
     python extra_programs.py allgather 4 --protocol=Simple
     python extra_programs.py alltoall 4 --protocol=LL128
+    python extra_programs.py broadcast 4 --protocol=Simple
 """
 
 import argparse
 
 from msccl.language import XML, Buffer, Check, MSCCLProgram, ThreadblockPolicy, chunk
-from msccl.language.collectives import AllGather, AllReduce, AllToAll
+from msccl.language.collectives import AllGather, AllReduce, AllToAll, Broadcast
 from msccl.topologies import fully_connected
 
 
@@ -87,9 +89,27 @@ def alltoall_in_place(p: int, protocol: str) -> None:
         Check()
 
 
+def broadcast_chain(p: int, protocol: str, root: int = 2) -> None:
+    """The root's p chunks travel a chain root, root + 1, ..., pipelined chunk by chunk."""
+    with MSCCLProgram(
+        "broadcast_chain",
+        fully_connected(p),
+        Broadcast(p, p, True, root),
+        1,
+        protocol=protocol,
+        threadblock_policy=ThreadblockPolicy.manual,
+    ):
+        for j in range(p):
+            for hop in range(p - 1):
+                src, dst = (root + hop) % p, (root + hop + 1) % p
+                chunk(src, Buffer.input, j).copy(dst, Buffer.input, j, ch=0, sendtb=0, recvtb=0)
+        XML()
+        Check()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
-    parser.add_argument("collective", choices=["allreduce", "allgather", "alltoall"])
+    parser.add_argument("collective", choices=["allreduce", "allgather", "alltoall", "broadcast"])
     parser.add_argument("gpus", type=int)
     parser.add_argument("--protocol", default="Simple", choices=["Simple", "LL", "LL128"])
     args = parser.parse_args()
@@ -97,5 +117,6 @@ if __name__ == "__main__":
         "allreduce": allreduce_ring_out_of_place,
         "allgather": allgather_ring_out_of_place,
         "alltoall": alltoall_in_place,
+        "broadcast": broadcast_chain,
     }
     make[args.collective](args.gpus, args.protocol)
