@@ -29,6 +29,7 @@ import os
 import stat
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from xml.parsers import expat
 
 from commsim.errors import ResourceError, ScheduleError
 from commsim.units import format_size
@@ -209,7 +210,8 @@ def parse(source: str | os.PathLike[str] | bytes) -> Algo:
         root = ET.fromstring(text)
     except ET.ParseError as e:
         line, col = e.position
-        raise ScheduleError(f"{name}: not XML (line {line}, column {col}: {e.msg})") from None
+        why = expat.ErrorString(e.code)
+        raise ScheduleError(f"{name}: not XML (line {line}, column {col}: {why})") from None
     if root.tag != "algo":
         raise ScheduleError(
             f"{name}: the root element is <{root.tag}>, an MSCCL-IR file's is <algo>"
