@@ -191,11 +191,10 @@ def _contiguous(items: list[ET.Element], attr: str, where: str) -> list[ET.Eleme
     keyed = sorted((_int(e, attr, where), k) for k, e in enumerate(items))
     for want, (got, _) in enumerate(keyed):
         if got != want:
-            tag = items[0].tag
+            span = "be 0" if len(items) == 1 else f"run from 0 to {len(items) - 1}"
+            fault = f"{attr}={want} is missing" if got > want else f"{attr}={got} is repeated"
             raise ScheduleError(
-                f"{where}: <{tag}> {attr} values must run 0, 1, ..., {len(items) - 1} "
-                f"without gaps or repeats; {attr}={want} is "
-                + ("missing" if got > want else "repeated")
+                f"{where}: the <{items[0].tag}> {attr} values must {span}, each once; {fault}"
             )
     return [items[k] for _, k in keyed]
 
