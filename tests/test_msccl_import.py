@@ -312,6 +312,8 @@ MALFORMED = [
      r"<algo> coll='alltonext' is not a collective commsim knows"),
     ("peer is itself", _edit('<tb id="0" send="1" recv="3"', '<tb id="0" send="0" recv="3"'),
      r"gpu 0 tb 0: <tb> send=0 must be another gpu in \[0, 4\) or -1"),
+    ("integer past 32 bits", _edit('nchunksperloop="4"', 'nchunksperloop="' + "9" * 30 + '"'),
+     r"<algo> nchunksperloop=9{30} is past the 32-bit integers MSCCL-IR uses"),
     ("gpu count", _edit('ngpus="4"', 'ngpus="5"'), r"<algo> ngpus=5 but the file has 4 <gpu>"),
     ("dependency on a missing tb",
      _edit(FIRST_STEP + ' depid="-1" deps="-1"', FIRST_STEP + ' depid="3" deps="0"'),
@@ -364,3 +366,26 @@ def test_both_spellings_of_reduce_scatter(coll):
     text = (DATA / "reducescatter_allpairs_p4_LL.xml").read_text()
     s = read_msccl(_edit('coll="reducescatter"', f'coll="{coll}"', text))
     assert s.collective == "reduce_scatter" and commsim.verify(s).ntransfers == 60
+
+
+def test_random_attribute_damage_is_a_one_line_error_or_a_correct_program():
+    """Seeded damage to real files (a value changed or an attribute dropped): every outcome is a
+    one-line CommsimError, or a schedule that verifies; never a traceback from inside."""
+    import random
+
+    rng = random.Random(0)
+    values = ["-2", "-1", "0", "1", "3", "100", "x", "", "i", "o", "s", "r", "rrs", "nop", "re"]
+    texts = [f.read_text() for f in FILES]
+    for _ in range(300):
+        root = ET.fromstring(rng.choice(texts))
+        elements = [el for el in root.iter() if el.attrib]
+        for el in rng.sample(elements, k=rng.randint(1, 3)):
+            attr = rng.choice(list(el.attrib))
+            if rng.random() < 0.1:
+                del el.attrib[attr]
+            else:
+                el.set(attr, rng.choice(values))
+        try:
+            commsim.verify(read_msccl(_xml(root)))
+        except commsim.CommsimError as e:
+            assert "\n" not in str(e)

@@ -67,6 +67,7 @@ STEP_TYPES: dict[str, tuple[bool, bool, bool, bool]] = {
     "nop": (False, False, False, False),
 }
 _BUFFERS = ("i", "o", "s")
+_INT_MAX = 2**31 - 1  # the executor's parser reads every attribute as an int
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # each step is its own: hashed by identity
@@ -176,6 +177,10 @@ def _int(el: ET.Element, attr: str, where: str, lo: int = 0) -> int:
         raise ScheduleError(f"{where}: <{el.tag}> {attr}={value!r:.40} is not an integer") from None
     if n < lo:
         raise ScheduleError(f"{where}: <{el.tag}> {attr}={n} must be >= {lo}")
+    if n > _INT_MAX:
+        raise ScheduleError(
+            f"{where}: <{el.tag}> {attr}={value:.40} is past the 32-bit integers MSCCL-IR uses"
+        )
     return n
 
 
