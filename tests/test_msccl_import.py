@@ -9,6 +9,7 @@ element and attribute at fault.
 
 from __future__ import annotations
 
+import random
 import re
 import time
 import xml.etree.ElementTree as ET
