@@ -372,8 +372,6 @@ def test_both_spellings_of_reduce_scatter(coll):
 def test_random_attribute_damage_is_a_one_line_error_or_a_correct_program():
     """Seeded damage to real files (a value changed or an attribute dropped): every outcome is a
     one-line CommsimError, or a schedule that verifies; never a traceback from inside."""
-    import random
-
     rng = random.Random(0)
     values = ["-2", "-1", "0", "1", "3", "100", "x", "", "i", "o", "s", "r", "rrs", "nop", "re"]
     texts = [f.read_text() for f in FILES]
