@@ -181,6 +181,10 @@ class Schedule:
             one unit each).
         nsteps: number of steps.
         step_fn: ``step_fn(i)`` returns step ``i``; called lazily and possibly more than once.
+            A schedule read from another format may give it an ``origin(step, rank, slot)``
+            attribute returning where in the source that step's transfer on ``rank``'s ``slot``
+            came from (or ``None``); :func:`commsim.verify` adds it to its errors. Replacing
+            ``step_fn`` drops it, as it should.
         root: the root rank of broadcast and reduce (0 otherwise).
         ndata: how many leading slots are the collective's data buffer; the rest are scratch.
             Defaults to all slots.

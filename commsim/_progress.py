@@ -105,6 +105,9 @@ class Progress:
             self.update(weight, note=label)
             return step
 
+        origin = getattr(schedule.step_fn, "origin", None)
+        if origin is not None:  # the same steps: where they came from still holds
+            step_fn.origin = origin  # type: ignore[attr-defined]
         return dataclasses.replace(schedule, step_fn=step_fn)
 
     def _line(self, now: float) -> str:

@@ -261,6 +261,8 @@ def _load_npz(path: Path) -> Schedule:
 def load(path: str | os.PathLike[str]) -> Schedule:
     """Read a schedule written by :func:`save` (or by hand); raise ScheduleError if malformed.
 
+    A ``.xml`` file is read as an MSCCL-IR algorithm (:func:`commsim.interop.read_msccl`).
+
     Validates the file's structure (NPZ step index, JSON nesting, sizes) before building
     anything; a file that would need more than half the machine's memory is a ResourceError.
     Only regular files are read: a device (``/dev/zero``) or a pipe would never end.
@@ -283,6 +285,10 @@ def load(path: str | os.PathLike[str]) -> Schedule:
         raise ScheduleError(f"{path}: not a regular file (a device or a pipe), not a schedule")
     if path.suffix == ".npz":
         return _load_npz(path)
+    if path.suffix.lower() == ".xml":  # an MSCCL-IR algorithm (commsim.interop reads it)
+        from commsim.interop import read_msccl
+
+        return read_msccl(path)
     limit = _memory_limit() // 8  # parsed JSON takes ~8x its text
     if info.st_size > limit:
         raise ResourceError(f"{path}: {format_size(info.st_size)} of JSON is too large")

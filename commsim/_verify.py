@@ -226,7 +226,8 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
         A :class:`Verified` record (steps, transfers, time taken).
 
     Raises:
-        ScheduleError: naming the step, rank and slot at fault.
+        ScheduleError: naming the step, rank and slot at fault (and, for a schedule imported
+            from another format, the place in that file: see ``step_fn`` in :class:`Schedule`).
 
     Examples:
         >>> import commsim
@@ -238,6 +239,23 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
             f"verify expects a commsim.Schedule (e.g. commsim.build(...)), got "
             f"{type(schedule).__name__}"
         )
+    try:
+        return _verify(schedule, seed)
+    except ScheduleError as e:
+        where = _origin(schedule, e)
+        if where is None:
+            raise
+        raise ScheduleError(f"{e} ({where})", step=e.step, rank=e.rank, slot=e.slot) from None
+
+
+def _origin(schedule: Schedule, e: ScheduleError) -> str | None:
+    """Where the faulty transfer came from, if the schedule's ``step_fn`` can say (an imported
+    file's steps carry ``origin(step, rank, slot) -> str | None``; see :class:`Schedule`)."""
+    origin = getattr(schedule.step_fn, "origin", None)
+    return origin(e.step, e.rank, e.slot) if callable(origin) else None
+
+
+def _verify(schedule: Schedule, seed: int) -> Verified:
     from commsim import _verify_kernel as kern  # numba: imported on first use
 
     kern.warm_up()  # kernel loading is not part of any schedule's verification time

@@ -110,8 +110,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="FILE",
-        help="also compare a saved schedule (.json or .npz), in the panel of its rank count: "
-        "its collective must be -c's and its p one of -p's (repeatable)",
+        help="also compare a saved schedule (.json, .npz or MSCCL-IR .xml), in the panel of its "
+        "rank count: its collective must be -c's and its p one of -p's (repeatable)",
     )
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
     add_network_group(parser)

@@ -69,7 +69,7 @@ class ScheduleChoice:
 
 @dataclasses.dataclass(frozen=True)
 class ScheduleFile:
-    """A saved schedule (``.json`` or ``.npz``), read by :func:`commsim.load`."""
+    """A saved schedule (``.json``, ``.npz`` or MSCCL-IR ``.xml``), read by :func:`commsim.load`."""
 
     path: Path
 
@@ -140,7 +140,8 @@ class ScheduleGroup:
                 "-f",
                 "--file",
                 metavar="FILE",
-                help="a saved schedule (.json or .npz) instead of -c/-a/-p",
+                help="a saved schedule (.json or .npz) or an MSCCL-IR algorithm (.xml) "
+                "instead of -c/-a/-p",
             )
         add_epilog(parser, UNITS_EPILOG)
 
