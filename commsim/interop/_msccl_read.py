@@ -21,7 +21,8 @@ computes, as a longest path over the constraints ``t(v) >= t(u) + w``:
   alongside the previous step (after the last write of its operand): the ring's reduce-and-forward
   then costs one step per hop.
 * **Dependencies.** ``depid``/``deps`` makes a step start after that step (and every send its
-  thread block issued up to it) is done.
+  thread block issued up to it) is done; a send is done in the step its message moves (sends
+  are buffered), so two ranks that each wait on their own send to the other meet in one step.
 
 A cycle of waits is a **deadlock** (:mod:`._msccl_solve` finds the earliest steps or names the
 XML steps on such a cycle), and so is a receive that no send matches. Empty global steps are

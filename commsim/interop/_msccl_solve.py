@@ -4,10 +4,15 @@ The importer (:mod:`._msccl_read`) states what an MSCCL-IR program requires as a
 edges ``(u, v, w)`` with ``w`` in ``{0, 1}`` (``v`` waits for ``u``; ``w = 1``: a step later) and
 *weak* edges ``(u, v)`` (``v`` no earlier than ``u``: a write that must not overtake a pending
 send's read, which commsim's reads-before-writes rule allows in the same step). The earliest
-solution is a longest path. Weak edges may close a cycle (an exchange: each side overwrites what
-the other's send reads, in one step), so the graph is first cut into strongly connected components
-(Tarjan, iteratively, ``O(nodes + edges)``); a component holding an ordering edge is a cycle of
-waits, a deadlock, and the error names the XML steps on it. The condensation is a DAG whose
+solution is a longest path. A cycle of edges that all allow the same step is satisfiable: every
+node on it takes one step. Weak edges close such cycles (an exchange: each side overwrites what
+the other's send reads, in one step), and so do ordering edges of weight 0 (a step that waits on a
+thread block's *sending* step may run in the step its message moves: MSCCL's sends are buffered,
+a sending step is done once posted, so two ranks that each wait on their own send to the other,
+as recursive doubling's exchange does, meet in one step). Only a cycle through a weight-1 edge (a wait for data to arrive)
+is a deadlock. So the graph is first cut into strongly connected components (Tarjan, iteratively,
+``O(nodes + edges)``); a component holding a weight-1 edge is a cycle of waits, a deadlock, and
+the error names the XML steps on it. The condensation is a DAG whose
 components Tarjan numbers in reverse topological order, so one backwards pass finds the longest
 paths.
 """
@@ -38,9 +43,10 @@ def earliest_steps(
     comp, ncomp = _components(succ)
     into: list[list[tuple[int, int]]] = [[] for _ in range(ncomp)]
     for u, v, w in edges:
-        if comp[u] == comp[v]:
+        if comp[u] != comp[v]:
+            into[comp[v]].append((comp[u], w))
+        elif w:
             raise ScheduleError(_deadlock(label, succ, comp, u, v, source))
-        into[comp[v]].append((comp[u], w))
     for u, v in weak:
         if comp[u] != comp[v]:
             into[comp[v]].append((comp[u], 0))
