@@ -53,7 +53,7 @@ from commsim._ir import MAX_NRANKS, Schedule, Step
 from commsim.errors import CommsimError, ParameterError, ResourceError, ScheduleError
 from commsim.units import format_size
 
-__all__ = ["FORMAT", "VERSION", "from_dict", "load", "save", "to_dict"]
+__all__ = ["FORMAT", "FORMATS", "VERSION", "format_of", "from_dict", "load", "save", "to_dict"]
 
 FORMAT = "commsim.schedule"
 VERSION = 2
@@ -87,6 +87,12 @@ _SUFFIX_FORMATS = {".npz": "npz", ".xml": "msccl", ".goal": "goal"}
 FORMATS = ("json", "npz", "msccl", "goal")
 
 
+def format_of(path: str | os.PathLike[str]) -> str:
+    """The format a file's suffix names (any case): ``.npz`` npz, ``.xml`` msccl, ``.goal`` goal,
+    anything else json."""
+    return _SUFFIX_FORMATS.get(Path(path).suffix.lower(), "json")
+
+
 def save(
     schedule: Schedule,
     path: str | os.PathLike[str],
@@ -98,10 +104,12 @@ def save(
 
     ``options`` go to the exporter: :func:`commsim.interop.export_msccl` (``proto``,
     ``nchannels``, ...) or :func:`commsim.interop.export_goal` (``nbytes``, required, and
-    ``gamma``). Only JSON and NPZ files load back with :func:`load`.
+    ``gamma``). JSON and NPZ load back as the same schedule; ``.xml`` loads back through the
+    MSCCL-IR importer, a schedule that computes the same but whose steps may be regrouped
+    (``docs/interop.md``); GOAL does not load.
     """
     path = Path(path)
-    fmt = format if format is not None else _SUFFIX_FORMATS.get(path.suffix, "json")
+    fmt = format if format is not None else format_of(path)
     if fmt not in FORMATS:
         raise ParameterError(f"unknown schedule format {fmt!r}; known: {', '.join(FORMATS)}")
     if fmt in ("msccl", "goal"):
@@ -283,12 +291,15 @@ def load(path: str | os.PathLike[str]) -> Schedule:
         raise ScheduleError(f"{path}: is a directory, not a schedule file")
     if not stat.S_ISREG(info.st_mode):
         raise ScheduleError(f"{path}: not a regular file (a device or a pipe), not a schedule")
-    if path.suffix == ".npz":
+    fmt = format_of(path)
+    if fmt == "npz":
         return _load_npz(path)
-    if path.suffix.lower() == ".xml":  # an MSCCL-IR algorithm (commsim.interop reads it)
+    if fmt == "msccl":  # an MSCCL-IR algorithm (commsim.interop reads it)
         from commsim.interop import read_msccl
 
         return read_msccl(path)
+    if fmt == "goal":
+        raise ScheduleError(f"{path}: GOAL files are written for LogGOPSim, not read back")
     limit = _memory_limit() // 8  # parsed JSON takes ~8x its text
     if info.st_size > limit:
         raise ResourceError(f"{path}: {format_size(info.st_size)} of JSON is too large")

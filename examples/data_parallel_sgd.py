@@ -298,7 +298,7 @@ def predict_on_cluster(args: argparse.Namespace, params: Params) -> None:
     from commsim.tuner import as_model
 
     c = cluster(args.cluster)
-    model = as_model(c).model
+    model = as_model(c).model  # the model tune() predicts with
     buckets = gradient_buckets(params, args.bucket_bytes)
     table = commsim.tune("allreduce", c, nranks=c.ngpus, sizes=np.array(buckets, dtype=float))
     print(f"\npredicted on {c.describe()}, {c.ngpus} data-parallel workers, per step:")

@@ -11,16 +11,9 @@ import pytest
 
 import commsim
 from commsim._messages import messages
-from commsim.viz import (
-    MAX_RANKS,
-    apply_step,
-    contributions,
-    draw_schedule,
-    figure_size,
-    initial_contributions,
-    message_rows,
-)
-from commsim.viz._diagram import _kinds, _lines
+from commsim.viz import contributions, draw_schedule, message_rows
+from commsim.viz._contents import apply_step, initial_contributions
+from commsim.viz._diagram import MAX_RANKS, _kinds, _lines, figure_size
 
 ALLREDUCE = commsim.available("allreduce")
 

@@ -23,7 +23,8 @@ from commsim.cli.output import add_output_group, format_ratio, format_table, to_
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.errors import ResourceError, ScheduleError
 from commsim.models import Model
-from commsim.tuner import GROWN, sweep
+from commsim.tuner import sweep
+from commsim.tuner._candidates import GROWN
 
 __all__ = [
     "DESCRIPTION",

@@ -10,8 +10,9 @@ from typing import Any
 
 from commsim import interop, units
 from commsim._ir import Schedule
+from commsim._serialize import format_of
 from commsim.cli.arguments import int_type
-from commsim.cli.errors import EXIT_OK, UsageError, quote
+from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.output import to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
@@ -49,7 +50,6 @@ EXAMPLES = """\
   commsim export --file my_schedule.json --format goal --size 64KiB > mine.goal"""
 
 SCHEDULES = ScheduleGroup("export", file=True)
-_SUFFIXES = {".xml": "msccl", ".goal": "goal"}
 _MSCCL_FLAGS = ("proto", "channels", "min_bytes", "max_bytes", "no_fuse", "in_place")
 _GOAL_FLAGS = ("size", "gamma")
 
@@ -114,8 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _format(args: argparse.Namespace) -> str:
     if args.format:
         return str(args.format)
-    if args.output and Path(args.output).suffix in _SUFFIXES:
-        return _SUFFIXES[Path(args.output).suffix]
+    if args.output and format_of(args.output) in ("msccl", "goal"):
+        return format_of(args.output)
     raise UsageError("give --format msccl or --format goal (or an -o FILE ending .xml or .goal)")
 
 
@@ -129,8 +129,6 @@ def parse(args: argparse.Namespace) -> ExportRequest:
     if fmt == "goal":
         if args.size is None:
             raise UsageError("a GOAL file needs the message size: add --size, e.g. --size 1MiB")
-        if args.gamma is not None and not args.gamma >= 0:
-            raise UsageError(f"--gamma must be a time per byte >= 0, got {quote(str(args.gamma))}")
         options = {"nbytes": units.parse_size(args.size), "gamma": args.gamma or 0.0}
     else:
         given = {f: getattr(args, f) for f in mine if getattr(args, f) is not None}

@@ -13,7 +13,8 @@ from commsim.cli.errors import EXIT_OK, UsageError, quote
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.output import format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
-from commsim.viz import MAX_RANKS, MAX_STEPS, MessageRow, check_drawable, message_rows
+from commsim.viz import MessageRow, message_rows
+from commsim.viz._diagram import MAX_RANKS, MAX_STEPS, check_drawable
 
 __all__ = [
     "DESCRIPTION",
@@ -157,8 +158,8 @@ def render(schedule: Schedule, result: Path | list[MessageRow], as_json: bool) -
             str(r.step),
             str(r.src),
             "local" if r.local else str(r.dst),
-            _ranges(r.slots),
-            "" if r.dst_slots == r.slots else _ranges(r.dst_slots),
+            r.slots_text,
+            "" if r.dst_slots == r.slots else r.dst_slots_text,
             f"{r.units:,}",
             "reduce" if r.reduce else "copy",
         ]
@@ -170,10 +171,6 @@ def render(schedule: Schedule, result: Path | list[MessageRow], as_json: bool) -
     )
     headers = ["step", "src", "dst", "slots", "into slots", "units", "op"]
     return head + format_table(headers, table, "rrrllrl")
-
-
-def _ranges(ranges: tuple[tuple[int, int], ...]) -> str:
-    return ",".join(str(a) if b == a + 1 else f"{a}-{b - 1}" for a, b in ranges)
 
 
 def main(args: argparse.Namespace) -> int:

@@ -101,8 +101,14 @@ def export_goal(schedule: Schedule, nbytes: int | str, *, gamma: float = 0.0) ->
         <BLANKLINE>
     """
     size = _size(nbytes)
-    if isinstance(gamma, bool) or not isinstance(gamma, numbers.Real) or not gamma >= 0:
-        raise ParameterError(f"gamma must be a non-negative number, got {gamma!r}")
+    if (
+        isinstance(gamma, bool)
+        or not isinstance(gamma, numbers.Real)
+        or not (math.isfinite(gamma) and gamma >= 0)
+    ):
+        raise ParameterError(
+            f"gamma must be a finite number >= 0 (seconds per byte), got {gamma!r}"
+        )
     s, p = schedule, schedule.nranks
     per_unit = size / s.nbytes_units
     body: list[list[str]] = [[] for _ in range(p)]

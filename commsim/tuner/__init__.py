@@ -5,7 +5,8 @@ Like NCCL's choice of algorithm and protocol per size, but read from a cost mode
 at 1, 2, 4, … per size) at every size, keeps the fastest per size and merges equal choices into
 size ranges, a :class:`TunerTable`. The table saves to TOML and loads back
 (:meth:`TunerTable.save`, :meth:`TunerTable.load`), and ``table.schedule(nbytes)`` builds the
-choice for a size: the drop-in collectives call it per message.
+choice for a size: the drop-in collectives call it per message. :func:`as_model` resolves what
+:func:`tune` accepts as a model (a model, a cluster, a profile) into the model it predicts with.
 
 Examples:
     >>> import commsim
@@ -16,28 +17,9 @@ Examples:
     64
 """
 
-from commsim.tuner._candidates import GROWN, MAX_WORK, MIN_SLOT_BYTES, Candidate
-from commsim.tuner._inputs import ModelSource, as_model, cluster_model
-from commsim.tuner._sweep import Sweep, as_sizes, sweep
+from commsim.tuner._inputs import as_model
+from commsim.tuner._sweep import Sweep, sweep
 from commsim.tuner._table import Range, TunerTable, table_from_sweep
-from commsim.tuner._toml import load_table, save_table
 from commsim.tuner._tune import tune
 
-__all__ = [
-    "GROWN",
-    "MAX_WORK",
-    "MIN_SLOT_BYTES",
-    "Candidate",
-    "ModelSource",
-    "Range",
-    "Sweep",
-    "TunerTable",
-    "as_model",
-    "as_sizes",
-    "cluster_model",
-    "load_table",
-    "save_table",
-    "sweep",
-    "table_from_sweep",
-    "tune",
-]
+__all__ = ["Range", "Sweep", "TunerTable", "as_model", "sweep", "table_from_sweep", "tune"]

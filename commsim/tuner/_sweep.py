@@ -19,11 +19,11 @@ from typing import Any
 
 import numpy as np
 
-from commsim import units
 from commsim._progress import Progress
 from commsim.algorithms import available, info
 from commsim.errors import ParameterError, ResourceError, ScheduleError
 from commsim.models import Model
+from commsim.models._inputs import as_sizes
 from commsim.tuner._candidates import (
     MAX_WORK,
     MIN_SLOT_BYTES,
@@ -33,7 +33,7 @@ from commsim.tuner._candidates import (
     work,
 )
 
-__all__ = ["Sweep", "as_sizes", "evaluate", "sweep"]
+__all__ = ["Sweep", "evaluate", "size_grid", "sweep"]
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -68,26 +68,13 @@ class Sweep:
         return np.where(np.isfinite(times[best, np.arange(len(best))]), best, -1)
 
 
-def as_sizes(sizes: Any) -> np.ndarray:
-    """Sizes as sorted distinct bytes: a unit string (``"1KiB..1GiB"``), a number or an array."""
-    if isinstance(sizes, str):
-        values = units.parse_sizes(sizes)
-    else:
-        values = np.atleast_1d(np.asarray(sizes))
-        if values.ndim != 1 or not np.issubdtype(values.dtype, np.number):
-            raise ParameterError(
-                f"sizes must be bytes (a 1-D array or a unit string), got {sizes!r}"
-            )
-        if (
-            not np.all(np.isfinite(values))
-            or np.any(values < 0)
-            or np.any(values != np.round(values))
-        ):
-            raise ParameterError("sizes must be whole numbers of bytes >= 0")
-    out = np.unique(np.asarray(values, dtype=np.float64))
-    if out.size == 0:
-        raise ParameterError("sizes: give at least one size")
-    return out
+def size_grid(sizes: Any) -> np.ndarray:
+    """Sizes as sorted distinct whole bytes, read as every model reads them
+    (:func:`commsim.models._inputs.as_sizes`: a unit string, a number or a 1-D array)."""
+    values, _ = as_sizes(sizes)
+    if np.any(values != np.round(values)):
+        raise ParameterError("sizes must be whole numbers of bytes")
+    return np.unique(values)
 
 
 def sweep(
@@ -125,7 +112,9 @@ def sweep(
     if not chosen:
         raise ParameterError(f"no {collective} algorithm to tune")
     given = check_params(collective, chosen, params)
-    grid = as_sizes(sizes)
+    if isinstance(nranks, bool) or not isinstance(nranks, (int, np.integer)) or nranks < 1:
+        raise ParameterError(f"nranks must be an integer >= 1, got {nranks!r}")
+    grid = size_grid(sizes)
     planned: list[list[Candidate]] = []
     skipped: dict[str, str] = {}
     for a in chosen:
@@ -141,6 +130,8 @@ def sweep(
                 min_slot_bytes=min_slot_bytes,
             )
         except (ScheduleError, ResourceError) as e:
+            if given[a]:  # the user's own parameters for it: their error, not a note
+                raise
             skipped[a] = str(e).splitlines()[0]
     if not planned:
         raise ParameterError(

@@ -174,7 +174,7 @@ def table_from_sweep(result: Sweep) -> TunerTable:
         span = np.arange(s, e + 1)
         others = runner[span]
         if (others >= 0).all():
-            ratios = result.times[others, span] / result.times[win[span], span]
+            ratios = _ratios(result.times[others, span], result.times[win[span], span])
             j = int(np.argmin(ratios))
             r = result.candidates[others[j]]
             extra = {"runner_up": r.algorithm, "runner_up_params": r.params}
@@ -189,6 +189,13 @@ def table_from_sweep(result: Sweep) -> TunerTable:
         tuple(ranges),
         notes,
     )
+
+
+def _ratios(runner: np.ndarray, winner: np.ndarray) -> np.ndarray:
+    """``runner / winner``, with a winner that takes no time (one rank) counting as a tie when
+    the runner-up takes none either, and as an unbounded margin otherwise."""
+    safe = np.where(winner > 0, winner, 1.0)
+    return np.where(winner > 0, runner / safe, np.where(runner > 0, np.inf, 1.0))
 
 
 def _times_at(

@@ -14,21 +14,15 @@ Examples:
 """
 
 from commsim._dag import critical_path, message_graph
-from commsim.viz._contents import apply_step, contributions, initial_contributions
-from commsim.viz._diagram import MAX_RANKS, MAX_STEPS, check_drawable, draw_schedule, figure_size
+from commsim.viz._contents import contributions
+from commsim.viz._diagram import draw_schedule
 from commsim.viz._table import MessageRow, message_rows, step_rows
 
 __all__ = [
-    "MAX_RANKS",
-    "MAX_STEPS",
     "MessageRow",
-    "apply_step",
-    "check_drawable",
     "contributions",
     "critical_path",
     "draw_schedule",
-    "figure_size",
-    "initial_contributions",
     "message_graph",
     "message_rows",
     "step_rows",

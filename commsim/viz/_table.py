@@ -57,11 +57,21 @@ class MessageRow:
         """Whether the receiver reduces (any part of) the message into its slots."""
         return self.reduce_units > 0
 
+    @property
+    def slots_text(self) -> str:
+        """The sender's slots, ``0-3,8`` (inclusive ranges)."""
+        return _show(self.slots)
+
+    @property
+    def dst_slots_text(self) -> str:
+        """The receiver's slots, the same way."""
+        return _show(self.dst_slots)
+
     def label(self) -> str:
         """``→4 ⊕0-3``: to rank 4, reduce into slots 0 to 3 (``as 8-11`` if they land elsewhere)."""
-        where = _show(self.slots)
+        where = self.slots_text
         if self.dst_slots != self.slots:
-            where += f" as {_show(self.dst_slots)}"
+            where += f" as {self.dst_slots_text}"
         to = "local" if self.local else f"→{self.dst}"
         return f"{to} {'⊕' if self.reduce else ''}{where}"
 
