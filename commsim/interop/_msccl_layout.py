@@ -110,7 +110,7 @@ class Layout:
             tuple(map(int, out_off)), final, tuple(tops),
         )  # fmt: skip
 
-    def with_snapshots(self, ops: list[Op]) -> Layout:
+    def with_snapshots(self, ops: list[Op], source: str) -> Layout:
         """This layout plus a fresh range of ``op.cnt`` slots (past ``top``) for each send step
         in ``ops`` that has none yet."""
         tops, snapshot = list(self.top), dict(self.snapshot)
@@ -118,7 +118,7 @@ class Layout:
             if op not in snapshot:
                 snapshot[op] = tops[op.gpu]
                 tops[op.gpu] += op.cnt
-                _check_top(tops[op.gpu], f"gpu {op.gpu}")
+                _check_top(tops[op.gpu], f"{source}: gpu {op.gpu}")
         return dataclasses.replace(
             self, nslots=max([self.nslots, *tops]), top=tuple(tops), snapshot=snapshot
         )

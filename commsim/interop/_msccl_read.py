@@ -113,7 +113,7 @@ def read_msccl(source: str | os.PathLike[str] | bytes) -> Schedule:
             posted = plan.unsnapshotted(e.nodes)
             if not posted:
                 raise
-            layout = layout.with_snapshots(posted)
+            layout = layout.with_snapshots(posted, algo.source)
     return Schedule(
         collective=algo.collective,
         nranks=len(algo.gpus),
