@@ -17,7 +17,9 @@ collective's own :meth:`~commsim.CollectiveSpec.input_region` / ``output_region`
   that the aliased output would have overwritten), so ``o`` lives in scratch slots after the data,
   and one final local copy moves every chunk the program wrote into ``o`` to the output region.
 * ``s`` follows (scratch), then the temporaries of ``rrs`` steps (one fresh range each: a reduced
-  chunk forwarded without being stored needs a slot to travel from).
+  chunk forwarded without being stored needs a slot to travel from), then the *snapshots* of the
+  sends the importer copies at their post (:meth:`Layout.with_snapshots`, one fresh range each:
+  see :mod:`._msccl_read`).
 
 Every access is checked against its buffer: ``i`` and ``o`` hold the collective's input and output
 lengths, ``s`` its ``s_chunks``.
@@ -44,7 +46,9 @@ class Layout:
     """Slot bases of every rank's buffers, and the final copy the mapping needs.
 
     ``base[g][b]`` is gpu ``g``'s first slot of buffer ``b``; ``extent[g][b]`` its chunks;
-    ``temp[op]`` the first slot of an ``rrs`` step's temporary.
+    ``temp[op]`` the first slot of an ``rrs`` step's temporary, ``snapshot[op]`` that of the copy
+    a send step's chunks are posted from (none until :meth:`with_snapshots`); ``top[g]`` gpu
+    ``g``'s first slot past all of them.
     """
 
     ndata: int
@@ -54,6 +58,8 @@ class Layout:
     temp: dict[Op, int]
     out_region: tuple[int, ...]  # each rank's output region's first data slot
     final_copy: str  # "" (none), "written" (o in scratch) or "all" (in-place, disjoint regions)
+    top: tuple[int, ...]
+    snapshot: dict[Op, int] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(cls, algo: Algo) -> Layout:
@@ -71,8 +77,7 @@ class Layout:
         o_scratch = not algo.inplace and overlap
         final = "written" if o_scratch else "all" if algo.inplace and not overlap else ""
         s_base = ndata + (out_len if o_scratch else 0)
-        bases, extents, temp = [], [], {}
-        nslots = ndata
+        bases, extents, temp, tops = [], [], {}, []
         for g, gpu in enumerate(algo.gpus):
             where = f"{algo.source}: gpu {g}"
             for attr, have, limit in (
@@ -96,16 +101,26 @@ class Layout:
                     if op.type == "rrs":
                         temp[op] = top
                         top += op.cnt
-            if top > MAX_SLOTS:
-                raise ResourceError(
-                    f"{where}: its buffers, scratch and temporaries need {top:,} chunks, more "
-                    f"than the {MAX_SLOTS:,} an imported program may use"
-                )
-            nslots = max(nslots, top)
+            _check_top(top, where)
+            tops.append(top)
             bases.append(base)
             extents.append(extent)
         return cls(
-            ndata, nslots, tuple(bases), tuple(extents), temp, tuple(map(int, out_off)), final
+            ndata, max([ndata, *tops]), tuple(bases), tuple(extents), temp,
+            tuple(map(int, out_off)), final, tuple(tops),
+        )  # fmt: skip
+
+    def with_snapshots(self, ops: list[Op], source: str) -> Layout:
+        """This layout plus a fresh range of ``op.cnt`` slots (past ``top``) for each send step
+        in ``ops`` that has none yet."""
+        tops, snapshot = list(self.top), dict(self.snapshot)
+        for op in ops:
+            if op not in snapshot:
+                snapshot[op] = tops[op.gpu]
+                tops[op.gpu] += op.cnt
+                _check_top(tops[op.gpu], f"{source}: gpu {op.gpu}")
+        return dataclasses.replace(
+            self, nslots=max([self.nslots, *tops]), top=tuple(tops), snapshot=snapshot
         )
 
     def slot(self, g: int, buf: str, off: int) -> int:
@@ -123,6 +138,9 @@ class Layout:
         for op, first in self.temp.items():
             if op.gpu == g and first <= slot < first + op.cnt:
                 return f"the temporary of {op.where}"
+        for op, first in self.snapshot.items():
+            if op.gpu == g and first <= slot < first + op.cnt:
+                return f"the copy {op.where} sends from"
         j = slot - self.out_region[g]
         if self.final_copy and 0 <= j < self.extent[g]["o"]:
             return f"gpu {g}'s output chunk {j} (o[{j}] after the final copy)"
@@ -139,6 +157,14 @@ class Layout:
                         mask[op.dstoff : op.dstoff + op.cnt] = True
             masks.append(mask)
         return masks
+
+
+def _check_top(top: int, where: str) -> None:
+    if top > MAX_SLOTS:
+        raise ResourceError(
+            f"{where}: its buffers, scratch and temporaries need {top:,} chunks, more "
+            f"than the {MAX_SLOTS:,} an imported program may use"
+        )
 
 
 def _check_ranges(op: Op, extent: dict[str, int], where: str) -> None:

@@ -24,6 +24,21 @@ computes, as a longest path over the constraints ``t(v) >= t(u) + w``:
   thread block issued up to it) is done; a send is done in the step its message moves (sends
   are buffered), so two ranks that each wait on their own send to the other meet in one step.
 
+* **Posted sends.** In MSCCL a send's data leaves when the send is *posted*: the executor copies
+  it into the connection's buffer and the step is done; a commsim transfer reads its slot in the
+  step its message moves. The two agree unless the chunk is overwritten in between, which the
+  rules above forbid (a later write waits for the pending send, a dependency on the sending step
+  for its message). A program that needs it (Bruck's alltoall reuses a scratch chunk another
+  thread block has posted) then has a cycle of waits: the message waits, through the receiver,
+  for the overwrite, which waits for the message. The importer then **snapshots** each send on
+  such a cycle whose step's completion, or a later write of its chunk, the cycle waits for: a
+  local copy of the chunk into a fresh slot (:meth:`.Layout.with_snapshots`) at the post, which
+  the step's completion and later writes wait for instead, and the transfer reads the copy a step
+  later. It solves again until no such send is left (each round snapshots every send on every
+  cycle found); only a cycle that remains is a deadlock. So a program that imports without
+  snapshots keeps exactly its transfers; a snapshot is a local copy (free in the Hockney model)
+  and one more slot per send that needs it.
+
 A cycle of waits is a **deadlock** (:mod:`._msccl_solve` finds the earliest steps or names the
 XML steps on such a cycle), and so is a receive that no send matches. Empty global steps are
 dropped. The schedule keeps, for every transfer, the XML step that wrote (and the one that sent)
@@ -46,7 +61,7 @@ from commsim.errors import ResourceError, ScheduleError
 from commsim.interop._msccl_layout import Layout
 from commsim.interop._msccl_origin import Steps
 from commsim.interop._msccl_parse import STEP_TYPES, Algo, Op, Tb, parse
-from commsim.interop._msccl_solve import earliest_steps
+from commsim.interop._msccl_solve import Deadlock, earliest_steps
 
 __all__ = ["read_msccl"]
 
@@ -89,8 +104,16 @@ def read_msccl(source: str | os.PathLike[str] | bytes) -> Schedule:
     layout = Layout.of(algo)
     if sum(op.cnt for op in _ops(algo)) > _MAX_ACCESSES:
         raise ResourceError(f"{algo.source}: more than {_MAX_ACCESSES:,} chunk accesses to import")
-    plan = _Plan(algo, layout)
-    steps = plan.steps()
+    while True:
+        plan = _Plan(algo, layout)
+        try:
+            steps = plan.steps()
+            break
+        except Deadlock as e:  # snapshot the sends on the cycle, or report it
+            posted = plan.unsnapshotted(e.nodes)
+            if not posted:
+                raise
+            layout = layout.with_snapshots(posted, algo.source)
     return Schedule(
         collective=algo.collective,
         nranks=len(algo.gpus),
@@ -179,6 +202,7 @@ class _Plan:
         self.transfers: list[_Transfer] = []
         self.sends: dict[tuple[int, int, int], list] = collections.defaultdict(list)
         self.recvs: dict[tuple[int, int, int], list] = collections.defaultdict(list)
+        self.posts: dict[int, Op] = {}  # a message's node -> the XML step that sent it
         self.start = {op: self._node(op) for op in _ops(algo)}
         self.done = {op: self._node(op) for op in _ops(algo)}
         for gpu in algo.gpus:
@@ -258,12 +282,24 @@ class _Plan:
     def _send(
         self, op: Op, tb: Tb, slot: int, after: int, hazards: _Hazards, weight: int = 0
     ) -> None:
-        """A buffered send of ``slot``: the transfer waits for ``after``; ``done`` for it."""
-        node = self._node(op)
-        self.sends[(op.gpu, tb.send, tb.chan)].append((op, node, slot))
-        self.edges.append((after, node, weight))
-        self.edges.append((node, self.done[op], 0))
-        hazards.send_reads(node, slot, op.cnt)
+        """A buffered send of ``slot``: the transfer waits for ``after``; ``done`` for it.
+
+        A snapshotted send instead copies ``slot`` into its snapshot when posted (after
+        ``after``); the transfer reads the snapshot a step later and ``done`` waits for the copy.
+        """
+        g, node = op.gpu, self._node(op)
+        posted = node
+        if op in self.layout.snapshot:
+            posted, snap = self._node(op), self.layout.snapshot[op]
+            self.transfers.append(_Transfer(posted, g, g, slot, snap, op.cnt, False, op))
+            self.edges.append((after, posted, weight))
+            self.edges.append((posted, node, 1))
+            self.sends[(g, tb.send, tb.chan)].append((op, node, snap))
+        else:
+            self.edges.append((after, node, weight))
+            self.sends[(g, tb.send, tb.chan)].append((op, node, slot))
+        self.edges.append((posted, self.done[op], 0))
+        hazards.send_reads(posted, slot, op.cnt)
 
     def _match(self) -> None:
         """Pair the k-th send and receive of every connection; merge their nodes."""
@@ -278,6 +314,7 @@ class _Plan:
                         f"matching receive, {rop.where}, takes {rop.cnt}"
                     )
                 alias[snode] = rnode
+                self.posts[rnode] = sop
                 self.transfers.append(_Transfer(rnode, a, b, sslot, rslot, rop.cnt, red, rop, sop))
             if len(sends) > len(recvs):
                 op = sends[len(recvs)][0]
@@ -294,6 +331,21 @@ class _Plan:
                 )
         self.edges = [(alias.get(u, u), alias.get(v, v), w) for u, v, w in self.edges]
         self.weak = [(alias.get(u, u), alias.get(v, v)) for u, v in self.weak]
+
+    def unsnapshotted(self, nodes: frozenset[int]) -> list[Op]:
+        """The send steps not yet snapshotted whose message waits, inside ``nodes`` (cycles of
+        waits), for what waits for it: their step's completion (a dependency on it) or a later
+        write of their chunk in their thread block. A snapshot frees both at the post."""
+        released = collections.defaultdict(list)
+        for u, v in self.weak:
+            released[u].append(v)
+        return [
+            op
+            for node, op in self.posts.items()
+            if node in nodes
+            and op not in self.layout.snapshot
+            and any(v in nodes for v in (self.done[op], *released[node]))
+        ]
 
     def steps(self) -> Steps:
         """The transfers grouped by their earliest step (empty steps dropped), then the final

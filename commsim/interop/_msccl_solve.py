@@ -10,7 +10,8 @@ the other's send reads, in one step), and so do ordering edges of weight 0 (a st
 thread block's *sending* step may run in the step its message moves: MSCCL's sends are buffered,
 a sending step is done once posted, so two ranks that each wait on their own send to the other,
 as recursive doubling's exchange does, meet in one step). Only a cycle through a weight-1 edge (a wait for data to arrive)
-is a deadlock. So the graph is first cut into strongly connected components (Tarjan, iteratively,
+is a deadlock (:class:`Deadlock` carries the nodes of every component holding one, so the
+importer can snapshot the posted sends on them and solve again). So the graph is first cut into strongly connected components (Tarjan, iteratively,
 ``O(nodes + edges)``); a component holding a weight-1 edge is a cycle of waits, a deadlock, and
 the error names the XML steps on it. The condensation is a DAG whose
 components Tarjan numbers in reverse topological order, so one backwards pass finds the longest
@@ -24,7 +25,16 @@ from collections.abc import Sequence
 from commsim.errors import ScheduleError
 from commsim.interop._msccl_parse import Op
 
-__all__ = ["earliest_steps"]
+__all__ = ["Deadlock", "earliest_steps"]
+
+
+class Deadlock(ScheduleError):
+    """A cycle of waits; ``nodes``: every node of a strongly connected component that holds one
+    (the message names the first such cycle)."""
+
+    def __init__(self, message: str, nodes: frozenset[int]) -> None:
+        super().__init__(message)
+        self.nodes = nodes
 
 
 def earliest_steps(
@@ -34,7 +44,11 @@ def earliest_steps(
     source: str,
 ) -> list[int]:
     """The smallest ``t`` (one per node) meeting every constraint; ``label[v]``: node ``v``'s
-    XML step, for the deadlock message."""
+    XML step, for the deadlock message.
+
+    Raises:
+        Deadlock: a cycle of waits through a weight-1 edge (names its XML steps).
+    """
     succ: list[list[int]] = [[] for _ in label]
     for u, v, _ in edges:
         succ[u].append(v)
@@ -42,11 +56,16 @@ def earliest_steps(
         succ[u].append(v)
     comp, ncomp = _components(succ)
     into: list[list[tuple[int, int]]] = [[] for _ in range(ncomp)]
+    stuck: dict[int, tuple[int, int]] = {}  # component -> a weight-1 edge inside it
     for u, v, w in edges:
         if comp[u] != comp[v]:
             into[comp[v]].append((comp[u], w))
         elif w:
-            raise ScheduleError(_deadlock(label, succ, comp, u, v, source))
+            stuck.setdefault(comp[u], (u, v))
+    if stuck:
+        u, v = next(iter(stuck.values()))
+        nodes = frozenset(x for x, c in enumerate(comp) if c in stuck)
+        raise Deadlock(_deadlock(label, succ, comp, u, v, source), nodes)
     for u, v in weak:
         if comp[u] != comp[v]:
             into[comp[v]].append((comp[u], 0))
