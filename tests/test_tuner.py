@@ -267,3 +267,17 @@ def test_a_tuple_is_one_value_and_round_trips(tmp_path):
     assert r.params == {"dims": [4, 4]}
     assert TunerTable.load(table.save(tmp_path / "t.toml")) == table
     commsim.verify(table.schedule(1024))
+
+
+def test_one_rank_takes_no_time_and_its_table_round_trips(tmp_path):
+    """At p = 1 every candidate takes 0 s: the margin is a tie, not 0/0, and the file loads."""
+    t = tune("allreduce", Hockney(), 1, "1KiB")
+    assert t.ranges[0].time_s == (0.0, 0.0) and t.ranges[0].margin == 1.0
+    assert TunerTable.load(t.save(tmp_path / "t.toml")) == t
+
+
+def test_the_users_own_bad_parameter_is_an_error_not_a_note():
+    with pytest.raises(CommsimError, match="segments must be an integer >= 1"):
+        tune("broadcast", Hockney(), 8, "1KiB..1MiB", params={"chain": {"segments": 0}})
+    with pytest.raises(ParameterError, match="nranks must be an integer >= 1"):
+        tune("allreduce", Hockney(), 0, "1KiB")

@@ -70,6 +70,18 @@ def test_save_picks_the_format_from_the_suffix(tmp_path):
         commsim.save(s, tmp_path / "b", format="yaml")
 
 
+def test_a_suffix_in_capitals_saves_and_loads_as_the_same_format(tmp_path):
+    s = commsim.build("allreduce", "ring", nranks=4)
+    xml = commsim.save(s, tmp_path / "RING.XML")
+    assert ET.parse(xml).getroot().tag == "algo"
+    commsim.verify(commsim.load(xml))  # read back through the MSCCL-IR importer
+    npz = commsim.save(s, tmp_path / "RING.NPZ")
+    assert commsim.load(npz).nsteps == s.nsteps
+    goal = commsim.save(s, tmp_path / "ring.goal", nbytes=1024)
+    with pytest.raises(commsim.ScheduleError, match="GOAL files are written"):
+        commsim.load(goal)
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -88,6 +100,8 @@ def test_save_picks_the_format_from_the_suffix(tmp_path):
         (["-c", "allreduce", "-a", "ring", "-p", "4", "--format", "msccl", "--json"], "give the file"),
         (["-c", "allreduce", "-a", "ring", "-p", "4", "-o", "{tmp}/x.goal", "--size", "lots"],
          "lots"),
+        (["-c", "allreduce", "-a", "ring", "-p", "4", "-o", "{tmp}/x.goal", "--size", "1KiB",
+          "--gamma", "inf"], "gamma must be a finite number"),
     ],
 )  # fmt: skip
 def test_refusals_are_one_line_and_exit_2(cli, tmp_path, argv, message):
