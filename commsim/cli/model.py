@@ -18,6 +18,7 @@ from commsim.cli.errors import UsageError
 from commsim.cli.network import NetworkChoice
 from commsim.models import Hockney, LogGP, Model, Topology, TwoLevelHockney
 from commsim.profiles import load_profile
+from commsim.tuner import cluster_model
 
 __all__ = ["MODELS", "MODEL_EPILOG", "add_model_group", "parse_model"]
 
@@ -143,15 +144,19 @@ def _topology_model(args: argparse.Namespace, network: NetworkChoice) -> Model:
             f"{', '.join(given)} set the Hockney model; on a network (--topology) every link "
             "carries its own latency and bandwidth: drop them"
         )
-    if args.gamma is not None:
-        gamma = units.parse_bandwidth_or_inverse(args.gamma)
-    else:
-        gamma = _DEFAULT.gamma if network.gamma is None else network.gamma
+    gamma = None if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
+    if network.cluster is not None:
+        return cluster_model(
+            network.cluster,
+            placement=network.placement,
+            contention=network.contention,
+            gamma=gamma,
+        )
     return Topology(
         network.network,
         placement=network.placement,
         contention=network.contention,
-        gamma=gamma,
+        gamma=_DEFAULT.gamma if gamma is None else gamma,
     )
 
 

@@ -18,9 +18,9 @@ import tomllib
 
 from commsim import units
 from commsim.errors import ParameterError
-from commsim.profiles._profile import Profile
+from commsim.profiles._profile import FORMAT, Profile
 
-__all__ = ["load_profile", "save_profile"]
+__all__ = ["is_profile_file", "load_profile", "save_profile"]
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -33,6 +33,30 @@ def load_profile(path: str | Path) -> Profile:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ParameterError(f"profile {path} is not valid TOML: {e}") from None
     return Profile.from_dict(data, source=str(path))
+
+
+def is_profile_file(path: str | Path) -> bool:
+    """Whether ``path`` is a readable TOML file whose ``format`` field says it is a profile: how
+    a profile ``.toml`` is told from a cluster ``.toml`` (anything else, unreadable or not
+    TOML included, is ``False``, left to the other reader, whose errors name the problem).
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     mine, theirs = Path(d, "p.toml"), Path(d, "c.toml")
+        ...     _ = mine.write_text('format = "commsim-profile"\\n')
+        ...     _ = theirs.write_text("nodes = 2\\n")
+        ...     is_profile_file(mine), is_profile_file(theirs), is_profile_file(Path(d, "no"))
+        (True, False, False)
+    """
+    path = Path(path)
+    if not path.is_file():
+        return False
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return data.get("format") == FORMAT
 
 
 def _value(v: Any) -> str:
