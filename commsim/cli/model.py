@@ -13,12 +13,12 @@ import argparse
 import re
 
 from commsim import units
+from commsim._cluster_model import cluster_model
 from commsim.cli.arguments import add_epilog, add_sizes_argument
 from commsim.cli.errors import UsageError
 from commsim.cli.network import NetworkChoice
 from commsim.models import Hockney, LogGP, Model, Topology, TwoLevelHockney
 from commsim.profiles import load_profile
-from commsim.tuner import cluster_model
 
 __all__ = ["MODELS", "MODEL_EPILOG", "add_model_group", "parse_model"]
 

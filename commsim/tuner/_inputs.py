@@ -13,20 +13,20 @@ never branches on where its numbers came from:
 A cluster also says how many ranks share a server under its placement, which becomes the default
 ``ranks_per_node`` of the hierarchical algorithms: :meth:`commsim.clusters.Cluster.ranks_per_server`,
 the same call ``commsim tune --cluster`` makes, so the library and the command line agree.
-:func:`cluster_model` is the one builder of a cluster's topology model (the CLI's too): the
-clusters sit below the models and cannot build it themselves.
+:func:`cluster_model` (:mod:`commsim._cluster_model`, re-exported here) is the one builder of a
+cluster's topology model, which the CLI and the cluster fit call too.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from commsim._cluster_model import cluster_model
 from commsim.clusters import Cluster, cluster
 from commsim.errors import ParameterError
-from commsim.models import Hockney, Model, Topology
+from commsim.models import Hockney, Model
 from commsim.profiles import Profile, is_profile_file, load_profile
 
 __all__ = ["ModelSource", "as_model", "cluster_model"]
@@ -43,27 +43,6 @@ class ModelSource:
         """The ``ranks_per_node`` the cluster implies for ``nranks`` ranks under its placement
         (``None`` without a cluster, or when the placement splits a server's ranks)."""
         return None if self.cluster is None else self.cluster.ranks_per_server(nranks)
-
-
-def cluster_model(
-    c: Cluster,
-    *,
-    placement: str | Sequence[int] | None = None,
-    contention: str = "bottleneck",
-    gamma: float | None = None,
-) -> Topology:
-    """The topology model of cluster ``c``: its graph, its placement (or ``placement``), γ from
-    its reduction rate (or ``gamma``), from :meth:`~commsim.clusters.Cluster.topology_inputs`.
-
-    Examples:
-        >>> from commsim.clusters import cluster
-        >>> cluster_model(cluster("dgx-h100:2")).to_dict()["hosts"]
-        16
-    """
-    inputs = c.topology_inputs(placement, contention)
-    if gamma is not None:
-        inputs["gamma"] = gamma
-    return Topology(inputs.pop("network"), **inputs)
 
 
 def as_model(source: Any) -> ModelSource:

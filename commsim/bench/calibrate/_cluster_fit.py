@@ -49,10 +49,10 @@ import numpy as np
 import tomllib
 
 from commsim import Schedule, units
+from commsim._cluster_model import cluster_model
 from commsim.bench.calibrate._nccl_tests import NcclTestsLog
 from commsim.clusters import PRESETS, Cluster, build_cluster
 from commsim.errors import CommsimError, ParameterError
-from commsim.models import Topology
 
 __all__ = [
     "DEFAULT_FIT_UP_TO",
@@ -253,7 +253,7 @@ class _Model:
 
     def times(self, x: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         c = build_cluster(self.described(x), self.origin, self.base)
-        m = Topology(c.graph, placement=c.placement, gamma=c.gamma)
+        m = cluster_model(c)
         return np.asarray(m.predict(self.schedule, sizes).time, dtype=np.float64).reshape(-1)
 
 
@@ -549,5 +549,5 @@ def predict_rows(log: NcclTestsLog, cluster_spec: str | Path, schedule: Schedule
     desc, origin, base = cluster_description(cluster_spec)
     c = build_cluster(desc, origin, base)
     check_ranks(log, c, str(cluster_spec))
-    model = Topology(c.graph, placement=c.placement, gamma=c.gamma)
+    model = cluster_model(c)
     return np.asarray(model.predict(schedule, log.sizes).time, dtype=np.float64).reshape(-1)
