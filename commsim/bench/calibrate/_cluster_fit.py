@@ -50,6 +50,7 @@ import tomllib
 
 from commsim import Schedule, units
 from commsim._cluster_model import cluster_model
+from commsim._toml import key, value
 from commsim.bench.calibrate._nccl_tests import NcclTestsLog
 from commsim.clusters import PRESETS, Cluster, build_cluster
 from commsim.errors import CommsimError, ParameterError
@@ -518,28 +519,21 @@ def _bic(cost: float, n: int, k: int) -> float:
 
 
 # -- TOML ---------------------------------------------------------------------------------------
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    text = str(v).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
-
-
 def _toml(d: Mapping[str, Any]) -> str:
     """A cluster description as TOML (scalars and lists at the top, then its tables)."""
-    lines = [f"{k} = {_toml_value(v)}" for k, v in d.items() if not isinstance(v, Mapping)]
+    lines = [f"{key(k)} = {value(v)}" for k, v in d.items() if not isinstance(v, Mapping)]
     for k, v in d.items():
         if isinstance(v, Mapping):
             scalars = {kk: vv for kk, vv in v.items() if not isinstance(vv, Mapping)}
-            lines += ["", f"[{k}]", *(f"{kk} = {_toml_value(vv)}" for kk, vv in scalars.items())]
+            lines += [
+                "",
+                f"[{key(k)}]",
+                *(f"{key(kk)} = {value(vv)}" for kk, vv in scalars.items()),
+            ]
             for kk, vv in v.items():
                 if isinstance(vv, Mapping):
-                    lines += ["", f"[{k}.{kk}]"]
-                    lines += [f"{a} = {_toml_value(b)}" for a, b in vv.items()]
+                    lines += ["", f"[{key(k)}.{key(kk)}]"]
+                    lines += [f"{key(a)} = {value(b)}" for a, b in vv.items()]
     return "\n".join(lines) + "\n"
 
 
