@@ -98,7 +98,12 @@ def test_the_network_packages_sit_low():
             "commsim.clusters",
             "commsim.profiles",
         ),
-        "commsim/profiles/": ("commsim.errors", "commsim.units", "commsim.profiles"),
+        "commsim/profiles/": (
+            "commsim.errors",
+            "commsim.units",
+            "commsim._toml",
+            "commsim.profiles",
+        ),
     }
 
     def rule(where: str, module: str, names: list[str]) -> str | None:

@@ -13,6 +13,7 @@ import argparse
 import re
 
 from commsim import units
+from commsim._cluster_model import cluster_model
 from commsim.cli.arguments import add_epilog, add_sizes_argument
 from commsim.cli.errors import UsageError
 from commsim.cli.network import NetworkChoice
@@ -143,15 +144,19 @@ def _topology_model(args: argparse.Namespace, network: NetworkChoice) -> Model:
             f"{', '.join(given)} set the Hockney model; on a network (--topology) every link "
             "carries its own latency and bandwidth: drop them"
         )
-    if args.gamma is not None:
-        gamma = units.parse_bandwidth_or_inverse(args.gamma)
-    else:
-        gamma = _DEFAULT.gamma if network.gamma is None else network.gamma
+    gamma = None if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
+    if network.cluster is not None:
+        return cluster_model(
+            network.cluster,
+            placement=network.placement,
+            contention=network.contention,
+            gamma=gamma,
+        )
     return Topology(
         network.network,
         placement=network.placement,
         contention=network.contention,
-        gamma=gamma,
+        gamma=_DEFAULT.gamma if gamma is None else gamma,
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from commsim.cli.arguments import add_epilog
 from commsim.cli.errors import UsageError, quote
 from commsim.cli.schedules import ScheduleChoice
-from commsim.clusters import cluster
+from commsim.clusters import Cluster, cluster
 from commsim.errors import UnknownNameError
 from commsim.models import CONTENTION
 from commsim.topology import (
@@ -56,24 +56,36 @@ network (the topology model, chosen by --topology or --cluster):
 @dataclasses.dataclass(frozen=True, eq=False)
 class NetworkChoice:
     """A resolved network: its ``name`` as given, the compiled ``network``, the ``placement``
-    and ``contention`` chosen, and the ``ranks_per_node`` a cluster declares (or ``None``)."""
+    and ``contention`` chosen, and the ``cluster`` it came from (``None`` for ``--topology``),
+    which owns ``ranks_per_node``, γ and the topology model
+    (:func:`commsim.tuner.cluster_model`, what ``commsim.tune`` predicts with too)."""
 
     name: str
     network: Network
     placement: str | tuple[int, ...]
     contention: str
-    ranks_per_node: int | None = None
-    gamma: float | None = None  # a cluster's reduction time per byte
+    cluster: Cluster | None = None
     contention_given: bool = False
+
+    @property
+    def ranks_per_node(self) -> int | None:
+        """The cluster's declared ranks per server (``None`` on a bare topology)."""
+        return None if self.cluster is None else self.cluster.ranks_per_node
+
+    @property
+    def gamma(self) -> float | None:
+        """The cluster's reduction time per byte (``None`` on a bare topology)."""
+        return None if self.cluster is None else self.cluster.gamma
 
     def default_nranks(self) -> int:
         return self.network.nhosts
 
     def servers_of(self, nranks: int) -> int | None:
         """Ranks per server under this placement (``None`` if a server's ranks are not
-        consecutive)."""
-        if self.ranks_per_node is not None and self.placement == "linear":
-            return self.ranks_per_node
+        consecutive): the cluster's rule (:meth:`commsim.clusters.Cluster.ranks_per_server`),
+        or on a bare topology what the placement gives."""
+        if self.cluster is not None:
+            return self.cluster.ranks_per_server(nranks, self.placement)
         return ranks_per_server(self.network, place(self.network, nranks, self.placement))
 
     def with_ranks_per_node(self, choice: ScheduleChoice) -> tuple[ScheduleChoice, list[str]]:
@@ -179,9 +191,8 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
         c = cluster(preset)
         placement = placement_given or c.placement
         return NetworkChoice(
-            preset, c.network, placement, contention, c.ranks_per_node, c.gamma,
-            contention_given is not None,
-        )  # fmt: skip
+            preset, c.network, placement, contention, c, contention_given is not None
+        )
     if text is None:
         for flag, given in (("--placement", placement_given), ("--contention", contention_given)):
             if given is not None:

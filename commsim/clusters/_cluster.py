@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
 from commsim import units
-from commsim.topology import Network
+from commsim.topology import Network, place, ranks_per_server
 
 __all__ = ["Cluster", "LinkClass", "Profile"]
 
@@ -89,6 +89,48 @@ class Cluster:
     def network(self) -> Network:
         """The graph checked and compiled (built once)."""
         return Network(self.graph)
+
+    def ranks_per_server(
+        self, nranks: int, placement: str | Sequence[int] | None = None
+    ) -> int | None:
+        """The ``ranks_per_node`` a hierarchical algorithm gets for ``nranks`` ranks placed by
+        ``placement`` (default: the cluster's): the declared :attr:`ranks_per_node` under a
+        ``"linear"`` placement (a server's GPUs consecutive, even when ``nranks`` fills only
+        part of one), otherwise what the placement gives
+        (:func:`commsim.topology.ranks_per_server`), ``None`` if it does not keep a server's
+        ranks together.
+
+        Examples:
+            >>> from commsim.clusters import cluster
+            >>> c = cluster("dgx-h100:2")
+            >>> c.ranks_per_server(16), c.ranks_per_server(4), c.ranks_per_server(16, "round_robin")
+            (8, 8, None)
+        """
+        placement = self.placement if placement is None else placement
+        if isinstance(placement, str) and placement == "linear":
+            return self.ranks_per_node
+        return ranks_per_server(self.network, place(self.network, nranks, placement))
+
+    def topology_inputs(
+        self, placement: str | Sequence[int] | None = None, contention: str = "bottleneck"
+    ) -> dict[str, Any]:
+        """The keyword arguments of :class:`commsim.models.Topology` on this cluster: its compiled
+        ``network``, ``placement`` (default: the cluster's), ``contention`` and γ from its
+        reduction rate. ``commsim.tuner.cluster_model`` builds the model from them (this
+        package sits below the models and does not import them).
+
+        Examples:
+            >>> from commsim.clusters import cluster
+            >>> inputs = cluster("dgx-h100:2").topology_inputs()
+            >>> inputs["network"].nhosts, inputs["placement"], inputs["contention"], inputs["gamma"]
+            (16, 'linear', 'bottleneck', 1e-11)
+        """
+        return {
+            "network": self.network,
+            "placement": self.placement if placement is None else placement,
+            "contention": contention,
+            "gamma": self.gamma,
+        }
 
     def describe(self) -> str:
         classes = "; ".join(c.describe() for c in self.link_classes.values())

@@ -214,6 +214,8 @@ class LogGP:
         step_time = np.zeros((schedule.nsteps, ns))
         last = np.zeros(ns)
         tmp = np.empty((0, ns))
+        # the round kernel's t, a and receive end per message (t alone when not recording)
+        times = np.empty((1 if recorder is None else 3, 0, ns))
         params = (self.L, self.o, self.g, self.G, self.gamma)
         seen_s, seen_d = np.zeros(p, dtype=np.int64), np.zeros(p, dtype=np.int64)
         units = np.empty(0, dtype=np.int64)
@@ -232,22 +234,17 @@ class LogGP:
             ):  # fmt: skip
                 schedule.check_step(st, i)  # the general path: a malformed step is named here
                 msg = messages(st, schedule)
-                if len(msg.src) > len(tmp):
-                    tmp = np.empty((len(msg.src), ns))
+                if len(msg.src) > times.shape[1]:
+                    times = np.empty((len(times), len(msg.src), ns))
                 rounds = [slice(None)] if msg.unique_ports else matchings(msg.src, msg.dst, p)
                 for idx in rounds:
-                    src, dst, u = msg.src[idx], msg.dst[idx], msg.units[idx]
-                    before = (
-                        (cpu[:, 0].copy(), gap_s[:, 0].copy(), gap_r[:, 0].copy())
-                        if recorder is not None
-                        else None
-                    )
+                    src, dst = msg.src[idx], msg.dst[idx]
                     _loggp_kernels.eager_round(
-                        cpu, gap_s, gap_r, src, dst, u, msg.reduce_units[idx], per_unit,
-                        *params, tmp, last,
+                        cpu, gap_s, gap_r, src, dst, msg.units[idx], msg.reduce_units[idx],
+                        per_unit, *params, times, last,
                     )  # fmt: skip
-                    if recorder is not None and before is not None:
-                        self._record(recorder, i, src, dst, u * per_unit[0], before, cpu)
+                    if recorder is not None:
+                        self._record(recorder, i, src, dst, times[:, : len(src), 0], cpu)
                 if len(msg.local_rank):
                     local = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=p)
                     was = cpu[:, 0].copy()
@@ -265,20 +262,14 @@ class LogGP:
         step: int,
         src: np.ndarray,
         dst: np.ndarray,
-        nbytes: np.ndarray,
-        before: tuple[np.ndarray, np.ndarray, np.ndarray],
+        times: np.ndarray,
         cpu: np.ndarray,
     ) -> None:
-        """One round's messages (one size): the send time ``t`` and the receive start ``a``
-        are the maxima the round kernel took, of the clocks as it read them (every send of the
-        round before any receive); the receive's end is ``a + o + (s - 1)G``; the reduction
-        end is the receiver's clock after the round."""
-        cpu0, gap_s0, gap_r0 = before
-        t = np.maximum(cpu0[src], gap_s0[src])
-        after_sends = cpu0.copy()
-        after_sends[src] = t + self.o
-        a = np.maximum(np.maximum(t + self.o + self.L, gap_r0[dst]), after_sends[dst])
-        inj = np.where(nbytes > 1.0, (nbytes - 1.0) * self.G, 0.0)
+        """One round's messages (one size), as the round kernel timed them: ``times`` holds
+        each message's send time ``t``, receive start ``a`` and receive end; the sender is busy
+        until ``t + o``; the reduction ends at the receiver's clock after the round (a round is
+        a matching: each rank receives once)."""
+        t, a, received = times
         recorder.messages(
-            step, src, dst, t, a + self.o + inj, cpu[dst, 0], recv_start=a, send_end=t + self.o
+            step, src, dst, t, received, cpu[dst, 0], recv_start=a, send_end=t + self.o
         )

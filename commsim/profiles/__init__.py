@@ -15,7 +15,7 @@ Examples:
 
 from commsim.profiles._pieces import Piece, PiecewiseLinear
 from commsim.profiles._profile import Curve, FitQuality, LogGPParameters, Profile
-from commsim.profiles._toml import load_profile, save_profile
+from commsim.profiles._toml import is_profile_file, load_profile, save_profile
 
 __all__ = [
     "Curve",
@@ -24,6 +24,7 @@ __all__ = [
     "Piece",
     "PiecewiseLinear",
     "Profile",
+    "is_profile_file",
     "load_profile",
     "save_profile",
 ]

@@ -9,18 +9,16 @@ seconds and rates seconds per byte; a hand-written file may use unit strings ins
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
-from typing import Any
 
 import tomllib
 
 from commsim import units
+from commsim._toml import value
 from commsim.errors import ParameterError
-from commsim.profiles._profile import Profile
+from commsim.profiles._profile import FORMAT, Profile
 
-__all__ = ["load_profile", "save_profile"]
+__all__ = ["is_profile_file", "load_profile", "save_profile"]
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -35,15 +33,28 @@ def load_profile(path: str | Path) -> Profile:
     return Profile.from_dict(data, source=str(path))
 
 
-def _value(v: Any) -> str:
-    """A TOML literal (JSON's strings and numbers are TOML's, except non-finite floats)."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-    if isinstance(v, list):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    if isinstance(v, float):
-        return repr(v)
-    return json.dumps(v)
+def is_profile_file(path: str | Path) -> bool:
+    """Whether ``path`` is a readable TOML file whose ``format`` field says it is a profile: how
+    a profile ``.toml`` is told from a cluster ``.toml`` (anything else, unreadable or not
+    TOML included, is ``False``, left to the other reader, whose errors name the problem).
+
+    Examples:
+        >>> import tempfile
+        >>> with tempfile.TemporaryDirectory() as d:
+        ...     mine, theirs = Path(d, "p.toml"), Path(d, "c.toml")
+        ...     _ = mine.write_text('format = "commsim-profile"\\n')
+        ...     _ = theirs.write_text("nodes = 2\\n")
+        ...     is_profile_file(mine), is_profile_file(theirs), is_profile_file(Path(d, "no"))
+        (True, False, False)
+    """
+    path = Path(path)
+    if not path.is_file():
+        return False
+    try:
+        data = tomllib.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    return data.get("format") == FORMAT
 
 
 def _dumps(profile: Profile) -> str:
@@ -53,32 +64,32 @@ def _dumps(profile: Profile) -> str:
         "# Times in seconds, rates in seconds per byte; comments give the readable values.",
     ]
     for key in ("format", "version", "backend", "nranks", "transport", "machine", "date", "notes"):
-        out.append(f"{key} = {_value(d[key])}")
+        out.append(f"{key} = {value(d[key])}")
     out += ["", "[call_overhead_s]  # seconds per executor call that moves nothing"]
-    out += [f"{k} = {_value(v)}  # {units.format_time(v)}" for k, v in d["call_overhead_s"].items()]
+    out += [f"{k} = {value(v)}  # {units.format_time(v)}" for k, v in d["call_overhead_s"].items()]
     if d["loggp"]:
         out += ["", "[loggp]  # Alexandrov et al. 1995"]
         for k, v in d["loggp"].items():
             shown = units.format_time(v) if k != "G_s_per_byte" else _rate(v)
-            out.append(f"{k} = {_value(v)}  # {shown}")
+            out.append(f"{k} = {value(v)}  # {shown}")
     for kind, c in d["curves"].items():
         out += ["", f"[curves.{kind}]"]
         out.append(
-            f"r2 = {_value(c['r2'])}  # relative-weighted; |residual| median "
+            f"r2 = {value(c['r2'])}  # relative-weighted; |residual| median "
             f"{100 * c['median_rel_residual']:.1f}%, max {100 * c['max_rel_residual']:.1f}%"
         )
         for k in ("median_rel_residual", "max_rel_residual", "points", "sizes", "median_s"):
-            out.append(f"{k} = {_value(c[k])}")
-        out.append(f"spread = {_value(c['spread'])}")
+            out.append(f"{k} = {value(c[k])}")
+        out.append(f"spread = {value(c['spread'])}")
         for p in c["pieces"]:
             out += ["", f"[[curves.{kind}.pieces]]"]
             out.append(
-                f"start_bytes = {_value(p['start_bytes'])}  # "
+                f"start_bytes = {value(p['start_bytes'])}  # "
                 f"{units.format_size(p['start_bytes'], exact=False)}"
             )
-            out.append(f"alpha_s = {_value(p['alpha_s'])}  # {units.format_time(p['alpha_s'])}")
+            out.append(f"alpha_s = {value(p['alpha_s'])}  # {units.format_time(p['alpha_s'])}")
             out.append(
-                f"beta_s_per_byte = {_value(p['beta_s_per_byte'])}  # {_rate(p['beta_s_per_byte'])}"
+                f"beta_s_per_byte = {value(p['beta_s_per_byte'])}  # {_rate(p['beta_s_per_byte'])}"
             )
     return "\n".join(out) + "\n"
 

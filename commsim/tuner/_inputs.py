@@ -10,8 +10,11 @@ never branches on where its numbers came from:
 * a **profile**: a file ``commsim calibrate -o`` wrote, or a :class:`~commsim.profiles.Profile`:
   :meth:`commsim.models.Hockney.from_profile` (its measured message curve and γ).
 
-A cluster also says how many consecutive ranks share a server, which becomes the default
-``ranks_per_node`` of the hierarchical algorithms (as on the command line).
+A cluster also says how many ranks share a server under its placement, which becomes the default
+``ranks_per_node`` of the hierarchical algorithms: :meth:`commsim.clusters.Cluster.ranks_per_server`,
+the same call ``commsim tune --cluster`` makes, so the library and the command line agree.
+:func:`cluster_model` (:mod:`commsim._cluster_model`, re-exported here) is the one builder of a
+cluster's topology model, which the CLI and the cluster fit call too.
 """
 
 from __future__ import annotations
@@ -20,37 +23,26 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-import tomllib
-
+from commsim._cluster_model import cluster_model
 from commsim.clusters import Cluster, cluster
 from commsim.errors import ParameterError
-from commsim.models import Hockney, Model, Topology
-from commsim.profiles import Profile, load_profile
+from commsim.models import Hockney, Model
+from commsim.profiles import Profile, is_profile_file, load_profile
 
 __all__ = ["ModelSource", "as_model", "cluster_model"]
-
-#: the ``format`` field of a profile file (how a profile ``.toml`` is told from a cluster ``.toml``)
-_PROFILE_FORMAT = "commsim-profile"
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class ModelSource:
-    """A resolved model, and the ``ranks_per_node`` its cluster implies (``None`` without one)."""
+    """A resolved model, and the cluster it was built on (``None`` without one)."""
 
     model: Model
-    ranks_per_node: int | None = None
+    cluster: Cluster | None = None
 
-
-def cluster_model(c: Cluster, *, contention: str = "bottleneck") -> Topology:
-    """The topology model of cluster ``c``: its graph, its default placement, γ from its
-    reduction rate.
-
-    Examples:
-        >>> from commsim.clusters import cluster
-        >>> cluster_model(cluster("dgx-h100:2")).to_dict()["hosts"]
-        16
-    """
-    return Topology(c.network, placement=c.placement, contention=contention, gamma=c.gamma)
+    def ranks_per_node(self, nranks: int) -> int | None:
+        """The ``ranks_per_node`` the cluster implies for ``nranks`` ranks under its placement
+        (``None`` without a cluster, or when the placement splits a server's ranks)."""
+        return None if self.cluster is None else self.cluster.ranks_per_server(nranks)
 
 
 def as_model(source: Any) -> ModelSource:
@@ -60,10 +52,9 @@ def as_model(source: Any) -> ModelSource:
     if isinstance(source, Profile):
         return ModelSource(Hockney.from_profile(source))
     if isinstance(source, Cluster):
-        linear = source.placement == "linear"
-        return ModelSource(cluster_model(source), source.ranks_per_node if linear else None)
+        return ModelSource(cluster_model(source), source)
     if isinstance(source, (str, Path)):
-        if _is_profile_file(source):
+        if is_profile_file(source):
             return as_model(load_profile(source))
         return as_model(cluster(source))
     raise ParameterError(
@@ -71,16 +62,3 @@ def as_model(source: Any) -> ModelSource:
         f"'dgx-h100:16', a .toml file or a Cluster) or a profile (a .toml file or a Profile), "
         f"got {type(source).__name__}"
     )
-
-
-def _is_profile_file(path: str | Path) -> bool:
-    """Whether ``path`` is a readable TOML file whose ``format`` says it is a profile (anything
-    else is left to the cluster reader, whose errors name the problem)."""
-    path = Path(path)
-    if not path.is_file():
-        return False
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-        return False
-    return data.get("format") == _PROFILE_FORMAT

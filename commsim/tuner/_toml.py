@@ -35,9 +35,7 @@ increasing; each problem is one :class:`~commsim.ParameterError` line naming the
 
 from __future__ import annotations
 
-import json
 import math
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -46,6 +44,7 @@ import tomllib
 
 from commsim import units
 from commsim._collectives import COLLECTIVES
+from commsim._toml import key, value
 from commsim.algorithms import available, info
 from commsim.errors import CommsimError, ParameterError
 from commsim.tuner._table import Range, TunerTable
@@ -75,34 +74,9 @@ _RANGE = (
     "runner_up_params",
     "margin",
 )
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 # -- writing ----------------------------------------------------------------------------------
-def _key(k: str) -> str:
-    return k if _BARE_KEY.fullmatch(k) else json.dumps(k)
-
-
-def _value(v: Any) -> str:
-    """A TOML literal: strings and numbers as JSON writes them (TOML's are the same), non-finite
-    floats by name, lists as arrays, mappings as inline tables."""
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")
-        return repr(v)
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, Mapping):
-        return "{" + ", ".join(f"{_key(str(k))} = {_value(x)}" for k, x in v.items()) + "}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_value(x) for x in v) + "]"
-    raise ParameterError(f"cannot write {v!r} ({type(v).__name__}) to a tuner table")
-
-
 def dumps(table: TunerTable) -> str:
     """The TOML text of ``table``."""
     d = table.to_dict()
@@ -111,9 +85,9 @@ def dumps(table: TunerTable) -> str:
         "# Sizes in bytes, times in seconds; comments give the readable values.",
     ]
     d = {"format": FORMAT, "version": VERSION, **d}
-    out += [f"{k} = {_value(d[k])}" for k in _TOP[:-2]]
+    out += [f"{k} = {value(d[k])}" for k in _TOP[:-2]]
     out += ["", "[model]  # the model's to_dict(): SI units"]
-    out += [f"{_key(k)} = {_value(v)}" for k, v in d["model"].items()]
+    out += [f"{key(k)} = {value(v)}" for k, v in d["model"].items()]
     for r in d["ranges"]:
         out += ["", "[[ranges]]"]
         for k in _RANGE:
@@ -124,7 +98,7 @@ def dumps(table: TunerTable) -> str:
                 comment = f"  # {units.format_size(r[k], exact=False)}"
             elif k.startswith("time_"):
                 comment = f"  # {units.format_time(r[k])}"
-            out.append(f"{k} = {_value(r[k])}{comment}")
+            out.append(f"{k} = {value(r[k])}{comment}")
     return "\n".join(out) + "\n"
 
 

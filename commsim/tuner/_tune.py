@@ -68,7 +68,7 @@ def tune(
         sizes,
         algorithms=algorithms,
         params=params,
-        ranks_per_node=source.ranks_per_node,
+        ranks_per_node=source.ranks_per_node(nranks),
         progress=progress,
         max_work=max_work,
         min_slot_bytes=min_slot_bytes,

@@ -49,10 +49,11 @@ import numpy as np
 import tomllib
 
 from commsim import Schedule, units
+from commsim._cluster_model import cluster_model
+from commsim._toml import key, value
 from commsim.bench.calibrate._nccl_tests import NcclTestsLog
 from commsim.clusters import PRESETS, Cluster, build_cluster
 from commsim.errors import CommsimError, ParameterError
-from commsim.models import Topology
 
 __all__ = [
     "DEFAULT_FIT_UP_TO",
@@ -253,7 +254,7 @@ class _Model:
 
     def times(self, x: np.ndarray, sizes: np.ndarray) -> np.ndarray:
         c = build_cluster(self.described(x), self.origin, self.base)
-        m = Topology(c.graph, placement=c.placement, gamma=c.gamma)
+        m = cluster_model(c)
         return np.asarray(m.predict(self.schedule, sizes).time, dtype=np.float64).reshape(-1)
 
 
@@ -518,28 +519,21 @@ def _bic(cost: float, n: int, k: int) -> float:
 
 
 # -- TOML ---------------------------------------------------------------------------------------
-def _toml_value(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int | float):
-        return repr(v)
-    if isinstance(v, list | tuple):
-        return "[" + ", ".join(_toml_value(x) for x in v) + "]"
-    text = str(v).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
-
-
 def _toml(d: Mapping[str, Any]) -> str:
     """A cluster description as TOML (scalars and lists at the top, then its tables)."""
-    lines = [f"{k} = {_toml_value(v)}" for k, v in d.items() if not isinstance(v, Mapping)]
+    lines = [f"{key(k)} = {value(v)}" for k, v in d.items() if not isinstance(v, Mapping)]
     for k, v in d.items():
         if isinstance(v, Mapping):
             scalars = {kk: vv for kk, vv in v.items() if not isinstance(vv, Mapping)}
-            lines += ["", f"[{k}]", *(f"{kk} = {_toml_value(vv)}" for kk, vv in scalars.items())]
+            lines += [
+                "",
+                f"[{key(k)}]",
+                *(f"{key(kk)} = {value(vv)}" for kk, vv in scalars.items()),
+            ]
             for kk, vv in v.items():
                 if isinstance(vv, Mapping):
-                    lines += ["", f"[{k}.{kk}]"]
-                    lines += [f"{a} = {_toml_value(b)}" for a, b in vv.items()]
+                    lines += ["", f"[{key(k)}.{key(kk)}]"]
+                    lines += [f"{key(a)} = {value(b)}" for a, b in vv.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -549,5 +543,5 @@ def predict_rows(log: NcclTestsLog, cluster_spec: str | Path, schedule: Schedule
     desc, origin, base = cluster_description(cluster_spec)
     c = build_cluster(desc, origin, base)
     check_ranks(log, c, str(cluster_spec))
-    model = Topology(c.graph, placement=c.placement, gamma=c.gamma)
+    model = cluster_model(c)
     return np.asarray(model.predict(schedule, log.sizes).time, dtype=np.float64).reshape(-1)
