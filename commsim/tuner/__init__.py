@@ -6,7 +6,8 @@ at 1, 2, 4, … per size) at every size, keeps the fastest per size and merges e
 size ranges, a :class:`TunerTable`. The table saves to TOML and loads back
 (:meth:`TunerTable.save`, :meth:`TunerTable.load`), and ``table.schedule(nbytes)`` builds the
 choice for a size: the drop-in collectives call it per message. :func:`as_model` resolves what
-:func:`tune` accepts as a model (a model, a cluster, a profile) into the model it predicts with.
+:func:`tune` accepts as a model (a model, a cluster, a profile) into the model it predicts with;
+:func:`cluster_model` is a cluster's topology model.
 
 Examples:
     >>> import commsim
@@ -17,9 +18,18 @@ Examples:
     64
 """
 
-from commsim.tuner._inputs import as_model
+from commsim.tuner._inputs import as_model, cluster_model
 from commsim.tuner._sweep import Sweep, sweep
 from commsim.tuner._table import Range, TunerTable, table_from_sweep
 from commsim.tuner._tune import tune
 
-__all__ = ["Range", "Sweep", "TunerTable", "as_model", "sweep", "table_from_sweep", "tune"]
+__all__ = [
+    "Range",
+    "Sweep",
+    "TunerTable",
+    "as_model",
+    "cluster_model",
+    "sweep",
+    "table_from_sweep",
+    "tune",
+]
