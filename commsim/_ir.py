@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import numbers
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -403,6 +404,34 @@ class Schedule:
             f"Schedule({self.algorithm!r}, {self.collective}{root}, nranks={self.nranks}, "
             f"nslots={self.nslots}, nsteps={self.nsteps})"
         )
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """A digest of what the schedule does: collective, root, ranks, slots and every step's
+        transfers in a canonical order (not its name or parameters). Two schedules with the same
+        fingerprint are the same program: ring and Rabenseifner allreduce on 2 ranks are.
+        ``O(transfers)``: it iterates every step once.
+
+        Examples:
+            >>> import commsim
+            >>> ring, rab = (
+            ...     commsim.build("allreduce", a, nranks=2) for a in ("ring", "rabenseifner")
+            ... )
+            >>> ring.fingerprint == rab.fingerprint
+            True
+            >>> ring.fingerprint == commsim.build("allreduce", "ring", nranks=4).fingerprint
+            False
+        """
+        h = hashlib.sha256()
+        head = (self.collective, self.root, self.nranks, self.ndata, self.nsteps)
+        h.update(repr(head).encode())
+        h.update(self.slot_units.tobytes())
+        for st in self.steps():
+            order = np.lexsort((st.reduce, st.count, st.dst_slot, st.src_slot, st.dst, st.src))
+            h.update(np.int64(len(order)).tobytes())
+            for f in st:
+                h.update(np.ascontiguousarray(np.asarray(f)[order], dtype=np.int64).tobytes())
+        return h.hexdigest()
 
     def summary(self) -> dict[str, Any]:
         """Plain-data description (for tables and ``--json``)."""

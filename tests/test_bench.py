@@ -201,6 +201,7 @@ VALIDATION_KEYS = [
     "overhead_s",
     "host_native",
     "host_native_s",
+    "identical",
     "error",
     "error_with_overhead",
     "ranked_right",
@@ -360,3 +361,27 @@ def test_a_size_whose_buffers_cannot_fit_is_refused_before_allocating():
     s = commsim.build("allreduce", "ring", nranks=4)
     with pytest.raises(commsim.ResourceError, match=r"64GiB on 4 ranks needs about 1.25TiB"):
         measure(s, "numpy", BenchRequest(sizes=(64 * 2**30,), iters=1, warmup=0))
+
+
+def test_a_schedule_identical_to_the_pick_counts_as_the_pick():
+    """Ring and direct allreduce on 2 ranks are one program: whichever measures faster is noise,
+    so the model's pick is ranked right when its twin wins (and not when a different one does)."""
+    from commsim.bench import Validation
+
+    ring, direct, rd = (
+        commsim.build("allreduce", a, nranks=2) for a in ("ring", "direct", "recursive_doubling")
+    )
+    assert ring.fingerprint == direct.fingerprint != rd.fingerprint
+
+    def validation(fastest: str, identical: tuple[str, ...]) -> Validation:
+        measured = {"ring": 2.0, "direct": 1.0, "recursive_doubling": 1.5}
+        measured[fastest] = 0.5
+        return Validation(
+            size=1024, nbytes=1024, predicted_best="ring", predicted_s=1.0, measured_s=2.0,
+            native=None, native_s=None, measured_over_predicted=2.0, fastest_measured=fastest,
+            check="ok", measured=measured, identical=identical,
+        )  # fmt: skip
+
+    assert validation("direct", ("direct",)).ranked_right is True
+    assert validation("direct", ()).ranked_right is False
+    assert validation("recursive_doubling", ("direct",)).ranked_right is False

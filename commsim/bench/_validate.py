@@ -11,7 +11,9 @@ schedule that ran predicted and measured beside it.
 Ties are said, not hidden behind list order: the model's ties (predictions within a relative
 1e-9 of the best: ring and direct allreduce cost the same) are ``predicted_ties``, and the
 schedules whose measured interquartile range overlaps the fastest one's are ``measured_ties``
-(their order can change from one run to the next). A prediction is only as good as its
+(their order can change from one run to the next), and schedules that are the same program as the
+winner under another name (``identical``: ring, direct and Rabenseifner allreduce on 2 ranks) count
+as the winner when ranking is judged. A prediction is only as good as its
 parameters: ``measured / predicted`` says by how much the modelled machine differs from this one.
 """
 
@@ -57,6 +59,7 @@ class Validation:
     overhead_s: float = 0.0  # the executor's measured per-call overhead (0: not known)
     host_native: str | None = None  # the library called directly, e.g. "MPI_Allreduce (mpi4py)"
     host_native_s: float | None = None  # its median: the transport's own time
+    identical: tuple[str, ...] = ()  # other schedules that ran the winner's very transfers
 
     @property
     def error(self) -> dict[str, float]:
@@ -71,11 +74,14 @@ class Validation:
 
     @property
     def ranked_right(self) -> bool | None:
-        """Did the model pick the measured winner, or one within its measurement spread?
-        ``None`` when fewer than two schedules ran (nothing to rank)."""
+        """Did the model pick the measured winner, or one within its measurement spread? A schedule
+        identical to the pick (:attr:`commsim.Schedule.fingerprint`) counts as the pick: which of
+        two copies of one program measures faster is noise.
+            ``None`` when fewer than two schedules ran (nothing to rank)."""
         if len(self.measured) < 2:
             return None
-        return self.predicted_best in (self.fastest_measured, *self.measured_ties)
+        right = {self.fastest_measured, *self.measured_ties}
+        return any(a in right for a in (self.predicted_best, *self.identical))
 
     def to_dict(self) -> dict[str, Any]:
         out = dataclasses.asdict(self)
@@ -208,6 +214,11 @@ def _one_size(
         overhead_s=overhead,
         host_native=m.host_native,
         host_native_s=m.host_native_time_s,
+        identical=tuple(
+            a
+            for a in ran
+            if a != winner.algorithm and schedules[a].fingerprint == winner.fingerprint
+        ),
     )
 
 

@@ -221,7 +221,8 @@ def _summary_lines(summary: ValidationSummary, ovh: bool) -> list[str]:
         lines.append("ranking: not checked (fewer than two algorithms ran at every size)")
     else:
         lines.append(
-            f"ranking: the predicted winner was measured fastest (or within its spread) at "
+            f"ranking: the predicted winner (or a schedule identical to it) was measured fastest "
+            f"(or within its spread) at "
             f"{summary.ranked_right} of {summary.ranked} sizes ({100 * share:.0f}%)"
         )
     return lines
