@@ -38,6 +38,7 @@ CLI_LINES = [
 def test_readme_cli_examples_run(line, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     commsim.save(commsim.build("allreduce", "ring", nranks=4), tmp_path / "my_schedule.json")
+    commsim.save(commsim.build("allreduce", "ring", nranks=4), tmp_path / "ring4.xml")  # MSCCL-IR
     args = shlex.split(line)[1:]
     # keep it fast: smaller sweeps, fewer timed runs
     args = [a.replace("1..64:+1", "1..9:+1").replace("1GiB", "1MiB").replace("64MiB", "256KiB")
