@@ -1,15 +1,21 @@
-r"""The ``commsim`` command line: list, verify, predict, compare and run collective algorithms.
+r"""The ``commsim`` command line: list, draw, verify, predict, compare, tune, run and export
+collective algorithms.
 
 Commands (``commsim COMMAND --help`` shows each one's options and examples)::
 
     commsim algorithms [-c COLLECTIVE] [-a ALGORITHM] [--json]
+    commsim show       -c COLLECTIVE -a ALGORITHM -p P [-o diagram.png] [--json]
     commsim verify     -c COLLECTIVE [-a A1,A2,..] -p P[,P..] [--param k=v] [--root R] [--json]
-    commsim verify     --file schedule.json
-    commsim predict    -c COLLECTIVE -a ALGORITHM -p P [-s SIZES] [MODEL] [--json]
-    commsim predict    --file schedule.json [-s SIZES] [MODEL] [--json]
-    commsim compare    -c COLLECTIVE [-a A1,A2,..] -p P[,P..] [-s SIZES] [MODEL] [--json] [--plot F]
+    commsim verify     --file schedule.json|algo.xml
+    commsim predict    -c COLLECTIVE -a ALGORITHM -p P [-s SIZES] [MODEL] [--trace t.json] [--json]
+    commsim predict    --file schedule.json|algo.xml [-s SIZES] [MODEL] [--json]
+    commsim compare    -c COLLECTIVE [-a A1,A2,..] -p P[,P..] [-s SIZES] [MODEL] [--tune] [--plot F]
+    commsim tune       -c COLLECTIVE -p P [-s SIZES] [MODEL] [-o table.toml] [--json]
+    commsim topology   NETWORK [--draw F] [--json]
+    commsim calibrate  -p P [-o profile.toml] [--plot F] | --from-nccl-tests LOG --cluster C
     commsim validate   -c COLLECTIVE [-a A1,A2,..] -p P [-s SIZES] [MODEL] [--backend B] [--all]
-    commsim run        -c COLLECTIVE -a ALGORITHM -p P [-s SIZES] [--backend B] [--json]
+    commsim run        -c COLLECTIVE -a ALGORITHM -p P [-s SIZES] [--backend B] [--trace t.json]
+    commsim export     -c COLLECTIVE -a ALGORITHM -p P --format msccl|goal -o FILE
 
 Units. Sizes are bytes with an optional unit: ``B``, decimal ``KB MB GB`` (powers of 1000) or
 binary ``KiB MiB GiB`` (powers of 1024); ``--sizes`` takes lists and ranges (``1KiB,64MiB``,
