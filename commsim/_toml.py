@@ -38,13 +38,15 @@ import datetime
 import json
 import math
 import numbers
+import os
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from commsim.errors import ParameterError
 
-__all__ = ["key", "value"]
+__all__ = ["key", "value", "write"]
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 _SURROGATES = re.compile(r"\\ud([89ab][0-9a-f]{2})\\ud([c-f][0-9a-f]{2})")
@@ -85,6 +87,17 @@ def value(v: Any) -> str:
     if isinstance(v, (list, tuple)):
         return "[" + ", ".join(value(x) for x in v) + "]"
     raise ParameterError(f"cannot write {v!r} ({type(v).__name__}) as a TOML value")
+
+
+def write(path: str | os.PathLike[str], text: str, what: str) -> Path:
+    """Write ``text`` (a whole TOML file) at ``path``; the path. An unwritable path is one line
+    naming ``what`` the file is ("profile", "tuner table")."""
+    path = Path(path)
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise ParameterError(f"cannot write {what} {path}: {e.strerror or e}") from None
+    return path
 
 
 def _string(s: str) -> str:

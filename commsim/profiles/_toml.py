@@ -14,7 +14,7 @@ from pathlib import Path
 import tomllib
 
 from commsim import units
-from commsim._toml import value
+from commsim._toml import value, write
 from commsim.errors import ParameterError
 from commsim.profiles._profile import FORMAT, Profile
 
@@ -100,10 +100,4 @@ def _rate(beta: float) -> str:
 
 def save_profile(profile: Profile, path: str | Path) -> Path:
     """Write ``profile`` as TOML at ``path``; the path. An unwritable path is one line."""
-    path = Path(path)
-    text = _dumps(profile)
-    try:
-        path.write_text(text)
-    except OSError as e:
-        raise ParameterError(f"cannot write profile {path}: {e.strerror or e}") from None
-    return path
+    return write(path, _dumps(profile), "profile")

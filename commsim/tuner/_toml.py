@@ -44,7 +44,7 @@ import tomllib
 
 from commsim import units
 from commsim._collectives import COLLECTIVES
-from commsim._toml import key, value
+from commsim._toml import key, value, write
 from commsim.algorithms import available, info
 from commsim.errors import CommsimError, ParameterError
 from commsim.tuner._table import Range, TunerTable
@@ -104,13 +104,7 @@ def dumps(table: TunerTable) -> str:
 
 def save_table(table: TunerTable, path: str | Path) -> Path:
     """Write ``table`` at ``path``; the path. An unwritable path is one line."""
-    path = Path(path)
-    text = dumps(table)
-    try:
-        path.write_text(text)
-    except OSError as e:
-        raise ParameterError(f"cannot write tuner table {path}: {e.strerror or e}") from None
-    return path
+    return write(path, dumps(table), "tuner table")
 
 
 # -- reading ----------------------------------------------------------------------------------
