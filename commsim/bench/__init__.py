@@ -12,7 +12,8 @@ as saved files.
 * :func:`measure_mpi`: starts ``mpirun -n p`` itself, with a timeout and a named failing rank.
 * :func:`measure_in_place`: every rank calls it when the user started the program under
   ``mpirun`` (:func:`under_mpirun`).
-* :func:`validate`: schedules run for real, measured beside predicted; :func:`summarize`: the
+* :func:`validate`: schedules run for real, measured beside predicted (:func:`validate_tuned`:
+  each algorithm with the tuner's parameters per size, judged against the tuner's choice); :func:`summarize`: the
   median error per algorithm and the share of sizes where the model ranked the winner right.
 * :func:`format_table`: nccl-tests' columns, one row per size.
 * :func:`trace_mpi` / :func:`trace_in_place`: one step-timed MPI run as a Chrome trace.
@@ -41,6 +42,7 @@ from commsim.bench._validate import (
     ValidationSummary,
     summarize,
     validate,
+    validate_tuned,
 )
 
 __all__ = [
@@ -65,4 +67,5 @@ __all__ = [
     "trace_mpi",
     "under_mpirun",
     "validate",
+    "validate_tuned",
 ]

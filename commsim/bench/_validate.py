@@ -9,19 +9,24 @@ collective, ``measured / predicted``, and which schedule was fastest for real â€
 schedule that ran predicted and measured beside it.
 
 Ties are said, not hidden behind list order: the model's ties (predictions within a relative
-1e-9 of the best: ring and direct allreduce cost the same) are ``predicted_ties``, and the
+1e-9 of the best, :data:`commsim.models.TIE_RTOL`: ring and direct allreduce cost the same) are ``predicted_ties``, and the
 schedules whose measured interquartile range overlaps the fastest one's are ``measured_ties``
 (their order can change from one run to the next), and schedules that are the same program as the
 winner under another name (``identical``: ring, direct and Rabenseifner allreduce on 2 ranks) count
 as the winner when ranking is judged. A prediction is only as good as its
 parameters: ``measured / predicted`` says by how much the modelled machine differs from this one.
+
+:func:`validate_tuned` judges a tuner the same way: each algorithm runs at each size with the
+parameters the tuner found best for it there (``segments`` of a pipeline), and the pick is the
+tuner's own choice, so ``ranked_right`` says whether :func:`commsim.tune`'s table chose what the
+clock calls fastest.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -32,9 +37,19 @@ from commsim.bench._measurement import Measurement
 from commsim.bench._ranks import under_mpirun
 from commsim.bench._request import BenchRequest
 from commsim.errors import CommsimError
-from commsim.models import Model
+from commsim.models import Model, fastest, tied
 
-__all__ = ["AlgorithmAccuracy", "Validation", "ValidationSummary", "summarize", "validate"]
+if TYPE_CHECKING:  # a sweep arrives built: bench never builds a schedule by name
+    from commsim.tuner import Sweep
+
+__all__ = [
+    "AlgorithmAccuracy",
+    "Validation",
+    "ValidationSummary",
+    "summarize",
+    "validate",
+    "validate_tuned",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +75,7 @@ class Validation:
     host_native: str | None = None  # the library called directly, e.g. "MPI_Allreduce (mpi4py)"
     host_native_s: float | None = None  # its median: the transport's own time
     identical: tuple[str, ...] = ()  # other schedules that ran the winner's very transfers
+    params: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # tuned, by name
 
     @property
     def error(self) -> dict[str, float]:
@@ -162,9 +178,6 @@ def _run(
     return measure_any(schedules, backend, request, timeout=timeout, progress=progress)
 
 
-_TIE = 1e-9  # relative: predictions this close are the same prediction
-
-
 def _overlapping(ran: dict[str, Measurement], fastest: str) -> tuple[str, ...]:
     """Schedules whose measured interquartile range reaches the fastest one's."""
 
@@ -180,46 +193,67 @@ def _overlapping(ran: dict[str, Measurement], fastest: str) -> tuple[str, ...]:
 
 def _one_size(
     model: Model,
-    schedules: dict[str, Schedule],
-    winner: Schedule,
+    at_size: dict[str, Schedule],
+    pick: str,
     ties: tuple[str, ...],
     ran: dict[str, Measurement],
     size: int,
     overhead: float,
+    params: dict[str, dict[str, Any]] | None = None,
 ) -> Validation:
-    m = ran[winner.algorithm]
+    """One size's :class:`Validation`: ``at_size[name]`` is the schedule that ran under ``name``,
+    ``pick`` the model's (or the tuner's) choice."""
+    m = ran[pick]
     # predict again at the bytes that actually ran (counts round down like nccl-tests)
-    predicted = {
-        a: float(model.predict(schedules[a], float(r.nbytes)).time) for a, r in ran.items()
-    }
-    t_pred = predicted[winner.algorithm]
+    predicted = {a: float(model.predict(at_size[a], float(r.nbytes)).time) for a, r in ran.items()}
+    t_pred = predicted[pick]
     measured = {a: r.time_s for a, r in ran.items()}
-    fastest = min(measured, key=measured.__getitem__)
+    best = min(measured, key=measured.__getitem__)
+    mine = at_size[pick].fingerprint
     return Validation(
         size=size,
         nbytes=m.nbytes,
-        predicted_best=winner.algorithm,
+        predicted_best=pick,
         predicted_s=t_pred,
         measured_s=m.time_s,
         native=m.native,
         native_s=m.native_time_s,
         measured_over_predicted=m.time_s / t_pred if t_pred > 0 else None,
-        fastest_measured=fastest,
+        fastest_measured=best,
         check=m.check,
         measured=measured,
         predicted=predicted,
         spread={a: r.spread for a, r in ran.items()},
         predicted_ties=ties,
-        measured_ties=_overlapping(ran, fastest),
+        measured_ties=_overlapping(ran, best),
         overhead_s=overhead,
         host_native=m.host_native,
         host_native_s=m.host_native_time_s,
-        identical=tuple(
-            a
-            for a in ran
-            if a != winner.algorithm and schedules[a].fingerprint == winner.fingerprint
-        ),
+        identical=tuple(a for a in ran if a != pick and at_size[a].fingerprint == mine),
+        params={a: dict(v) for a, v in (params or {}).items() if a in ran},
     )
+
+
+def _measure_plan(
+    plan: Sequence[tuple[Schedule, tuple[int, ...]]],
+    backend: str,
+    request: BenchRequest,
+    timeout: float,
+    progress: bool | None,
+) -> list[dict[int, Measurement]]:
+    """Run each ``(schedule, size indices)`` of ``plan`` at its sizes; per plan entry, the
+    measurement at each size index. Entries with the same sizes share one run (one ``mpirun``)."""
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for k, (_, idx) in enumerate(plan):
+        groups.setdefault(idx, []).append(k)
+    out: list[dict[int, Measurement]] = [{} for _ in plan]
+    for idx, members in groups.items():
+        sub = dataclasses.replace(request, sizes=tuple(request.sizes[j] for j in idx))
+        results = _run([plan[k][0] for k in members], backend, sub, timeout, progress)
+        for m, k in enumerate(members):
+            for n, j in enumerate(idx):
+                out[k][j] = results[m * len(idx) + n]
+    return out
 
 
 def validate(
@@ -259,15 +293,67 @@ def validate(
         raise CommsimError(f"validate needs distinct algorithm names, got {', '.join(names)}")
     sizes = np.array(request.sizes, dtype=np.float64)
     predicted = np.array([np.reshape(model.predict(s, sizes).time, len(sizes)) for s in schedules])
-    best = predicted.min(axis=0)
-    tied = predicted <= best * (1 + _TIE) + 1e-300  # [schedule, size]
-    winners = [int(np.argmax(tied[:, j])) for j in range(len(sizes))]  # the first of the ties
-    run = list(range(len(schedules))) if run_all else list(dict.fromkeys(winners))
+    tie = tied(predicted)  # [schedule, size]
+    winners = fastest(predicted)  # the first of the ties
+    run = list(range(len(schedules))) if run_all else list(dict.fromkeys(winners.tolist()))
     results = _run([schedules[i] for i in run], backend, request, timeout, progress)
     n, by_name = len(request.sizes), dict(zip(names, schedules, strict=True))
     out = []
     for j, size in enumerate(request.sizes):
         ran = {names[i]: results[k * n + j] for k, i in enumerate(run)}
-        ties = tuple(names[i] for i in np.flatnonzero(tied[:, j]))
-        out.append(_one_size(model, by_name, schedules[winners[j]], ties, ran, size, overhead))
+        ties = tuple(names[i] for i in np.flatnonzero(tie[:, j]))
+        out.append(_one_size(model, by_name, names[winners[j]], ties, ran, size, overhead))
     return out, results
+
+
+def validate_tuned(
+    result: Sweep,
+    backend: str,
+    request: BenchRequest,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool | None = None,
+    overhead: float = 0.0,
+) -> tuple[list[Validation], list[Measurement]]:
+    """Judge a tuner: at each size every algorithm of the sweep ``result`` runs with the
+    parameters the tuner found best for it there (``segments`` per size), and the pick is the
+    tuner's own choice (:meth:`commsim.tuner.Sweep.best`, what :func:`commsim.tune`'s table says).
+    ``ranked_right`` then says whether the tuner's choice was measured fastest or within spread.
+
+    ``request.sizes`` must be the sweep's sizes. A candidate runs only at the sizes where it is its
+    algorithm's best, so a deep pipeline never runs at a size too small for it.
+    """
+    grid = [int(x) for x in result.sizes]
+    if sorted(set(request.sizes)) != grid:
+        raise CommsimError("validate_tuned: the request's sizes must be the sweep's sizes")
+    j_of = {size: j for j, size in enumerate(grid)}
+    cols = [j_of[s] for s in request.sizes]
+    picks = result.best()[cols]
+    names = list(dict.fromkeys(c.algorithm for c in result.candidates))
+    chosen: dict[str, np.ndarray] = {a: result.best([a])[cols] for a in names}
+    for col, k in enumerate(picks):  # the winning algorithm runs the tuner's very candidate
+        chosen[result.candidates[k].algorithm][col] = k
+    where: dict[int, list[int]] = {}
+    for a in names:
+        for col, k in enumerate(chosen[a].tolist()):
+            if np.isfinite(result.times[k, cols[col]]):
+                where.setdefault(k, []).append(col)
+    plan = [(result.candidates[k].schedule, tuple(idx)) for k, idx in where.items()]
+    measured = _measure_plan(plan, backend, request, timeout, progress)
+    by_candidate = dict(zip(where, measured, strict=True))
+    out = []
+    for col, size in enumerate(request.sizes):
+        here = {
+            a: int(chosen[a][col])
+            for a in names
+            if col in by_candidate.get(int(chosen[a][col]), {})
+        }
+        ran = {a: by_candidate[k][col] for a, k in here.items()}
+        at_size = {a: result.candidates[k].schedule for a, k in here.items()}
+        times = np.array([[result.times[k, cols[col]]] for k in here.values()])
+        ties = tuple(a for a, t in zip(here, tied(times)[:, 0], strict=True) if t)
+        pick = result.candidates[int(picks[col])].algorithm
+        params = {a: dict(result.candidates[k].params) for a, k in here.items()}
+        out.append(_one_size(result.model, at_size, pick, ties, ran, size, overhead, params))
+    raw = [m for k in where for m in by_candidate[k].values()]
+    return out, raw

@@ -5,7 +5,7 @@ algorithm; the lower bound dashed black on top. Lines join sizes at most :data:`
 (further apart, a straight line would not be the model's curve); a size alone (one or two sizes,
 or a gap) gets a point per algorithm, side by side, with the bound a bar beneath.
 
-Nothing hides: curves that coincide (ties, equal within :data:`TIE_RTOL` at every size of a
+Nothing hides: curves that coincide (ties, equal within :data:`commsim.models.TIE_RTOL` at every size of a
 panel, and near ties within :data:`OVERLAP_RTOL`) take turns along the line, each member drawing
 its own dashes and markers. Ties are named: in the legend ("direct (= ring)") when they hold in
 every panel, else in the panel's title. What a log axis cannot show is left out and said in the
@@ -35,6 +35,7 @@ import numpy as np
 
 from commsim import units
 from commsim.cli.errors import UsageError
+from commsim.models import TIE_RTOL
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 __all__ = [
     "BOUND",
     "MAX_PANELS",
-    "TIE_RTOL",
     "Panel",
     "check_drawable",
     "draw_compare",
@@ -52,7 +52,6 @@ __all__ = [
 
 BOUND = "lower bound"  # the bound's name in the legend and in tie labels
 MAX_PANELS = 24  # one panel per rank count; more would be unreadable
-TIE_RTOL = 1e-9  # curves this close (relative) at every size of a panel are named as tied
 OVERLAP_RTOL = 0.01  # curves this close at every drawn size would hide each other: interleaved
 MAX_STEP = 10.0  # sizes further apart are not joined: a line across would not be the model's
 _DODGE_PT = 10.0  # with points, algorithms sit this many points apart around each size

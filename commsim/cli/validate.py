@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +29,7 @@ from commsim.bench import (
     ValidationSummary,
     summarize,
     validate,
+    validate_tuned,
 )
 from commsim.cli import nccl_tests
 from commsim.cli.arguments import DEFAULT_VALIDATE_SIZES, parse_sizes
@@ -39,6 +41,8 @@ from commsim.cli.output import add_output_group, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleGroup
 from commsim.models import Model
 from commsim.profiles import load_profile
+from commsim.tuner import sweep
+from commsim.tuner._candidates import GROWN
 
 __all__ = [
     "DESCRIPTION",
@@ -69,6 +73,7 @@ EXAMPLES = """\
   commsim validate -c allreduce -p 2 --profile profile.toml -a ring,rabenseifner,recursive_doubling
   commsim validate -c allreduce -p 2 -s 64KiB..64MiB --profile profile.toml --plot v.png
   commsim validate -c allreduce -p 2 -s 1MiB,64MiB --alpha 5us --beta 5GB/s --winners-only
+  commsim validate -c allreduce -p 2 -s 1KiB..64MiB:x4 --profile profile.toml --tune
   commsim validate -c allgather -p 8 --backend jax --json"""
 
 SCHEDULES = ScheduleGroup("validate", many_algorithms=True)
@@ -90,6 +95,7 @@ class ValidateRequest:
     progress: bool | None = None
     overhead: float = 0.0  # the executor's per-call overhead from the profile (0: unknown)
     plot: str | None = None
+    tune: bool = False  # each algorithm with the tuner's parameters per size, judged as the tuner
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,6 +139,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument(
         "--plot", metavar="FILE.png", help="draw measured points over the predicted curves"
     )
+    runs.add_argument(
+        "--tune",
+        action="store_true",
+        help="judge the tuner (commsim tune): each algorithm runs at each size with the "
+        "parameters the tuner finds best for it there (segments of the pipelines, those not set "
+        "by --param), and the pick is the tuner's choice; 'ranking' then says how often the "
+        "tuner chose what was measured fastest (or within its spread)",
+    )
     nccl_tests.add_arguments(parser)
 
 
@@ -146,18 +160,30 @@ def parse(args: argparse.Namespace) -> ValidateRequest:
         overhead = load_profile(args.profile).call_overhead.get(args.backend, 0.0)
     return ValidateRequest(
         schedules, model, args.backend, bench, not args.winners_only, float(args.timeout),
-        args.json, args.progress, overhead, args.plot,
+        args.json, args.progress, overhead, args.plot, getattr(args, "tune", False),
     )  # fmt: skip
 
 
 def compute(request: ValidateRequest) -> ValidateResult:
     choice, budget = request.schedules, MemoryBudget.parse(None)
     [nranks] = choice.nranks
-    schedules = [choice.build(a, nranks, budget) for a in choice.algorithms]
-    validations, measurements = validate(
-        schedules, request.model, request.backend, request.bench, run_all=request.run_all,
-        timeout=request.timeout, progress=request.progress, overhead=request.overhead,
-    )  # fmt: skip
+    if request.tune:
+        budget.check_build(nranks)
+        result = sweep(
+            choice.collective, request.model, nranks, np.array(request.bench.sizes),
+            algorithms=choice.algorithms, params={a: p for a, p in choice.params.items() if p},
+            progress=request.progress,
+        )  # fmt: skip
+        validations, measurements = validate_tuned(
+            result, request.backend, request.bench, timeout=request.timeout,
+            progress=request.progress, overhead=request.overhead,
+        )  # fmt: skip
+    else:
+        schedules = [choice.build(a, nranks, budget) for a in choice.algorithms]
+        validations, measurements = validate(
+            schedules, request.model, request.backend, request.bench, run_all=request.run_all,
+            timeout=request.timeout, progress=request.progress, overhead=request.overhead,
+        )  # fmt: skip
     return ValidateResult(
         choice.collective, nranks, request.backend, request.model, request.bench,
         tuple(validations), tuple(measurements), request.overhead,
@@ -193,6 +219,11 @@ def render(result: ValidateResult, as_json: bool) -> str:
         "error = (predicted - measured) / measured; P: predicted fastest (P= : tied with it "
         "under the model); M: measured fastest of those run (M~ : within its interquartile range)",
     ]
+    if any(v.params for v in result.validations):
+        lines.append(
+            "--tune: each algorithm ran with the parameters the tuner finds best for it at that "
+            "size; P is the tuner's choice"
+        )
     if ovh:
         lines.append(
             f"error+ovh: the prediction plus the executor's measured per-call overhead "
@@ -200,12 +231,12 @@ def render(result: ValidateResult, as_json: bool) -> str:
         )
     align = "rlrrrr" + "r" * ovh + "r" + "r" * (host is not None) + "ll"
     lines += [format_table(headers, table, align), ""]
-    lines += _summary_lines(summary, ovh)
+    lines += _summary_lines(summary, ovh, any(v.params for v in result.validations))
     lines += [f"note: {n}" for n in dict.fromkeys(n for m in result.measurements for n in m.notes)]
     return "\n".join(lines)
 
 
-def _summary_lines(summary: ValidationSummary, ovh: bool) -> list[str]:
+def _summary_lines(summary: ValidationSummary, ovh: bool, tuned: bool = False) -> list[str]:
     rows = [
         [a.algorithm, str(a.points), _pct(a.median_abs_error)]
         + ([_pct(a.median_abs_error_with_overhead)] if ovh else [])
@@ -220,12 +251,19 @@ def _summary_lines(summary: ValidationSummary, ovh: bool) -> list[str]:
     if share is None:
         lines.append("ranking: not checked (fewer than two algorithms ran at every size)")
     else:
+        who = "the tuner's choice" if tuned else "the predicted winner"
         lines.append(
-            f"ranking: the predicted winner (or a schedule identical to it) was measured fastest "
+            f"ranking: {who} (or a schedule identical to it) was measured fastest "
             f"(or within its spread) at "
             f"{summary.ranked_right} of {summary.ranked} sizes ({100 * share:.0f}%)"
         )
     return lines
+
+
+def _label(algorithm: str, params: dict[str, Any]) -> str:
+    """The algorithm, with the tuned parameters it ran with (``--tune``)."""
+    grown = " ".join(f"{k}={v}" for k, v in params.items() if k in GROWN)
+    return f"{algorithm} {grown}".rstrip()
 
 
 def _time_or_dash(x: float | None) -> str:
@@ -249,7 +287,7 @@ def _rows(
         rows.append(
             [
                 units.format_size(v.nbytes) if i == 0 else "",
-                a,
+                _label(a, v.params.get(a, {})),
                 units.format_time(v.predicted[a]),
                 units.format_time(v.measured[a]),
                 f"{100 * v.spread[a]:.0f}%",

@@ -8,6 +8,8 @@ Every model implements the :class:`Model` protocol (``predict``, ``lower_bound``
 * :class:`TwoLevelHockney` — Hockney with intra- and inter-server α, β.
 * :class:`Topology` — a network graph, placement and link contention.
 * :func:`lower_bound` — Chan et al. 2007 bounds no algorithm can beat.
+* :func:`fastest` / :func:`tied` — which predictions win, ties (within :data:`TIE_RTOL`) to
+  the earlier candidate.
 * :func:`chrome_trace` — a prediction as a Chrome trace (Perfetto); :func:`step_trace` the same
   format for measured steps.
 """
@@ -15,7 +17,7 @@ Every model implements the :class:`Model` protocol (``predict``, ``lower_bound``
 from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION
 from commsim.models._model import Model
-from commsim.models._prediction import Prediction
+from commsim.models._prediction import TIE_RTOL, Prediction, fastest, tied
 from commsim.models._trace import ChromeTrace, chrome_trace, step_trace
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
 from commsim.models.hockney import Hockney
@@ -25,6 +27,7 @@ from commsim.models.two_level import TwoLevelHockney
 
 __all__ = [
     "CONTENTION",
+    "TIE_RTOL",
     "ChromeTrace",
     "CriticalPath",
     "Hockney",
@@ -36,6 +39,8 @@ __all__ = [
     "Topology",
     "TwoLevelHockney",
     "chrome_trace",
+    "fastest",
     "lower_bound",
     "step_trace",
+    "tied",
 ]

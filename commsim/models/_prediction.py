@@ -7,7 +7,35 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Prediction"]
+__all__ = ["TIE_RTOL", "Prediction", "fastest", "tied"]
+
+#: predictions this close (relative) are the same prediction: ring and direct allreduce cost the
+#: same, and floating-point rounding must not pick between them
+TIE_RTOL = 1e-9
+
+
+def tied(times: Any) -> np.ndarray:
+    """``[candidate, size]`` mask of the predictions within :data:`TIE_RTOL` of each size's best
+    (``inf`` never ties).
+
+    Examples:
+        >>> tied([[1.0, 2.0], [1.0 + 1e-12, 1.5]]).tolist()
+        [[True, False], [True, True]]
+    """
+    t = np.asarray(times, dtype=np.float64)
+    best = t.min(axis=0)
+    return np.isfinite(t) & (t <= best * (1 + TIE_RTOL) + 1e-300)
+
+
+def fastest(times: Any) -> np.ndarray:
+    """Per size, the index of the first candidate tied with the fastest (:func:`tied`): ties go
+    to the earlier candidate, whatever the last bits of their times say.
+
+    Examples:
+        >>> fastest([[1.0 + 1e-12, 2.0], [1.0, 1.5]]).tolist()
+        [0, 1]
+    """
+    return np.argmax(tied(times), axis=0)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ import numpy as np
 from commsim._progress import Progress
 from commsim.algorithms import available, info
 from commsim.errors import ParameterError, ResourceError, ScheduleError
-from commsim.models import Model
+from commsim.models import Model, fastest
 from commsim.models._inputs import as_sizes
 from commsim.tuner._candidates import (
     MAX_WORK,
@@ -50,13 +50,14 @@ class Sweep:
     skipped: Mapping[str, str]
 
     def best(self, algorithms: Sequence[str] | None = None) -> np.ndarray:
-        """Per size, the index of the fastest candidate (of ``algorithms`` only, if given; ties
-        go to the earlier candidate: registry order, then fewer segments)."""
+        """Per size, the index of the fastest candidate (of ``algorithms`` only, if given; ties,
+        within :data:`commsim.models.TIE_RTOL`, go to the earlier candidate: registry order,
+        then fewer segments, as ``commsim validate`` breaks them)."""
         times = self.times
         if algorithms is not None:
             keep = np.array([c.algorithm in algorithms for c in self.candidates])
             times = np.where(keep[:, None], times, np.inf)
-        return np.argmin(times, axis=0)
+        return fastest(times)
 
     def runner_up(self, winners: np.ndarray) -> np.ndarray:
         """Per size, the fastest candidate of an algorithm other than the winner's (``-1`` when

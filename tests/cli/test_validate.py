@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+import numpy as np
 import pytest
 
 import commsim
@@ -12,6 +13,7 @@ from commsim.bench import BenchRequest
 from commsim.cli import main, validate
 from commsim.cli.schedules import ScheduleChoice
 from commsim.models import Hockney
+from commsim.tuner import table_from_sweep
 
 
 def _run(capsys, *argv):
@@ -89,3 +91,40 @@ def test_compute_without_argparse():
     assert set(v.measured) == {"ring", "direct"} and not result.failed
     text = validate.render(result, as_json=False)
     assert "P: predicted fastest" in text and "spread" in text
+
+
+def test_validate_tuned_runs_each_algorithm_with_the_tuners_parameters_per_size():
+    """The tuner's own choice is the pick at every size, each algorithm runs with its best
+    segments there, and a deep pipeline never runs at a size too small for it."""
+    from commsim.bench import validate_tuned
+    from commsim.tuner import sweep
+
+    model = Hockney(alpha=1e-6, beta=1e-9, gamma=0.0)
+    sizes = (4096, 1 << 22)
+    result = sweep(
+        "allreduce", model, 4, np.array(sizes), algorithms=["ring", "double_binary_tree"]
+    )
+    table = table_from_sweep(result)
+    bench = BenchRequest(sizes=sizes, iters=1, warmup=0)
+    validations, raw = validate_tuned(result, "numpy", bench)
+    for v in validations:
+        assert v.predicted_best == table.lookup(v.size).algorithm
+        want = result.candidates[result.best(["double_binary_tree"])[sizes.index(v.size)]]
+        assert v.params["double_binary_tree"] == dict(want.params)
+        assert v.check == "ok" and set(v.measured) == {"ring", "double_binary_tree"}
+    small, large = (v.params["double_binary_tree"]["segments"] for v in validations)
+    assert small < large  # the depth grows with the size: a per-size choice, not one count
+    assert {(m.algorithm, m.size) for m in raw} == {
+        (a, s) for a in ("ring", "double_binary_tree") for s in sizes
+    }  # each candidate only where it is its algorithm's best: one run per algorithm and size
+
+
+def test_validate_tune_on_the_command_line(capsys):
+    line = "validate -c allreduce -p 4 -a ring,double_binary_tree --backend numpy -s 4KiB,4MiB"
+    model = "--alpha 1us --beta 1GB/s --gamma 0 --iters 1"
+    code = main([*line.split(), *model.split(), "--tune"])
+    out = capsys.readouterr().out
+    assert code == 0 and "segments=" in out and "the tuner's choice" in out
+    # --tune judges the tuner: every algorithm runs, so it cannot be --winners-only
+    assert main([*line.split(), "--tune", "--winners-only"]) == 2
+    assert "not allowed with argument --tune" in capsys.readouterr().err
