@@ -76,6 +76,7 @@ class Validation:
     host_native_s: float | None = None  # its median: the transport's own time
     identical: tuple[str, ...] = ()  # other schedules that ran the winner's very transfers
     params: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # tuned, by name
+    checks: dict[str, str] = dataclasses.field(default_factory=dict)  # every schedule's check
 
     @property
     def error(self) -> dict[str, float]:
@@ -231,6 +232,7 @@ def _one_size(
         host_native_s=m.host_native_time_s,
         identical=tuple(a for a in ran if a != pick and at_size[a].fingerprint == mine),
         params={a: dict(v) for a, v in (params or {}).items() if a in ran},
+        checks={a: r.check for a, r in ran.items()},
     )
 
 

@@ -206,9 +206,8 @@ def render(result: ValidateResult, as_json: bool) -> str:
         )
     native = next((m.native for m in result.measurements if m.native), None)
     host = next((m.host_native for m in result.measurements if m.host_native), None)
-    checks = {(m.algorithm, m.nbytes): m.check for m in result.measurements}
     ovh = result.overhead > 0
-    table = [row for v in result.validations for row in _rows(v, checks, ovh, host is not None)]
+    table = [row for v in result.validations for row in _rows(v, ovh, host is not None)]
     headers = ["size", "algorithm", "predicted", "measured", "spread", "error"]
     headers += ["error+ovh"] if ovh else []
     headers += [native or "native"] + ([host] if host else []) + ["best", "check"]
@@ -274,9 +273,7 @@ def _pct(x: float) -> str:
     return "-" if not math.isfinite(x) else f"{100 * x:.1f}%"
 
 
-def _rows(
-    v: Validation, checks: dict[tuple[str, int], str], ovh: bool, host: bool
-) -> list[list[str]]:
+def _rows(v: Validation, ovh: bool, host: bool) -> list[list[str]]:
     """One row per schedule that ran at this size, the predicted winner first."""
     order = sorted(v.measured, key=lambda a: (a != v.predicted_best, v.predicted[a], a))
     err, err_o = v.error, v.error_with_overhead
@@ -296,7 +293,7 @@ def _rows(
                 (units.format_time(v.native_s) if v.native_s else "-") if i == 0 else "",
                 *([_time_or_dash(v.host_native_s) if i == 0 else ""] if host else []),
                 marks.strip(),
-                checks.get((a, v.nbytes), "-"),
+                v.checks.get(a, "-"),
             ]
         )
     return rows

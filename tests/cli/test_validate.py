@@ -128,3 +128,19 @@ def test_validate_tune_on_the_command_line(capsys):
     # --tune judges the tuner: every algorithm runs, so it cannot be --winners-only
     assert main([*line.split(), "--tune", "--winners-only"]) == 2
     assert "not allowed with argument --tune" in capsys.readouterr().err
+
+
+def test_every_row_shows_its_own_check_when_sizes_round_differently():
+    """On 3 ranks ring and Rabenseifner round 64 KiB down to different byte counts; each row's
+    check is its own schedule's, not looked up under the winner's byte count."""
+    algos = ("ring", "rabenseifner", "recursive_doubling")
+    choice = ScheduleChoice("allreduce", algos, (3,), {a: {} for a in algos})
+    bench = BenchRequest(sizes=(65536,), iters=1, warmup=0)
+    request = validate.ValidateRequest(choice, Hockney(), "numpy", bench, run_all=True)
+    result = validate.compute(request)
+    [v] = result.validations
+    assert len({m.nbytes for m in result.measurements}) > 1  # the premise: they round apart
+    assert v.checks == dict.fromkeys(algos, "ok")
+    rows = [line.split() for line in validate.render(result, as_json=False).splitlines()]
+    table = [r for r in rows if any(a in r for a in algos) and len(r) > 4]  # not the summary
+    assert [r[-1] for r in table] == ["ok"] * 3
