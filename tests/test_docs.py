@@ -6,11 +6,13 @@ import re
 import shlex
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import commsim
 from commsim import cli
 from commsim.algorithms import REGISTRY
+from commsim.profiles import Curve, FitQuality, PiecewiseLinear, Profile, save_profile
 
 README = (Path(__file__).parent.parent / "README.md").read_text()
 
@@ -40,6 +42,12 @@ def test_readme_cli_examples_run(line, tmp_path, monkeypatch, capsys):
     commsim.save(commsim.build("allreduce", "ring", nranks=4), tmp_path / "my_schedule.json")
     commsim.save(commsim.build("allreduce", "ring", nranks=4), tmp_path / "ring4.xml")  # MSCCL-IR
     args = shlex.split(line)[1:]
+    if "profile.toml" in args and args[0] != "calibrate":  # a measured profile, made by hand
+        curve = Curve("exchange", PiecewiseLinear.hockney(alpha=3e-6, beta=1e-10),
+                      FitQuality(1.0, 0.0, 0.0, 2), np.array([0.0, 1e6]),
+                      np.array([3e-6, 1.03e-4]), np.zeros(2))  # fmt: skip
+        profile = Profile("mpi", 2, "by hand", "test", "2026-11-23", {"exchange": curve})
+        save_profile(profile, tmp_path / "profile.toml")
     # keep it fast: smaller sweeps, fewer timed runs
     args = [a.replace("1..64:+1", "1..9:+1").replace("1GiB", "1MiB").replace("64MiB", "256KiB")
             for a in args]  # fmt: skip

@@ -22,7 +22,7 @@ from commsim.cli.network import add_network_group, parse_network
 from commsim.cli.output import add_output_group, format_ratio, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.errors import ResourceError, ScheduleError
-from commsim.models import Model
+from commsim.models import Model, fastest
 from commsim.tuner import sweep
 from commsim.tuner._candidates import GROWN
 
@@ -271,7 +271,7 @@ def _panel(
     }
     bound = np.atleast_1d(np.asarray(model.lower_bound(collective, nranks, sizes)))
     names = list(times)
-    winners = [names[i] for i in np.argmin([times[a] for a in names], axis=0)] if names else []
+    winners = [names[i] for i in fastest([times[a] for a in names])] if names else []
     limiting = None
     if names and all(pr.network is not None for pr in preds.values()):
         limiting = tuple(

@@ -33,7 +33,7 @@ from commsim.bench import (
 )
 from commsim.cli import nccl_tests
 from commsim.cli.arguments import DEFAULT_VALIDATE_SIZES, parse_sizes
-from commsim.cli.errors import EXIT_FAILED, EXIT_OK
+from commsim.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
 from commsim.cli.execution import ExecutionGroup
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.model import add_model_group, parse_model
@@ -67,7 +67,9 @@ interpreter, and print per size and algorithm: predicted, measured (median) and 
 per-call overhead added (when the profile has it), and the backend's own collective. Then, per
 algorithm, the median absolute error beside the median spread, and how often the predicted
 winner was the measured winner or within its spread ("ranked right").
-P marks the predicted winner, M the measured one, M~ those within its interquartile range."""
+P marks the predicted winner, M the measured one, M~ those within its interquartile range.
+--tune judges 'commsim tune' instead: each algorithm runs with the segments the tuner finds best
+for it at each size (shown beside its name), and P is the tuner's choice."""
 EXAMPLES = """\
   commsim calibrate -p 2 -o profile.toml
   commsim validate -c allreduce -p 2 --profile profile.toml -a ring,rabenseifner,recursive_doubling
@@ -110,6 +112,8 @@ class ValidateResult:
     validations: tuple[Validation, ...]
     measurements: tuple[Measurement, ...]
     overhead: float = 0.0
+    notes: tuple[str, ...] = ()  # what was left out and why (--tune: algorithms not built)
+    tuned: bool = False  # --tune: each algorithm with the tuner's parameters, the tuner's pick
 
     @property
     def summary(self) -> ValidationSummary:
@@ -151,6 +155,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse(args: argparse.Namespace) -> ValidateRequest:
+    if getattr(args, "tune", False) and args.root is not None:
+        raise UsageError(
+            "--root with --tune: the tuner builds rooted collectives at root 0; drop one"
+        )
     schedules = SCHEDULES.parse(args)
     assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
     bench = EXECUTION.parse(args, parse_sizes(args.sizes))
@@ -178,7 +186,9 @@ def compute(request: ValidateRequest) -> ValidateResult:
             result, request.backend, request.bench, timeout=request.timeout,
             progress=request.progress, overhead=request.overhead,
         )  # fmt: skip
+        notes = tuple(f"skipped {a}: {why}" for a, why in result.skipped.items())
     else:
+        notes = ()
         schedules = [choice.build(a, nranks, budget) for a in choice.algorithms]
         validations, measurements = validate(
             schedules, request.model, request.backend, request.bench, run_all=request.run_all,
@@ -186,7 +196,7 @@ def compute(request: ValidateRequest) -> ValidateResult:
         )  # fmt: skip
     return ValidateResult(
         choice.collective, nranks, request.backend, request.model, request.bench,
-        tuple(validations), tuple(measurements), request.overhead,
+        tuple(validations), tuple(measurements), request.overhead, notes, request.tune,
     )  # fmt: skip
 
 
@@ -202,6 +212,8 @@ def render(result: ValidateResult, as_json: bool) -> str:
                 "overhead_s": result.overhead,
                 "results": [v.to_dict() for v in result.validations],
                 "summary": summary.to_dict(),
+                "tuned": result.tuned,
+                "notes": list(result.notes),
             }
         )
     native = next((m.native for m in result.measurements if m.native), None)
@@ -218,7 +230,7 @@ def render(result: ValidateResult, as_json: bool) -> str:
         "error = (predicted - measured) / measured; P: predicted fastest (P= : tied with it "
         "under the model); M: measured fastest of those run (M~ : within its interquartile range)",
     ]
-    if any(v.params for v in result.validations):
+    if result.tuned:
         lines.append(
             "--tune: each algorithm ran with the parameters the tuner finds best for it at that "
             "size; P is the tuner's choice"
@@ -230,7 +242,8 @@ def render(result: ValidateResult, as_json: bool) -> str:
         )
     align = "rlrrrr" + "r" * ovh + "r" + "r" * (host is not None) + "ll"
     lines += [format_table(headers, table, align), ""]
-    lines += _summary_lines(summary, ovh, any(v.params for v in result.validations))
+    lines += _summary_lines(summary, ovh, result.tuned)
+    lines += [f"note: {n}" for n in result.notes]
     lines += [f"note: {n}" for n in dict.fromkeys(n for m in result.measurements for n in m.notes)]
     return "\n".join(lines)
 
