@@ -202,6 +202,8 @@ VALIDATION_KEYS = [
     "host_native",
     "host_native_s",
     "identical",
+    "params",
+    "checks",
     "error",
     "error_with_overhead",
     "ranked_right",
