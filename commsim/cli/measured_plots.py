@@ -33,6 +33,12 @@ def _figure(npanels: int) -> tuple[Any, list[Any]]:
     return fig, axes
 
 
+def _minor_time(y: float, _: Any) -> str:
+    """A minor tick's label on a log time axis: 2 and 5 times a power of ten, else none."""
+    mantissa = y / 10 ** np.floor(np.log10(y)) if y > 0 else 0.0
+    return units.format_time(y) if any(abs(mantissa - m) < 1e-6 for m in (2, 5)) else ""
+
+
 def _axes_format(ax: Any, ylabel: str = "time") -> None:
     from matplotlib.ticker import FuncFormatter
 
@@ -40,8 +46,11 @@ def _axes_format(ax: Any, ylabel: str = "time") -> None:
     ax.set_yscale("log")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: units.format_size(x, exact=False)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda y, _: units.format_time(y)))
+    # less than a decade on the axis: matplotlib labels minor ticks, in its own notation; label
+    # the 2s and 5s in ours instead, and no others
+    ax.yaxis.set_minor_formatter(FuncFormatter(_minor_time))
     ax.tick_params(axis="x", labelrotation=45, labelsize=7)
-    ax.tick_params(axis="y", labelsize=7)
+    ax.tick_params(axis="y", which="both", labelsize=7)
     ax.set_xlabel("message size")
     ax.set_ylabel(ylabel)
     ax.grid(True, which="major", alpha=0.3)

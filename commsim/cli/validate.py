@@ -340,6 +340,11 @@ def plot(result: ValidateResult, path: str) -> None:
     title = (
         f"{result.collective}, p={result.nranks}, {result.backend}: measured vs "
         f"{result.model.describe()}"
+        + (
+            "\n(--tune: each algorithm at the segments the tuner finds best per size)"
+            if result.tuned
+            else ""
+        )
     )
     draw_validation(title, predicted, measured, path, overhead=result.overhead, baselines=baselines)
 
