@@ -15,7 +15,7 @@ from commsim.bench._launch import DEFAULT_TIMEOUT, measure_mpi
 from commsim.bench._local import measure
 from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest
-from commsim.exec import get_backend
+from commsim.exec import MPI_BACKENDS, get_backend
 
 __all__ = ["measure_any"]
 
@@ -30,12 +30,12 @@ def measure_any(
 ) -> list[Measurement]:
     """Time ``schedules`` (one ``nranks``) on the backend named ``backend``; schedule-major.
 
-    ``"mpi"`` runs them on ``p`` processes of one ``mpirun`` (``timeout`` seconds at most);
+    ``"mpi"`` and ``"mpi4py"`` run them on ``p`` processes of one ``mpirun`` (``timeout`` seconds at most);
     ``"jax"`` asks XLA for ``p`` CPU devices first when JAX has not started (:mod:`commsim._compat`).
     """
     schedules = list(schedules)
-    if backend == "mpi":
-        return measure_mpi(schedules, request, timeout=timeout, progress=progress)
+    if backend in MPI_BACKENDS:
+        return measure_mpi(schedules, request, timeout=timeout, progress=progress, backend=backend)
     if backend == "jax" and schedules:
         ensure_cpu_devices(schedules[0].nranks)
     be = get_backend(backend)

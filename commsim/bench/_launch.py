@@ -38,6 +38,7 @@ from commsim.bench._measurement import Measurement
 from commsim.bench._ranks import check_mpi_request
 from commsim.bench._request import BenchRequest
 from commsim.errors import CommsimError
+from commsim.exec import MPI_BACKENDS
 
 __all__ = ["DEFAULT_TIMEOUT", "measure_mpi", "run_module", "run_worker"]
 
@@ -52,8 +53,12 @@ def measure_mpi(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool | None = None,
+    backend: str = "mpi",
 ) -> list[Measurement]:
     """Time ``schedules`` on ``p`` MPI processes started by one ``mpirun -n p``.
+
+    ``backend`` is the executor on the ranks: ``"mpi"`` (mpi4jax inside ``jax.jit``) or
+    ``"mpi4py"`` (mpi4py on numpy buffers, :class:`commsim.exec.mpi.HostMpiBackend`).
 
     All schedules must have the same ``nranks`` (``p``). Bad requests (mixed rank counts, a dtype
     MPI does not run, a size too small for a schedule) are refused before any process starts;
@@ -65,8 +70,10 @@ def measure_mpi(
         the slowest rank's.
     """
     schedules = list(schedules)
+    if backend not in MPI_BACKENDS:
+        raise CommsimError(f"measure_mpi runs {' or '.join(MPI_BACKENDS)}, not {backend!r}")
     check_mpi_request(schedules, request)
-    return run_worker(schedules, request, timeout=timeout, progress=progress)
+    return run_worker(schedules, request, timeout=timeout, progress=progress, backend=backend)
 
 
 def run_worker(
@@ -76,6 +83,7 @@ def run_worker(
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool | None = None,
     fault: dict[str, Any] | None = None,
+    backend: str = "mpi",
 ) -> list[Measurement]:
     """:func:`measure_mpi` without its checks on this side (the ranks refuse bad requests).
 
@@ -86,6 +94,7 @@ def run_worker(
     with tempfile.TemporaryDirectory(prefix="commsim-mpi-") as tmp:
         work = Path(tmp)
         config = _config(work, schedules, request, fault)
+        config["backend"] = backend
         results = run_module(_WORKER, config, schedules[0].nranks, work, timeout, progress)
         return [Measurement(**m) for m in results]
 

@@ -15,7 +15,7 @@ from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import LocalTimer
 from commsim.errors import CommsimError
-from commsim.exec import Backend, get_backend
+from commsim.exec import MPI_BACKENDS, Backend, get_backend
 from commsim.units import format_size
 
 __all__ = ["measure"]
@@ -28,7 +28,7 @@ _USE_MPI = (
 
 def _backend(backend: str | Backend) -> Backend:
     name = backend if isinstance(backend, str) else backend.name
-    if name == "mpi":
+    if name in MPI_BACKENDS:
         raise CommsimError(_USE_MPI)
     return get_backend(backend) if isinstance(backend, str) else backend
 

@@ -26,7 +26,7 @@ the slowest rank's time per run under MPI.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,7 +40,7 @@ from commsim.errors import CommsimError, ResourceError
 from commsim.exec import Backend, Compiled, Layout, check_outputs, layout, random_inputs
 from commsim.units import format_size
 
-__all__ = ["layout_for_size", "measure_size"]
+__all__ = ["layout_for_size", "measure_size", "measure_together"]
 
 
 def layout_for_size(schedule: Schedule, size: int, dtype: Any) -> Layout:
@@ -153,7 +153,20 @@ def _timed_runs(
     *others: Compiled | None,
 ) -> np.ndarray:
     """``[2 + len(others), iters]`` times of one run of the schedule, of the baseline and of
-    any further baselines (``others``), interleaved; zeros for a ``None``.
+    any further baselines (``others``), all from ``host``, interleaved; zeros for a ``None``
+    (:func:`_interleaved`)."""
+    pair = (compiled, native, *others)
+    return _interleaved([(c, host) for c in pair], request, timer, tick)
+
+
+def _interleaved(
+    entries: list[tuple[Compiled | None, np.ndarray]],
+    request: BenchRequest,
+    timer: Timer,
+    tick: Callable[[], None] | None,
+) -> np.ndarray:
+    """``[len(entries), iters]`` times of one run of each ``(compiled, inputs)``, interleaved
+    run by run so that every entry sees the same machine; zeros for a ``None``.
 
     Warm-up runs are single runs. Where a :class:`Compiled` offers ``repeat`` and the fastest
     warm-up run (the slowest process's, so that every MPI rank decides alike) lasts less than
@@ -161,20 +174,19 @@ def _timed_runs(
     says what one run costs without the per-call dispatch, and each timed call then runs ``k``
     times (:func:`_batch`, within :func:`batch_limit`) and counts ``1/k`` of the call per run.
     """
-    pair = (compiled, native, *others)
-    warm = np.zeros((len(pair), request.warmup))
+    warm = np.zeros((len(entries), request.warmup))
     for i in range(request.warmup):  # fresh inputs, put untimed
-        for j, c in enumerate(pair):
+        for j, (c, host) in enumerate(entries):
             warm[j, i] = timer.time(c.run, c.put(host))[1] if c is not None else 0.0
         if tick is not None:
             tick()
     warm = timer.slowest(warm)
-    limit = batch_limit(host)
     runs: list[tuple[Callable[[Any], Any], int]] = []
-    for j, c in enumerate(pair):
+    for j, (c, host) in enumerate(entries):
         if c is None:
             runs.append((_nothing, 1))
             continue
+        limit = batch_limit(host)
         fastest = float(warm[j].min()) if request.warmup else BATCH_SECONDS
         if c.repeat is None or limit < 2 or fastest >= BATCH_SECONDS:
             runs.append((c.run, 1))
@@ -184,9 +196,9 @@ def _timed_runs(
         t = timer.slowest(np.array([timer.time(probe, c.put(host))[1]]))[0]
         k = _batch(float(t) / min(PROBE, limit), limit)
         runs.append((_repeated(c.repeat, k) if k > 1 else c.run, k))
-    times = np.zeros((len(pair), request.iters))
+    times = np.zeros((len(entries), request.iters))
     for i in range(request.iters):
-        for j, c in enumerate(pair):
+        for j, (c, host) in enumerate(entries):
             if c is not None:
                 run, k = runs[j]
                 times[j, i] = timer.time(run, c.put(host))[1] / k
@@ -205,37 +217,62 @@ def measure_size(
     tick: Callable[[], None] | None = None,
 ) -> Measurement:
     """Check and time ``schedule`` at ``size`` bytes on ``backend``; ``tick()`` after each run."""
+    return measure_together([schedule], backend, size, request, timer, tick=tick)[0]
+
+
+def measure_together(
+    schedules: Sequence[Schedule],
+    backend: Backend,
+    size: int,
+    request: BenchRequest,
+    timer: Timer,
+    *,
+    tick: Callable[[], None] | None = None,
+) -> list[Measurement]:
+    """Check and time every schedule of ``schedules`` (one collective) at ``size`` bytes, their
+    runs interleaved (the first schedule's, the second's, ..., the baselines', then again) so
+    that a machine that drifts during the measurement moves them all alike; one
+    :class:`Measurement` each. The baselines (the backend's collective) run once, on the first
+    schedule's layout, and stand beside every schedule."""
     dt = backend.check_dtype(request.dtype)
-    lay = layout_for_size(schedule, size, dt)
-    inputs = random_inputs(lay, dt, request.seed)
-    compiled = backend.compile(schedule, lay, dt)
-    native = backend.native(schedule, lay, dt) if request.baseline else None
+    lays = [layout_for_size(s, size, dt) for s in schedules]
+    inputs = [random_inputs(lay, dt, request.seed) for lay in lays]
+    compiled = [backend.compile(s, lay, dt) for s, lay in zip(schedules, lays, strict=True)]
+    first, lay0 = schedules[0], lays[0]
+    native = backend.native(first, lay0, dt) if request.baseline else None
     host_native = getattr(backend, "host_native", None) if request.baseline else None
-    raw = host_native(schedule, lay, dt) if host_native is not None else None
-    found: list[str] = []
+    raw = host_native(first, lay0, dt) if host_native is not None else None
+    found: list[list[str]] = [[] for _ in schedules]
     if request.check:
-        for what, c in (("schedule", compiled), ("native", native), ("host native", raw)):
-            error = _checked(schedule, lay, inputs, c, what, timer) if c is not None else None
-            found += [error] if error else []
-    times, ntimes, rtimes = _timed_runs(
-        compiled, native, lay.pack(inputs), request, timer, tick, raw
-    )
-    name = backend.native_name(schedule.collective) if native is not None else None
-    raw_name = backend.host_native_name(schedule.collective) if raw is not None else None  # type: ignore[attr-defined]
-    crowded = oversubscription(backend.host_workers(schedule.nranks))
-    return Measurement.from_times(
-        schedule,
-        backend.name,
-        lay,
-        dt,
-        size=size,
-        warmup=request.warmup,
-        times=times,
-        native_times=ntimes if native is not None else None,
-        native=name,
-        host_native_times=rtimes if raw is not None else None,
-        host_native=raw_name,
-        check=("FAILED" if found else "ok") if request.check else "skipped",
-        error="; ".join(found) or None,
-        notes=[crowded] if crowded else [],
-    )
+        for k, (s, lay, x, c) in enumerate(zip(schedules, lays, inputs, compiled, strict=True)):
+            error = _checked(s, lay, x, c, "schedule", timer)
+            found[k] += [error] if error else []
+        for what, c in (("native", native), ("host native", raw)):
+            error = _checked(first, lay0, inputs[0], c, what, timer) if c is not None else None
+            found[0] += [error] if error else []  # a baseline's failure: said once
+    hosts = [lay.pack(x) for lay, x in zip(lays, inputs, strict=True)]
+    entries = [*zip(compiled, hosts, strict=True), (native, hosts[0]), (raw, hosts[0])]
+    times = _interleaved(entries, request, timer, tick)
+    ntimes, rtimes = times[len(schedules)], times[len(schedules) + 1]
+    name = backend.native_name(first.collective) if native is not None else None
+    raw_name = backend.host_native_name(first.collective) if raw is not None else None  # type: ignore[attr-defined]
+    crowded = oversubscription(backend.host_workers(first.nranks))
+    return [
+        Measurement.from_times(
+            s,
+            backend.name,
+            lay,
+            dt,
+            size=size,
+            warmup=request.warmup,
+            times=times[k],
+            native_times=ntimes if native is not None else None,
+            native=name,
+            host_native_times=rtimes if raw is not None else None,
+            host_native=raw_name,
+            check=("FAILED" if found[k] else "ok") if request.check else "skipped",
+            error="; ".join(found[k]) or None,
+            notes=[crowded] if crowded else [],
+        )
+        for k, (s, lay) in enumerate(zip(schedules, lays, strict=True))
+    ]

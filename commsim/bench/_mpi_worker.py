@@ -90,13 +90,10 @@ def _run(config: dict[str, Any], workdir: Path, rank: int) -> None:
     from commsim.bench._ranks import measure_ranks
     from commsim.bench._request import BenchRequest
     from commsim.bench._timer import MpiTimer
-    from commsim.exec.mpi import MpiBackend
+    from commsim.exec import get_backend
 
     _fault(config, rank, "start")
-    backend = MpiBackend()
-    why = backend.unavailable()
-    if why:
-        raise RuntimeError(why)
+    backend = get_backend(config.get("backend", "mpi"))
     schedules = [load(p) for p in config["schedules"]]
     request = BenchRequest.from_dict(config["request"])
     timer = _FaultAtTiming(MpiTimer(backend.comm), config, rank)

@@ -25,7 +25,7 @@ from commsim.bench._request import BenchRequest
 from commsim.bench._timer import LocalTimer, MpiTimer, Timer
 from commsim.bench.calibrate._samples import Samples
 from commsim.errors import CommsimError
-from commsim.exec import Backend, get_backend
+from commsim.exec import MPI_BACKENDS, Backend, get_backend
 
 __all__ = ["call_overhead", "call_samples"]
 
@@ -68,7 +68,7 @@ def call_overhead(backend_name: str, nranks: int, **options: Any) -> float:
     For ``"mpi"`` every rank of an ``mpirun -n nranks`` calls it; ``options`` go to
     :func:`call_samples`.
     """
-    if backend_name == "mpi":
+    if backend_name in MPI_BACKENDS:
         from commsim.bench._ranks import under_mpirun
 
         if not under_mpirun():

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from commsim import Schedule
-from commsim.bench._loop import layout_for_size, measure_size
+from commsim.bench._loop import layout_for_size, measure_together
 from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import MpiTimer, Timer
@@ -65,49 +65,49 @@ def measure_ranks(
     *,
     done: Callable[[int, int, Measurement], None] | None = None,
 ) -> list[Measurement]:
-    """Every rank: check and time each schedule at each size (schedule-major, size-minor).
+    """Every rank: check and time each schedule at each size; returned schedule-major,
+    size-minor. The schedules run together size by size, their runs interleaved
+    (:func:`~commsim.bench._loop.measure_together`), so that drift of the machine during the
+    launch moves every schedule alike rather than the ones measured last.
 
-    ``backend`` is an :class:`~commsim.exec.mpi.MpiBackend` on every rank; ``done(k, total, m)``
-    is called after the ``k``-th measurement (the worker's progress file).
+    ``backend`` is an MPI backend on every rank; ``done(k, total, m)`` is called after the
+    ``k``-th measurement (the worker's progress file).
     """
     total = len(schedules) * len(request.sizes)
-    results = []
-    for s in schedules:
-        for size in request.sizes:
-            results.append(measure_size(s, backend, size, request, timer))
-            if done is not None:
-                done(len(results), total, results[-1])
-    return results
+    by_size: list[list[Measurement]] = []
+    for size in request.sizes:
+        by_size.append(measure_together(schedules, backend, size, request, timer))
+        if done is not None:
+            done(len(by_size) * len(schedules), total, by_size[-1][-1])
+    return [by_size[j][i] for i in range(len(schedules)) for j in range(len(request.sizes))]
 
 
 def measure_in_place(
-    schedules: Sequence[Schedule], request: BenchRequest
+    schedules: Sequence[Schedule], request: BenchRequest, *, backend: str = "mpi"
 ) -> tuple[int, list[Measurement]]:
     """Time ``schedules`` on the ranks of the ``mpirun`` that started this process.
 
     Every rank calls it with the same arguments; it returns ``(this rank, the results)``, the
     same results on every rank (so every rank can decide an exit status; print on rank 0). Each
-    schedule's ``nranks`` must equal the number of processes. A request every rank would refuse
+    schedule's ``nranks`` must equal the number of processes; ``backend`` is the executor
+    (``"mpi"`` or ``"mpi4py"``). A request every rank would refuse
     raises :class:`CommsimError` on every rank; an error on one rank alone ends them all
     (``MPI_Abort``) after printing it, rather than leaving the others waiting.
     """
-    from commsim.exec.mpi import MpiBackend
+    from commsim.exec import get_backend
 
     nranks = check_mpi_request(schedules, request)
-    backend = MpiBackend()
-    why = backend.unavailable()
-    if why:
-        raise CommsimError(why)
-    if nranks != backend.size:
+    executor = get_backend(backend)
+    if nranks != executor.size:
         raise CommsimError(
-            f"the schedules have nranks={nranks} but this mpirun started {backend.size} "
+            f"the schedules have nranks={nranks} but this mpirun started {executor.size} "
             f"processes; run `mpirun -n {nranks} ...`, or start without mpirun (commsim starts "
             "it itself)"
         )
     try:
-        results = measure_ranks(schedules, request, backend, MpiTimer(backend.comm))
+        results = measure_ranks(schedules, request, executor, MpiTimer(executor.comm))
     except Exception as e:  # one rank alone: end them all rather than leave the others waiting
-        print(f"commsim: error: rank {backend.rank}: {e}", file=sys.stderr, flush=True)
-        backend.comm.Abort(1)
+        print(f"commsim: error: rank {executor.rank}: {e}", file=sys.stderr, flush=True)
+        executor.comm.Abort(1)
         raise
-    return backend.rank, results
+    return executor.rank, results

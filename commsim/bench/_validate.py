@@ -37,6 +37,7 @@ from commsim.bench._measurement import Measurement
 from commsim.bench._ranks import under_mpirun
 from commsim.bench._request import BenchRequest
 from commsim.errors import CommsimError
+from commsim.exec import MPI_BACKENDS
 from commsim.models import Model, fastest, tied
 
 if TYPE_CHECKING:  # a sweep arrives built: bench never builds a schedule by name
@@ -174,7 +175,7 @@ def _run(
     progress: bool | None,
 ) -> list[Measurement]:
     """Measurements of every schedule, schedule-major, size-minor."""
-    if backend == "mpi" and under_mpirun():
+    if backend in MPI_BACKENDS and under_mpirun():
         raise CommsimError("validate starts mpirun itself: run it without mpirun")
     return measure_any(schedules, backend, request, timeout=timeout, progress=progress)
 

@@ -33,6 +33,7 @@ from commsim.cli.memory import MemoryBudget
 from commsim.cli.output import add_output_group, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.cli.traces import add_trace_argument, parse_trace, write_trace
+from commsim.exec import MPI_BACKENDS
 
 __all__ = [
     "DESCRIPTION",
@@ -137,8 +138,8 @@ _TRACED = {"mpi": (trace_in_place, trace_mpi)}
 def compute(request: RunRequest) -> RunResult:
     [schedule] = request.schedules.build_all(MemoryBudget.parse(None))
     rank, bench, progress = 0, request.bench, request.progress
-    if request.backend == "mpi" and under_mpirun():
-        rank, ms = measure_in_place([schedule], bench)
+    if request.backend in MPI_BACKENDS and under_mpirun():
+        rank, ms = measure_in_place([schedule], bench, backend=request.backend)
     else:
         ms = measure_any(
             [schedule], request.backend, bench, timeout=request.timeout, progress=progress
@@ -176,7 +177,7 @@ def render(result: RunResult, as_json: bool) -> str:
     root = f" root={s.root}" if s.spec.rooted else ""
     median = (
         "median over {} runs (slowest rank per run)"
-        if result.backend == "mpi"
+        if result.backend in MPI_BACKENDS
         else "median of {} runs"
     )
     return (

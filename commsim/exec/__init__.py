@@ -4,7 +4,7 @@ Backends are loaded lazily by name (:func:`get_backend`), so importing commsim n
 or a GPU.
 """
 
-from commsim.exec._backend import BACKENDS, Backend, Compiled, get_backend
+from commsim.exec._backend import BACKENDS, MPI_BACKENDS, Backend, Compiled, get_backend
 from commsim.exec._dropin import buckets
 from commsim.exec._execute import check_outputs, execute, random_inputs
 from commsim.exec._layout import Layout, layout
@@ -12,6 +12,7 @@ from commsim.exec.reference import interpret
 
 __all__ = [
     "BACKENDS",
+    "MPI_BACKENDS",
     "Backend",
     "Compiled",
     "Layout",

@@ -32,7 +32,15 @@ from commsim._ir import Schedule
 from commsim.errors import CommsimError, UnknownNameError
 from commsim.exec._layout import Layout
 
-__all__ = ["BACKENDS", "Backend", "Compiled", "blocking", "get_backend", "uploaded"]
+__all__ = [
+    "BACKENDS",
+    "MPI_BACKENDS",
+    "Backend",
+    "Compiled",
+    "blocking",
+    "get_backend",
+    "uploaded",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,8 +117,13 @@ BACKENDS: dict[str, str] = {
     "numpy": "commsim.exec.reference:NumpyBackend",
     "jax": "commsim.exec.jax:JaxMeshBackend",
     "mpi": "commsim.exec.mpi:MpiBackend",
+    "mpi4py": "commsim.exec.mpi:HostMpiBackend",
     "cuda": "commsim.exec.cuda:CudaBackend",
 }
+
+
+# backends whose ranks are MPI processes: started by ``mpirun`` (:func:`commsim.bench.measure_mpi`)
+MPI_BACKENDS = ("mpi", "mpi4py")
 
 
 def get_backend(name: str, **options: Any) -> Backend:

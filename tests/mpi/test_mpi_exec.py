@@ -10,6 +10,8 @@ same file at world size 1. Two kinds of tests:
   the reference interpreter's: the lowering's order is deadlock-free and its data movement right.
 * **Real runs** under MPI: every registry row, the MPI library's native collectives, random
   schedules; and a schedule whose p differs from the world size is refused.
+* **The host executor** (``--backend mpi4py``, :class:`commsim.exec.mpi.HostMpiBackend`): the
+  same plans run by mpi4py on numpy buffers, against the reference and the interpreter.
 * **Bench in place** (under ``mpirun`` only): :func:`commsim.bench.measure_in_place` on every rank,
   the MPI timer's slowest-rank reduction and rank 0's verdict, and ``commsim run --backend mpi``
   printing on rank 0.
@@ -309,3 +311,63 @@ def test_the_replay_catches_a_deadlock():
 
     with pytest.raises(AssertionError, match="deadlock"):
         replay([prog(0), prog(1)], np.zeros((2, 1), dtype=np.int64))
+
+
+# ---------------------------------------------------------------------------------------------
+# the host executor (--backend mpi4py): the same plans by mpi4py on numpy buffers. Random
+# schedules exercise what the allreduce rows do not: several segments per message (packed sends,
+# scattered receives), local transfers, and a step that reads a range another of its rounds
+# overwrites (the receive must not land in place there).
+
+
+@pytest.fixture(scope="module")
+def host(backend):
+    from commsim.exec.mpi import HostMpiBackend
+
+    return HostMpiBackend(backend.comm)
+
+
+@pytest.mark.parametrize("row", ROWS, ids="/".join)
+def test_host_executor_every_row_matches_the_reference(host, world, row):
+    root = {"root": world - 1} if spec(row[0]).rooted else {}
+    s = commsim.build(*row, nranks=world, **root)
+    lay = layout(s, 3 * s.nbytes_units)
+    out = execute(s, random_inputs(lay, np.float32, seed=world), host)
+    assert out.dtype == np.float32
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_host_executor_random_schedules_match_the_interpreter(host, world, seed):
+    s = random_schedule(200 + seed, p=world)
+    lay = layout(s, 2 * s.nbytes_units)
+    buf = np.random.default_rng(seed).integers(-50, 50, size=(world, lay.nelems)).astype(np.int32)
+    want = interpret(s, lay, buf.copy())
+    c = host.compile(s, lay, np.int32)
+    got = c.get(c.repeat(c.put(buf), 1))
+    np.testing.assert_array_equal(got, want)
+    again = c.get(c.run(c.put(buf)))  # scratch reused: the second run is the same
+    np.testing.assert_array_equal(again, want)
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "allgather", "alltoall"])
+def test_host_executor_baseline_is_the_library_on_numpy(host, world, collective):
+    s = commsim.build(collective, "ring" if collective != "alltoall" else "direct", nranks=world)
+    lay = layout(s, 2 * s.nbytes_units)
+    inputs = random_inputs(lay, np.int32, seed=3)
+    nat = host.native(s, lay, np.int32)
+    check_outputs(s, lay, inputs, lay.unpack(nat.get(nat.run(nat.put(lay.pack(inputs))))))
+    assert host.native_name(collective).endswith("(mpi4py)")
+
+
+@pytest.mark.skipif(not under_mpirun(), reason="measures on the ranks of a running mpirun")
+def test_measure_in_place_on_the_host_executor(world):
+    ring = commsim.build("allreduce", "ring", nranks=world)
+    rd = commsim.build("allreduce", "recursive_doubling", nranks=world)
+    req = BenchRequest(sizes=(4096, 65536), iters=3, warmup=1)
+    _, ms = measure_in_place([ring, rd], req, backend="mpi4py")
+    assert [(m.algorithm, m.nbytes) for m in ms] == [
+        ("ring", 4096), ("ring", 65536), ("recursive_doubling", 4096),
+        ("recursive_doubling", 65536),
+    ]  # fmt: skip
+    assert all(m.backend == "mpi4py" and m.check == "ok" and m.time_s > 0 for m in ms)
+    assert ms[0].native == "MPI_Allreduce (mpi4py)" and ms[0].host_native is None

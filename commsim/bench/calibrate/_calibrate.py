@@ -90,7 +90,7 @@ def mpi_samples(
             r["kind"],
             r["sizes"],
             r["times"],
-            "mpi",
+            r.get("executor", "mpi"),
             nranks,
             (*r.get("notes", ()), *((note,) if note else ())),
         )
@@ -108,9 +108,7 @@ def profile_from_samples(
         for k, s in by_kind.items()
         if k not in ("call", "overhead") and len(s.sizes) >= 2
     }
-    overhead = {}
-    if "call" in by_kind:
-        overhead[backend] = float(np.median(by_kind["call"].times))
+    overhead = {s.backend: float(np.median(s.times)) for s in samples if s.kind == "call"}
     loggp = None
     o_samples = by_kind.get("overhead")
     if "burst" in curves and "pingpong" in curves and o_samples is not None:

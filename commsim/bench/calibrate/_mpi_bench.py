@@ -16,8 +16,9 @@ the spread.
                :math:`(T_{16} - T_1) / 15`
 ``overhead``   rank 0's time inside one ``Send`` of an eager-size message (LogGP's o)
 ``reduction``  ``numpy.add(a, b, out=a)`` over ``size`` bytes of float32 on rank 0 (γ)
-``call``       the MPI executor's run that moves nothing, timed as the measurement loop
-               times a schedule (:mod:`commsim.bench._overhead`): its per-run overhead
+``call``       each MPI executor's run that moves nothing (mpi4jax's, ``mpi``, and
+               mpi4py's on numpy, ``mpi4py``), timed as the measurement loop times a
+               schedule (:mod:`commsim.bench._overhead`): its per-run overhead
 =============  =======================================================================
 
 Ranks past the ones a benchmark needs wait at the barriers. Rank 0 writes the samples (JSON)
@@ -210,10 +211,14 @@ def _run(config: dict[str, Any], workdir: Path, comm: Any) -> None:
             continue
         if kind == "call":  # timed exactly as the measurement loop times a schedule
             from commsim.bench._overhead import call_samples
-            from commsim.exec.mpi import MpiBackend
+            from commsim.exec.mpi import HostMpiBackend, MpiBackend
 
-            s = call_samples(MpiBackend(comm), comm.Get_size(), iters=max(repeats, 20))
-            out.append({"kind": "call", "sizes": [0], "times": s.times.tolist(), "notes": s.notes})
+            for executor in (MpiBackend(comm), HostMpiBackend(comm)):
+                s = call_samples(executor, comm.Get_size(), iters=max(repeats, 20))
+                out.append(
+                    {"kind": "call", "sizes": [0], "times": s.times.tolist(), "notes": [f"{executor.name} executor: {n}" for n in s.notes],
+                     "executor": executor.name}
+                )  # fmt: skip
             tick("call")
             continue
         out.append(_measure(comm, kind, per_kind[kind], repeats, warmup, tick))

@@ -266,3 +266,66 @@ class MpiBackend:
     @property
     def size(self) -> int:
         return int(self.comm.Get_size())
+
+
+class HostMpiBackend(MpiBackend):
+    """The same plans run by mpi4py on numpy buffers (:mod:`commsim.exec.mpi._host`): no JAX,
+    no XLA between the schedule and the MPI library, the way a C MPI library runs its own
+    algorithms. Its baseline is the library's collective called the same way (mpi4py on numpy,
+    :meth:`MpiBackend.host_native`). ``--backend mpi4py``; create it on every rank."""
+
+    name = "mpi4py"
+
+    def __init__(self, comm: Any = None) -> None:
+        super().__init__(comm, donate=True)
+
+    def unavailable(self) -> str | None:
+        why = missing(need_mpirun=False)
+        if why and "mpi4py" in why:
+            return why
+        try:
+            from mpi4py import MPI  # noqa: F401
+        except ImportError as e:
+            return f"mpi4py cannot be imported ({e}); {INSTALL_HINT}"
+        return None
+
+    @staticmethod
+    def native_name(collective: str) -> str:
+        return f"{_NATIVE_NAMES[collective]} (mpi4py)"
+
+    def compile(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled:
+        """This rank's plan on a numpy buffer: ``put`` copies this rank's row, ``run`` runs the
+        schedule in place on it, ``get`` gathers every rank's buffer (``[p, nelems]``)."""
+        from commsim.exec.mpi import _host
+
+        dt = np.dtype(_check_dtype(dtype))
+        check_layout(schedule, layout)
+        _check_world(schedule, self.size)
+
+        def make() -> Compiled:
+            pl = _planned(self._cache, schedule, layout, self.rank)
+            return _host.compiled(pl, self.comm, dt)
+
+        return self._cache.get(schedule, ("host program", layout.count, dt.str), make)
+
+    def native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
+        """The MPI library's collective through mpi4py on numpy buffers (what
+        :meth:`MpiBackend.host_native` runs): this executor's own kind of call."""
+        return MpiBackend.host_native(self, schedule, layout, dtype)
+
+    host_native = None  # the baseline already is the library called directly
+
+    def compile_steps(self, schedule: Schedule, layout: Layout, dtype: Any) -> Any:
+        raise CommsimError("a step-by-step trace runs on --backend mpi, not mpi4py")
+
+    def idle(self, nranks: int, dtype: Any = "float32") -> Compiled:
+        """A run that moves nothing through this executor's path
+        (:func:`commsim.exec.mpi._host.idle`); call it on every rank."""
+        from commsim.exec.mpi import _host
+
+        if nranks != self.size:
+            raise CommsimError(
+                f"idle run for p={nranks} ranks but MPI runs {self.size} processes; start it "
+                f"with `mpirun -n {nranks}`"
+            )
+        return _host.idle(self.comm, np.dtype(_check_dtype(dtype)))

@@ -1,0 +1,173 @@
+r"""The host executor of the MPI backend: one rank's plan as mpi4py calls on a numpy buffer.
+
+The same :class:`~commsim.exec.mpi._plan.RankPlan` the mpi4jax program lowers (the same rounds in
+the same order, so the same deadlock-freedom argument), run the way a C MPI library runs its own
+algorithms and the OSU micro-benchmarks time a transport: ``MPI_Sendrecv`` / ``MPI_Send`` /
+``MPI_Recv`` through mpi4py straight on the rank's ``[nelems]`` numpy buffer, reductions as
+``numpy.add(..., out=...)`` in place. Nothing passes through JAX or XLA, so a measurement is the
+schedule's transfers and reductions on this transport, with no executor of ours in between;
+beside the mpi4jax program's time (``--backend mpi``) it says what that executor adds
+(``docs/validation.md``).
+
+The step's semantics are the IR's (all reads of a step before its writes, overwrite or add):
+
+* a send reads the buffer itself (one contiguous segment: a view, no copy; several: packed
+  into a send buffer), and the buffer is not written until the step's rounds are over;
+* a receive lands in a scratch buffer, or straight in its destination when it is one segment
+  that overwrites a range no send or local transfer of the same step reads;
+* after the rounds, received ranges are written (copied, or added with ``numpy.add``) in the
+  plan's order, then local transfers (their sources read before any write of the step).
+
+Scratch buffers are allocated once per program (:func:`compiled`), so a timed run allocates
+nothing. ``run`` works in place on the buffer ``put`` returns (``buf = run(buf)``, as the
+donated mpi4jax program); ``repeat(buf, k)`` is ``k`` runs, one Python loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from commsim.exec._backend import Compiled
+from commsim.exec.mpi._plan import RankPlan, Segment, StepPlan
+
+__all__ = ["compiled", "idle"]
+
+Op = Callable[[np.ndarray], None]
+
+
+def _touched(st: StepPlan) -> list[tuple[int, int]]:
+    """Element ranges ``[a, b)`` the step reads (its sends' and local transfers' sources) or
+    writes (every destination): a receive that lands in place must not meet one of them."""
+    out = [(s.src, s.src + s.length) for r in st.rounds if r.send for s in r.send.segments]
+    out += [(s.dst, s.dst + s.length) for r in st.rounds if r.recv for s in r.recv.segments]
+    return out + [(a, a + s.length) for s in st.local for a in (s.src, s.dst)]
+
+
+def _in_place(segs: tuple[Segment, ...], touched: list[tuple[int, int]]) -> bool:
+    """A receive can land in its destination: one overwriting segment whose range meets no
+    other range the step touches (its own destination appears once in ``touched``)."""
+    if len(segs) != 1 or segs[0].reduce:
+        return False
+    a, b = segs[0].dst, segs[0].dst + segs[0].length
+    return sum(a < hi and lo < b for lo, hi in touched) == 1
+
+
+def _step(st: StepPlan, comm: Any, dt: np.dtype) -> Op:
+    """One step of the plan as a function of the rank's buffer (scratch made here, once)."""
+    touched = _touched(st)
+    calls: list[Op] = []
+    writes: list[tuple[Segment, np.ndarray | None, int]] = []  # (segment, scratch, offset)
+    for rnd in st.rounds:
+        send_segs = rnd.send.segments if rnd.send is not None else ()
+        packed = np.empty(sum(s.length for s in send_segs), dt) if len(send_segs) > 1 else None
+        direct = rnd.recv is not None and _in_place(rnd.recv.segments, touched)
+        scratch = None
+        if rnd.recv is not None and not direct:
+            scratch = np.empty(rnd.recv.size, dt)
+            at = 0
+            for s in rnd.recv.segments:
+                writes.append((s, scratch, at))
+                at += s.length
+        calls.append(_round(rnd, comm, st.tag, packed, scratch, direct))
+    local = [(s, np.empty(s.length, dt)) for s in st.local]
+
+    def step(buf: np.ndarray) -> None:
+        for call in calls:
+            call(buf)
+        for s, tmp in local:  # read before any write of the step
+            np.copyto(tmp, buf[s.src : s.src + s.length])
+        for s, scratch, at in writes:
+            _write(buf, s, scratch[at : at + s.length])  # type: ignore[index]
+        for s, tmp in local:
+            _write(buf, s, tmp)
+
+    return step
+
+
+def _write(buf: np.ndarray, s: Segment, value: np.ndarray) -> None:
+    dst = buf[s.dst : s.dst + s.length]
+    if s.reduce:
+        np.add(dst, value, out=dst)
+    else:
+        np.copyto(dst, value)
+
+
+def _round(
+    rnd: Any, comm: Any, tag: int, packed: np.ndarray | None, scratch: np.ndarray | None,
+    direct: bool,
+) -> Op:  # fmt: skip
+    """The round's MPI call on the buffer: ``Sendrecv``, ``Send`` or ``Recv``."""
+    send, recv = rnd.send, rnd.recv
+
+    def payload(buf: np.ndarray) -> np.ndarray:
+        if packed is None:
+            [s] = send.segments
+            return buf[s.src : s.src + s.length]
+        at = 0
+        for s in send.segments:
+            packed[at : at + s.length] = buf[s.src : s.src + s.length]
+            at += s.length
+        return packed
+
+    def target(buf: np.ndarray) -> np.ndarray:
+        if direct:
+            [s] = recv.segments
+            return buf[s.dst : s.dst + s.length]
+        assert scratch is not None
+        return scratch
+
+    if send is not None and recv is not None:
+        return lambda buf: comm.Sendrecv(payload(buf), send.peer, tag, target(buf), recv.peer, tag)
+    if send is not None:
+        return lambda buf: comm.Send(payload(buf), send.peer, tag)
+    return lambda buf: comm.Recv(target(buf), recv.peer, tag)
+
+
+def compiled(pl: RankPlan, comm: Any, dtype: np.dtype) -> Compiled:
+    """Plan ``pl`` on host buffers: ``put`` copies this rank's row (untimed), ``run`` runs the
+    schedule in place and returns the buffer, ``get`` gathers every rank's (``[p, nelems]``)."""
+    from commsim.exec.mpi._program import _gather, _row
+
+    steps = [_step(st, comm, dtype) for st in pl.steps if st.rounds or st.local]
+
+    def run(buf: np.ndarray) -> np.ndarray:
+        for step in steps:
+            step(buf)
+        return buf
+
+    def repeat(buf: np.ndarray, k: int) -> np.ndarray:
+        for _ in range(k):
+            run(buf)
+        return buf
+
+    return Compiled(
+        put=lambda host: _row(host, pl.rank, dtype, pl.nelems).copy(),
+        run=run,
+        get=lambda buf: _gather(comm, buf),
+        repeat=repeat,
+    )
+
+
+def idle(comm: Any, dtype: np.dtype) -> Compiled:
+    """A run that moves nothing through the host executor's path: one zero-element
+    ``Sendrecv`` of the rank with itself (a Python call into mpi4py), the per-run overhead."""
+    rank, empty = comm.Get_rank(), np.zeros(0, dtype)
+
+    def run(buf: np.ndarray) -> np.ndarray:
+        comm.Sendrecv(buf, rank, 0, empty, rank, 0)
+        return buf
+
+    def repeat(buf: np.ndarray, k: int) -> np.ndarray:
+        for _ in range(k):
+            run(buf)
+        return buf
+
+    return Compiled(
+        put=lambda host: np.zeros(0, dtype),
+        run=run,
+        get=lambda buf: np.zeros((comm.Get_size(), 0), dtype),
+        repeat=repeat,
+    )
