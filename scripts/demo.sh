@@ -2,7 +2,9 @@
 # Bootstrap .venv, then the demo:
 #   1. calibrate: measure this machine's MPI transport on 2 processes, fit the models to it;
 #   2. validate: ring, Rabenseifner and recursive doubling allreduce for real on 2 MPI
-#      processes, measured beside the calibrated prediction, the error and the ranking;
+#      processes (mpi4py on numpy buffers, as the calibration times the transport; --backend
+#      mpi runs them through mpi4jax inside jax.jit, whose own cost docs/validation.md
+#      measures), beside the calibrated prediction, the error and the ranking;
 #   3. prediction on a cluster you do not have: a 128-node DGX H100 cluster, which algorithm
 #      wins at each size and which link limits it (the defaults' numbers, docs/clusters.md).
 #
@@ -21,7 +23,7 @@ echo "== 1. calibrate this machine's transport (commsim calibrate -> $out/profil
 echo
 echo "== 2. measured vs predicted with that profile, on 2 MPI processes (commsim validate)"
 .venv/bin/commsim validate -c allreduce -p 2 -a ring,rabenseifner,recursive_doubling \
-    --sizes 1KiB,64KiB..64MiB:x4 --iters 10 --profile "$out/profile.toml" \
+    --sizes 1KiB,64KiB..64MiB:x4 --iters 10 --profile "$out/profile.toml" --backend mpi4py \
     --plot "$out/validate.png"
 echo
 echo "== 3. a cluster you do not have: 1024 H100s in 128 DGX nodes (commsim compare)"
