@@ -42,7 +42,7 @@ from commsim.exec._layout import Layout
 from commsim.exec._lowering import CompileCache, check_layout
 from commsim.exec.mpi._plan import RankPlan, plan
 
-__all__ = ["DTYPES", "INSTALL_HINT", "MpiBackend", "find_mpirun", "missing"]
+__all__ = ["DTYPES", "INSTALL_HINT", "HostMpiBackend", "MpiBackend", "find_mpirun", "missing"]
 
 INSTALL_HINT = (
     "run scripts/bootstrap.sh (installs the mpich wheel, mpi4py and mpi4jax into .venv), or "
@@ -192,6 +192,10 @@ class MpiBackend:
         dt = _check_dtype(dtype)
         check_layout(schedule, layout)
         _check_world(schedule, self.size)
+        return self._program(schedule, layout, dt)
+
+    def _program(self, schedule: Schedule, layout: Layout, dt: np.dtype) -> Compiled:
+        """The checked schedule lowered by this executor (mpi4jax inside ``jax.jit``)."""
         return _compiled(self._cache, schedule, layout, dt, self.comm, donate=self.donate)
 
     def compile_steps(self, schedule: Schedule, layout: Layout, dtype: Any) -> Any:
@@ -223,14 +227,17 @@ class MpiBackend:
         """A run that moves nothing through the same call path as :meth:`compile`'s programs
         (:func:`commsim.exec.mpi._program.idle`): its time is the executor's per-call (``run``)
         and per-run (``repeat``) overhead, beside the transport's. Call it on every rank."""
-        from commsim.exec.mpi import _program as prog
-
         if nranks != self.size:
             raise CommsimError(
                 f"idle run for p={nranks} ranks but MPI runs {self.size} processes; start it "
                 f"with `mpirun -n {nranks}`"
             )
-        return prog.idle(self.comm, _check_dtype(dtype))
+        return self._idle(np.dtype(_check_dtype(dtype)))
+
+    def _idle(self, dt: np.dtype) -> Compiled:
+        from commsim.exec.mpi import _program as prog
+
+        return prog.idle(self.comm, dt)
 
     def host_native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
         """The MPI library's collective called through mpi4py on numpy buffers, outside JAX
@@ -280,10 +287,7 @@ class HostMpiBackend(MpiBackend):
         super().__init__(comm, donate=True)
 
     def unavailable(self) -> str | None:
-        why = missing(need_mpirun=False)
-        if why and "mpi4py" in why:
-            return why
-        try:
+        try:  # mpi4jax is not needed here
             from mpi4py import MPI  # noqa: F401
         except ImportError as e:
             return f"mpi4py cannot be imported ({e}); {INSTALL_HINT}"
@@ -293,14 +297,10 @@ class HostMpiBackend(MpiBackend):
     def native_name(collective: str) -> str:
         return f"{_NATIVE_NAMES[collective]} (mpi4py)"
 
-    def compile(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled:
+    def _program(self, schedule: Schedule, layout: Layout, dt: np.dtype) -> Compiled:
         """This rank's plan on a numpy buffer: ``put`` copies this rank's row, ``run`` runs the
         schedule in place on it, ``get`` gathers every rank's buffer (``[p, nelems]``)."""
         from commsim.exec.mpi import _host
-
-        dt = np.dtype(_check_dtype(dtype))
-        check_layout(schedule, layout)
-        _check_world(schedule, self.size)
 
         def make() -> Compiled:
             pl = _planned(self._cache, schedule, layout, self.rank)
@@ -318,14 +318,9 @@ class HostMpiBackend(MpiBackend):
     def compile_steps(self, schedule: Schedule, layout: Layout, dtype: Any) -> Any:
         raise CommsimError("a step-by-step trace runs on --backend mpi, not mpi4py")
 
-    def idle(self, nranks: int, dtype: Any = "float32") -> Compiled:
+    def _idle(self, dt: np.dtype) -> Compiled:
         """A run that moves nothing through this executor's path
-        (:func:`commsim.exec.mpi._host.idle`); call it on every rank."""
+        (:func:`commsim.exec.mpi._host.idle`)."""
         from commsim.exec.mpi import _host
 
-        if nranks != self.size:
-            raise CommsimError(
-                f"idle run for p={nranks} ranks but MPI runs {self.size} processes; start it "
-                f"with `mpirun -n {nranks}`"
-            )
-        return _host.idle(self.comm, np.dtype(_check_dtype(dtype)))
+        return _host.idle(self.comm, dt)

@@ -138,17 +138,23 @@ def compiled(pl: RankPlan, comm: Any, dtype: np.dtype) -> Compiled:
             step(buf)
         return buf
 
+    return Compiled(
+        put=lambda host: _row(host, pl.rank, dtype, pl.nelems).copy(),
+        run=run,
+        get=lambda buf: _gather(comm, buf),
+        repeat=_repeating(run),
+    )
+
+
+def _repeating(run: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray, int], Any]:
+    """``repeat(buf, k)``: ``k`` runs in place, one Python loop."""
+
     def repeat(buf: np.ndarray, k: int) -> np.ndarray:
         for _ in range(k):
             run(buf)
         return buf
 
-    return Compiled(
-        put=lambda host: _row(host, pl.rank, dtype, pl.nelems).copy(),
-        run=run,
-        get=lambda buf: _gather(comm, buf),
-        repeat=repeat,
-    )
+    return repeat
 
 
 def idle(comm: Any, dtype: np.dtype) -> Compiled:
@@ -160,14 +166,9 @@ def idle(comm: Any, dtype: np.dtype) -> Compiled:
         comm.Sendrecv(buf, rank, 0, empty, rank, 0)
         return buf
 
-    def repeat(buf: np.ndarray, k: int) -> np.ndarray:
-        for _ in range(k):
-            run(buf)
-        return buf
-
     return Compiled(
         put=lambda host: np.zeros(0, dtype),
         run=run,
         get=lambda buf: np.zeros((comm.Get_size(), 0), dtype),
-        repeat=repeat,
+        repeat=_repeating(run),
     )
