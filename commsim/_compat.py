@@ -58,8 +58,9 @@ def ensure_x64(dtype: np.dtype) -> None:
     if not (dtype.itemsize == 8 and dtype.kind in "iuf"):
         return
     os.environ["JAX_ENABLE_X64"] = "1"
-    if "jax" in sys.modules:
-        sys.modules["jax"].config.update("jax_enable_x64", True)
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.config.update("jax_enable_x64", True)
 
 
 # every backend runs these; each adds its floating-point types (its ``DTYPES``)
@@ -75,7 +76,7 @@ def ensure_cpu_devices(n: int) -> None:
     import sys
 
     flags = os.environ.get("XLA_FLAGS", "")
-    if "jax" not in sys.modules and "xla_force_host_platform_device_count" not in flags:
+    if sys.modules.get("jax") is None and "xla_force_host_platform_device_count" not in flags:
         os.environ["XLA_FLAGS"] = f"{flags} --xla_force_host_platform_device_count={n}".strip()
 
 
@@ -119,6 +120,10 @@ def x64_enabled() -> bool:
     return bool(jax.config.read("jax_enable_x64"))
 
 
+#: JAX's names for GPU platforms (``jax.Device.platform``)
+_XLA_GPU_PLATFORMS = ("gpu", "cuda", "rocm")
+
+
 def compiler_options(platform: str) -> dict[str, Any]:
     """XLA options for the mesh backend's programs on ``platform`` ("cpu", "gpu", "cuda", ...).
 
@@ -128,7 +133,7 @@ def compiler_options(platform: str) -> dict[str, Any]:
     """
     if platform == "cpu":
         return {"xla_cpu_copy_insertion_use_region_analysis": True}
-    if platform in ("gpu", "cuda", "rocm"):
+    if platform in _XLA_GPU_PLATFORMS:
         return {"xla_gpu_copy_insertion_use_region_analysis": True}
     return {}
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 import commsim
+from commsim.exec import BACKENDS
 
 PACKAGE = Path(commsim.__file__).parent
 SOURCES = sorted(PACKAGE.rglob("*.py"))
@@ -136,12 +137,14 @@ def test_no_private_names_across_packages():
     assert _violations(rule) == []
 
 
-def _collective_comparisons(path: Path) -> list[str]:
+def _comparisons(path: Path, names: set[str]) -> list[str]:
+    """``path:line`` of every ``==``, ``!=`` or ``in`` with one of ``names`` as a literal."""
     tree = ast.parse(path.read_text())
-    names = set(commsim.COLLECTIVES)
     hits = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Eq, ast.NotEq, ast.In)):
+        if isinstance(node, ast.Compare) and isinstance(
+            node.ops[0], (ast.Eq, ast.NotEq, ast.In, ast.NotIn)
+        ):
             for side in [node.left, *node.comparators]:
                 consts = [side] if isinstance(side, ast.Constant) else []
                 if isinstance(side, (ast.Tuple, ast.List, ast.Set)):
@@ -151,6 +154,14 @@ def _collective_comparisons(path: Path) -> list[str]:
     return hits
 
 
+def _collective_comparisons(path: Path) -> list[str]:
+    return _comparisons(path, set(commsim.COLLECTIVES))
+
+
+def _backend_comparisons(path: Path) -> list[str]:
+    return _comparisons(path, set(BACKENDS))
+
+
 @pytest.mark.parametrize("path", SOURCES, ids=_rel)
 def test_only_the_specs_compare_collective_names(path):
     if path.name == "_collectives.py":
@@ -158,7 +169,17 @@ def test_only_the_specs_compare_collective_names(path):
     assert _collective_comparisons(path) == []
 
 
+@pytest.mark.parametrize("path", SOURCES, ids=_rel)
+def test_only_the_executors_compare_backend_names(path):
+    """Outside ``exec/`` a backend is its row (launcher, capabilities), never its name."""
+    if _rel(path).startswith("commsim/exec/"):
+        return
+    assert _backend_comparisons(path) == []
+
+
 def test_the_checks_catch_what_they_look_for(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text('def f(s):\n    return s.collective == "allgather" or s in ("reduce", "x")\n')
     assert len(_collective_comparisons(bad)) == 2
+    bad.write_text('def f(b):\n    return b not in ("mpi", "x") or b.name == "jax"\n')
+    assert len(_backend_comparisons(bad)) == 2

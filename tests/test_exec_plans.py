@@ -24,7 +24,7 @@ import pytest
 
 import commsim
 from commsim.errors import CommsimError
-from commsim.exec import BACKENDS, layout
+from commsim.exec import backend_info, layout
 from commsim.exec.cuda import plan as cuda_plan
 from commsim.exec.jax import plan as jax_plan
 from commsim.exec.mpi import plan as mpi_plan
@@ -125,14 +125,14 @@ def test_mpi_plan_of_some_ranks_is_theirs_of_all():
 
 
 # -- one anatomy -------------------------------------------------------------------------------
-PROTOCOL = ["name", "check_dtype", "unavailable", "native_name", "compile", "native"]
+PROTOCOL = ["name", "prepare", "check_dtype", "unavailable", "native_name", "compile", "native"]
 SECTIONS = ["validate", "plan", "program", "native collective", "register"]
 
 
 @pytest.mark.parametrize("name", ["numpy", *PACKAGES])
 def test_backend_classes_list_the_protocol_in_order(name):
-    module, attr = BACKENDS[name].split(":")
-    cls = getattr(importlib.import_module(module), attr)
+    module, attr = backend_info(name).entry.split(":")
+    cls = backend_info(name).load()
     members = [m for m in cls.__dict__ if m in PROTOCOL]
     assert members == PROTOCOL
     assert cls.name == name
@@ -198,7 +198,6 @@ def test_every_module_has_a_docstring_and_all():
 
 def test_native_names_need_no_device():
     for name in PACKAGES:
-        module, attr = BACKENDS[name].split(":")
-        cls = getattr(importlib.import_module(module), attr)
+        cls = backend_info(name).load()
         assert inspect.isfunction(inspect.getattr_static(cls, "native_name").__func__)
         assert cls.native_name("allreduce")

@@ -35,7 +35,7 @@ from commsim.bench._measurement import Measurement, format_table, timing_stats
 from commsim.bench._ranks import measure_in_place, under_mpirun
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import LocalTimer, MpiTimer, Timer
-from commsim.bench._trace import trace_in_place, trace_mpi
+from commsim.bench._trace import check_traceable, trace_in_place, trace_mpi
 from commsim.bench._validate import (
     AlgorithmAccuracy,
     Validation,
@@ -55,6 +55,7 @@ __all__ = [
     "Timer",
     "Validation",
     "ValidationSummary",
+    "check_traceable",
     "format_table",
     "layout_for_size",
     "measure",

@@ -32,13 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import commsim
-from commsim import Schedule
+from commsim._ir import Schedule
 from commsim._progress import Progress
 from commsim.bench._measurement import Measurement
 from commsim.bench._ranks import check_mpi_request
 from commsim.bench._request import BenchRequest
 from commsim.errors import CommsimError
-from commsim.exec import MPI_BACKENDS
+from commsim.exec import BACKENDS, backend_info
 
 __all__ = ["DEFAULT_TIMEOUT", "measure_mpi", "run_module", "run_worker"]
 
@@ -70,8 +70,9 @@ def measure_mpi(
         the slowest rank's.
     """
     schedules = list(schedules)
-    if backend not in MPI_BACKENDS:
-        raise CommsimError(f"measure_mpi runs {' or '.join(MPI_BACKENDS)}, not {backend!r}")
+    if not backend_info(backend).multiprocess:
+        mpirun = " or ".join(n for n, row in BACKENDS.items() if row.multiprocess)
+        raise CommsimError(f"measure_mpi runs {mpirun}, not {backend!r}")
     check_mpi_request(schedules, request)
     return run_worker(schedules, request, timeout=timeout, progress=progress, backend=backend)
 

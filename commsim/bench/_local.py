@@ -8,14 +8,14 @@ around ``run``, which returns only when the device is done. MPI ranks are separa
 
 from __future__ import annotations
 
-from commsim import Schedule
+from commsim._ir import Schedule
 from commsim._progress import Progress
 from commsim.bench._loop import layout_for_size, measure_size
 from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import LocalTimer
 from commsim.errors import CommsimError
-from commsim.exec import MPI_BACKENDS, Backend, get_backend
+from commsim.exec import Backend, OnCommunicator, backend_info, get_backend, supports
 from commsim.units import format_size
 
 __all__ = ["measure"]
@@ -27,8 +27,9 @@ _USE_MPI = (
 
 
 def _backend(backend: str | Backend) -> Backend:
-    name = backend if isinstance(backend, str) else backend.name
-    if name in MPI_BACKENDS:
+    if isinstance(backend, str) and backend_info(backend).multiprocess:
+        raise CommsimError(_USE_MPI)
+    if supports(backend, OnCommunicator):  # an MPI backend made by the caller
         raise CommsimError(_USE_MPI)
     return get_backend(backend) if isinstance(backend, str) else backend
 

@@ -31,13 +31,22 @@ from typing import Any
 
 import numpy as np
 
-from commsim import Schedule
+from commsim._ir import Schedule
 from commsim.bench._machine import memory, oversubscription
 from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import Timer
 from commsim.errors import CommsimError, ResourceError
-from commsim.exec import Backend, Compiled, Layout, check_outputs, layout, random_inputs
+from commsim.exec import (
+    Backend,
+    Compiled,
+    HostNative,
+    Layout,
+    check_outputs,
+    layout,
+    random_inputs,
+    supports,
+)
 from commsim.units import format_size
 
 __all__ = ["layout_for_size", "measure_size", "measure_together"]
@@ -240,8 +249,8 @@ def measure_together(
     compiled = [backend.compile(s, lay, dt) for s, lay in zip(schedules, lays, strict=True)]
     first, lay0 = schedules[0], lays[0]
     native = backend.native(first, lay0, dt) if request.baseline else None
-    host_native = getattr(backend, "host_native", None) if request.baseline else None
-    raw = host_native(first, lay0, dt) if host_native is not None else None
+    host = request.baseline and supports(backend, HostNative)
+    raw = backend.host_native(first, lay0, dt) if host else None
     found: list[list[str]] = [[] for _ in schedules]
     if request.check:
         for k, (s, lay, x, c) in enumerate(zip(schedules, lays, inputs, compiled, strict=True)):
@@ -255,7 +264,7 @@ def measure_together(
     times = _interleaved(entries, request, timer, tick)
     ntimes, rtimes = times[len(schedules)], times[len(schedules) + 1]
     name = backend.native_name(first.collective) if native is not None else None
-    raw_name = backend.host_native_name(first.collective) if raw is not None else None  # type: ignore[attr-defined]
+    raw_name = backend.host_native_name(first.collective) if raw is not None else None
     crowded = oversubscription(backend.host_workers(first.nranks))
     return [
         Measurement.from_times(

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from commsim import Schedule
+from commsim._ir import Schedule
 from commsim.exec import Layout
 from commsim.units import format_bandwidth, format_size, format_time
 

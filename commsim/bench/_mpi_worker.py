@@ -86,7 +86,7 @@ def _progress(workdir: Path, rank: int) -> Callable[[int, int, Any], None] | Non
 
 def _run(config: dict[str, Any], workdir: Path, rank: int) -> None:
     """Load the schedules and the request, measure on every rank, rank 0 writes the results."""
-    from commsim import load
+    from commsim._serialize import load
     from commsim.bench._ranks import measure_ranks
     from commsim.bench._request import BenchRequest
     from commsim.bench._timer import MpiTimer

@@ -25,7 +25,7 @@ from commsim.bench._request import BenchRequest
 from commsim.bench._timer import LocalTimer, MpiTimer, Timer
 from commsim.bench.calibrate._samples import Samples
 from commsim.errors import CommsimError
-from commsim.exec import MPI_BACKENDS, Backend, get_backend
+from commsim.exec import Backend, IdleRun, OnCommunicator, backend_info, get_backend, supports
 
 __all__ = ["call_overhead", "call_samples"]
 
@@ -44,15 +44,13 @@ def call_samples(
     Under MPI call it on every rank (``timer`` defaults to an :class:`MpiTimer` on the backend's
     communicator there); every rank returns the same samples (the slowest rank's per run).
     """
-    idle = getattr(backend, "idle", None)
-    if idle is None:
+    if not supports(backend, IdleRun):
         raise CommsimError(f"backend {backend.name!r} has no idle run to time its call overhead")
     if iters < 1 or warmup < 1:
         raise CommsimError(f"call overhead needs iters >= 1 and warmup >= 1, got {iters}, {warmup}")
     if timer is None:
-        comm = getattr(backend, "comm", None)
-        timer = MpiTimer(comm) if comm is not None else LocalTimer()
-    compiled = idle(nranks, dtype)
+        timer = MpiTimer(backend.comm) if supports(backend, OnCommunicator) else LocalTimer()
+    compiled = backend.idle(nranks, dtype)
     request = BenchRequest(sizes=(0,), iters=iters, warmup=warmup, baseline=False, check=False)
     host = np.zeros((nranks, 0), dtype=np.dtype(dtype))
     per_run = _timed_runs(compiled, None, host, request, timer, None)[0]
@@ -65,10 +63,10 @@ def call_samples(
 def call_overhead(backend_name: str, nranks: int, **options: Any) -> float:
     """The median per-run overhead (seconds) of backend ``backend_name`` on ``nranks`` ranks.
 
-    For ``"mpi"`` every rank of an ``mpirun -n nranks`` calls it; ``options`` go to
-    :func:`call_samples`.
+    For an ``mpirun`` backend every rank of an ``mpirun -n nranks`` calls it; ``options`` go
+    to :func:`call_samples`.
     """
-    if backend_name in MPI_BACKENDS:
+    if backend_info(backend_name).multiprocess:
         from commsim.bench._ranks import under_mpirun
 
         if not under_mpirun():

@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from commsim import Schedule
+from commsim._ir import Schedule
 from commsim.bench._loop import layout_for_size, measure_together
 from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest

@@ -1,6 +1,7 @@
-"""A measured Chrome trace: one step-timed run of a schedule on the MPI backend.
+"""A measured Chrome trace: one step-timed run of a schedule on an MPI backend.
 
-Every rank runs its program one step at a time
+The backend is one whose row declares ``step_trace`` (an ``mpirun`` backend offering
+:class:`~commsim.exec.StepTimed`, today ``mpi``). Every rank runs its program one step at a time
 (:meth:`MpiBackend.compile_steps <commsim.exec.mpi.MpiBackend.compile_steps>`: one jitted
 function per step, each blocking until its result is ready) and reads ``time.perf_counter()``
 before and after each step it takes part in. Rank 0 gathers the ``[2, nsteps]`` times of every
@@ -42,14 +43,14 @@ from typing import Any
 import numpy as np
 
 import commsim
-from commsim import Schedule
+from commsim._ir import Schedule
 from commsim.bench._launch import DEFAULT_TIMEOUT, run_module
 from commsim.bench._loop import layout_for_size
 from commsim.bench._ranks import check_mpi_request
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import MpiTimer
 from commsim.errors import CommsimError
-from commsim.exec import check_outputs, random_inputs
+from commsim.exec import BACKENDS, backend_info, check_outputs, get_backend, random_inputs
 from commsim.models import step_trace
 
 __all__ = ["STEP_TIMED_NOTE", "results_json", "trace_in_place", "trace_mpi", "trace_ranks"]
@@ -115,14 +116,26 @@ def trace_ranks(
     return both[0], both[1], lay.count * dt.itemsize, clock
 
 
+def check_traceable(backend: str) -> None:
+    """A one-line error unless backend ``backend`` can be traced step by step under ``mpirun``
+    (its row declares ``step_trace``)."""
+    info = backend_info(backend)
+    if not (info.step_trace and info.multiprocess):
+        able = [n for n in BACKENDS if BACKENDS[n].step_trace and BACKENDS[n].multiprocess]
+        raise CommsimError(
+            f"--trace needs per-step timestamps, which only --backend {' or '.join(able)} takes "
+            f"(not {backend})"
+        )
+
+
 def _document(
-    schedule: Schedule, start: Any, end: Any, nbytes: int, clock: str, dtype: str
+    schedule: Schedule, start: Any, end: Any, nbytes: int, clock: str, dtype: str, backend: str
 ) -> dict:
     return step_trace(
         schedule,
         np.asarray(start, dtype=np.float64),
         np.asarray(end, dtype=np.float64),
-        backend="mpi",
+        backend=backend,
         nbytes=int(nbytes),
         dtype=dtype,
         clock=clock,
@@ -136,37 +149,38 @@ def trace_mpi(
     *,
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool | None = None,
+    backend: str = "mpi",
 ) -> dict[str, Any]:
     """The measured Chrome trace of ``schedule`` at the request's last size, on ``p`` MPI
     processes started by ``mpirun -n p`` (the module docstring: what is timed, how clocks are
     aligned). Refuses a bad request before any process starts; a failing rank or a timeout is a
     one-line :class:`CommsimError`, as for :func:`commsim.bench.measure_mpi`."""
+    check_traceable(backend)
     check_mpi_request([schedule], request)
     with tempfile.TemporaryDirectory(prefix="commsim-trace-") as tmp:
         work = Path(tmp)
         config = {
             "schedule": str(commsim.save(schedule, work / "schedule.npz")),
             "request": request.to_dict(),
+            "backend": backend,
         }
         got = run_module(_WORKER, config, schedule.nranks, work, timeout, progress)
     nan = float("nan")
     start, end = (
         [[nan if t is None else t for t in row] for row in got[k]] for k in ("start", "end")
     )
-    return _document(schedule, start, end, got["nbytes"], got["clock"], request.dtype)
+    return _document(schedule, start, end, got["nbytes"], got["clock"], request.dtype, backend)
 
 
-def trace_in_place(schedule: Schedule, request: BenchRequest) -> tuple[int, dict | None]:
+def trace_in_place(
+    schedule: Schedule, request: BenchRequest, *, backend: str = "mpi"
+) -> tuple[int, dict | None]:
     """:func:`trace_mpi` on the ranks of the ``mpirun`` that started this process: every rank
     calls it; returns ``(this rank, the trace on rank 0 / None elsewhere)``. An error on one
     rank alone ends them all (``MPI_Abort``) after printing it."""
-    from commsim.exec.mpi import MpiBackend
-
+    check_traceable(backend)
     check_mpi_request([schedule], request)
-    backend = MpiBackend()
-    why = backend.unavailable()
-    if why:
-        raise CommsimError(why)
+    name, backend = backend, get_backend(backend)
     if schedule.nranks != backend.size:
         raise CommsimError(
             f"the schedule has nranks={schedule.nranks} but this mpirun started {backend.size} "
@@ -180,7 +194,7 @@ def trace_in_place(schedule: Schedule, request: BenchRequest) -> tuple[int, dict
         raise
     if got is None:
         return backend.rank, None
-    return backend.rank, _document(schedule, *got, request.dtype)
+    return backend.rank, _document(schedule, *got, request.dtype, name)
 
 
 def results_json(got: tuple[np.ndarray, np.ndarray, int, str]) -> str:

@@ -21,15 +21,12 @@ __all__ = ["main"]
 
 
 def _run(config: dict[str, Any], workdir: Path, world: Any) -> None:
-    from commsim import load
+    from commsim._serialize import load
     from commsim.bench._request import BenchRequest
     from commsim.bench._trace import results_json, trace_ranks
-    from commsim.exec.mpi import MpiBackend
+    from commsim.exec import get_backend
 
-    backend = MpiBackend()
-    why = backend.unavailable()
-    if why:
-        raise RuntimeError(why)
+    backend = get_backend(config.get("backend", "mpi"))
     got = trace_ranks(load(config["schedule"]), BenchRequest.from_dict(config["request"]), backend)
     if got is not None:
         out = workdir / "results.json"

@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from commsim import Schedule
+from commsim._ir import Schedule
 from commsim.bench._any import measure_any
 from commsim.bench._launch import DEFAULT_TIMEOUT
 from commsim.bench._measurement import Measurement
 from commsim.bench._ranks import under_mpirun
 from commsim.bench._request import BenchRequest
 from commsim.errors import CommsimError
-from commsim.exec import MPI_BACKENDS
+from commsim.exec import backend_info
 from commsim.models import Model, fastest, tied
 
 if TYPE_CHECKING:  # a sweep arrives built: bench never builds a schedule by name
@@ -175,7 +175,7 @@ def _run(
     progress: bool | None,
 ) -> list[Measurement]:
     """Measurements of every schedule, schedule-major, size-minor."""
-    if backend in MPI_BACKENDS and under_mpirun():
+    if backend_info(backend).multiprocess and under_mpirun():
         raise CommsimError("validate starts mpirun itself: run it without mpirun")
     return measure_any(schedules, backend, request, timeout=timeout, progress=progress)
 

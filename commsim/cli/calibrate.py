@@ -23,6 +23,7 @@ from commsim.cli import nccl_tests
 from commsim.cli.arguments import int_type, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.output import add_output_group, format_table, to_json
+from commsim.exec import BACKENDS
 from commsim.profiles import Profile, save_profile
 
 __all__ = [
@@ -69,7 +70,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("measurement")
     g.add_argument(
         "--backend",
-        choices=("mpi", "jax", "cuda"),
+        choices=tuple(n for n, row in BACKENDS.items() if row.calibration),
         default="mpi",
         help="whose transport: mpi (processes under mpirun), jax (devices), cuda (GPUs) "
         "(default: mpi)",

@@ -38,7 +38,8 @@ class ExecutionGroup:
             "--backend",
             choices=tuple(BACKENDS),
             default=self.backend,
-            help=f"where to run (default: {self.backend})",
+            help=f"where to run (default: {self.backend}): "
+            + "; ".join(f"{name} = {row.summary}" for name, row in BACKENDS.items()),
         )
         if self.sizes is not None:
             add_sizes_argument(g, self.sizes)

@@ -19,6 +19,7 @@ from commsim.bench import (
     DEFAULT_TIMEOUT,
     BenchRequest,
     Measurement,
+    check_traceable,
     format_table,
     measure_any,
     measure_in_place,
@@ -33,7 +34,8 @@ from commsim.cli.memory import MemoryBudget
 from commsim.cli.output import add_output_group, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.cli.traces import add_trace_argument, parse_trace, write_trace
-from commsim.exec import MPI_BACKENDS
+from commsim.errors import CommsimError
+from commsim.exec import backend_info
 
 __all__ = [
     "DESCRIPTION",
@@ -123,24 +125,20 @@ def parse(args: argparse.Namespace) -> RunRequest:
     schedules = SCHEDULES.parse(args)
     bench = EXECUTION.parse(args, parse_sizes(args.sizes))
     trace = parse_trace(args)
-    if trace is not None and args.backend not in _TRACED:
-        raise UsageError(
-            f"--trace needs per-step timestamps, which only --backend mpi takes "
-            f"(not {args.backend})"
-        )
+    if trace is not None:
+        try:
+            check_traceable(args.backend)
+        except CommsimError as e:
+            raise UsageError(str(e)) from None
     return RunRequest(
         schedules, args.backend, bench, float(args.timeout), args.json, args.progress, trace
     )
 
 
-# backends that can time a run step by step: how to trace under the user's mpirun and without
-_TRACED = {"mpi": (trace_in_place, trace_mpi)}
-
-
 def compute(request: RunRequest) -> RunResult:
     [schedule] = request.schedules.build_all(MemoryBudget.parse(None))
     rank, bench, progress = 0, request.bench, request.progress
-    if request.backend in MPI_BACKENDS and under_mpirun():
+    if backend_info(request.backend).multiprocess and under_mpirun():
         rank, ms = measure_in_place([schedule], bench, backend=request.backend)
     else:
         ms = measure_any(
@@ -148,11 +146,12 @@ def compute(request: RunRequest) -> RunResult:
         )
     notes: tuple[str, ...] = ()
     if request.trace is not None:
-        in_place, launched = _TRACED[request.backend]
         if under_mpirun():
-            rank, doc = in_place(schedule, bench)
+            rank, doc = trace_in_place(schedule, bench, backend=request.backend)
         else:
-            doc = launched(schedule, bench, timeout=request.timeout, progress=progress)
+            doc = trace_mpi(
+                schedule, bench, timeout=request.timeout, progress=progress, backend=request.backend
+            )
         if doc is not None:  # rank 0
             what = f" from {doc['otherData']['note']}"
             notes = (write_trace(request.trace, doc, doc["otherData"]["nbytes"], what),)
@@ -179,7 +178,7 @@ def render(result: RunResult, as_json: bool) -> str:
     root = f" root={s.root}" if s.spec.rooted else ""
     median = (
         "median over {} runs (slowest rank per run)"
-        if result.backend in MPI_BACKENDS
+        if backend_info(result.backend).multiprocess
         else "median of {} runs"
     )
     return (

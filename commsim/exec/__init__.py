@@ -1,21 +1,48 @@
 """Executors: run any schedule for real (numpy reference, JAX mesh, mpi4jax, Numba-CUDA).
 
-Backends are loaded lazily by name (:func:`get_backend`), so importing commsim never needs MPI
-or a GPU.
+Backends are rows of one table (:data:`BACKENDS`, :class:`BackendInfo`: the class to import,
+the launcher, what it can do) and are loaded lazily by name (:func:`get_backend`), so importing
+commsim never needs MPI or a GPU. Callers read the row and ask :func:`supports` about optional
+capabilities; none compares a backend's name.
 """
 
-from commsim.exec._backend import BACKENDS, MPI_BACKENDS, Backend, Compiled, get_backend
+from commsim.exec._backend import (
+    Backend,
+    Compiled,
+    HostNative,
+    IdleRun,
+    OnCommunicator,
+    StepTimed,
+    supports,
+)
 from commsim.exec._dropin import buckets
 from commsim.exec._execute import check_outputs, execute, random_inputs
 from commsim.exec._layout import Layout, layout
+from commsim.exec._registry import (
+    BACKENDS,
+    IN_PROCESS,
+    MPIRUN,
+    BackendInfo,
+    backend_info,
+    get_backend,
+    register_backend,
+    unregister_backend,
+)
 from commsim.exec.reference import interpret
 
 __all__ = [
     "BACKENDS",
-    "MPI_BACKENDS",
+    "IN_PROCESS",
+    "MPIRUN",
     "Backend",
+    "BackendInfo",
     "Compiled",
+    "HostNative",
+    "IdleRun",
     "Layout",
+    "OnCommunicator",
+    "StepTimed",
+    "backend_info",
     "buckets",
     "check_outputs",
     "execute",
@@ -23,13 +50,20 @@ __all__ = [
     "interpret",
     "layout",
     "random_inputs",
+    "register_backend",
+    "supports",
+    "unregister_backend",
 ]
 
 
 def __getattr__(name: str) -> object:
     """The backend packages (``commsim.exec.jax``, ``.mpi``, ``.cuda``) load on first use, so
     ``commsim.exec.jax.collective`` works after ``import commsim`` and importing commsim needs
-    neither JAX nor MPI."""
+    neither JAX nor MPI; ``MPI_BACKENDS`` is deprecated (read a row's launcher)."""
+    if name == "MPI_BACKENDS":
+        from commsim.exec._registry import _mpi_backends
+
+        return _mpi_backends()
     if name in ("jax", "mpi", "cuda"):
         import importlib
 

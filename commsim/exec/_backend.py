@@ -1,14 +1,16 @@
-"""What every execution backend provides, and the registry of backends.
+"""What every execution backend provides, and the optional capabilities some add.
 
 A backend lowers *any* schedule (it never looks at the algorithm's name) and hands back a
 :class:`Compiled`: ``put`` moves per-rank buffers ``[p, nelems]`` to where the backend computes
-and returns once they are there (so a timed ``run`` never waits for a transfer), ``run`` executes the whole schedule once and returns when it is done (so it can be timed), and
-``get`` brings the buffers back. ``native`` gives the same for the backend's own collective
+and returns once they are there (so a timed ``run`` never waits for a transfer), ``run``
+executes the whole schedule once and returns when it is done (so it can be timed), and ``get``
+brings the buffers back. ``native`` gives the same for the backend's own collective
 (``MPI_Allreduce``, ``jax.lax.psum``, ...), the baseline :mod:`commsim.bench` times beside it.
 
-Backends are imported lazily (``get_backend("mpi")`` imports mpi4py only then), so
-``import commsim`` works where MPI, CUDA or extra JAX devices are absent; ``unavailable()``
-returns one line saying why a backend cannot run here and how to fix it.
+What a backend *is* (its launcher, its class, what it can do before it is imported) is its row
+in :mod:`commsim.exec._registry`; what a running backend can do beyond :class:`Backend` is one of
+the capability protocols here (:class:`HostNative`, :class:`StepTimed`, :class:`IdleRun`,
+:class:`OnCommunicator`), asked with :func:`supports`, never by its name.
 
 Every device backend is a package with one anatomy (:mod:`commsim.exec.jax`,
 :mod:`commsim.exec.mpi`, :mod:`commsim.exec.cuda`): ``_plan`` lowers a schedule to a static
@@ -22,23 +24,23 @@ of :class:`Backend` in the protocol's order; its plans and programs live in one
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from commsim._ir import Schedule
-from commsim.errors import CommsimError, UnknownNameError
 from commsim.exec._layout import Layout
 
 __all__ = [
-    "BACKENDS",
-    "MPI_BACKENDS",
     "Backend",
     "Compiled",
+    "HostNative",
+    "IdleRun",
+    "OnCommunicator",
+    "StepTimed",
     "blocking",
-    "get_backend",
+    "supports",
     "uploaded",
 ]
 
@@ -84,6 +86,12 @@ class Backend(Protocol):
 
     name: str
 
+    @staticmethod
+    def prepare(nranks: int) -> None:
+        """Get ready for ``nranks`` ranks before the backend starts (callable on the class;
+        :func:`~commsim.exec.get_backend` calls it when given ``nranks``): JAX on CPU asks XLA
+        for that many devices; most backends need nothing."""
+
     def check_dtype(self, dtype: Any) -> np.dtype:
         """``dtype`` as a numpy dtype if this backend runs it, else a one-line CommsimError
         (callable on the class: it never starts the device or MPI)."""
@@ -103,40 +111,58 @@ class Backend(Protocol):
         """Lower ``schedule`` for buffers of ``layout`` and ``dtype``."""
 
     def native(self, schedule: Schedule, layout: Layout, dtype: np.dtype) -> Compiled | None:
-        """The backend's own implementation of ``schedule``'s collective, or ``None``.
-
-        A backend whose executor wraps a library may also offer ``host_native(schedule,
-        layout, dtype)`` and ``host_native_name(collective)``: the same library collective
-        called directly on host buffers, outside the executor (MPI: mpi4py on numpy), so a
-        measurement shows the transport's own time beside the executor's (optional; the
-        harness looks for it with ``getattr``)."""
+        """The backend's own implementation of ``schedule``'s collective, or ``None``."""
 
 
-# name -> "module:attribute"; modules are imported on first use
-BACKENDS: dict[str, str] = {
-    "numpy": "commsim.exec.reference:NumpyBackend",
-    "jax": "commsim.exec.jax:JaxMeshBackend",
-    "mpi": "commsim.exec.mpi:MpiBackend",
-    "mpi4py": "commsim.exec.mpi:HostMpiBackend",
-    "cuda": "commsim.exec.cuda:CudaBackend",
-}
+# -- optional capabilities ---------------------------------------------------------------------
+@runtime_checkable
+class HostNative(Protocol):
+    """A backend whose executor wraps a library, offering that library's collective called
+    directly on host buffers, outside the executor (MPI: mpi4py on numpy), so a measurement
+    shows the transport's own time beside the executor's."""
+
+    def host_native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
+        """The library collective on host buffers, or ``None`` for this collective."""
+
+    def host_native_name(self, collective: str) -> str:
+        """What :meth:`host_native` runs, e.g. ``"MPI_Allreduce (mpi4py)"``."""
 
 
-# backends whose ranks are MPI processes: started by ``mpirun`` (:func:`commsim.bench.measure_mpi`)
-MPI_BACKENDS = ("mpi", "mpi4py")
+@runtime_checkable
+class StepTimed(Protocol):
+    """A backend that can run a schedule one step at a time, for a run that reads the clock
+    between steps (a measured trace, :func:`commsim.bench.trace_mpi`)."""
+
+    def compile_steps(self, schedule: Schedule, layout: Layout, dtype: Any) -> Any:
+        """``put``, ``steps`` (``(index, run)`` per step this rank takes part in) and ``get``."""
 
 
-def get_backend(name: str, **options: Any) -> Backend:
-    """Instantiate backend ``name`` (raises a one-line error if unknown or unusable here)."""
-    if name not in BACKENDS:
-        raise UnknownNameError(f"unknown backend {name!r}; available: {', '.join(BACKENDS)}")
-    module, attr = BACKENDS[name].split(":")
-    try:
-        cls = getattr(importlib.import_module(module), attr)
-    except ImportError as e:
-        raise CommsimError(f"backend {name!r} cannot be imported here: {e}") from None
-    backend = cls(**options)
-    why = backend.unavailable()
-    if why:
-        raise CommsimError(f"backend {name!r} is not usable here: {why}")
-    return backend
+@runtime_checkable
+class IdleRun(Protocol):
+    """A backend with a run that moves nothing through its call path: its time is the
+    executor's own per-call overhead (:func:`commsim.bench.call_samples`)."""
+
+    def idle(self, nranks: int, dtype: Any = "float32") -> Compiled:
+        """A :class:`Compiled` whose run moves nothing."""
+
+
+@runtime_checkable
+class OnCommunicator(Protocol):
+    """A backend whose ranks are the processes of an MPI communicator (timed by the slowest
+    rank, :class:`commsim.bench.MpiTimer`)."""
+
+    comm: Any
+
+
+def supports(backend: Any, capability: type) -> bool:
+    """Whether ``backend`` (an instance or a class) offers ``capability``, one of the protocols
+    above: it has every member and none is ``None``. A subclass declines an inherited
+    capability by setting the member to ``None``, as ``__hash__ = None`` declines hashing.
+
+    Examples:
+        >>> from commsim.exec.reference import NumpyBackend
+        >>> supports(NumpyBackend, HostNative), supports(NumpyBackend(), StepTimed)
+        (False, False)
+    """
+    members = {*getattr(capability, "__annotations__", {}), *vars(capability)}
+    return all(getattr(backend, m, None) is not None for m in members if not m.startswith("_"))

@@ -9,8 +9,9 @@ import numpy as np
 from commsim._compat import float_eps
 from commsim._ir import Schedule
 from commsim.errors import CommsimError
-from commsim.exec._backend import Backend, get_backend
+from commsim.exec._backend import Backend
 from commsim.exec._layout import Layout, layout
+from commsim.exec._registry import get_backend
 from commsim.exec.reference import interpret
 
 __all__ = ["check_outputs", "execute", "random_inputs"]

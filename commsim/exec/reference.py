@@ -54,6 +54,10 @@ class NumpyBackend:
     name = "numpy"
 
     @staticmethod
+    def prepare(nranks: int) -> None:
+        """Nothing to set up before it starts."""
+
+    @staticmethod
     def check_dtype(dtype: Any) -> np.dtype:
         return check_dtype(dtype, "numpy", DTYPES)
 

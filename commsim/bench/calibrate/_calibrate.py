@@ -29,19 +29,21 @@ from commsim.bench._machine import oversubscription, usable_cores
 from commsim.bench.calibrate._fit import fit_curve
 from commsim.bench.calibrate._samples import KINDS, Samples
 from commsim.errors import CommsimError
+from commsim.exec import BACKENDS, backend_info
 from commsim.profiles import LogGPParameters, Profile
 
-__all__ = ["DEFAULT_SIZES", "calibrate", "machine", "mpi_samples", "profile_from_samples"]
+__all__ = [
+    "DEFAULT_SIZES",
+    "calibrate",
+    "cuda_device_samples",
+    "jax_device_samples",
+    "machine",
+    "mpi_samples",
+    "profile_from_samples",
+]
 
 #: 8 B .. 64 MiB, powers of two (the issue's range; nccl-tests' default step)
 DEFAULT_SIZES = tuple(2**k for k in range(3, 27))
-
-_TRANSPORT = {
-    "mpi": "MPI (mpi4py on numpy buffers, OSU-style); reductions numpy float32",
-    "jax": "JAX devices as the executor runs a step (ppermute rounds with their slices and "
-    "write-backs in one jitted shard_map, every device at once, batch differences)",
-    "cuda": "CUDA devices (numba device copies, batch differences); a numba add kernel",
-}
 
 
 def machine() -> str:
@@ -98,6 +100,44 @@ def mpi_samples(
     ]
 
 
+def jax_device_samples(
+    nranks: int,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    *,
+    repeats: int = 15,
+    warmup: int = 2,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool | None = None,
+) -> list[Samples]:
+    """The JAX row's calibration (:func:`commsim.bench.calibrate._jax_bench.jax_samples` on the
+    devices there are; ``nranks`` and ``timeout`` do not apply in one process)."""
+    from commsim.bench.calibrate._jax_bench import jax_samples
+
+    return jax_samples(_check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress)
+
+
+def cuda_device_samples(
+    nranks: int,
+    sizes: Sequence[int] = DEFAULT_SIZES,
+    *,
+    repeats: int = 15,
+    warmup: int = 2,
+    timeout: float = DEFAULT_TIMEOUT,
+    progress: bool | None = None,
+) -> list[Samples]:
+    """The CUDA row's calibration (:func:`commsim.bench.calibrate._cuda_bench.cuda_samples` on
+    the current device; ``nranks`` and ``timeout`` do not apply in one process)."""
+    from commsim.bench.calibrate._cuda_bench import cuda_samples
+
+    return cuda_samples(_check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress)
+
+
+def _transport(backend: str) -> str:
+    """What ``backend``'s microbenchmarks measure (its row's words), or its name."""
+    row = BACKENDS.get(backend)
+    return (row.transport if row is not None else "") or backend
+
+
 def profile_from_samples(
     samples: Sequence[Samples], *, backend: str, nranks: int, transport: str = ""
 ) -> Profile:
@@ -122,7 +162,7 @@ def profile_from_samples(
     return Profile(
         backend=backend,
         nranks=nranks,
-        transport=transport or _TRANSPORT.get(backend, backend),
+        transport=transport or _transport(backend),
         machine=machine(),
         date=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         curves=curves,
@@ -142,23 +182,11 @@ def calibrate(
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool | None = None,
 ) -> tuple[Profile, list[Samples]]:
-    """Measure ``backend``'s transport on ``nranks`` ranks and fit it: ``(profile, samples)``."""
-    if backend == "mpi":
-        samples = mpi_samples(
-            nranks, sizes, repeats=repeats, warmup=warmup, timeout=timeout, progress=progress
-        )
-    elif backend == "jax":
-        from commsim.bench.calibrate._jax_bench import jax_samples
+    """Measure ``backend``'s transport on ``nranks`` ranks and fit it: ``(profile, samples)``.
 
-        samples = jax_samples(
-            _check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress
-        )
-    elif backend == "cuda":
-        from commsim.bench.calibrate._cuda_bench import cuda_samples
-
-        samples = cuda_samples(
-            _check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress
-        )
-    else:
-        raise CommsimError(f"calibrate runs on mpi, jax or cuda, not {backend!r}")
+    The microbenchmarks are the ones the backend's row names (:attr:`BackendInfo.calibration
+    <commsim.exec.BackendInfo.calibration>`); a backend without them is refused in one line.
+    """
+    run = backend_info(backend).calibrator()
+    samples = run(nranks, sizes, repeats=repeats, warmup=warmup, timeout=timeout, progress=progress)
     return profile_from_samples(samples, backend=backend, nranks=nranks), samples

@@ -136,6 +136,10 @@ class CudaBackend:
 
     name = "cuda"
 
+    @staticmethod
+    def prepare(nranks: int) -> None:
+        """Nothing: every rank is a slice of one device array."""
+
     check_dtype = staticmethod(_check_dtype)
 
     def __init__(

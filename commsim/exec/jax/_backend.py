@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from commsim._compat import INTEGER_DTYPES, check_dtype
+from commsim._compat import INTEGER_DTYPES, check_dtype, ensure_cpu_devices
 from commsim._ir import Schedule
 from commsim.errors import CommsimError, ResourceError
 from commsim.exec._backend import Compiled
@@ -138,6 +138,12 @@ class JaxMeshBackend:
     """
 
     name = "jax"
+
+    @staticmethod
+    def prepare(nranks: int) -> None:
+        """Ask XLA for ``nranks`` host (CPU) devices, if JAX has not started and ``XLA_FLAGS``
+        does not say (:func:`commsim._compat.ensure_cpu_devices`)."""
+        ensure_cpu_devices(nranks)
 
     check_dtype = staticmethod(_check_dtype)
 

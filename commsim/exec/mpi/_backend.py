@@ -149,6 +149,10 @@ class MpiBackend:
 
     name = "mpi"
 
+    @staticmethod
+    def prepare(nranks: int) -> None:
+        """Nothing: ``mpirun`` starts the ``nranks`` processes (:func:`commsim.bench.measure_mpi`)."""
+
     check_dtype = staticmethod(_check_dtype)
 
     def __init__(self, comm: Any = None, donate: bool = True) -> None:
@@ -313,10 +317,9 @@ class HostMpiBackend(MpiBackend):
         :meth:`MpiBackend.host_native` runs): this executor's own kind of call."""
         return MpiBackend.host_native(self, schedule, layout, dtype)
 
-    host_native = None  # the baseline already is the library called directly
-
-    def compile_steps(self, schedule: Schedule, layout: Layout, dtype: Any) -> Any:
-        raise CommsimError("a step-by-step trace runs on --backend mpi, not mpi4py")
+    #: declined capabilities (:func:`commsim.exec.supports`): the baseline already is the
+    #: library called directly, and its rounds are not jitted step by step
+    host_native = host_native_name = compile_steps = None
 
     def _idle(self, dt: np.dtype) -> Compiled:
         """A run that moves nothing through this executor's path
