@@ -10,6 +10,7 @@ Examples:
 
 from commsim import algorithms, exec, models
 from commsim._collectives import COLLECTIVES, SPECS, CollectiveSpec, spec
+from commsim._deprecation import deprecated as _deprecated
 from commsim._ir import Schedule, Step
 from commsim._serialize import load, save
 from commsim._verify import Verified, verify
@@ -22,8 +23,14 @@ from commsim.errors import (
     UnknownNameError,
 )
 from commsim.tuner import TunerTable, tune
+from commsim.viz import message_graph as _message_graph
 
 __version__ = "0.1.0"
+
+# deprecated aliases, for one release (commsim._deprecation)
+Schedule.to_networkx = _deprecated(  # type: ignore[attr-defined]
+    _message_graph, "Schedule.to_networkx()", "commsim.viz.message_graph(schedule)"
+)
 
 __all__ = [
     "COLLECTIVES",

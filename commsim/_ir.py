@@ -392,12 +392,6 @@ class Schedule:
                     step=i,
                 )
 
-    def to_networkx(self) -> Any:
-        """The message dependency DAG, a ``networkx.DiGraph`` (:func:`commsim._dag.message_graph`)."""
-        from commsim._dag import message_graph  # networkx is imported on first use
-
-        return message_graph(self)
-
     def __repr__(self) -> str:
         root = f", root={self.root}" if self.spec.rooted else ""
         return (

@@ -1,4 +1,4 @@
-"""The message dependency DAG (``Schedule.to_networkx``) and its critical path."""
+"""The message dependency DAG (``commsim.viz.message_graph``) and its critical path."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import numpy as np
 import pytest
 
 import commsim
-from commsim import _dag
-from commsim._dag import critical_path, message_graph
 from commsim._messages import messages
+from commsim.viz import _dag, critical_path, message_graph
 
 CASES = [(c, a) for c in commsim.COLLECTIVES for a in commsim.available(c)]
 
@@ -33,7 +32,7 @@ def _message_list(s: commsim.Schedule) -> list[tuple[int, int, int, int, int]]:
 @pytest.mark.parametrize("p", [2, 5, 8])
 def test_nodes_are_the_messages_and_the_graph_is_a_dag(collective, algorithm, p):
     s = commsim.build(collective, algorithm, p)
-    g = s.to_networkx()
+    g = message_graph(s)
     want = _message_list(s)
     assert g.number_of_nodes() == len(want)
     got = sorted(
@@ -54,7 +53,7 @@ def test_nodes_are_the_messages_and_the_graph_is_a_dag(collective, algorithm, p)
 
 @pytest.mark.parametrize("p", range(2, 10))
 def test_ring_allreduce_critical_path_is_2_p_minus_1(p):
-    g = commsim.build("allreduce", "ring", p).to_networkx()
+    g = message_graph(commsim.build("allreduce", "ring", p))
     path = critical_path(g)
     assert len(path) == 2 * (p - 1)
     assert [k for k, _, _ in path] == list(range(2 * (p - 1)))
@@ -63,14 +62,14 @@ def test_ring_allreduce_critical_path_is_2_p_minus_1(p):
 
 @pytest.mark.parametrize("p", [2, 4, 8, 16, 32])
 def test_recursive_doubling_critical_path_is_lg_p(p):
-    g = commsim.build("allreduce", "recursive_doubling", p).to_networkx()
+    g = message_graph(commsim.build("allreduce", "recursive_doubling", p))
     assert len(critical_path(g)) == int(math.log2(p))
 
 
 def test_order_edges_are_the_latest_earlier_step_of_both_ranks():
     # binomial reduce on 8 ranks: rank 4 sends to 0 in step 2; rank 4 last took part in step 1
     # (it received from 6), rank 0 in step 1 (it received from 2)
-    g = commsim.build("reduce", "binomial", 8).to_networkx()
+    g = message_graph(commsim.build("reduce", "binomial", 8))
     preds = sorted(g.predecessors((2, 4, 0)))
     assert preds == [(1, 2, 0), (1, 6, 4)]
     assert all(g.edges[u, (2, 4, 0)]["data"] for u in preds)  # both were reduced into slot 0
@@ -81,7 +80,7 @@ def test_pipelining_shows_in_the_data_edges():
     a segment's own journey down the chain is only p - 1 messages."""
     for p in (4, 8):
         s = commsim.build("broadcast", "chain", p)
-        g = s.to_networkx()
+        g = message_graph(s)
         assert len(critical_path(g)) == s.nsteps
         data = nx.subgraph_view(g, filter_edge=lambda u, v, g=g: g.edges[u, v]["data"])
         assert len(critical_path(data)) == p - 1
@@ -89,7 +88,7 @@ def test_pipelining_shows_in_the_data_edges():
 
 def test_weighted_critical_path():
     s = commsim.build("allreduce", "rabenseifner", 8)
-    g = s.to_networkx()
+    g = message_graph(s)
     path = critical_path(g, weight="units")  # halving 4 + 2 + 1 slots, doubling 1 + 2 + 4
     assert sum(g.nodes[v]["units"] for v in path) == 14
     double = critical_path(g, weight=lambda m: 2.0 * m["units"])
@@ -98,7 +97,7 @@ def test_weighted_critical_path():
 
 
 def test_slots_of_a_node():
-    g = commsim.build("allreduce", "rabenseifner", 8).to_networkx()
+    g = message_graph(commsim.build("allreduce", "rabenseifner", 8))
     node = g.nodes[(0, 0, 4)]  # step 0: rank 0 hands the upper half to rank 4
     assert node["slots"] == node["dst_slots"] == ((4, 8),)
     assert node["units"] == node["reduce_units"] == 4
@@ -108,7 +107,7 @@ def test_local_copies_pass_on_their_writer():
     """Alltoall Bruck ends with local copies into the output half; the data edges of every
     message still point at the message that delivered the block it sends."""
     s = commsim.build("alltoall", "bruck", 5)
-    g = s.to_networkx()
+    g = message_graph(s)
     assert nx.is_directed_acyclic_graph(g)
     assert any(e["data"] for *_, e in g.edges(data=True))
 
@@ -128,6 +127,13 @@ def test_several_reductions_into_one_slot_in_one_step():
 def test_too_large_is_refused(monkeypatch):
     monkeypatch.setattr(_dag, "MAX_DAG_TRANSFERS", 10)
     with pytest.raises(commsim.ResourceError, match="smaller p"):
-        commsim.build("allreduce", "ring", 8).to_networkx()
+        message_graph(commsim.build("allreduce", "ring", 8))
     with pytest.raises(commsim.ParameterError, match="Schedule"):
         message_graph(np.zeros(3))
+
+
+def test_to_networkx_is_a_deprecated_alias():
+    s = commsim.build("allreduce", "ring", nranks=4)
+    with pytest.warns(DeprecationWarning, match=r"use commsim.viz.message_graph\(schedule\)"):
+        g = s.to_networkx()
+    assert nx.utils.graphs_equal(g, message_graph(s))

@@ -23,8 +23,7 @@ from commsim.cli.output import add_output_group, format_ratio, format_table, to_
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.errors import ResourceError, ScheduleError
 from commsim.models import Model, fastest
-from commsim.tuner import sweep
-from commsim.tuner._candidates import GROWN
+from commsim.tuner import GROWN, sweep
 
 __all__ = [
     "DESCRIPTION",

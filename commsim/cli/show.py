@@ -13,8 +13,7 @@ from commsim.cli.errors import EXIT_OK, UsageError, quote
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.output import format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
-from commsim.viz import MessageRow, message_rows
-from commsim.viz._diagram import MAX_RANKS, MAX_STEPS, check_drawable
+from commsim.viz import MAX_RANKS, MAX_STEPS, MessageRow, check_drawable, message_rows
 
 __all__ = [
     "DESCRIPTION",

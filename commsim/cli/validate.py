@@ -41,8 +41,7 @@ from commsim.cli.output import add_output_group, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleGroup
 from commsim.models import Model
 from commsim.profiles import load_profile
-from commsim.tuner import sweep
-from commsim.tuner._candidates import GROWN
+from commsim.tuner import GROWN, sweep
 
 __all__ = [
     "DESCRIPTION",

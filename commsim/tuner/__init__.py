@@ -18,12 +18,14 @@ Examples:
     64
 """
 
+from commsim.tuner._candidates import GROWN
 from commsim.tuner._inputs import as_model, cluster_model
 from commsim.tuner._sweep import Sweep, sweep
 from commsim.tuner._table import Range, TunerTable, table_from_sweep
 from commsim.tuner._tune import tune
 
 __all__ = [
+    "GROWN",
     "Range",
     "Sweep",
     "TunerTable",

@@ -28,6 +28,7 @@ from commsim._ir import Schedule
 from commsim.algorithms import build
 from commsim.errors import ParameterError
 from commsim.tuner._sweep import Sweep, evaluate
+from commsim.tuner._toml import read_table, write_table
 
 __all__ = ["Range", "TunerTable", "table_from_sweep"]
 
@@ -145,16 +146,14 @@ class TunerTable:
 
     def save(self, path: str | Path) -> Path:
         """Write the table as TOML at ``path`` (:mod:`commsim.tuner._toml`); the path."""
-        from commsim.tuner._toml import save_table
-
-        return save_table(self, path)
+        return write_table(self.to_dict(), path)
 
     @classmethod
     def load(cls, path: str | Path) -> TunerTable:
         """Read a table :meth:`save` wrote; a bad file is one line naming the field."""
-        from commsim.tuner._toml import load_table
-
-        return load_table(path)
+        fields = read_table(path)
+        ranges = tuple(Range(*args) for args in fields.pop("ranges"))
+        return cls(ranges=ranges, **fields)
 
 
 def table_from_sweep(result: Sweep) -> TunerTable:

@@ -1,4 +1,9 @@
-"""Tuner tables as TOML: :func:`save_table` writes what :func:`load_table` reads.
+"""Tuner tables as TOML: :func:`write_table` writes what :func:`read_table` reads.
+
+This module knows the file, not the class: it writes a table's plain data
+(:meth:`TunerTable.to_dict <commsim.tuner.TunerTable.to_dict>`) and reads back checked fields,
+which :meth:`TunerTable.load <commsim.tuner.TunerTable.load>` turns into a table (so the class
+imports this module and not the other way round).
 
 The file is for people too: sizes and times carry their readable values as comments, and every
 range is one ``[[ranges]]`` table::
@@ -47,9 +52,8 @@ from commsim._collectives import COLLECTIVES
 from commsim._toml import key, value, write
 from commsim.algorithms import available, info
 from commsim.errors import CommsimError, ParameterError
-from commsim.tuner._table import Range, TunerTable
 
-__all__ = ["FORMAT", "VERSION", "load_table", "save_table"]
+__all__ = ["FORMAT", "VERSION", "checked_fields", "dumps", "read_table", "write_table"]
 
 FORMAT = "commsim-tuner-table"
 VERSION = 1
@@ -77,11 +81,11 @@ _RANGE = (
 
 
 # -- writing ----------------------------------------------------------------------------------
-def dumps(table: TunerTable) -> str:
-    """The TOML text of ``table``."""
-    d = table.to_dict()
+def dumps(data: Mapping[str, Any]) -> str:
+    """The TOML text of a table's plain data (:meth:`TunerTable.to_dict`)."""
+    d = dict(data)
     out = [
-        f"# commsim tuner table: {table.collective} on {table.nranks} ranks (`commsim tune`).",
+        f"# commsim tuner table: {d['collective']} on {d['nranks']} ranks (`commsim tune`).",
         "# Sizes in bytes, times in seconds; comments give the readable values.",
     ]
     d = {"format": FORMAT, "version": VERSION, **d}
@@ -102,9 +106,9 @@ def dumps(table: TunerTable) -> str:
     return "\n".join(out) + "\n"
 
 
-def save_table(table: TunerTable, path: str | Path) -> Path:
-    """Write ``table`` at ``path``; the path. An unwritable path is one line."""
-    return write(path, dumps(table), "tuner table")
+def write_table(data: Mapping[str, Any], path: str | Path) -> Path:
+    """Write a table's plain data at ``path``; the path. An unwritable path is one line."""
+    return write(path, dumps(data), "tuner table")
 
 
 # -- reading ----------------------------------------------------------------------------------
@@ -163,8 +167,9 @@ class _Reader:
         return float(t)
 
 
-def load_table(path: str | Path) -> TunerTable:
-    """Read a tuner table that :func:`save_table` wrote (the module docstring lists the checks)."""
+def read_table(path: str | Path) -> dict[str, Any]:
+    """The checked fields (:func:`checked_fields`) of a tuner table :func:`write_table` wrote
+    (the module docstring lists the checks)."""
     path = Path(path)
     try:
         data = tomllib.loads(path.read_text())
@@ -172,11 +177,13 @@ def load_table(path: str | Path) -> TunerTable:
         raise ParameterError(f"cannot read tuner table {path}: {e.strerror or e}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise ParameterError(f"tuner table {path} is not valid TOML: {e}") from None
-    return table_from_dict(data, str(path))
+    return checked_fields(data, str(path))
 
 
-def table_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> TunerTable:
-    """A table from plain data (a TOML file's, or :meth:`TunerTable.to_dict`'s with ``format``)."""
+def checked_fields(data: Mapping[str, Any], source: str = "<dict>") -> dict[str, Any]:
+    """The fields of a table from plain data (a TOML file's, or :meth:`TunerTable.to_dict`'s
+    with ``format``), checked: ``collective``, ``nranks``, ``model``, ``model_description``,
+    ``notes`` and ``ranges``, each range the arguments of :class:`~commsim.tuner.Range`."""
     r = _Reader(source)
     r.unknown(data, _TOP, "")
     if r.get(data, "format", "format") != FORMAT:
@@ -197,20 +204,28 @@ def table_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> TunerTab
     items = r.get(data, "ranges", "[[ranges]]")
     if not isinstance(items, list) or not items:
         raise r.error("[[ranges]]", "must be a non-empty array of tables")
-    ranges: list[Range] = []
+    ranges: list[tuple[Any, ...]] = []
     for k, item in enumerate(items):
         rng = _range(r, collective, item, f"ranges[{k}]")
-        if ranges and rng.min_bytes != ranges[-1].max_bytes + 1:
+        if ranges and rng[0] != ranges[-1][1] + 1:
             raise r.error(
                 f"ranges[{k}].min_bytes",
-                f"must be {ranges[-1].max_bytes + 1} (right after ranges[{k - 1}].max_bytes), "
-                f"got {rng.min_bytes}",
+                f"must be {ranges[-1][1] + 1} (right after ranges[{k - 1}].max_bytes), "
+                f"got {rng[0]}",
             )
         ranges.append(rng)
-    return TunerTable(collective, nranks, dict(model), description, tuple(ranges), tuple(notes))
+    return {
+        "collective": collective,
+        "nranks": nranks,
+        "model": dict(model),
+        "model_description": description,
+        "ranges": ranges,
+        "notes": tuple(notes),
+    }
 
 
-def _range(r: _Reader, collective: str, item: Any, where: str) -> Range:
+def _range(r: _Reader, collective: str, item: Any, where: str) -> tuple[Any, ...]:
+    """``(min_bytes, max_bytes, algorithm, params, times[, runner_up, its params, margin])``."""
     if not isinstance(item, Mapping):
         raise r.error(where, f"must be a table, got {item!r}")
     r.unknown(item, _RANGE, f"{where}.")
@@ -228,7 +243,7 @@ def _range(r: _Reader, collective: str, item: Any, where: str) -> Range:
         for k in ("runner_up_params", "margin"):
             if k in item:
                 raise r.error(f"{where}.{k}", "given without runner_up")
-        return Range(lo, hi, algorithm, params, times)
+        return (lo, hi, algorithm, params, times)
     runner = _algorithm(r, collective, item, "runner_up", f"{where}.runner_up")
     runner_params = _params(
         r, collective, runner, item, "runner_up_params", f"{where}.runner_up_params"
@@ -236,7 +251,7 @@ def _range(r: _Reader, collective: str, item: Any, where: str) -> Range:
     margin = r.get(item, "margin", f"{where}.margin")
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin > 0:
         raise r.error(f"{where}.margin", f"must be a number > 0, got {margin!r}")
-    return Range(lo, hi, algorithm, params, times, runner, runner_params, float(margin))
+    return (lo, hi, algorithm, params, times, runner, runner_params, float(margin))
 
 
 def _algorithm(r: _Reader, collective: str, item: Mapping[str, Any], key: str, field: str) -> str:

@@ -1,6 +1,6 @@
 """Seeing schedules: a step-by-step diagram, the symbolic slot contents behind it, the per-step
 message table, and the message dependency DAG's critical path (the DAG itself is
-:meth:`commsim.Schedule.to_networkx`).
+:func:`message_graph`).
 
 Examples:
     >>> import commsim
@@ -13,13 +13,16 @@ Examples:
     '→1 ⊕3'
 """
 
-from commsim._dag import critical_path, message_graph
 from commsim.viz._contents import contributions
-from commsim.viz._diagram import draw_schedule
+from commsim.viz._dag import critical_path, message_graph
+from commsim.viz._diagram import MAX_RANKS, MAX_STEPS, check_drawable, draw_schedule
 from commsim.viz._table import MessageRow, message_rows, step_rows
 
 __all__ = [
+    "MAX_RANKS",
+    "MAX_STEPS",
     "MessageRow",
+    "check_drawable",
     "contributions",
     "critical_path",
     "draw_schedule",

@@ -15,9 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from commsim._dag import slot_ranges
 from commsim._ir import Schedule, Step
 from commsim._messages import group
+from commsim.viz._dag import slot_ranges
 
 __all__ = ["MessageRow", "message_rows", "step_rows"]
 

@@ -138,7 +138,7 @@ def message_graph(schedule: Schedule) -> nx.DiGraph:
 
     Examples:
         >>> import commsim
-        >>> g = commsim.build("allreduce", "ring", nranks=4).to_networkx()
+        >>> g = message_graph(commsim.build("allreduce", "ring", nranks=4))
         >>> g.number_of_nodes(), len(critical_path(g))  # 6 steps of 4 messages; one per step
         (24, 6)
         >>> sorted(g.predecessors((1, 1, 2)))  # step 1, rank 1 -> 2: both ranks' step-0 messages
@@ -231,7 +231,7 @@ def critical_path(
 
     Examples:
         >>> import commsim
-        >>> g = commsim.build("allreduce", "recursive_doubling", nranks=8).to_networkx()
+        >>> g = message_graph(commsim.build("allreduce", "recursive_doubling", nranks=8))
         >>> [step for step, src, dst in critical_path(g)]  # lg 8 = 3 messages, one per step
         [0, 1, 2]
     """
