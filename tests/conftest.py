@@ -82,7 +82,6 @@ def toy_row() -> Iterator[AlgorithmInfo]:
     register(
         "allreduce",
         "toy_exchange",
-        cost="(p-1)(α + nβ + nγ)",
         cost_fn=_toy_exchange_cost,
         reference="a test's toy (tests/conftest.py)",
     )(toy_exchange_allreduce)

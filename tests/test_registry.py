@@ -94,6 +94,7 @@ def check_documented(row: AlgorithmInfo) -> None:
     assert ".. math::" in row.doc, "the docstring must state the cost formula"
     assert "Examples:" in row.doc, "the docstring must have an invariant doctest"
     assert row.cost and row.reference, "the table needs the cost and its source"
+    assert row.cost == commsim.algorithms.cost_text(row.doc), "the table's text is the docstring's"
     assert callable(row.cost_fn) and callable(row.exact), "the row needs cost_fn and exact"
 
 

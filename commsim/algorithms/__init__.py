@@ -1,7 +1,9 @@
 """The algorithm library: schedule factories for every collective, and combinators.
 
 Use :func:`commsim.build` (or :func:`build` here) by name; :func:`available` lists the names.
-Each factory's docstring states its α-β-γ cost and the paper it comes from.
+Each factory's docstring states its α-β-γ cost once, in a ``.. math::`` block (the table text
+:attr:`AlgorithmInfo.cost` is derived from it by :func:`cost_text`), with its references and
+its siblings under See Also.
 """
 
 # importing the algorithm modules registers their factories
@@ -17,6 +19,7 @@ from commsim.algorithms import (  # noqa: F401
     trees,
 )
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
+from commsim.algorithms._math import cost_text, math_text
 from commsim.algorithms._registry import (
     REGISTRY,
     AlgorithmInfo,
@@ -33,8 +36,10 @@ __all__ = [
     "available",
     "build",
     "concat",
+    "cost_text",
     "info",
     "lazy",
+    "math_text",
     "register",
     "relabel",
     "unregister",

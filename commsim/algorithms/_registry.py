@@ -5,10 +5,12 @@ A new algorithm is a factory ``fn(nranks, **params) -> Schedule`` decorated with
 cost-checked and executed by every registry-parametrized test. Factories build rooted collectives
 for root 0; :func:`build` relabels ranks for any other root.
 
-A row owns every property of its algorithm: the cost as text for tables (``cost``), the exact
-single-port Hockney time as code (``cost_fn``) and where that formula is exact (``exact``), so
-the registry sweep (``tests/test_registry.py``) checks the formula against the model, the lower
-bound, the declared transfer counts and every backend's results without naming the algorithm.
+A row owns every property of its algorithm. Its cost is written twice, on purpose: once for
+readers, in the factory docstring's ``.. math::`` block (from which the table's text, ``cost``,
+is derived by :func:`commsim.algorithms.cost_text`), and once as code, the exact single-port
+Hockney time ``cost_fn`` with the domain where it is exact (``exact``), so the registry sweep
+(``tests/test_registry.py``) checks the formula against the model, the lower bound, the declared
+transfer counts and every backend's results without naming the algorithm.
 :func:`unregister` removes a row again (a test's temporary algorithm, a plug-in experiment).
 """
 
@@ -18,6 +20,7 @@ import dataclasses
 import difflib
 import inspect
 import numbers
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -25,6 +28,7 @@ import numpy as np
 
 from commsim._collectives import COLLECTIVES, spec
 from commsim._ir import MAX_NRANKS, Schedule
+from commsim.algorithms._math import cost_text
 from commsim.errors import ResourceError, ScheduleError, UnknownNameError
 
 __all__ = [
@@ -64,28 +68,41 @@ class AlgorithmInfo:
         collective: the collective it computes.
         algorithm: registry name.
         factory: ``factory(nranks, **params)``, root 0 for rooted collectives.
-        cost: the Hockney cost in plain text, for tables (the docstring has the exact form).
         constraints: when it applies and what it does off its best case, for tables.
         params: parameter names and defaults (besides ``nranks`` and ``root``).
         reference: where the algorithm and its cost come from.
         cost_fn: the exact single-port Hockney time as code (see :data:`CostFn`), written from
             the factory docstring's ``.. math::``; the model must reproduce it where ``exact``.
         exact: where ``cost_fn`` is exact (see :data:`Domain`); elsewhere it is only an estimate.
+        legacy_cost: the text a plug-in passed as the deprecated ``register(cost=...)``; shown
+            only when its factory's docstring has no ``.. math::`` block.
     """
 
     collective: str
     algorithm: str
     factory: Factory
-    cost: str
     constraints: str
     params: dict[str, Any]
     reference: str
     cost_fn: CostFn
     exact: Domain = every_p
+    legacy_cost: str = ""
 
     @property
     def doc(self) -> str:
+        """The factory's docstring (its ``.. math::`` block states the cost)."""
         return inspect.getdoc(self.factory) or ""
+
+    @property
+    def cost(self) -> str:
+        """The Hockney cost as plain text, for tables: the docstring's ``.. math::``, converted.
+
+        Examples:
+            >>> from commsim.algorithms import info
+            >>> info("allgather", "ring").cost
+            '(p-1)α + (p-1)/p·nβ'
+        """
+        return cost_text(self.doc) or self.legacy_cost
 
     def time(
         self,
@@ -117,26 +134,37 @@ def register(
     collective: str,
     name: str,
     *,
-    cost: str,
     cost_fn: CostFn,
     exact: Domain = every_p,
     constraints: str = "any p",
     reference: str = "",
+    cost: str | None = None,
 ) -> Callable[[Factory], Factory]:
     """Decorator adding ``fn`` to the registry under ``(collective, name)``.
+
+    The cost formula is ``fn``'s docstring's ``.. math::`` block: the table's text
+    (:attr:`AlgorithmInfo.cost`) is derived from it, and ``cost_fn`` is the same time as code.
 
     Args:
         collective: the collective ``fn`` computes.
         name: the algorithm's name (unique within the collective).
-        cost: the Hockney cost in plain text, for tables.
-        cost_fn: the same cost as code, ``cost_fn(nranks, nbytes, alpha, beta, gamma,
-            **params)``, with the factory's parameters as keywords (their defaults when omitted).
+        cost_fn: the cost as code, ``cost_fn(nranks, nbytes, alpha, beta, gamma, **params)``,
+            with the factory's parameters as keywords (their defaults when omitted).
         exact: ``exact(nranks, **params)``, where ``cost_fn`` is exact (default: every ``p``).
         constraints: when it applies and what it does off its best case, for tables.
         reference: where the algorithm and its cost come from.
+        cost: deprecated (the text is derived from the docstring); shown only for a factory
+            without a ``.. math::`` block.
     """
     if collective not in COLLECTIVES:
         raise ValueError(f"unknown collective {collective!r}")
+    if cost is not None:
+        warnings.warn(
+            "register(cost=...) is deprecated: the table's cost text is derived from the "
+            "factory docstring's '.. math::' block",
+            DeprecationWarning,
+            stacklevel=2,
+        )
 
     def deco(fn: Factory) -> Factory:
         sig = inspect.signature(fn)
@@ -153,7 +181,7 @@ def register(
         ):  # the same module imported twice (doctest collection) re-registers harmlessly
             raise ValueError(f"{collective}/{name} registered twice")
         REGISTRY[key] = AlgorithmInfo(
-            collective, name, fn, cost, constraints, params, reference, cost_fn, exact
+            collective, name, fn, constraints, params, reference, cost_fn, exact, cost or ""
         )
         return fn
 
@@ -167,7 +195,7 @@ def unregister(collective: str, name: str) -> AlgorithmInfo:
 
     Examples:
         >>> row = info("allgather", "ring")
-        >>> _ = register("allgather", "ring_again", cost=row.cost, cost_fn=row.cost_fn)(row.factory)
+        >>> _ = register("allgather", "ring_again", cost_fn=row.cost_fn)(row.factory)
         >>> "ring_again" in available("allgather")
         True
         >>> unregister("allgather", "ring_again").factory is row.factory

@@ -36,7 +36,8 @@ def _nsteps(p: int) -> int:
 def _bruck_ag_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`bruck_allgather`'s ``.. math::``: ``⌈lg p⌉α + (p-1)/p·nβ``."""
+    """The single-port Hockney time of :func:`bruck_allgather` (its ``.. math::``), exact for every
+    ``p``."""
     p = nranks
     return _nsteps(p) * alpha + (p - 1) / p * nbytes * beta
 
@@ -44,8 +45,8 @@ def _bruck_ag_cost(
 def _bruck_a2a_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`bruck_alltoall`'s ``.. math::``: ``Σ_k (α + c_k·n/p·β)``, ``c_k`` positions with bit
-    ``k`` set."""
+    """The single-port Hockney time of :func:`bruck_alltoall` (its ``.. math::``), exact for every
+    ``p``."""
     p = nranks
     positions = np.arange(p)
     c = [int(((positions >> k) & 1).sum()) for k in range(_nsteps(p))]
@@ -55,7 +56,6 @@ def _bruck_a2a_cost(
 @register(
     "allgather",
     "bruck",
-    cost="⌈lg p⌉α + (p-1)/p·nβ",
     cost_fn=_bruck_ag_cost,
     reference="Bruck et al. 1997; Thakur, Rabenseifner & Gropp 2005",
 )
@@ -67,6 +67,19 @@ def bruck_allgather(nranks: int) -> Schedule:
     blocks. Every rank sends one message per step, all of the same size, so for every ``p``:
 
     .. math:: T = \lceil \lg p \rceil\,\alpha + \frac{p-1}{p}\,n\beta
+
+    References:
+        Bruck, Ho, Kipnis, Upfal & Weathersby, "Efficient algorithms for all-to-all
+        communications in multiport message-passing systems", IEEE TPDS 8(11), 1997.
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_allgather`,
+        :func:`commsim.algorithms.direct.direct_allgather`,
+        :func:`commsim.algorithms.recursive.recursive_doubling_allgather`,
+        :func:`commsim.algorithms.torus.torus_allgather`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_allgather`
 
     Examples:
         >>> s = bruck_allgather(6)
@@ -108,7 +121,6 @@ def bruck_allgather(nranks: int) -> Schedule:
 @register(
     "alltoall",
     "bruck",
-    cost="Σ_k (α + c_k·n/p·β), c_k = #{0≤i<p: bit k of i set}; pow2: lg p·α + n/2·lg p·β",
     cost_fn=_bruck_a2a_cost,
     reference="Bruck et al. 1997; Thakur, Rabenseifner & Gropp 2005",
 )
@@ -124,8 +136,22 @@ def bruck_alltoall(nranks: int) -> Schedule:
     :math:`n/p` bytes per message, for every ``p`` (Thakur et al. 2005 for powers of two):
 
     .. math::
-        T = \sum_{k=0}^{\lceil \lg p \rceil - 1} \Bigl(\alpha + c_k\frac{n}{p}\beta\Bigr),
-        \qquad T = \lg p\,\alpha + \frac{n}{2}\lg p\,\beta \quad (p = 2^L)
+        T = \sum_k \Bigl(\alpha + c_k\,\frac{n}{p}\beta\Bigr), \qquad
+        c_k = \#\{0 \le i < p : \text{bit } k \text{ of } i \text{ set}\}, \qquad
+        T = \lg p\,\alpha + \frac{n}{2}\lg p\,\beta \quad (p = 2^L)
+
+    (the sum over the steps ``k = 0 … ⌈lg p⌉ - 1``).
+
+    References:
+        Bruck, Ho, Kipnis, Upfal & Weathersby, "Efficient algorithms for all-to-all
+        communications in multiport message-passing systems", IEEE TPDS 8(11), 1997.
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.direct.pairwise_alltoall`,
+        :func:`commsim.algorithms.direct.direct_alltoall`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_alltoall`
 
     Examples:
         >>> s = bruck_alltoall(8)

@@ -48,8 +48,7 @@ def _shift_pairs(p: int, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 # Every algorithm here sends, and receives, one n/p block per round in p - 1 rounds, all ranks in
-# lockstep: the ring's times (ring.py), which the docstrings below write per round,
-# (p-1)(α + nβ/p) and (p-1)(α + nβ/p + nγ/p), and the allreduce as their sum.
+# lockstep: the ring's times (ring.py), which the docstrings below write per round.
 _blocks_cost = _ring_ag_cost
 _reduced_blocks_cost = _ring_rs_cost
 _allreduce_cost = _ring_ar_cost
@@ -58,7 +57,6 @@ _allreduce_cost = _ring_ar_cost
 @register(
     "reduce_scatter",
     "direct",
-    cost="(p-1)(α + nβ/p + nγ/p)",
     cost_fn=_reduced_blocks_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -69,6 +67,17 @@ def direct_reduce_scatter(nranks: int) -> Schedule:
     at a time, all ranks in lockstep, so
 
     .. math:: T = (p-1)\left(\alpha + \frac{n}{p}\beta + \frac{n}{p}\gamma\right)
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_reduce_scatter`, :func:`pairwise_reduce_scatter`,
+        :func:`commsim.algorithms.recursive.recursive_halving_reduce_scatter`,
+        :func:`commsim.algorithms.torus.torus_reduce_scatter`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_reduce_scatter`,
+        :func:`direct_allreduce`, :func:`direct_allgather`
 
     Examples:
         >>> s = direct_reduce_scatter(4)
@@ -96,7 +105,6 @@ def direct_reduce_scatter(nranks: int) -> Schedule:
 @register(
     "reduce_scatter",
     "pairwise",
-    cost="(p-1)α + (p-1)/p·nβ + (p-1)/p·nγ",
     cost_fn=_reduced_blocks_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -107,6 +115,16 @@ def pairwise_reduce_scatter(nranks: int) -> Schedule:
     Every step is one perfect matching of ``n/p``-byte reducing messages, so for every ``p``
 
     .. math:: T = (p-1)\,\alpha + \frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_reduce_scatter`, :func:`direct_reduce_scatter`,
+        :func:`commsim.algorithms.recursive.recursive_halving_reduce_scatter`,
+        :func:`commsim.algorithms.torus.torus_reduce_scatter`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_reduce_scatter`
 
     Examples:
         >>> s = pairwise_reduce_scatter(5)
@@ -134,7 +152,6 @@ def pairwise_reduce_scatter(nranks: int) -> Schedule:
 @register(
     "allgather",
     "direct",
-    cost="(p-1)(α + nβ/p)",
     cost_fn=_blocks_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -144,6 +161,18 @@ def direct_allgather(nranks: int) -> Schedule:
     Single-port: ``p - 1`` rounds of ``n/p``-byte messages, so
 
     .. math:: T = (p-1)\left(\alpha + \frac{n}{p}\beta\right)
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_allgather`,
+        :func:`commsim.algorithms.bruck.bruck_allgather`,
+        :func:`commsim.algorithms.recursive.recursive_doubling_allgather`,
+        :func:`commsim.algorithms.torus.torus_allgather`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_allgather`,
+        :func:`direct_allreduce`, :func:`direct_reduce_scatter`
 
     Examples:
         >>> s = direct_allgather(4)
@@ -171,7 +200,6 @@ def direct_allgather(nranks: int) -> Schedule:
 @register(
     "allreduce",
     "direct",
-    cost="2(p-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ",
     cost_fn=_allreduce_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -180,7 +208,17 @@ def direct_allreduce(nranks: int) -> Schedule:
 
     All ranks finish the reduce-scatter together, so the costs add:
 
-    .. math:: T = 2(p-1)\,\alpha + 2\,\frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+    .. math:: T = 2(p-1)\,\alpha + 2\frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_allreduce`,
+        :func:`commsim.algorithms.nccl.snake_ring_allreduce`,
+        :func:`commsim.algorithms.torus.torus_allreduce`, :func:`direct_reduce_scatter`,
+        :func:`direct_allgather`
 
     Examples:
         >>> s = direct_allreduce(4)
@@ -204,7 +242,6 @@ def _own_block_copy(p: int) -> Step:
 @register(
     "alltoall",
     "pairwise",
-    cost="(p-1)(α + nβ/p)",
     cost_fn=_blocks_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -216,6 +253,14 @@ def pairwise_alltoall(nranks: int) -> Schedule:
     Every step is one perfect matching of ``n/p``-byte messages (``n`` = a rank's send buffer):
 
     .. math:: T = (p-1)\left(\alpha + \frac{n}{p}\beta\right)
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`direct_alltoall`, :func:`commsim.algorithms.bruck.bruck_alltoall`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_alltoall`
 
     Examples:
         >>> s = pairwise_alltoall(4)
@@ -244,7 +289,6 @@ def pairwise_alltoall(nranks: int) -> Schedule:
 @register(
     "alltoall",
     "direct",
-    cost="(p-1)(α + nβ/p)",
     cost_fn=_blocks_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -255,6 +299,14 @@ def direct_alltoall(nranks: int) -> Schedule:
     Single-port: ``p - 1`` rounds of ``n/p``-byte messages, so
 
     .. math:: T = (p-1)\left(\alpha + \frac{n}{p}\beta\right)
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`pairwise_alltoall`, :func:`commsim.algorithms.bruck.bruck_alltoall`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_alltoall`
 
     Examples:
         >>> s = direct_alltoall(4)

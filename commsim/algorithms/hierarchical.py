@@ -25,7 +25,9 @@ import numpy as np
 from commsim._ir import Schedule, Step
 from commsim.algorithms._combinators import lazy
 from commsim.algorithms._hierarchy import Blocks, embed, group_classes, intra_ring_step
-from commsim.algorithms._registry import FloatOrArray, build, info, register
+from commsim.algorithms._registry import build, info, register
+from commsim.algorithms.ring import _ring_ag_cost as _ring_ag
+from commsim.algorithms.ring import _ring_rs_cost as _ring_rs
 from commsim.errors import ParameterError
 
 __all__ = [
@@ -75,16 +77,9 @@ def _phases(parts: list[tuple[int, object]]):
 
 
 # -- allreduce -------------------------------------------------------------------------------
-def _ring_rs(p: int, n: FloatOrArray, alpha: float, beta: float, gamma: float) -> FloatOrArray:
-    return (p - 1) * alpha + (p - 1) / p * n * (beta + gamma)
-
-
-def _ring_ag(p: int, n: FloatOrArray, alpha: float, beta: float, gamma: float) -> FloatOrArray:
-    return (p - 1) * alpha + (p - 1) / p * n * beta
-
-
 def _allreduce_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring"):
-    """:func:`hierarchical_allreduce`'s ``.. math::``."""
+    """The single-port Hockney time of :func:`hierarchical_allreduce` (its ``.. math::``), exact
+    where :func:`_allreduce_exact` says, an estimate elsewhere."""
     g = min(ranks_per_node, nranks)
     n_groups = -(-nranks // ranks_per_node)
     outer = info("allreduce", inter).time(n_groups, nbytes / g, alpha, beta, gamma)
@@ -105,7 +100,6 @@ def _allreduce_exact(nranks, ranks_per_node=8, inter="ring"):
 @register(
     "allreduce",
     "hierarchical",
-    cost="RS_ring(g) + AR_inter(N, n/g) + AG_ring(g)",
     cost_fn=_allreduce_cost,
     exact=_allreduce_exact,
     constraints="groups of ranks_per_node (a server's GPUs); any p (an uneven last group)",
@@ -125,6 +119,16 @@ def hierarchical_allreduce(
 
     ``inter`` is a registry name, or a callable ``inter(N)`` returning the outer allreduce: a
     nested hierarchical one gives three levels (or more).
+
+    References:
+        Cho et al., "BlueConnect: decomposing all-reduce for deep learning on heterogeneous
+        network hierarchy", SysML 2019.
+        Cho et al., "PowerAI DDL", 2017.
+
+    See Also:
+        :func:`hierarchical_reduce_scatter`, :func:`hierarchical_allgather`,
+        :func:`commsim.algorithms.nccl.nccl_tree_allreduce`,
+        :func:`commsim.algorithms.nccl.snake_ring_allreduce`
 
     Examples:
         >>> s = hierarchical_allreduce(16, ranks_per_node=4)
@@ -208,7 +212,8 @@ def _fold_step(p: int, g: int, n_groups: int, *, reduce: bool) -> tuple[int, obj
 
 
 def _rs_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring"):
-    """:func:`hierarchical_reduce_scatter`'s ``.. math::``."""
+    """The single-port Hockney time of :func:`hierarchical_reduce_scatter` (its ``.. math::``),
+    exact for whole groups and ``inter="ring"`` (:func:`_columns_exact`), an estimate elsewhere."""
     g = min(ranks_per_node, nranks)
     n_groups = -(-nranks // ranks_per_node)
     outer = info("reduce_scatter", inter).time(n_groups, nbytes / g, alpha, beta, gamma)
@@ -216,7 +221,8 @@ def _rs_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring")
 
 
 def _ag_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring"):
-    """:func:`hierarchical_allgather`'s ``.. math::``."""
+    """The single-port Hockney time of :func:`hierarchical_allgather` (its ``.. math::``), exact
+    for whole groups and ``inter="ring"`` (:func:`_columns_exact`), an estimate elsewhere."""
     g = min(ranks_per_node, nranks)
     n_groups = -(-nranks // ranks_per_node)
     outer = info("allgather", inter).time(n_groups, nbytes / g, alpha, beta, gamma)
@@ -238,7 +244,6 @@ def _columns_exact(collective: str):
 @register(
     "reduce_scatter",
     "hierarchical",
-    cost="RS_ring(g) + RS_inter(N, n/g)",
     cost_fn=_rs_cost,
     exact=_columns_exact("reduce_scatter"),
     constraints="groups of ranks_per_node; any p (a short last group folds into group 0)",
@@ -255,6 +260,18 @@ def hierarchical_reduce_scatter(
     hands its columns ``j >= q`` to rank ``j`` first (one more step). For whole groups:
 
     .. math:: T = (g-1)\alpha + \frac{g-1}{g}n(\beta + \gamma) + T_\text{inter}(N, n/g)
+
+    References:
+        Cho et al., "BlueConnect: decomposing all-reduce for deep learning on heterogeneous
+        network hierarchy", SysML 2019.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_reduce_scatter`,
+        :func:`commsim.algorithms.direct.direct_reduce_scatter`,
+        :func:`commsim.algorithms.direct.pairwise_reduce_scatter`,
+        :func:`commsim.algorithms.recursive.recursive_halving_reduce_scatter`,
+        :func:`commsim.algorithms.torus.torus_reduce_scatter`, :func:`hierarchical_allreduce`,
+        :func:`hierarchical_allgather`
 
     Examples:
         >>> hierarchical_reduce_scatter(12, ranks_per_node=4).nsteps  # 3 inside, 2 across
@@ -285,7 +302,6 @@ def hierarchical_reduce_scatter(
 @register(
     "allgather",
     "hierarchical",
-    cost="AG_inter(N, n/g) + AG_ring(g)",
     cost_fn=_ag_cost,
     exact=_columns_exact("allgather"),
     constraints="groups of ranks_per_node; any p (group 0 fills a short last group's columns)",
@@ -296,6 +312,18 @@ def hierarchical_allgather(nranks: int, ranks_per_node: int = 8, inter: str = "r
     :func:`hierarchical_reduce_scatter`). For whole groups:
 
     .. math:: T = T_\text{inter}(N, n/g) + (g-1)\alpha + \frac{g-1}{g}n\beta
+
+    References:
+        Cho et al., "BlueConnect: decomposing all-reduce for deep learning on heterogeneous
+        network hierarchy", SysML 2019.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_allgather`,
+        :func:`commsim.algorithms.direct.direct_allgather`,
+        :func:`commsim.algorithms.bruck.bruck_allgather`,
+        :func:`commsim.algorithms.recursive.recursive_doubling_allgather`,
+        :func:`commsim.algorithms.torus.torus_allgather`, :func:`hierarchical_allreduce`,
+        :func:`hierarchical_reduce_scatter`
 
     Examples:
         >>> hierarchical_allgather(12, ranks_per_node=4).nsteps  # 2 across, 3 inside
@@ -374,7 +402,8 @@ def _a2a_deliver_step(t: int, p: int, g: int) -> Step:
 
 
 def _a2a_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8):
-    """:func:`hierarchical_alltoall`'s ``.. math::``."""
+    """The single-port Hockney time of :func:`hierarchical_alltoall` (its ``.. math::``), exact
+    for whole groups, an estimate for a short last group."""
     g = min(ranks_per_node, nranks)
     n_groups = -(-nranks // ranks_per_node)
     return (g - 1) * (alpha + nbytes / g * beta) + (n_groups - 1) * (
@@ -385,7 +414,6 @@ def _a2a_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8):
 @register(
     "alltoall",
     "hierarchical",
-    cost="(g-1)(α + n/g·β) + (N-1)(α + n/N·β)",
     cost_fn=_a2a_cost,
     exact=lambda nranks, ranks_per_node=8: nranks % ranks_per_node == 0 or nranks < ranks_per_node,
     constraints="groups of ranks_per_node; any p; N + g - 2 messages per rank instead of p - 1",
@@ -405,6 +433,17 @@ def hierarchical_alltoall(nranks: int, ranks_per_node: int = 8) -> Schedule:
 
     .. math:: T = (g-1)\left(\alpha + \frac{n}{g}\beta\right)
               + (N-1)\left(\alpha + \frac{n}{N}\beta\right)
+
+    References:
+        Sack & Gropp, "Collective algorithms for multiported torus networks", 2015 (the
+        two-phase alltoall).
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.direct.pairwise_alltoall`,
+        :func:`commsim.algorithms.direct.direct_alltoall`,
+        :func:`commsim.algorithms.bruck.bruck_alltoall`
 
     Examples:
         >>> s = hierarchical_alltoall(16, ranks_per_node=4)

@@ -47,14 +47,14 @@ def snake_order(nranks: int, g: int) -> np.ndarray:
 
 
 def _snake_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8):
-    """:func:`snake_ring_allreduce`'s ``.. math::`` (the ring's)."""
+    """The single-port Hockney time of :func:`snake_ring_allreduce` (its ``.. math::``, the
+    ring's), exact for every ``p``."""
     return _ring_ar_cost(nranks, nbytes, alpha, beta, gamma)
 
 
 @register(
     "allreduce",
     "snake_ring",
-    cost="2(p-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ",
     cost_fn=_snake_cost,
     constraints="any p; server-to-server hops on one rail when ranks_per_node is the server size",
     reference="Patarasuk & Yuan 2009; NCCL's topology-ordered rings",
@@ -64,6 +64,18 @@ def snake_ring_allreduce(nranks: int, ranks_per_node: int = 8) -> Schedule:
     rail crossings on a rail-optimized one.
 
     .. math:: T = 2(p-1)\,\alpha + 2\frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+
+    References:
+        Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+        workstations", JPDC 69(2), 2009.
+        NVIDIA NCCL: rings ordered by the servers' topology.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_allreduce`,
+        :func:`commsim.algorithms.direct.direct_allreduce`,
+        :func:`commsim.algorithms.torus.torus_allreduce`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_allreduce`,
+        :func:`nccl_tree_allreduce`
 
     Examples:
         >>> s = snake_ring_allreduce(16, ranks_per_node=4)
@@ -107,8 +119,8 @@ def _chain_step(t: int, p: int, g: int, nslots: int, *, reduce: bool) -> Step:
 
 
 def _tree_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, segments=4):
-    """:func:`nccl_tree_allreduce`'s ``.. math::`` (across servers: the double binary tree's
-    upper bound)."""
+    """The single-port Hockney time of :func:`nccl_tree_allreduce` (its ``.. math::``), exact
+    inside one server (:func:`_tree_exact`); across servers the double binary tree's upper bound."""
     q = min(ranks_per_node, nranks)
     n_groups = -(-nranks // ranks_per_node)
     k = 2 * segments
@@ -127,7 +139,6 @@ def _tree_exact(nranks, ranks_per_node=8, segments=4):
 @register(
     "allreduce",
     "nccl_tree",
-    cost="2(2k+q-2)(α + n/2k·β) + (2k+q-2)·n/2k·γ + DBT(N)",
     cost_fn=_tree_cost,
     exact=_tree_exact,
     constraints="any p; chains inside servers of ranks_per_node, a double binary tree across",
@@ -138,12 +149,28 @@ def nccl_tree_allreduce(nranks: int, ranks_per_node: int = 8, segments: int = 4)
     ranks (``segments`` per tree), chain broadcast inside.
 
     The vector is cut into the tree's ``K = 2 segments`` slots, which the chains pipeline: a
-    server of ``q`` ranks needs ``K + q - 2`` steps per chain. Inside one server (``p ≤ g``):
+    server of ``q = min(g, p)`` ranks needs ``K + q - 2`` steps per chain (none when ``q = 1``),
+    each delaying the chain's end by :math:`\alpha + \frac{n}{K}(\beta + \gamma)` up and
+    :math:`\alpha + \frac{n}{K}\beta` down; across the ``N = ⌈p/g⌉`` servers the double binary
+    tree's time on ``N`` ranks, :math:`T_\text{DBT}(N, n)` (its own upper bound, exact where
+    :func:`commsim.algorithms.trees.double_binary_tree_allreduce` says), is added:
 
-    .. math:: T = (K+q-2)\left(2\alpha + \frac{n}{K}(2\beta + \gamma)\right)
+    .. math::
+        T = (K+q-2)\left(2\alpha + \frac{n}{K}(2\beta + \gamma)\right) + T_\text{DBT}(N, n),
+        \qquad K = 2\,\text{segments}
 
-    and across ``N`` servers the double binary tree's time on ``N`` ranks is added (its own
-    bounds; :func:`commsim.algorithms.trees.double_binary_tree_allreduce`).
+    Exact inside one server (``p ≤ g``, where :math:`T_\text{DBT}(1, n) = 0`).
+
+    References:
+        NVIDIA NCCL 2.4: the double binary tree (``ncclGetBtree``, ``ncclGetDtree``).
+        Sanders, Speck & Träff, "Two-tree algorithms for full bandwidth broadcast, reduction and
+        scan", Parallel Computing 35(12), 2009.
+
+    See Also:
+        :func:`commsim.algorithms.hierarchical.hierarchical_allreduce`,
+        :func:`snake_ring_allreduce`,
+        :func:`commsim.algorithms.trees.double_binary_tree_allreduce`,
+        :func:`commsim.algorithms.trees.chain_broadcast`
 
     Examples:
         >>> s = nccl_tree_allreduce(16, ranks_per_node=8, segments=2)

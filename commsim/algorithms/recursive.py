@@ -179,8 +179,8 @@ def _fold_sizes(p: int) -> tuple[int, int, int, int]:
 def _halving_rs_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`recursive_halving_reduce_scatter`: ``Lα + (p-1)/p·n(β+γ)``, or with the fold
-    ``(L+2)α + (n + (p'-1+S)n/p)(β+γ) + n/p·β``."""
+    """The single-port Hockney time of :func:`recursive_halving_reduce_scatter` (its
+    ``.. math::``, both cases), exact for every ``p``."""
     p, n = nranks, nbytes
     pv, r, L, S = _fold_sizes(p)
     if r == 0:
@@ -191,8 +191,8 @@ def _halving_rs_cost(
 def _doubling_ag_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`recursive_doubling_allgather`: ``Lα + (p-1)/p·nβ``, or with the fold
-    ``(L+2)α + (p+p'-1+S)·n/p·β``."""
+    """The single-port Hockney time of :func:`recursive_doubling_allgather` (its
+    ``.. math::``, both cases), exact for every ``p``."""
     p, n = nranks, nbytes
     pv, r, L, S = _fold_sizes(p)
     if r == 0:
@@ -203,8 +203,8 @@ def _doubling_ag_cost(
 def _doubling_ar_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`recursive_doubling_allreduce`: ``L(α + nβ + nγ)``, or with the fold
-    ``(L+2)(α + nβ) + (L+1)nγ``."""
+    """The single-port Hockney time of :func:`recursive_doubling_allreduce` (its
+    ``.. math::``, both cases), exact for every ``p``."""
     n = nbytes
     _, r, L, _ = _fold_sizes(nranks)
     if r == 0:
@@ -215,9 +215,8 @@ def _doubling_ar_cost(
 def _rabenseifner_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, unfold: int
 ) -> FloatOrArray:
-    """:func:`rabenseifner_allreduce` (``unfold = 1``) and :func:`rabenseifner_reduce` (``0``,
-    no last step): ``2Lα + 2(p-1)/p·nβ + (p-1)/p·nγ``, or with the fold
-    ``(2L+1+u)α + (1+u+2f)nβ + (1+f)nγ``, ``u = unfold``, ``f = (p'-1)/p'``."""
+    """The single-port Hockney time of :func:`rabenseifner_allreduce` (``unfold = 1``) and of
+    :func:`rabenseifner_reduce` (``0``: no last step), their ``.. math::``, exact for every ``p``."""
     n, u = nbytes, unfold
     pv, r, L, _ = _fold_sizes(nranks)
     f = (pv - 1) / pv  # (p-1)/p when p = p'
@@ -231,7 +230,6 @@ def _rabenseifner_cost(
     "reduce_scatter",
     "recursive_halving",
     cost_fn=_halving_rs_cost,
-    cost="pow2: lg p·α + (p-1)/p·n(β+γ); else (L+2)α + (n + (p'-1+S)n/p)(β+γ) + n/p·β",
     constraints="any p; non-powers of two fold r = p - p' ranks in and out (2 more steps)",
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -246,8 +244,22 @@ def recursive_halving_reduce_scatter(nranks: int) -> Schedule:
     last and always receives the largest half):
 
     .. math::
-        T = L\alpha + \frac{p-1}{p}n(\beta+\gamma), \qquad
+        T = L\alpha + \frac{p-1}{p}n(\beta+\gamma) \quad (p = 2^L), \qquad
         T = (L+2)\alpha + \Bigl(n + (p'-1+S)\frac{n}{p}\Bigr)(\beta+\gamma) + \frac{n}{p}\beta
+            \quad (\text{otherwise})
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_reduce_scatter`,
+        :func:`commsim.algorithms.direct.direct_reduce_scatter`,
+        :func:`commsim.algorithms.direct.pairwise_reduce_scatter`,
+        :func:`commsim.algorithms.torus.torus_reduce_scatter`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_reduce_scatter`,
+        :func:`recursive_doubling_allgather`, :func:`rabenseifner_allreduce`,
+        :func:`rabenseifner_reduce`, :func:`commsim.algorithms.swing.swing_bandwidth_allreduce`
 
     Examples:
         >>> s = recursive_halving_reduce_scatter(8)
@@ -274,7 +286,6 @@ def recursive_halving_reduce_scatter(nranks: int) -> Schedule:
     "allgather",
     "recursive_doubling",
     cost_fn=_doubling_ag_cost,
-    cost="pow2: lg p·α + (p-1)/p·nβ; else (L+2)α + (p+p'-1+S)·n/p·β",
     constraints="any p; non-powers of two fold r = p - p' ranks in and out (2 more steps)",
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -287,8 +298,21 @@ def recursive_doubling_allgather(nranks: int) -> Schedule:
     for :math:`p = 2^L` and otherwise:
 
     .. math::
-        T = L\alpha + \frac{p-1}{p}n\beta, \qquad
-        T = (L+2)\alpha + (p + p' - 1 + S)\frac{n}{p}\beta
+        T = L\alpha + \frac{p-1}{p}n\beta \quad (p = 2^L), \qquad
+        T = (L+2)\alpha + (p+p'-1+S)\frac{n}{p}\beta \quad (\text{otherwise})
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_allgather`,
+        :func:`commsim.algorithms.direct.direct_allgather`,
+        :func:`commsim.algorithms.bruck.bruck_allgather`,
+        :func:`commsim.algorithms.torus.torus_allgather`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_allgather`,
+        :func:`recursive_halving_reduce_scatter`, :func:`rabenseifner_allreduce`,
+        :func:`rabenseifner_reduce`, :func:`commsim.algorithms.swing.swing_bandwidth_allreduce`
 
     Examples:
         >>> s = recursive_doubling_allgather(8)
@@ -323,7 +347,6 @@ def recursive_doubling_allgather(nranks: int) -> Schedule:
     "allreduce",
     "recursive_doubling",
     cost_fn=_doubling_ar_cost,
-    cost="pow2: lg p·(α + nβ + nγ); else (L+2)(α + nβ) + (L+1)nγ",
     constraints="any p; latency-optimal for small n; non-powers of two fold (2 more steps)",
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -335,7 +358,15 @@ def recursive_doubling_allreduce(nranks: int) -> Schedule:
     back. Exact time, for :math:`p = 2^L` and otherwise:
 
     .. math::
-        T = L(\alpha + n\beta + n\gamma), \qquad T = (L+2)(\alpha + n\beta) + (L+1)n\gamma
+        T = L(\alpha + n\beta + n\gamma) \quad (p = 2^L), \qquad
+        T = (L+2)(\alpha + n\beta) + (L+1)n\gamma \quad (\text{otherwise})
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.swing.swing_latency_allreduce`, :func:`rabenseifner_allreduce`
 
     Examples:
         >>> s = recursive_doubling_allreduce(8)
@@ -368,10 +399,6 @@ def recursive_doubling_allreduce(nranks: int) -> Schedule:
     "allreduce",
     "rabenseifner",
     cost_fn=functools.partial(_rabenseifner_cost, unfold=1),
-    cost=(
-        "pow2: 2lg p·α + 2(p-1)/p·nβ + (p-1)/p·nγ; "
-        "else (2L+2)α + (2+2(p'-1)/p')nβ + (1+(p'-1)/p')nγ"
-    ),
     constraints="any p; vector cut into p' slots; non-powers of two fold (2 more steps)",
     reference="Rabenseifner 2004; Thakur, Rabenseifner & Gropp 2005",
 )
@@ -383,9 +410,20 @@ def rabenseifner_allreduce(nranks: int) -> Schedule:
     :math:`p = 2^L` (Thakur et al. 2005) and otherwise:
 
     .. math::
-        T = 2L\alpha + 2\frac{p-1}{p}n\beta + \frac{p-1}{p}n\gamma, \qquad
+        T = 2L\alpha + 2\frac{p-1}{p}n\beta + \frac{p-1}{p}n\gamma \quad (p = 2^L), \qquad
         T = (2L+2)\alpha + \Bigl(2 + 2\frac{p'-1}{p'}\Bigr)n\beta
-            + \Bigl(1 + \frac{p'-1}{p'}\Bigr)n\gamma
+            + \Bigl(1 + \frac{p'-1}{p'}\Bigr)n\gamma \quad (\text{otherwise})
+
+    References:
+        Rabenseifner, "Optimization of collective reduction operations", ICCS 2004.
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`recursive_halving_reduce_scatter`, :func:`recursive_doubling_allgather`,
+        :func:`rabenseifner_reduce`, :func:`commsim.algorithms.swing.swing_bandwidth_allreduce`,
+        :func:`recursive_doubling_allreduce`,
+        :func:`commsim.algorithms.swing.swing_latency_allreduce`
 
     Examples:
         >>> s = rabenseifner_allreduce(8)
@@ -417,10 +455,6 @@ def rabenseifner_allreduce(nranks: int) -> Schedule:
     "reduce",
     "rabenseifner",
     cost_fn=functools.partial(_rabenseifner_cost, unfold=0),
-    cost=(
-        "pow2: 2lg p·α + 2(p-1)/p·nβ + (p-1)/p·nγ; "
-        "else (2L+1)α + (1+2(p'-1)/p')nβ + (1+(p'-1)/p')nγ"
-    ),
     constraints="any p, any root; vector cut into p' slots; non-powers of two fold (1 more step)",
     reference="Rabenseifner 2004; Thakur, Rabenseifner & Gropp 2005",
 )
@@ -433,9 +467,21 @@ def rabenseifner_reduce(nranks: int) -> Schedule:
     virtual rank 0; no unfold is needed). Exact time, for :math:`p = 2^L` and otherwise:
 
     .. math::
-        T = 2L\alpha + 2\frac{p-1}{p}n\beta + \frac{p-1}{p}n\gamma, \qquad
+        T = 2L\alpha + 2\frac{p-1}{p}n\beta + \frac{p-1}{p}n\gamma \quad (p = 2^L), \qquad
         T = (2L+1)\alpha + \Bigl(1 + 2\frac{p'-1}{p'}\Bigr)n\beta
-            + \Bigl(1 + \frac{p'-1}{p'}\Bigr)n\gamma
+            + \Bigl(1 + \frac{p'-1}{p'}\Bigr)n\gamma \quad (\text{otherwise})
+
+    References:
+        Rabenseifner, "Optimization of collective reduction operations", ICCS 2004.
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.trees.binomial_reduce`,
+        :func:`commsim.algorithms.trees.binomial_allreduce`,
+        :func:`recursive_halving_reduce_scatter`, :func:`recursive_doubling_allgather`,
+        :func:`rabenseifner_allreduce`,
+        :func:`commsim.algorithms.swing.swing_bandwidth_allreduce`
 
     Examples:
         >>> s = rabenseifner_reduce(8)

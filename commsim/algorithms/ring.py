@@ -39,7 +39,8 @@ def _ring_steps(p: int, first_shift: int, reduce: bool):
 def _ring_rs_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`ring_reduce_scatter`'s ``.. math::``: ``(p-1)α + (p-1)/p·n(β + γ)``."""
+    """The single-port Hockney time of :func:`ring_reduce_scatter` (its ``.. math::``), exact for
+    every ``p``."""
     p = nranks
     return (p - 1) * alpha + (p - 1) / p * nbytes * (beta + gamma)
 
@@ -47,7 +48,8 @@ def _ring_rs_cost(
 def _ring_ag_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`ring_allgather`'s ``.. math::``: ``(p-1)α + (p-1)/p·nβ``."""
+    """The single-port Hockney time of :func:`ring_allgather` (its ``.. math::``), exact for every
+    ``p``."""
     p = nranks
     return (p - 1) * alpha + (p - 1) / p * nbytes * beta
 
@@ -55,7 +57,8 @@ def _ring_ag_cost(
 def _ring_ar_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`ring_allreduce`'s ``.. math::``: ``2(p-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ``."""
+    """The single-port Hockney time of :func:`ring_allreduce` (its ``.. math::``), exact for every
+    ``p``."""
     p = nranks
     return 2 * (p - 1) * alpha + (p - 1) / p * nbytes * (2 * beta + gamma)
 
@@ -63,7 +66,6 @@ def _ring_ar_cost(
 @register(
     "reduce_scatter",
     "ring",
-    cost="(p-1)α + (p-1)/p·nβ + (p-1)/p·nγ",
     cost_fn=_ring_rs_cost,
     reference="Patarasuk & Yuan 2009",
 )
@@ -71,6 +73,18 @@ def ring_reduce_scatter(nranks: int) -> Schedule:
     r"""Ring reduce-scatter: ``p - 1`` steps, in step ``s`` rank ``r`` adds block ``r - s - 1`` into ``r + 1``.
 
     .. math:: T = (p-1)\,\alpha + \frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+
+    References:
+        Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+        workstations", JPDC 69(2), 2009.
+
+    See Also:
+        :func:`commsim.algorithms.direct.direct_reduce_scatter`,
+        :func:`commsim.algorithms.direct.pairwise_reduce_scatter`,
+        :func:`commsim.algorithms.recursive.recursive_halving_reduce_scatter`,
+        :func:`commsim.algorithms.torus.torus_reduce_scatter`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_reduce_scatter`,
+        :func:`ring_allreduce`, :func:`ring_allgather`
 
     Examples:
         >>> s = ring_reduce_scatter(4)
@@ -93,7 +107,6 @@ def ring_reduce_scatter(nranks: int) -> Schedule:
 @register(
     "allgather",
     "ring",
-    cost="(p-1)α + (p-1)/p·nβ",
     cost_fn=_ring_ag_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -101,6 +114,18 @@ def ring_allgather(nranks: int) -> Schedule:
     r"""Ring allgather: ``p - 1`` steps, in step ``s`` rank ``r`` forwards block ``r - s`` to ``r + 1``.
 
     .. math:: T = (p-1)\,\alpha + \frac{p-1}{p}\,n\beta
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`commsim.algorithms.direct.direct_allgather`,
+        :func:`commsim.algorithms.bruck.bruck_allgather`,
+        :func:`commsim.algorithms.recursive.recursive_doubling_allgather`,
+        :func:`commsim.algorithms.torus.torus_allgather`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_allgather`, :func:`ring_allreduce`,
+        :func:`ring_reduce_scatter`
 
     Examples:
         >>> s = ring_allgather(5)
@@ -123,7 +148,6 @@ def ring_allgather(nranks: int) -> Schedule:
 @register(
     "allreduce",
     "ring",
-    cost="2(p-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ",
     cost_fn=_ring_ar_cost,
     reference="Patarasuk & Yuan 2009",
 )
@@ -131,6 +155,16 @@ def ring_allreduce(nranks: int) -> Schedule:
     r"""Ring allreduce = ring reduce-scatter followed by ring allgather, on ``p`` blocks.
 
     .. math:: T = 2(p-1)\,\alpha + 2\frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+
+    References:
+        Patarasuk & Yuan, "Bandwidth optimal all-reduce algorithms for clusters of
+        workstations", JPDC 69(2), 2009.
+
+    See Also:
+        :func:`commsim.algorithms.direct.direct_allreduce`,
+        :func:`commsim.algorithms.nccl.snake_ring_allreduce`,
+        :func:`commsim.algorithms.torus.torus_allreduce`, :func:`ring_reduce_scatter`,
+        :func:`ring_allgather`
 
     Examples:
         >>> s = ring_allreduce(4)

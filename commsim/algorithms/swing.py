@@ -164,7 +164,8 @@ def _positions(peers: list[np.ndarray]) -> np.ndarray:
 def _latency_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, dims: Dims
 ) -> FloatOrArray:
-    """:func:`swing_latency_allreduce`'s ``.. math::`` (recursive doubling's)."""
+    """The single-port Hockney time of :func:`swing_latency_allreduce` (its ``.. math::``,
+    recursive doubling's), exact for every ``p``."""
     _swing_dims(nranks, dims)
     return _doubling_ar_cost(nranks, nbytes, alpha, beta, gamma)
 
@@ -172,7 +173,8 @@ def _latency_cost(
 def _bandwidth_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, dims: Dims
 ) -> FloatOrArray:
-    """:func:`swing_bandwidth_allreduce`'s ``.. math::`` (Rabenseifner's)."""
+    """The single-port Hockney time of :func:`swing_bandwidth_allreduce` (its ``.. math::``,
+    Rabenseifner's), exact for every ``p``."""
     _swing_dims(nranks, dims)
     return _rabenseifner_cost(nranks, nbytes, alpha, beta, gamma, unfold=1)
 
@@ -186,7 +188,6 @@ _CONSTRAINTS = (
 @register(
     "allreduce",
     "swing_latency",
-    cost="pow2: lg p·(α + nβ + nγ); else (L+2)(α + nβ) + (L+1)nγ",
     cost_fn=_latency_cost,
     constraints=_CONSTRAINTS,
     reference="De Sensi, Bonato, Saam & Hoefler, NSDI 2024",
@@ -198,7 +199,17 @@ def swing_latency_allreduce(nranks: int, dims: Dims = "auto") -> Schedule:
     and otherwise (the same as recursive doubling's; the hop savings are invisible here):
 
     .. math::
-        T = L(\alpha + n\beta + n\gamma), \qquad T = (L+2)(\alpha + n\beta) + (L+1)n\gamma
+        T = L(\alpha + n\beta + n\gamma) \quad (p = 2^L), \qquad
+        T = (L+2)(\alpha + n\beta) + (L+1)n\gamma \quad (\text{otherwise})
+
+    References:
+        De Sensi, Bonato, Saam & Hoefler, "Swing: short-cutting rings for higher bandwidth
+        allreduce", NSDI 2024.
+
+    See Also:
+        :func:`commsim.algorithms.recursive.recursive_doubling_allreduce`,
+        :func:`commsim.algorithms.recursive.rabenseifner_allreduce`,
+        :func:`swing_bandwidth_allreduce`, :func:`commsim.algorithms.torus.torus_allreduce`
 
     Examples:
         >>> s = swing_latency_allreduce(16)
@@ -235,10 +246,6 @@ def swing_latency_allreduce(nranks: int, dims: Dims = "auto") -> Schedule:
     "allreduce",
     "swing_bandwidth",
     cost_fn=_bandwidth_cost,
-    cost=(
-        "pow2: 2lg p·α + 2(p-1)/p·nβ + (p-1)/p·nγ; "
-        "else (2L+2)α + (2+2(p'-1)/p')nβ + (1+(p'-1)/p')nγ"
-    ),
     constraints=_CONSTRAINTS,
     reference="De Sensi, Bonato, Saam & Hoefler, NSDI 2024",
 )
@@ -252,9 +259,20 @@ def swing_bandwidth_allreduce(nranks: int, dims: Dims = "auto") -> Schedule:
     Rabenseifner's; the hop savings are invisible here):
 
     .. math::
-        T = 2L\alpha + 2\frac{p-1}{p}n\beta + \frac{p-1}{p}n\gamma, \qquad
+        T = 2L\alpha + 2\frac{p-1}{p}n\beta + \frac{p-1}{p}n\gamma \quad (p = 2^L), \qquad
         T = (2L+2)\alpha + \Bigl(2 + 2\frac{p'-1}{p'}\Bigr)n\beta
-            + \Bigl(1 + \frac{p'-1}{p'}\Bigr)n\gamma
+            + \Bigl(1 + \frac{p'-1}{p'}\Bigr)n\gamma \quad (\text{otherwise})
+
+    References:
+        De Sensi, Bonato, Saam & Hoefler, "Swing: short-cutting rings for higher bandwidth
+        allreduce", NSDI 2024.
+
+    See Also:
+        :func:`commsim.algorithms.recursive.recursive_halving_reduce_scatter`,
+        :func:`commsim.algorithms.recursive.recursive_doubling_allgather`,
+        :func:`commsim.algorithms.recursive.rabenseifner_allreduce`,
+        :func:`commsim.algorithms.recursive.rabenseifner_reduce`,
+        :func:`swing_latency_allreduce`, :func:`commsim.algorithms.torus.torus_allreduce`
 
     Examples:
         >>> s = swing_bandwidth_allreduce(8)

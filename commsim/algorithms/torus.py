@@ -172,7 +172,8 @@ def _terms(nranks: int, dims: Dims) -> tuple[int, float]:
 def _torus_rs_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, dims: Dims
 ) -> FloatOrArray:
-    """:func:`torus_reduce_scatter`'s ``.. math::``: ``Σ(d_i-1)α + Σ(d_i-1)/D_i·n(β+γ)``."""
+    """The single-port Hockney time of :func:`torus_reduce_scatter` (its ``.. math::``), exact for every ``p``
+    and every ``dims``."""
     k, f = _terms(nranks, dims)
     return k * alpha + f * nbytes * (beta + gamma)
 
@@ -180,7 +181,8 @@ def _torus_rs_cost(
 def _torus_ag_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, dims: Dims
 ) -> FloatOrArray:
-    """:func:`torus_allgather`'s ``.. math::``: ``Σ(d_i-1)α + Σ(d_i-1)/D_i·nβ``."""
+    """The single-port Hockney time of :func:`torus_allgather` (its ``.. math::``), exact for every ``p``
+    and every ``dims``."""
     k, f = _terms(nranks, dims)
     return k * alpha + f * nbytes * beta
 
@@ -188,7 +190,8 @@ def _torus_ag_cost(
 def _torus_ar_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, dims: Dims
 ) -> FloatOrArray:
-    """:func:`torus_allreduce`'s ``.. math::``: ``2Σ(d_i-1)α + Σ(d_i-1)/D_i·n(2β+γ)``."""
+    """The single-port Hockney time of :func:`torus_allreduce` (its ``.. math::``), exact for every ``p``
+    and every ``dims``."""
     k, f = _terms(nranks, dims)
     return 2 * k * alpha + f * nbytes * (2 * beta + gamma)
 
@@ -199,7 +202,6 @@ _CONSTRAINTS = "any p; dims='auto' is a near-square 2-D grid (a prime p is a 1-D
 @register(
     "reduce_scatter",
     "torus",
-    cost="Σ(d_i-1)α + (p-1)/p·n(β+γ)",
     cost_fn=_torus_rs_cost,
     constraints=_CONSTRAINTS,
     reference="Jain & Sabharwal 2010",
@@ -209,11 +211,23 @@ def torus_reduce_scatter(nranks: int, dims: Dims = "auto") -> Schedule:
 
     Along dimension ``i`` (``d_i - 1`` steps) a rank reduces the :math:`d_i` sub-blocks of its
     current range with its grid line; messages are :math:`n/D_i` bytes,
-    :math:`D_i = \prod_{j \le i} d_j`:
+    :math:`D_i = \prod_{j \le i} d_j`, so
+    :math:`T = \sum_i (d_i - 1)\bigl(\alpha + \frac{n}{D_i}(\beta + \gamma)\bigr)`, which
+    telescopes (module docstring) to
 
-    .. math::
-        T = \sum_i (d_i - 1)\Bigl(\alpha + \frac{n}{D_i}(\beta + \gamma)\Bigr)
-          = \sum_i (d_i - 1)\,\alpha + \frac{p-1}{p}\,n(\beta + \gamma)
+    .. math:: T = \sum_i(d_i-1)\,\alpha + \frac{p-1}{p}\,n(\beta+\gamma)
+
+    References:
+        Jain & Sabharwal, "Optimal bucket algorithms for large MPI collectives on torus
+        interconnects", ICS 2010.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_reduce_scatter`,
+        :func:`commsim.algorithms.direct.direct_reduce_scatter`,
+        :func:`commsim.algorithms.direct.pairwise_reduce_scatter`,
+        :func:`commsim.algorithms.recursive.recursive_halving_reduce_scatter`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_reduce_scatter`,
+        :func:`torus_allreduce`, :func:`torus_allgather`
 
     Examples:
         >>> s = torus_reduce_scatter(12, "3x4")
@@ -227,7 +241,6 @@ def torus_reduce_scatter(nranks: int, dims: Dims = "auto") -> Schedule:
 @register(
     "allgather",
     "torus",
-    cost="Σ(d_i-1)α + (p-1)/p·nβ",
     cost_fn=_torus_ag_cost,
     constraints=_CONSTRAINTS,
     reference="Jain & Sabharwal 2010",
@@ -235,9 +248,22 @@ def torus_reduce_scatter(nranks: int, dims: Dims = "auto") -> Schedule:
 def torus_allgather(nranks: int, dims: Dims = "auto") -> Schedule:
     r"""Torus (bucket) allgather: a ring allgather along each dimension, last dimension first.
 
-    .. math::
-        T = \sum_i (d_i - 1)\Bigl(\alpha + \frac{n}{D_i}\beta\Bigr)
-          = \sum_i (d_i - 1)\,\alpha + \frac{p-1}{p}\,n\beta
+    Messages along dimension ``i`` are :math:`n/D_i` bytes, so
+    :math:`T = \sum_i (d_i - 1)\bigl(\alpha + \frac{n}{D_i}\beta\bigr)`, which telescopes to
+
+    .. math:: T = \sum_i(d_i-1)\,\alpha + \frac{p-1}{p}\,n\beta
+
+    References:
+        Jain & Sabharwal, "Optimal bucket algorithms for large MPI collectives on torus
+        interconnects", ICS 2010.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_allgather`,
+        :func:`commsim.algorithms.direct.direct_allgather`,
+        :func:`commsim.algorithms.bruck.bruck_allgather`,
+        :func:`commsim.algorithms.recursive.recursive_doubling_allgather`,
+        :func:`commsim.algorithms.hierarchical.hierarchical_allgather`, :func:`torus_allreduce`,
+        :func:`torus_reduce_scatter`
 
     Examples:
         >>> s = torus_allgather(8, "2x2x2")  # the hypercube: lg p steps
@@ -251,7 +277,6 @@ def torus_allgather(nranks: int, dims: Dims = "auto") -> Schedule:
 @register(
     "allreduce",
     "torus",
-    cost="2Σ(d_i-1)α + 2(p-1)/p·nβ + (p-1)/p·nγ",
     cost_fn=_torus_ar_cost,
     constraints=_CONSTRAINTS,
     reference="Jain & Sabharwal 2010",
@@ -259,8 +284,18 @@ def torus_allgather(nranks: int, dims: Dims = "auto") -> Schedule:
 def torus_allreduce(nranks: int, dims: Dims = "auto") -> Schedule:
     r"""Torus (bucket, multi-dimensional ring) allreduce: torus reduce-scatter, then allgather.
 
-    .. math::
-        T = 2\sum_i (d_i - 1)\,\alpha + 2\frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+    .. math:: T = 2\sum_i(d_i-1)\,\alpha + 2\frac{p-1}{p}\,n\beta + \frac{p-1}{p}\,n\gamma
+
+    References:
+        Jain & Sabharwal, "Optimal bucket algorithms for large MPI collectives on torus
+        interconnects", ICS 2010.
+
+    See Also:
+        :func:`commsim.algorithms.ring.ring_allreduce`,
+        :func:`commsim.algorithms.direct.direct_allreduce`,
+        :func:`commsim.algorithms.nccl.snake_ring_allreduce`, :func:`torus_reduce_scatter`,
+        :func:`torus_allgather`, :func:`commsim.algorithms.swing.swing_latency_allreduce`,
+        :func:`commsim.algorithms.swing.swing_bandwidth_allreduce`
 
     Examples:
         >>> s = torus_allreduce(16)  # auto: 4x4

@@ -55,21 +55,24 @@ def _check_segments(segments: int) -> int:
 def _binomial_bcast_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`binomial_broadcast`: ``⌈lg p⌉(α + nβ)``."""
+    """The single-port Hockney time of :func:`binomial_broadcast` (its ``.. math::``), exact for
+    every ``p``."""
     return _lg(nranks) * (alpha + nbytes * beta)
 
 
 def _binomial_reduce_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`binomial_reduce`: ``⌈lg p⌉(α + nβ + nγ)``."""
+    """The single-port Hockney time of :func:`binomial_reduce` (its ``.. math::``), exact for every
+    ``p``."""
     return _lg(nranks) * (alpha + nbytes * beta + nbytes * gamma)
 
 
 def _binomial_ar_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`binomial_allreduce`: ``2⌈lg p⌉α + 2⌈lg p⌉nβ + ⌈lg p⌉nγ``."""
+    """The single-port Hockney time of :func:`binomial_allreduce` (its ``.. math::``), exact for
+    every ``p``."""
     L = _lg(nranks)
     return 2 * L * alpha + 2 * L * nbytes * beta + L * nbytes * gamma
 
@@ -77,7 +80,8 @@ def _binomial_ar_cost(
 def _chain_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, segments: int
 ) -> FloatOrArray:
-    """:func:`chain_broadcast`: ``(p + k - 2)(α + nβ/k)`` for ``p ≥ 2``, nothing for ``p = 1``."""
+    """The single-port Hockney time of :func:`chain_broadcast` (its ``.. math::``; nothing for
+    ``p = 1``), exact for every ``p``."""
     p, k = nranks, segments
     return (p + k - 2 if p > 1 else 0) * (alpha + nbytes / k * beta)
 
@@ -85,7 +89,8 @@ def _chain_cost(
 def _scatter_allgather_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
 ) -> FloatOrArray:
-    """:func:`scatter_allgather_broadcast`: ``(⌈lg p⌉ + p - 1)α + 2(p-1)/p·nβ``."""
+    """The single-port Hockney time of :func:`scatter_allgather_broadcast` (its ``.. math::``),
+    exact for every ``p``."""
     p = nranks
     return (_lg(p) + p - 1) * alpha + 2 * (p - 1) / p * nbytes * beta
 
@@ -93,8 +98,8 @@ def _scatter_allgather_cost(
 def _dbt_cost(
     nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, segments: int
 ) -> FloatOrArray:
-    """:func:`double_binary_tree_allreduce`: ``S(2α + nβ/k + nγ/(2k))``, ``S = 2k + 2⌈lg p⌉ - 3``
-    (the upper bound, exact where :func:`_dbt_exact` says); ``2kα + nβ + nγ/2`` for ``p = 2``."""
+    """The right side of :func:`double_binary_tree_allreduce`'s ``.. math::`` (its exact time
+    for ``p = 2`` below ``p = 3``), exact where :func:`_dbt_exact` says, an upper bound elsewhere."""
     p, k, n = nranks, segments, nbytes
     if p <= 2:
         return (p - 1) * (2 * k * alpha + n * beta + n / 2 * gamma)
@@ -140,7 +145,6 @@ def _binomial_scatter_step(p: int, k: int) -> Step:
 @register(
     "broadcast",
     "binomial",
-    cost="⌈lg p⌉(α + nβ)",
     cost_fn=_binomial_bcast_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -151,6 +155,14 @@ def binomial_broadcast(nranks: int) -> Schedule:
     whole vector to ``r + d`` when ``r + d < p``. The root sends in every step, so for every ``p``
 
     .. math:: T = \lceil \lg p \rceil\,(\alpha + n\beta)
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`chain_broadcast`, :func:`scatter_allgather_broadcast`,
+        :func:`double_binary_tree_allreduce`, :func:`binomial_allreduce`
 
     Examples:
         >>> s = binomial_broadcast(6)
@@ -173,7 +185,6 @@ def binomial_broadcast(nranks: int) -> Schedule:
 @register(
     "reduce",
     "binomial",
-    cost="⌈lg p⌉(α + nβ + nγ)",
     cost_fn=_binomial_reduce_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -185,6 +196,13 @@ def binomial_reduce(nranks: int) -> Schedule:
     it, so for every ``p``
 
     .. math:: T = \lceil \lg p \rceil\,(\alpha + n\beta + n\gamma)
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`binomial_allreduce`, :func:`commsim.algorithms.recursive.rabenseifner_reduce`
 
     Examples:
         >>> s = binomial_reduce(6)
@@ -207,7 +225,6 @@ def binomial_reduce(nranks: int) -> Schedule:
 @register(
     "allreduce",
     "binomial",
-    cost="2⌈lg p⌉α + 2⌈lg p⌉nβ + ⌈lg p⌉nγ",
     cost_fn=_binomial_ar_cost,
     reference="Thakur, Rabenseifner & Gropp 2005",
 )
@@ -219,6 +236,14 @@ def binomial_allreduce(nranks: int) -> Schedule:
 
     .. math:: T = 2\lceil \lg p \rceil\,\alpha + 2\lceil \lg p \rceil\,n\beta
               + \lceil \lg p \rceil\,n\gamma
+
+    References:
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`binomial_reduce`, :func:`commsim.algorithms.recursive.rabenseifner_reduce`,
+        :func:`double_binary_tree_allreduce`, :func:`binomial_broadcast`
 
     Examples:
         >>> s = binomial_allreduce(5)
@@ -239,7 +264,6 @@ def binomial_allreduce(nranks: int) -> Schedule:
 @register(
     "broadcast",
     "chain",
-    cost="(p+k-2)(α + nβ/k), k = segments",
     cost_fn=_chain_cost,
     reference="Sanders, Speck & Träff 2009",
 )
@@ -250,7 +274,16 @@ def chain_broadcast(nranks: int, segments: int = 8) -> Schedule:
     ``p + k - 2`` steps. Every message ``(i, j)`` (rank ``i``, segment ``j``) ends at
     ``(i + j + 1)(α + nβ/k)``, so for ``p ≥ 2`` (``T = 0`` for ``p = 1``)
 
-    .. math:: T = (p + k - 2)\left(\alpha + \frac{n}{k}\beta\right)
+    .. math:: T = (p+k-2)\left(\alpha + \frac{n}{k}\beta\right), \qquad k = \text{segments}
+
+    References:
+        Sanders, Speck & Träff, "Two-tree algorithms for full bandwidth broadcast, reduction and
+        scan", Parallel Computing 35(12), 2009.
+
+    See Also:
+        :func:`binomial_broadcast`, :func:`scatter_allgather_broadcast`,
+        :func:`double_binary_tree_allreduce`,
+        :func:`commsim.algorithms.nccl.nccl_tree_allreduce`
 
     Examples:
         >>> s = chain_broadcast(5, segments=3)
@@ -296,7 +329,6 @@ def _binomial_scatter(p: int) -> Schedule:
 @register(
     "broadcast",
     "scatter_allgather",
-    cost="(⌈lg p⌉ + p - 1)α + 2(p-1)/p·nβ",
     cost_fn=_scatter_allgather_cost,
     reference="Thakur, Rabenseifner & Gropp 2005 (van de Geijn)",
 )
@@ -310,7 +342,17 @@ def scatter_allgather_broadcast(nranks: int) -> Schedule:
     once its neighbours within distance ``s + 1`` have, so after ``p - 1`` steps every rank has
     waited for the slowest one: for every ``p`` (powers of two or not)
 
-    .. math:: T = (\lceil \lg p \rceil + p - 1)\,\alpha + 2\,\frac{p-1}{p}\,n\beta
+    .. math:: T = (\lceil \lg p \rceil + p - 1)\,\alpha + 2\frac{p-1}{p}\,n\beta
+
+    References:
+        Barnett et al., "Interprocessor collective communication library (InterCom)", SHPCC 1994
+        (van de Geijn's scatter-allgather broadcast).
+        Thakur, Rabenseifner & Gropp, "Optimization of collective communication operations in
+        MPICH", IJHPCA 19(1), 2005.
+
+    See Also:
+        :func:`binomial_broadcast`, :func:`chain_broadcast`,
+        :func:`double_binary_tree_allreduce`
 
     Examples:
         >>> s = scatter_allgather_broadcast(6)
@@ -472,7 +514,6 @@ def _pipelined_phase(
 @register(
     "allreduce",
     "double_binary_tree",
-    cost="(2k+2⌈lg p⌉-3)(2α + nβ/k + nγ/(2k)) for p = 2^m; within one such round elsewhere",
     cost_fn=_dbt_cost,
     exact=_dbt_exact,
     constraints=(
@@ -507,9 +548,9 @@ def double_binary_tree_allreduce(nranks: int, segments: int = 4) -> Schedule:
     ranks ``1 … 2^{H-1}-1`` as a perfect binary tree, and a chain of messages through it (up, then
     back down) is busy in all but one step of each phase. Hence, for every :math:`p \ge 3`,
 
-    .. math:: (S - 1)\left(2\alpha + \frac{n}{k}\beta + \frac{n}{2k}\gamma\right) \le T
+    .. math:: (S-1)\left(2\alpha + \frac{n}{k}\beta + \frac{n}{2k}\gamma\right) \le T
               \le S\left(2\alpha + \frac{n}{k}\beta + \frac{n}{2k}\gamma\right),
-              \qquad S = 2k + 2\lceil \lg p \rceil - 3,
+              \qquad S = 2k + 2\lceil \lg p \rceil - 3, \qquad k = \text{segments},
 
     with equality on the right for :math:`p = 2^H` (every :math:`k`; the whole of ``T_0`` below the
     root is perfect), for :math:`p = 3`, and, when :math:`k \ge 2`, for every
@@ -519,6 +560,16 @@ def double_binary_tree_allreduce(nranks: int, segments: int = 4) -> Schedule:
     27). :math:`p = 2` (one exchange per segment each way) takes exactly
     :math:`2k\alpha + n\beta + \frac{n}{2}\gamma`, and :math:`p = 1` nothing. The bandwidth term tends to the optimal :math:`2n\beta` as ``k`` grows,
     at the price of :math:`4k` latencies.
+
+    References:
+        Sanders, Speck & Träff, "Two-tree algorithms for full bandwidth broadcast, reduction and
+        scan", Parallel Computing 35(12), 2009.
+        NVIDIA NCCL 2.4: the double binary tree (``ncclGetBtree``, ``ncclGetDtree``).
+
+    See Also:
+        :func:`binomial_broadcast`, :func:`chain_broadcast`,
+        :func:`scatter_allgather_broadcast`, :func:`binomial_allreduce`,
+        :func:`commsim.algorithms.nccl.nccl_tree_allreduce`
 
     Examples:
         >>> s = double_binary_tree_allreduce(8, segments=4)
