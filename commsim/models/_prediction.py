@@ -232,7 +232,7 @@ def below_bound_note(
         >>> note.split(":")[0]
         'predicted 0s at 1MiB is below the 1.00ms any allreduce on 8 ranks needs under this model'
     """
-    bound = np.atleast_1d(bound)
+    bound = np.broadcast_to(bound, np.shape(time))
     low = time < bound * (1 - _BOUND_RTOL) - _BOUND_ATOL
     if not low.any():
         return ()
