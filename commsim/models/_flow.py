@@ -248,7 +248,8 @@ def _simulate(  # pragma: no cover
 
 
 class _FlowRun:
-    """What :func:`simulate` returns: the interface of the static modes' run."""
+    """What :func:`simulate` returns: the interface of the static modes' run (final clocks, step
+    times, notes, and the link usage and timeline on demand)."""
 
     def __init__(self, clock, step_time, usage_fn, notes, timeline_fn) -> None:
         self.clock, self.step_time, self._usage, self.notes = clock, step_time, usage_fn, notes

@@ -229,7 +229,7 @@ class Topology:
         schedule.spec.check_layout(schedule.nranks, schedule.ndata)
         hosts = place(self.network, schedule.nranks, self.placement)
         if self.contention == "flow":
-            return simulate(self.params, schedule, sizes, hosts, max_messages=max_messages)
+            return simulate(self._params, schedule, sizes, hosts, max_messages=max_messages)
         run = _Run(self, schedule, sizes, hosts, max_messages=max_messages)
         for i, st in enumerate(schedule.steps()):
             run.step(i, st)
@@ -237,9 +237,10 @@ class Topology:
 
     # -- inputs -------------------------------------------------------------------------------
     @property
-    def params(self) -> NetworkParams:
-        """What the timing reads of this model (:class:`~commsim.models._network_params.NetworkParams`:
-        the network, γ, the overhead, the stragglers), shared with the flow simulation."""
+    def _params(self) -> NetworkParams:
+        """What the timing reads of this model, as the flow simulation reads it too (the
+        network, γ, the overhead, the stragglers:
+        :class:`~commsim.models._network_params.NetworkParams`)."""
         return NetworkParams(
             self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks
         )
@@ -247,12 +248,12 @@ class Topology:
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
         """``[nranks, nsizes]`` clocks at time 0 (:meth:`NetworkParams.initial_clock
         <commsim.models._network_params.NetworkParams.initial_clock>`)."""
-        return self.params.initial_clock(nranks, nsizes)
+        return self._params.initial_clock(nranks, nsizes)
 
     def slow_factors(self, nranks: int) -> np.ndarray:
         """``[nranks]`` straggler factors (:meth:`NetworkParams.slow_factors
         <commsim.models._network_params.NetworkParams.slow_factors>`)."""
-        return self.params.slow_factors(nranks)
+        return self._params.slow_factors(nranks)
 
     def round_costs(
         self, hosts: np.ndarray, src: np.ndarray, dst: np.ndarray
@@ -327,7 +328,7 @@ class _Run:
         self.model, self.schedule, self.hosts, self.p = model, schedule, hosts, p
         self.per_unit = sizes / schedule.nbytes_units
         self.gw = model.gamma * self.per_unit
-        params = model.params
+        params = model._params
         self.clock = params.initial_clock(p, ns)
         ncomp = _topology_kernels.TRANSFER + len(model.network.kinds)
         self.comp = np.zeros((p, ncomp, ns))
