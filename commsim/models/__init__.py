@@ -1,7 +1,9 @@
 """Cost models: map a schedule and a message size to a :class:`Prediction`.
 
-Every model implements the :class:`Model` protocol (``predict``, ``lower_bound``, ``describe``,
-``to_dict``), so the command line and notebooks work with any of them.
+Every model implements the :class:`Model` protocol (``predict``, ``lower_bound``, ``timeline``,
+``describe``, ``to_dict``), so the command line and notebooks work with any of them, and builds
+its :class:`Prediction` with :meth:`Prediction.from_clocks` (one constructor, one note for a
+prediction below the model's bound).
 
 * :class:`Hockney` — α-β-γ with per-rank clocks, single- or multi-port.
 * :class:`LogGP` — L, o, g, G with eager sends (LogGOPSim's rules).
@@ -12,10 +14,13 @@ Every model implements the :class:`Model` protocol (``predict``, ``lower_bound``
   the earlier candidate.
 * :func:`chrome_trace` — a prediction as a Chrome trace (Perfetto); :func:`step_trace` the same
   format for measured steps.
+* :func:`as_sizes` — message sizes read as every model reads ``nbytes`` (numbers, arrays, unit
+  strings such as ``"1KiB..1GiB"``), for code that sweeps sizes beside a model (the tuner).
 """
 
 from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION
+from commsim.models._inputs import as_sizes
 from commsim.models._model import Model
 from commsim.models._prediction import TIE_RTOL, Prediction, fastest, tied
 from commsim.models._trace import ChromeTrace, chrome_trace, step_trace
@@ -38,6 +43,7 @@ __all__ = [
     "Timeline",
     "Topology",
     "TwoLevelHockney",
+    "as_sizes",
     "chrome_trace",
     "fastest",
     "lower_bound",

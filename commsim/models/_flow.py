@@ -23,18 +23,14 @@ costs ``O(flows in flight × path length)``: meant for small and medium ``p``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numba
 import numpy as np
 
 from commsim._messages import matchings, messages
 from commsim.errors import ResourceError
 from commsim.models._contention import bottleneck_link, path_latency
+from commsim.models._network_params import NetworkParams
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
-
-if TYPE_CHECKING:
-    from commsim.models.topology import Topology
 
 __all__ = ["MAX_FLOW_MESSAGES", "simulate"]
 
@@ -252,7 +248,8 @@ def _simulate(  # pragma: no cover
 
 
 class _FlowRun:
-    """What :func:`simulate` returns: the interface of the static modes' run."""
+    """What :func:`simulate` returns: the interface of the static modes' run (final clocks, step
+    times, notes, and the link usage and timeline on demand)."""
 
     def __init__(self, clock, step_time, usage_fn, notes, timeline_fn) -> None:
         self.clock, self.step_time, self._usage, self.notes = clock, step_time, usage_fn, notes
@@ -266,12 +263,13 @@ class _FlowRun:
 
 
 def simulate(
-    model: Topology, schedule, sizes: np.ndarray, hosts: np.ndarray, *, max_messages=None
+    params: NetworkParams, schedule, sizes: np.ndarray, hosts: np.ndarray, *, max_messages=None
 ) -> _FlowRun:
     """Materialize the schedule's messages and run the flow simulation once per size (refused
-    past ``max_messages`` messages, :data:`MAX_FLOW_MESSAGES` by default)."""
+    past ``max_messages`` messages, :data:`MAX_FLOW_MESSAGES` by default). ``params`` are the
+    topology model's (:class:`~commsim.models._network_params.NetworkParams`)."""
     limit = MAX_FLOW_MESSAGES if max_messages is None else min(max_messages, MAX_FLOW_MESSAGES)
-    p, net = schedule.nranks, model.network
+    p, net = schedule.nranks, params.network
     cols = {k: [] for k in ("src", "dst", "rnd", "units", "red", "step", "local")}
     nround = 0
     total = 0
@@ -327,8 +325,8 @@ def simulate(
     np.cumsum(lengths, out=indptr[1:])
     links = r_links  # remote items keep their order, local ones add nothing
     lat = np.zeros(n)
-    lat[remote] = path_latency(r_ptr, r_links, net.latency) + model.overhead
-    slow = model.slow_factors(p)
+    lat[remote] = path_latency(r_ptr, r_links, net.latency) + params.overhead
+    slow = params.slow_factors(p)
     f = np.maximum(slow[src], slow[dst])
     # per-rank sequences, in round order
     ranks = np.concatenate([src, dst[~is_local]])
@@ -344,12 +342,12 @@ def simulate(
     parts = np.zeros((nparts, len(sizes)))
     clock = np.zeros((p, len(sizes)))
     step_time = np.zeros((schedule.nsteps, len(sizes)))
-    init = model.initial_clock(p, 1)[:, 0]
+    init = params.initial_clock(p, 1)[:, 0]
     last = None
     red_net_last = np.zeros(n)
     for k in range(len(sizes)):
         bytes_ = a["units"] * per_unit[k] * f
-        red_time = a["red"] * per_unit[k] * model.gamma * slow[dst]
+        red_time = a["red"] * per_unit[k] * params.gamma * slow[dst]
         work = np.where(is_local, red_time, bytes_)
         red_net = np.where(is_local, 0.0, red_time)
         c = init.copy()
@@ -407,7 +405,7 @@ def simulate(
             np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), links[sel], net,
         )  # fmt: skip
 
-    return _FlowRun(clock, step_time, usage, [], timeline)
+    return _FlowRun(clock, step_time, usage, (), timeline)
 
 
 def _chain_parts(clock, src, dst, start, end, pred, lat, cls, is_local, nparts) -> np.ndarray:

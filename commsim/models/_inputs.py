@@ -30,9 +30,20 @@ def as_schedule(schedule: Any) -> Schedule:
 
 
 def as_sizes(nbytes: Any) -> tuple[np.ndarray, bool]:
-    """``(sizes as a 1-D float array, whether nbytes was a single number)``.
+    """Message sizes as every model reads ``nbytes``: ``(sizes, scalar)``.
 
-    Accepts a number, a unit string (``"1MiB"``, ``"1KiB..1GiB"``), or a 1-D sequence of numbers.
+    ``sizes`` is a 1-D float array of bytes; ``scalar`` says whether ``nbytes`` was one number
+    (or one size string), so that a prediction drops its size axis. Accepts a number, a unit
+    string (``"1MiB"``, a range ``"1KiB..1GiB"`` of powers of two), or a 1-D sequence of numbers;
+    anything else (negative, infinite, empty, 2-D, an unknown unit) is one
+    :class:`~commsim.errors.ParameterError` sentence.
+
+    Examples:
+        >>> as_sizes("1MiB")
+        (array([1048576.]), True)
+        >>> sizes, scalar = as_sizes("1KiB..4KiB")
+        >>> sizes.tolist(), scalar
+        ([1024.0, 2048.0, 4096.0], False)
     """
     if isinstance(nbytes, str):
         try:

@@ -1,17 +1,54 @@
-"""What a model returns: a :class:`Prediction`."""
+r"""What a model returns, a :class:`Prediction`, and the one way every model builds it.
+
+A model is its rule: how a schedule's messages advance per-rank clocks. What it does with the
+clocks is the same for every model and is written here once (as optax's ``base.py`` holds the
+record every transformation returns, so its aliases hold only rules):
+:meth:`Prediction.from_clocks` takes the final clocks ``[p, sizes]`` and the step times
+``[nsteps, sizes]``, drops the size axis for a scalar ``nbytes``, takes the completion time as
+the last rank's clock,
+
+.. math::
+
+    T(n) = \max_r c_r(n),
+
+reads nccl-tests' bus-bandwidth factor from the collective's spec, and checks the time against
+the model's own lower bound: a prediction below it gets :func:`below_bound_note`, one wording for
+every model.
+
+See Also:
+    :class:`commsim.models.Model`: the protocol whose ``describe`` and ``lower_bound`` the
+    constructor reads.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-__all__ = ["TIE_RTOL", "Prediction", "fastest", "tied"]
+from commsim import units
+from commsim._ir import Schedule
+
+__all__ = ["TIE_RTOL", "Prediction", "below_bound_note", "fastest", "tied"]
 
 #: predictions this close (relative) are the same prediction: ring and direct allreduce cost the
 #: same, and floating-point rounding must not pick between them
 TIE_RTOL = 1e-9
+
+
+#: a time this far below the bound (relative, then absolute) is below it, not rounding
+_BOUND_RTOL, _BOUND_ATOL = 1e-9, 1e-15
+
+
+class _Rule(Protocol):
+    """What :meth:`Prediction.from_clocks` reads of the model that timed the schedule (a part
+    of :class:`commsim.models.Model`, whose module imports this one)."""
+
+    def describe(self) -> str: ...
+
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any: ...
 
 
 def tied(times: Any) -> np.ndarray:
@@ -87,6 +124,71 @@ class Prediction:
             return 0.0 if np.ndim(self.time) == 0 else np.zeros(np.shape(self.time))
         return self.algbw * self.busbw_factor
 
+    @classmethod
+    def from_clocks(
+        cls,
+        schedule: Schedule,
+        sizes: np.ndarray,
+        scalar: bool,
+        rank_time: np.ndarray,
+        step_time: np.ndarray,
+        *,
+        model: _Rule,
+        notes: Sequence[str] = (),
+        network: Any = None,
+    ) -> Prediction:
+        """The prediction of a model's final clocks: how every model builds its
+        :class:`Prediction`.
+
+        Args:
+            schedule: the schedule that was timed.
+            sizes: the message sizes, 1-D, in bytes (as :func:`commsim.models.as_sizes` reads
+                ``nbytes``).
+            scalar: whether ``nbytes`` was one number: the size axis is then dropped.
+            rank_time: ``[p, len(sizes)]`` each rank's final clock.
+            step_time: ``[nsteps, len(sizes)]`` the running maximum of the clocks after each
+                step.
+            model: the model that ran the clocks: its ``describe()`` becomes the prediction's
+                ``model``, and its ``lower_bound`` the bound the time is checked against
+                (:func:`below_bound_note`).
+            notes: the model's own caveats; the below-bound note, if any, comes after them.
+            network: what a network model adds (:class:`~commsim.models.NetworkUsage`), or a
+                function of the completion times ``[len(sizes)]`` that returns it (the link
+                usage reports the busy fraction of the time, computed here once).
+
+        Examples:
+            >>> import commsim
+            >>> from commsim.models import Hockney
+            >>> s = commsim.build("allgather", "ring", nranks=4)
+            >>> clocks, steps = np.full((4, 1), 3.0), np.array([[1.0], [2.0], [3.0]])
+            >>> pred = Prediction.from_clocks(
+            ...     s, np.array([4e3]), True, clocks, steps, model=Hockney()
+            ... )
+            >>> pred.time, pred.rank_time.shape, pred.notes
+            (3.0, (4,), ())
+        """
+        time = rank_time.max(axis=0) if len(rank_time) else np.zeros(len(sizes))
+        bound = model.lower_bound(schedule.collective, schedule.nranks, sizes)
+        if callable(network):
+            network = network(time)
+
+        def out(a: np.ndarray) -> Any:
+            return a[..., 0] if scalar else a
+
+        return cls(
+            algorithm=schedule.algorithm,
+            collective=schedule.collective,
+            nranks=schedule.nranks,
+            model=model.describe(),
+            nbytes=float(sizes[0]) if scalar else sizes,
+            time=float(time[0]) if scalar else time,
+            rank_time=out(rank_time),
+            step_time=out(step_time),
+            busbw_factor=schedule.spec.busbw_factor(schedule.nranks),
+            notes=(*notes, *below_bound_note(schedule, sizes, time, bound)),
+            network=network,
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """Plain data for ``--json`` (no per-rank/per-step arrays)."""
 
@@ -105,3 +207,40 @@ class Prediction:
             "notes": list(self.notes),
             **({"network": self.network.to_dict()} if self.network is not None else {}),
         }
+
+
+def below_bound_note(
+    schedule: Schedule, sizes: np.ndarray, time: np.ndarray, bound: Any
+) -> tuple[str, ...]:
+    """The note of a prediction below its model's lower bound (one sentence), or ``()``.
+
+    No schedule of the collective can beat the bound, so a time below it says the schedule
+    (empty, truncated, hand-made) cannot compute its collective, and the number is not a time
+    for it. The note names the first such size, the predicted time and the bound; every model
+    words it this way (:meth:`Prediction.from_clocks` adds it).
+
+    Args:
+        schedule: the schedule that was timed (its collective and rank count are named).
+        sizes: ``[n]`` message sizes, bytes.
+        time: ``[n]`` predicted times, seconds.
+        bound: ``[n]`` (or a number for one size) the model's lower bound at those sizes.
+
+    Examples:
+        >>> import commsim
+        >>> empty = commsim.Schedule.from_steps([], collective="allreduce", nranks=8, nslots=8)
+        >>> [note] = below_bound_note(empty, np.array([2.0**20]), np.zeros(1), 1e-3)
+        >>> note.split(":")[0]
+        'predicted 0s at 1MiB is below the 1.00ms any allreduce on 8 ranks needs under this model'
+    """
+    bound = np.broadcast_to(bound, np.shape(time))
+    low = time < bound * (1 - _BOUND_RTOL) - _BOUND_ATOL
+    if not low.any():
+        return ()
+    j = int(np.argmax(low))
+    return (
+        f"predicted {units.format_time(float(time[j]))} at "
+        f"{units.format_size(float(sizes[j]))} is below the "
+        f"{units.format_time(float(bound[j]))} any {schedule.collective} on "
+        f"{schedule.nranks} ranks needs under this model: this schedule cannot compute its "
+        "collective (commsim.verify says where it goes wrong)",
+    )

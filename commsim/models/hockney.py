@@ -188,23 +188,8 @@ class Hockney:
         schedule = as_schedule(schedule)
         sizes, scalar = as_sizes(nbytes)
         clocks = self._run(schedule, sizes)
-        total = clocks.clock.max(axis=0)
-
-        def out(a: np.ndarray) -> Any:
-            return a[..., 0] if scalar else a
-
-        t = out(total)
-        return Prediction(
-            algorithm=schedule.algorithm,
-            collective=schedule.collective,
-            nranks=schedule.nranks,
-            model=self.describe(),
-            nbytes=float(sizes[0]) if scalar else sizes,
-            time=float(t) if scalar else t,
-            rank_time=out(clocks.clock),
-            step_time=out(clocks.step_time),
-            busbw_factor=schedule.spec.busbw_factor(schedule.nranks),
-            notes=self._below_bound(schedule, sizes, total),
+        return Prediction.from_clocks(
+            schedule, sizes, scalar, clocks.clock, clocks.step_time, model=self
         )
 
     def timeline(
@@ -248,24 +233,6 @@ class Hockney:
         for i, st in enumerate(schedule.steps()):
             clocks.step(i, st)
         return clocks
-
-    def _below_bound(
-        self, schedule: Schedule, sizes: np.ndarray, total: np.ndarray
-    ) -> tuple[str, ...]:
-        """A note when the prediction undercuts the lower bound: such a schedule (empty,
-        truncated, hand-made) cannot compute its collective, so the number is not a time for it."""
-        bound = np.atleast_1d(self.lower_bound(schedule.collective, schedule.nranks, sizes))
-        low = total < bound * (1 - 1e-9) - 1e-15
-        if not low.any():
-            return ()
-        j = int(np.argmax(low))
-        return (
-            f"predicted {units.format_time(float(total[j]))} at "
-            f"{units.format_size(float(sizes[j]))} is below the "
-            f"{units.format_time(float(bound[j]))} any {schedule.collective} on "
-            f"{schedule.nranks} ranks needs under this model: this schedule cannot compute its "
-            "collective (commsim.verify says where it goes wrong)",
-        )
 
 
 class _Clocks:

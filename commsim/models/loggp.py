@@ -155,24 +155,8 @@ class LogGP:
         string)."""
         schedule = as_schedule(schedule)
         sizes, scalar = as_sizes(nbytes)
-        p = schedule.nranks
         cpu, step_time = self._run(schedule, sizes)
-        total = cpu.max(axis=0) if p else np.zeros(len(sizes))
-
-        def out(a: np.ndarray) -> Any:
-            return a[..., 0] if scalar else a
-
-        return Prediction(
-            algorithm=schedule.algorithm,
-            collective=schedule.collective,
-            nranks=p,
-            model=self.describe(),
-            nbytes=float(sizes[0]) if scalar else sizes,
-            time=float(total[0]) if scalar else total,
-            rank_time=out(cpu),
-            step_time=out(step_time),
-            busbw_factor=schedule.spec.busbw_factor(p),
-        )
+        return Prediction.from_clocks(schedule, sizes, scalar, cpu, step_time, model=self)
 
     def timeline(
         self, schedule: Schedule, nbytes: Any, *, max_messages: int | None = None

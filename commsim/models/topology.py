@@ -45,7 +45,9 @@ from commsim.errors import ParameterError, ResourceError
 from commsim.models import _topology_kernels
 from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION, bottleneck_link, path_latency, rates
+from commsim.models._flow import _FlowRun, simulate
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
+from commsim.models._network_params import NetworkParams
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 from commsim.topology import Network, as_network, place
@@ -199,90 +201,59 @@ class Topology:
         a size string such as ``"1KiB..1GiB"``)."""
         schedule = as_schedule(schedule)
         sizes, scalar = as_sizes(nbytes)
-        schedule.spec.check_layout(schedule.nranks, schedule.ndata)
-        hosts = place(self.network, schedule.nranks, self.placement)
-        if self.contention == "flow":
-            from commsim.models._flow import simulate
-
-            run = simulate(self, schedule, sizes, hosts)
-        else:
-            run = _Run(self, schedule, sizes, hosts)
-            for i, st in enumerate(schedule.steps()):
-                run.step(i, st)
-        total = run.clock.max(axis=0)
-        usage = run.usage(total)
-        notes = list(run.notes)
-        bound = np.atleast_1d(self.lower_bound(schedule.collective, schedule.nranks, sizes))
-        if (total < bound * (1 - 1e-9) - 1e-15).any():
-            notes.append(
-                f"the prediction is below the {self.bound_name}: this schedule cannot compute "
-                f"its collective (commsim.verify says where it goes wrong)"
-            )
-
-        def out(a: np.ndarray) -> Any:
-            return a[..., 0] if scalar else a
-
-        return Prediction(
-            algorithm=schedule.algorithm,
-            collective=schedule.collective,
-            nranks=schedule.nranks,
-            model=self.describe(),
-            nbytes=float(sizes[0]) if scalar else sizes,
-            time=float(total[0]) if scalar else total,
-            rank_time=out(run.clock),
-            step_time=out(run.step_time),
-            busbw_factor=schedule.spec.busbw_factor(schedule.nranks),
-            notes=tuple(notes),
-            network=usage,
-        )
+        run = self._run(schedule, sizes)
+        return Prediction.from_clocks(
+            schedule, sizes, scalar, run.clock, run.step_time, model=self, notes=run.notes,
+            network=run.usage,
+        )  # fmt: skip
 
     def timeline(
-        self, schedule: Schedule, nbytes: Any, *, max_messages: int = CRITICAL_PATH_BUDGET
+        self, schedule: Schedule, nbytes: Any, *, max_messages: int | None = None
     ) -> Timeline:
         """Every message's start and end for one message size (what :func:`chrome_trace`
         draws); refuses (:class:`~commsim.errors.ResourceError`) as soon as the schedule has
-        more than ``max_messages`` messages."""
+        more than ``max_messages`` messages (``None``: :data:`CRITICAL_PATH_BUDGET`)."""
         schedule = as_schedule(schedule)
         sizes, _ = as_sizes(nbytes)
         if len(sizes) != 1:
             raise ParameterError("a timeline is for one message size")
+        limit = CRITICAL_PATH_BUDGET if max_messages is None else max_messages
+        return self._run(schedule, sizes, max_messages=limit).timeline()
+
+    def _run(
+        self, schedule: Schedule, sizes: np.ndarray, *, max_messages: int | None = None
+    ) -> _Run | _FlowRun:
+        """The clocks of ``schedule`` on the network (the one computation of :meth:`predict`
+        and :meth:`timeline`, and of :class:`~commsim.models.TwoLevelHockney`'s): a static
+        contention mode's run, or the flow simulation's."""
         schedule.spec.check_layout(schedule.nranks, schedule.ndata)
         hosts = place(self.network, schedule.nranks, self.placement)
         if self.contention == "flow":
-            from commsim.models._flow import simulate
-
-            return simulate(self, schedule, sizes, hosts, max_messages=max_messages).timeline()
+            return simulate(self._params, schedule, sizes, hosts, max_messages=max_messages)
         run = _Run(self, schedule, sizes, hosts, max_messages=max_messages)
         for i, st in enumerate(schedule.steps()):
             run.step(i, st)
-        return run.timeline()
+        return run
 
     # -- inputs -------------------------------------------------------------------------------
+    @property
+    def _params(self) -> NetworkParams:
+        """What the timing reads of this model, as the flow simulation reads it too (the
+        network, γ, the overhead, the stragglers:
+        :class:`~commsim.models._network_params.NetworkParams`)."""
+        return NetworkParams(
+            self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks
+        )
+
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
-        clock = np.zeros((nranks, nsizes))
-        skew = self.start_skew
-        if skew is None:
-            return clock
-        if isinstance(skew, Mapping):
-            for r, t in skew.items():
-                clock[self._rank(r, nranks, "start_skew")] = as_time(f"start_skew[{r}]", t)
-            return clock
-        values = np.asarray([as_time("start_skew", t) for t in skew])
-        if len(values) != nranks:
-            raise ParameterError(f"start_skew has {len(values)} values for {nranks} ranks")
-        return clock + values[:, None]
+        """``[nranks, nsizes]`` clocks at time 0 (:meth:`NetworkParams.initial_clock
+        <commsim.models._network_params.NetworkParams.initial_clock>`)."""
+        return self._params.initial_clock(nranks, nsizes)
 
     def slow_factors(self, nranks: int) -> np.ndarray:
-        slow = np.ones(nranks)
-        for r, f in self.slow_ranks.items():
-            slow[self._rank(r, nranks, "slow_ranks")] = f
-        return slow
-
-    @staticmethod
-    def _rank(r: Any, nranks: int, what: str) -> int:
-        if isinstance(r, bool) or not isinstance(r, int | np.integer) or not 0 <= r < nranks:
-            raise ParameterError(f"{what}: rank {r!r} is not one of 0..{nranks - 1}")
-        return int(r)
+        """``[nranks]`` straggler factors (:meth:`NetworkParams.slow_factors
+        <commsim.models._network_params.NetworkParams.slow_factors>`)."""
+        return self._params.slow_factors(nranks)
 
     def round_costs(
         self, hosts: np.ndarray, src: np.ndarray, dst: np.ndarray
@@ -357,12 +328,13 @@ class _Run:
         self.model, self.schedule, self.hosts, self.p = model, schedule, hosts, p
         self.per_unit = sizes / schedule.nbytes_units
         self.gw = model.gamma * self.per_unit
-        self.clock = model.initial_clock(p, ns)
+        params = model._params
+        self.clock = params.initial_clock(p, ns)
         ncomp = _topology_kernels.TRANSFER + len(model.network.kinds)
         self.comp = np.zeros((p, ncomp, ns))
         self.comp[:, _topology_kernels.OTHER, :] = self.clock  # start skew
         self.mcomp = np.empty((max(p, 1), ncomp, ns))
-        self.slow = model.slow_factors(p)
+        self.slow = params.slow_factors(p)
         self.step_time = np.zeros((schedule.nsteps, ns))
         self.last = self.clock.max(axis=0) if p else np.zeros(ns)
         self.tmp = np.empty((max(p, 1), ns))
@@ -373,7 +345,6 @@ class _Run:
         self.max_messages = max_messages  # a timeline: refuse past it, before timing the rest
         self.chunks: list[tuple[np.ndarray, ...]] = []
         self.units_by_round: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self.notes: list[str] = []
         self.kernel = _topology_kernels.round_per_message
 
     def step(self, i: int, st: Step) -> None:
@@ -437,16 +408,21 @@ class _Run:
         else:
             acc[2][:] += units
 
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """The run's caveats: a critical path too long to track."""
+        if self.track or not self.nmsg:
+            return ()
+        return (
+            f"critical path not tracked: {self.nmsg:,} messages exceed the "
+            f"{CRITICAL_PATH_BUDGET:,} budget",
+        )
+
     def usage(self, total: np.ndarray) -> NetworkUsage:
         net = self.model.network
         link_units = np.zeros(net.nlinks)
         for indptr, links, acc in self.units_by_round.values():
             link_units += np.bincount(links, np.repeat(acc, np.diff(indptr)), minlength=net.nlinks)
-        if not self.track and self.nmsg:
-            self.notes.append(
-                f"critical path not tracked: {self.nmsg:,} messages exceed the "
-                f"{CRITICAL_PATH_BUDGET:,} budget"
-            )
         last = np.argmax(self.clock, axis=0)
         parts = self.comp[last, :, np.arange(len(last))].T  # [components, sizes]
         return NetworkUsage.of_links(

@@ -18,7 +18,7 @@ from commsim import units
 from commsim._ir import Schedule
 from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
-from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_time
+from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
 from commsim.models._prediction import Prediction
 from commsim.models._usage import Timeline
 from commsim.models.topology import Topology
@@ -109,12 +109,15 @@ class TwoLevelHockney:
         return Topology(join(island, fabric, servers), contention="none", gamma=self.gamma)
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
-        """Time ``schedule`` for message size(s) ``nbytes``."""
+        """Time ``schedule`` for message size(s) ``nbytes``: the equivalent two-level network's
+        clocks (:class:`~commsim.models.Topology`), described and bounded by this model."""
         schedule = as_schedule(schedule)
-        import dataclasses
-
-        pred = self._topology(schedule.nranks).predict(schedule, nbytes)
-        return dataclasses.replace(pred, model=self.describe())
+        sizes, scalar = as_sizes(nbytes)
+        run = self._topology(schedule.nranks)._run(schedule, sizes)
+        return Prediction.from_clocks(
+            schedule, sizes, scalar, run.clock, run.step_time, model=self, notes=run.notes,
+            network=run.usage,
+        )  # fmt: skip
 
     def timeline(
         self, schedule: Schedule, nbytes: Any, *, max_messages: int | None = None
@@ -122,7 +125,4 @@ class TwoLevelHockney:
         """Every message at one size: the equivalent two-level network's timeline
         (:meth:`Topology.timeline <commsim.models.Topology.timeline>`, links included)."""
         schedule = as_schedule(schedule)
-        topo = self._topology(schedule.nranks)
-        if max_messages is None:
-            return topo.timeline(schedule, nbytes)
-        return topo.timeline(schedule, nbytes, max_messages=max_messages)
+        return self._topology(schedule.nranks).timeline(schedule, nbytes, max_messages=max_messages)

@@ -22,8 +22,7 @@ import numpy as np
 from commsim._progress import Progress
 from commsim.algorithms import available, info
 from commsim.errors import ParameterError, ResourceError, ScheduleError
-from commsim.models import Model, fastest
-from commsim.models._inputs import as_sizes
+from commsim.models import Model, as_sizes, fastest
 from commsim.tuner._candidates import (
     MAX_WORK,
     MIN_SLOT_BYTES,
@@ -71,7 +70,7 @@ class Sweep:
 
 def size_grid(sizes: Any) -> np.ndarray:
     """Sizes as sorted distinct whole bytes, read as every model reads them
-    (:func:`commsim.models._inputs.as_sizes`: a unit string, a number or a 1-D array)."""
+    (:func:`commsim.models.as_sizes`: a unit string, a number or a 1-D array)."""
     values, _ = as_sizes(sizes)
     if np.any(values != np.round(values)):
         raise ParameterError("sizes must be whole numbers of bytes")

@@ -1,0 +1,84 @@
+"""What the topology model's timing reads of the model: :class:`NetworkParams`.
+
+The topology model times a schedule two ways: step by step with a static contention mode
+(:mod:`commsim.models.topology`) or as one event-driven flow simulation
+(:mod:`commsim.models._flow`). Both start from the same clocks and scale the same transfers, so
+what they read of the model lives here, in one parameter object that both import: the network,
+the per-message overhead, γ, and the stragglers given as inputs (each rank's start time, each
+rank's slowdown factor). The flow simulation never sees the model itself, so the import graph
+of :mod:`commsim.models` has no cycle.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from commsim.errors import ParameterError
+from commsim.models._inputs import as_time
+from commsim.topology import Network
+
+__all__ = ["NetworkParams"]
+
+
+@dataclasses.dataclass(frozen=True)
+class NetworkParams:
+    """The topology model's parameters, as its timing reads them.
+
+    Attributes:
+        network: the network (:class:`commsim.topology.Network`), failed links already removed.
+        gamma: reduction time per byte, seconds/byte.
+        overhead: software time added to every message's path latency, seconds.
+        start_skew: per rank, the time it starts: ``p`` seconds (numbers or time strings), a
+            mapping ``{rank: seconds}``, or ``None`` (every rank at 0). Checked against the
+            schedule's rank count when a schedule is timed (:meth:`initial_clock`).
+        slow_ranks: ``{rank: factor >= 1}`` (factors checked by the model's constructor).
+
+    Examples:
+        >>> from commsim.topology import as_network, switch
+        >>> net = as_network(switch(4))
+        >>> params = NetworkParams(net, 0.0, 0.0, start_skew={1: "1us"}, slow_ranks={2: 3})
+        >>> params.initial_clock(4, 1)[:, 0].tolist(), params.slow_factors(4).tolist()
+        ([0.0, 1e-06, 0.0, 0.0], [1.0, 1.0, 3.0, 1.0])
+    """
+
+    network: Network
+    gamma: float
+    overhead: float
+    start_skew: Sequence[Any] | Mapping[int, Any] | None = None
+    slow_ranks: Mapping[int, float] = dataclasses.field(default_factory=dict)
+
+    def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
+        """``[nranks, nsizes]`` clocks at time 0: each rank's start skew (0 without one).
+
+        Raises :class:`~commsim.errors.ParameterError` for a rank outside ``0..nranks-1``, a
+        sequence of the wrong length, or a time that is not one.
+        """
+        clock = np.zeros((nranks, nsizes))
+        skew = self.start_skew
+        if skew is None:
+            return clock
+        if isinstance(skew, Mapping):
+            for r, t in skew.items():
+                clock[_rank(r, nranks, "start_skew")] = as_time(f"start_skew[{r}]", t)
+            return clock
+        values = np.asarray([as_time("start_skew", t) for t in skew])
+        if len(values) != nranks:
+            raise ParameterError(f"start_skew has {len(values)} values for {nranks} ranks")
+        return clock + values[:, None]
+
+    def slow_factors(self, nranks: int) -> np.ndarray:
+        """``[nranks]`` factors on each rank's transfers and reductions (1 for a rank on time)."""
+        slow = np.ones(nranks)
+        for r, f in self.slow_ranks.items():
+            slow[_rank(r, nranks, "slow_ranks")] = f
+        return slow
+
+
+def _rank(r: Any, nranks: int, what: str) -> int:
+    if isinstance(r, bool) or not isinstance(r, int | np.integer) or not 0 <= r < nranks:
+        raise ParameterError(f"{what}: rank {r!r} is not one of 0..{nranks - 1}")
+    return int(r)
