@@ -11,7 +11,6 @@ Examples:
 from commsim import algorithms, exec, models
 from commsim._collectives import COLLECTIVES, SPECS, CollectiveSpec, spec
 from commsim._ir import Schedule, Step
-from commsim._serialize import load, save
 from commsim._verify import Verified, verify
 from commsim.algorithms import available, build
 from commsim.errors import (
@@ -21,6 +20,7 @@ from commsim.errors import (
     ScheduleError,
     UnknownNameError,
 )
+from commsim.interop import load, save
 from commsim.tuner import TunerTable, tune
 
 __version__ = "0.1.0"

@@ -2,6 +2,7 @@
 
 Use :func:`commsim.build` (or :func:`build` here) by name; :func:`available` lists the names.
 Each factory's docstring states its α-β-γ cost and the paper it comes from.
+:data:`NCCL_ALGORITHMS` says which of them NCCL runs for each collective.
 """
 
 # importing the algorithm modules registers their factories
@@ -17,6 +18,7 @@ from commsim.algorithms import (  # noqa: F401
     trees,
 )
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
+from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS
 from commsim.algorithms._registry import (
     REGISTRY,
     AlgorithmInfo,
@@ -28,6 +30,7 @@ from commsim.algorithms._registry import (
 )
 
 __all__ = [
+    "NCCL_ALGORITHMS",
     "REGISTRY",
     "AlgorithmInfo",
     "available",

@@ -6,6 +6,13 @@
 * :func:`fit_curve`, :func:`fit_pieces`: the robust piecewise-linear fits (breakpoints from the
   data), with their quality.
 * :func:`profile_from_samples`: samples to a profile (γ, LogGP, the per-call overhead).
+* :func:`fit_cluster`: a cluster's link latency and efficiency fitted to an nccl-tests log
+  (:class:`commsim.interop.NcclTestsLog`), a :class:`ClusterFit`; :func:`predict_rows`, the
+  cluster's prediction of every row; :func:`cluster_description`, a preset or file as the fit
+  reads it.
+
+The nccl-tests names this package used to hold (``parse_nccl_tests``, ``NcclTestsLog``, ...) live
+in :mod:`commsim.interop`; importing them from here still works, with a DeprecationWarning.
 
 Examples:
     >>> import numpy as np
@@ -16,6 +23,8 @@ Examples:
     (1.0, 5.0)
 """
 
+from commsim import interop
+from commsim._deprecation import deprecated_aliases
 from commsim.bench.calibrate._calibrate import (
     DEFAULT_SIZES,
     calibrate,
@@ -23,17 +32,55 @@ from commsim.bench.calibrate._calibrate import (
     mpi_samples,
     profile_from_samples,
 )
+from commsim.bench.calibrate._cluster_fit import (
+    DEFAULT_FIT_UP_TO,
+    HELD_OUT_FROM,
+    ClusterFit,
+    LinkFit,
+    cluster_description,
+    fit_cluster,
+    predict_rows,
+)
 from commsim.bench.calibrate._fit import fit_curve, fit_pieces
 from commsim.bench.calibrate._samples import KINDS, Samples
+from commsim.interop._nccl_tests import format_nccl_tests_log
 
 __all__ = [
+    "DEFAULT_FIT_UP_TO",
     "DEFAULT_SIZES",
+    "HELD_OUT_FROM",
     "KINDS",
+    "ClusterFit",
+    "LinkFit",
     "Samples",
     "calibrate",
+    "cluster_description",
+    "fit_cluster",
     "fit_curve",
     "fit_pieces",
     "machine",
     "mpi_samples",
+    "predict_rows",
     "profile_from_samples",
 ]
+
+__getattr__ = deprecated_aliases(
+    __name__,
+    {
+        **{
+            name: (f"commsim.interop.{name}", getattr(interop, name))
+            for name in (
+                "BINARIES",
+                "TYPE_SIZES",
+                "NcclTestsLog",
+                "NcclTestsRow",
+                "parse_nccl_tests",
+                "read_nccl_tests",
+            )
+        },
+        "format_nccl_tests_log": (
+            "commsim.interop.format_nccl_tests(NcclTestsLog.from_times(...))",
+            format_nccl_tests_log,
+        ),
+    },
+)

@@ -1,4 +1,4 @@
-r"""nccl-tests logs: read the table ``all_reduce_perf`` (and its siblings) print, and write one.
+r"""nccl-tests logs: parse the table ``all_reduce_perf`` (and its siblings) print, and format one.
 
 `nccl-tests <https://github.com/NVIDIA/nccl-tests>`_ prints (``src/util.cu``, ``src/common.cu``)::
 
@@ -54,11 +54,20 @@ broadcast and reduce, the gathered output for allgather, the input for reduce_sc
 send buffer for alltoall), and ``algbw = size / time`` for every collective.
 
 Every problem is one :class:`~commsim.errors.CommsimError` line naming the file and line.
+
+:func:`format_nccl_tests` prints a :class:`NcclTestsLog` back in the 2.14-and-later layout above
+(rank lines with ``Group``, a ``root`` column); :meth:`NcclTestsLog.from_times` makes one from
+times per size (the model's, in tests and examples). Parsing what it prints gives the log back,
+to the two decimals nccl-tests prints.
+
+See Also:
+    :func:`commsim.bench.calibrate.fit_cluster`, which fits a cluster to a log's rows.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,16 +75,18 @@ from typing import Any
 
 import numpy as np
 
-from commsim import COLLECTIVES, spec
+from commsim._collectives import COLLECTIVES, spec
 from commsim.errors import CommsimError
 
 __all__ = [
     "BINARIES",
+    "TYPE_SIZES",
     "NcclTestsLog",
     "NcclTestsRow",
-    "format_nccl_tests_log",
+    "format_nccl_tests",
     "parse_nccl_tests",
     "read_nccl_tests",
+    "write_nccl_tests",
 ]
 
 #: nccl-tests binary → commsim collective.
@@ -106,9 +117,11 @@ _RANK = re.compile(
     r"#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
     r"\s+\[([^\]]*)\]\s*(.*)$"
 )
+_VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)")
 _STARTING = re.compile(r"#\s*Collective test starting:\s*(\S+)")
 _BINARY = re.compile(r"\b(" + "|".join(BINARIES) + r")(?:_mpi)?\b")
 _FOOT = re.compile(r"#\s*(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)")
+_BARE = ("nThread", "nGpus", "minBytes", "maxBytes")  # settings printed without a colon
 _DATA = re.compile(r"^\s*\d+\s+\d+\s+\S")
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
@@ -156,6 +169,7 @@ class NcclTestsLog:
         wrong_column: ``"#wrong"`` (a count) or ``"error"`` (older versions: a maximum error).
         source: the file (or ``"<text>"``).
         notes: what the reader assumed or skipped.
+        version: nccl-tests' version (``# nccl-tests version ...``, 2.14 and later), or ``None``.
     """
 
     collective: str
@@ -172,6 +186,71 @@ class NcclTestsLog:
     source: str = "<text>"
     collective_from: str = ""
     notes: tuple[str, ...] = ()
+    version: str | None = None
+
+    @classmethod
+    def from_times(
+        cls,
+        collective: str,
+        nranks: int,
+        sizes: Sequence[int],
+        times_oop: Sequence[float],
+        times_ip: Sequence[float] | None = None,
+        *,
+        hosts: Sequence[str] | None = None,
+        device: str = "NVIDIA H100 80GB HBM3",
+        dtype: str = "float",
+        root: int = 0,
+        wrong: Sequence[int] | None = None,
+        version: str = "2.17.1",
+        iters: int = 20,
+    ) -> NcclTestsLog:
+        """The log nccl-tests would print for these times per size (:func:`format_nccl_tests`
+        prints it).
+
+        Args:
+            collective: commsim's name; the binary is its nccl-tests name (``all_reduce_perf``).
+            nranks: ranks; ``hosts``: each rank's host (default: one host, ``node-0``).
+            sizes: bytes per row (nccl-tests' size column); ``times_oop``/``times_ip``: seconds
+                per row, out-of-place and in-place (in-place defaults to out-of-place).
+            device: every rank's device name; ``dtype``: the type column; ``root``: the root of
+                broadcast and reduce.
+            wrong: ``#wrong`` per row (default 0); ``version``, ``iters``: the header's.
+
+        Bandwidths are nccl-tests': ``algbw = size / time`` and ``busbw = algbw`` times the
+        collective's factor, in GB/s; ``avg_busbw`` is their mean over both halves.
+        """
+        s = spec(collective)
+        wsize = TYPE_SIZES[dtype]
+        hosts = tuple(hosts) if hosts is not None else ("node-0",) * nranks
+        if len(hosts) != nranks:
+            raise CommsimError(f"NcclTestsLog.from_times: {len(hosts)} hosts for {nranks} ranks")
+        times_ip = times_oop if times_ip is None else times_ip
+        wrong = [0] * len(sizes) if wrong is None else list(wrong)
+        redop = "sum" if s.reduces else "none"
+        root_col = root if s.rooted else -1
+        factor = s.busbw_factor(nranks)
+        per_rank = nranks if _PER_RANK_COUNT.get(collective) else 1
+        rows, total = [], 0.0
+        for size, t_oop, t_ip, w in zip(sizes, times_oop, times_ip, wrong, strict=True):
+            halves = []
+            for t in (t_oop, t_ip):
+                algbw = size / 1e9 / t
+                halves += [t, algbw, algbw * factor, float(w)]
+                total += algbw * factor
+            rows.append(NcclTestsRow(0, size, size // wsize // per_rank, dtype, redop, root_col,
+                                     *halves))  # fmt: skip
+        settings = {
+            "nThread": "1", "nGpus": "1", "minBytes": str(min(sizes)), "maxBytes": str(max(sizes)),
+            "step": "2(factor)", "warmup iters": "5", "iters": str(iters), "agg iters": "1",
+            "validation": "1", "graph": "0", "unalign": "0",
+        }  # fmt: skip
+        return cls(
+            collective, nranks, hosts, (device,) * nranks, tuple(rows),
+            avg_busbw=total / max(2 * len(rows), 1), out_of_bounds=sum(1 for w in wrong if w),
+            program=_BINARY_OF[collective], settings=settings, source="<times>",
+            collective_from="the caller", version=version,
+        )  # fmt: skip
 
     @property
     def sizes(self) -> np.ndarray:
@@ -229,7 +308,7 @@ class _Where:
 
 
 def read_nccl_tests(
-    path: str | Path, *, collective: str | None = None, allow_wrong: bool = False
+    path: str | os.PathLike[str], *, collective: str | None = None, allow_wrong: bool = False
 ) -> NcclTestsLog:
     """:func:`parse_nccl_tests` on a file."""
     path = Path(path)
@@ -260,7 +339,9 @@ def parse_nccl_tests(
         allow_wrong: keep rows whose ``#wrong`` is above 0 instead of refusing the log.
 
     Examples:
-        >>> log = parse_nccl_tests(format_nccl_tests_log("allreduce", 8, [1024], [20e-6]))
+        >>> log = parse_nccl_tests(
+        ...     format_nccl_tests(NcclTestsLog.from_times("allreduce", 8, [1024], [20e-6]))
+        ... )
         >>> log.collective, log.nranks, log.rows[0].size, log.rows[0].time_oop_s
         ('allreduce', 8, 1024, 2e-05)
     """
@@ -275,6 +356,7 @@ def parse_nccl_tests(
     programs: list[tuple[str, int]] = []
     settings: dict[str, str] = {}
     notes: list[str] = []
+    version: str | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = _TAG.sub("", raw).rstrip()
         if _RANK_TAG.match(line):  # MPICH -prepend-rank tags every write, mid-line too
@@ -288,6 +370,8 @@ def parse_nccl_tests(
                 ranks.append((int(m.group(1)), m.group(4), m.group(7).strip()))
             elif m := _STARTING.match(stripped):
                 programs.append((m.group(1), number))
+            elif m := _VERSION.match(stripped):
+                version = m.group(1)
             elif body.startswith("nThread"):
                 settings = _settings(body)
             elif m := _FOOT.match(stripped):
@@ -341,7 +425,7 @@ def parse_nccl_tests(
     return NcclTestsLog(
         coll, nranks, hosts, devices, tuple(rows), avg, oob, program, settings,
         "cputime" if "cputime" in columns else "time", wrong_column, source, coll_from,
-        tuple(notes),
+        tuple(notes), version,
     )  # fmt: skip
 
 
@@ -555,61 +639,36 @@ def _float(value: float, width: int) -> str:
     return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"
 
 
-def format_nccl_tests_log(
-    collective: str,
-    nranks: int,
-    sizes: Sequence[int],
-    times_oop: Sequence[float],
-    times_ip: Sequence[float] | None = None,
-    *,
-    hosts: Sequence[str] | None = None,
-    device: str = "NVIDIA H100 80GB HBM3",
-    dtype: str = "float",
-    root: int = 0,
-    wrong: Sequence[int] | None = None,
-    version: str = "2.17.1",
-    iters: int = 20,
-) -> str:
-    """A log in nccl-tests' format (version 2.14 and later) for times given per size.
+def format_nccl_tests(log: NcclTestsLog) -> str:
+    """``log`` as nccl-tests (2.14 and later) prints it.
 
-    Args:
-        collective: commsim's name; the binary is its nccl-tests name (``all_reduce_perf``).
-        nranks: ranks; ``hosts``: each rank's host (default: one host, ``node-0``).
-        sizes: bytes per row (nccl-tests' size column); ``times_oop``/``times_ip``: seconds per
-            row, out-of-place and in-place (in-place defaults to out-of-place).
-        dtype: the type column; ``root``: the root of broadcast and reduce.
-        wrong: ``#wrong`` per row (default 0).
+    Times in µs and bandwidths in GB/s with 2 decimals, fewer where the field is too narrow (as
+    nccl-tests' ``getFloatStr``), so :func:`parse_nccl_tests` gives ``log`` back up to that
+    rounding. What a parsed log does not keep (process ids, PCI bus ids) is made up; a log
+    without ``# Rank`` lines is printed without them.
 
-    The numbers are printed the way nccl-tests prints them (time in µs and bandwidths in GB/s
-    with 2 decimals, fewer where the field is too narrow), so a round trip loses what that
-    rounding loses.
+    Examples:
+        >>> log = NcclTestsLog.from_times("allgather", 2, [8], [1e-5])
+        >>> print(format_nccl_tests(log).splitlines()[-5])  # doctest: +NORMALIZE_WHITESPACE
+        8  1  float  none  -1  10.00  0.00  0.00  0  10.00  0.00  0.00  0
     """
-    s = spec(collective)
-    wsize = TYPE_SIZES[dtype]
-    hosts = list(hosts) if hosts is not None else ["node-0"] * nranks
-    if len(hosts) != nranks:
-        raise CommsimError(f"format_nccl_tests_log: {len(hosts)} hosts for {nranks} ranks")
-    times_ip = times_oop if times_ip is None else times_ip
-    wrong = [0] * len(sizes) if wrong is None else list(wrong)
-    binary = _BINARY_OF[collective]
-    redop = "sum" if s.reduces else "none"
-    root_col = root if s.rooted else -1
-    factor = s.busbw_factor(nranks)
-    lines = [
-        f"# nccl-tests version {version} nccl-headers=22602 nccl-library=22602",
-        f"# Collective test starting: {binary}",
-        f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: 2(factor) "
-        f"warmup iters: 5 iters: {iters} agg iters: 1 validation: 1 graph: 0 unalign: 0",
-        "#",
-        "# Using devices",
-    ]
+    binary = log.program or _BINARY_OF[log.collective]
+    lines = [f"# nccl-tests version {log.version} nccl-headers=22602 nccl-library=22602"]
+    lines = lines if log.version else []
+    lines.append(f"# Collective test starting: {binary}")
+    if log.settings:
+        lines.append("# " + " ".join(f"{k}{'' if k in _BARE else ':'} {v}"
+                                     for k, v in log.settings.items()))  # fmt: skip
+    lines += ["#", "# Using devices"]
     local: dict[str, int] = {}
-    for r, h in enumerate(hosts):
+    for r, h in enumerate(log.hosts):
         dev = local[h] = local.get(h, -1) + 1
+        name = log.devices[r] if r < len(log.devices) else ""
         lines.append(
             f"#  Rank {r:2d} Group {0:2d} Pid {40000 + r:6d} on {h:>10s} device {dev:2d} "
-            f"[{0:04x}:{0x18 + 0x10 * dev:02x}:{0:02x}] {device}"
+            f"[{0:04x}:{0x18 + 0x10 * dev:02x}:{0:02x}] {name}"
         )
+    t, w = log.time_column, log.wrong_column
     blank = ("",) * 5
     lines += [
         "#",
@@ -617,8 +676,7 @@ def format_nccl_tests_log(
         "       in-place          ".format(*blank),
         "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  "
         "{:>6s}  {:>6s}  {:>6s} ".format(
-            "size", "count", "type", "redop", "root",
-            "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
+            "size", "count", "type", "redop", "root", t, "algbw", "busbw", w, t, "algbw", "busbw", w,
         ),
         "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  "
         "{:>6s}  {:>6s}  {:>6s} ".format(
@@ -626,22 +684,38 @@ def format_nccl_tests_log(
             "(us)", "(GB/s)", "(GB/s)", "",
         ),
     ]  # fmt: skip
-    total, n = 0.0, 0
-    for size, t_oop, t_ip, w in zip(sizes, times_oop, times_ip, wrong, strict=True):
-        count = size // wsize // (nranks if _PER_RANK_COUNT.get(collective) else 1)
-        row = f"{size:12d}  {count:12d}  {dtype:>8s}  {redop:>6s}  {root_col:6d}"
-        for t in (t_oop, t_ip):
-            algbw = size / 1e9 / t
-            busbw = algbw * factor
-            total, n = total + busbw, n + 1
-            row += f"  {_float(t * 1e6, 7):>7s}  {_float(algbw, 6):>6s}  {_float(busbw, 6):>6s}  {w:6g}"
+    for r in log.rows:
+        row = f"{r.size:12d}  {r.count:12d}  {r.type:>8s}  {r.redop:>6s}  {r.root:6d}"
+        for t_s, algbw, busbw, wrong in (
+            (r.time_oop_s, r.algbw_oop, r.busbw_oop, r.wrong_oop),
+            (r.time_ip_s, r.algbw_ip, r.busbw_ip, r.wrong_ip),
+        ):
+            row += (
+                f"  {_cell(None if t_s is None else t_s * 1e6, 7)}  {_cell(algbw, 6)}"
+                f"  {_cell(busbw, 6)}  {'N/A' if wrong is None else format(wrong, 'g'):>6s}"
+            )
         lines.append(row)
-    errors = sum(1 for w in wrong if w)
-    lines += [
-        f"# {'Out of bounds values':<20s} : {errors} {'FAILED' if errors else 'OK'}",
-        f"# {'Avg bus bandwidth':<20s} : {total / max(n, 1):g} ",
-        "#",
-        f"# Collective test concluded: {binary}",
-        "",
-    ]
+    if log.out_of_bounds is not None:
+        bad = log.out_of_bounds
+        lines.append(f"# {'Out of bounds values':<20s} : {bad} {'FAILED' if bad else 'OK'}")
+    if log.avg_busbw is not None:
+        lines.append(f"# {'Avg bus bandwidth':<20s} : {log.avg_busbw:g} ")
+    lines += ["#", f"# Collective test concluded: {binary}", ""]
     return "\n".join(lines)
+
+
+def write_nccl_tests(log: NcclTestsLog, path: str | os.PathLike[str]) -> Path:
+    """Write :func:`format_nccl_tests`'s text to ``path``."""
+    path = Path(path)
+    path.write_text(format_nccl_tests(log))
+    return path
+
+
+def format_nccl_tests_log(*args: Any, **kwargs: Any) -> str:
+    """Deprecated (``commsim.interop`` and ``commsim.bench.calibrate`` serve it with a warning):
+    ``format_nccl_tests(NcclTestsLog.from_times(*args, **kwargs))``, the old writer."""
+    return format_nccl_tests(NcclTestsLog.from_times(*args, **kwargs))
+
+
+def _cell(value: float | None, width: int) -> str:
+    return f"{'N/A' if value is None else _float(value, width):>{width}s}"
