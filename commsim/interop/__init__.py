@@ -52,11 +52,11 @@ from commsim.interop._nccl_tests import (
     NcclTestsLog,
     NcclTestsRow,
     format_nccl_tests,
-    format_nccl_tests_log,
     parse_nccl_tests,
     read_nccl_tests,
     write_nccl_tests,
 )
+from commsim.interop._nccl_tests import format_nccl_tests_log as _format_nccl_tests_log
 
 __all__ = [
     "BINARIES",
@@ -104,7 +104,7 @@ __getattr__ = deprecated_aliases(
         "export_goal": ("commsim.interop.goal_program", goal_program),
         "format_nccl_tests_log": (
             "commsim.interop.format_nccl_tests(NcclTestsLog.from_times(...))",
-            format_nccl_tests_log,
+            _format_nccl_tests_log,
         ),
     },
 )

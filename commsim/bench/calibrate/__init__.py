@@ -43,7 +43,7 @@ from commsim.bench.calibrate._cluster_fit import (
 )
 from commsim.bench.calibrate._fit import fit_curve, fit_pieces
 from commsim.bench.calibrate._samples import KINDS, Samples
-from commsim.interop._nccl_tests import format_nccl_tests_log
+from commsim.interop._nccl_tests import format_nccl_tests_log as _format_nccl_tests_log
 
 __all__ = [
     "DEFAULT_FIT_UP_TO",
@@ -80,7 +80,7 @@ __getattr__ = deprecated_aliases(
         },
         "format_nccl_tests_log": (
             "commsim.interop.format_nccl_tests(NcclTestsLog.from_times(...))",
-            format_nccl_tests_log,
+            _format_nccl_tests_log,
         ),
     },
 )
