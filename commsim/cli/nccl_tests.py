@@ -159,22 +159,7 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
         )
     collective = _one(getattr(args, "collective", None), "--collective")
     log = read_nccl_tests(path, collective=collective)
-    desc, origin, base = cluster_description(spec)
-    c = build_cluster(desc, origin, base)
-    algorithm = _one(getattr(args, "algorithm", None), "--algorithm")
-    algorithm = algorithm or NCCL_ALGORITHMS[log.collective]
-    params: dict[str, Any] = {}
-    taken = info(log.collective, algorithm).params
-    if "ranks_per_node" in taken:
-        params["ranks_per_node"] = c.gpus_per_node
-    if commsim.spec(log.collective).rooted:
-        roots = {r.root for r in log.rows}
-        if len(roots) > 1:
-            raise UsageError(
-                f"{path}: rows with roots {sorted(roots)}; the model runs one root: keep one"
-            )
-        params["root"] = max(roots.pop(), 0)
-    schedule = commsim.build(log.collective, algorithm, nranks=log.nranks, **params)
+    schedule = _schedule(log, spec, _one(getattr(args, "algorithm", None), "--algorithm"), path)
     notes = list(log.notes)
     if log.collective_from != "the columns":
         notes.append(f"collective {log.collective} from {log.collective_from}")
@@ -193,6 +178,27 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
         Path(plot) if plot else None,
         bool(getattr(args, "json", False)),
     )
+
+
+def _schedule(
+    log: NcclTestsLog, cluster: str, algorithm: str | None, path: str
+) -> commsim.Schedule:
+    """The schedule the model runs for ``log`` on ``cluster``: ``algorithm``, else the one NCCL
+    runs; ``ranks_per_node`` from the cluster where it takes one, the log's root where rooted."""
+    desc, origin, base = cluster_description(cluster)
+    c = build_cluster(desc, origin, base)
+    algorithm = algorithm or NCCL_ALGORITHMS[log.collective]
+    params: dict[str, Any] = {}
+    if "ranks_per_node" in info(log.collective, algorithm).params:
+        params["ranks_per_node"] = c.gpus_per_node
+    if commsim.spec(log.collective).rooted:
+        roots = {r.root for r in log.rows}
+        if len(roots) > 1:
+            raise UsageError(
+                f"{path}: rows with roots {sorted(roots)}; the model runs one root: keep one"
+            )
+        params["root"] = max(roots.pop(), 0)
+    return commsim.build(log.collective, algorithm, nranks=log.nranks, **params)
 
 
 def _size(value: Any, flag: str) -> int:

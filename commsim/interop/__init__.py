@@ -11,7 +11,7 @@ files, where the format has them (:data:`FORMATS`, one :class:`Format` row each,
 * **goal**: LogGOPSim's GOAL text schedules, written only (:mod:`commsim.interop._goal`);
   :func:`goal_program` also gives the counts.
 * **nccl-tests**: the logs ``all_reduce_perf`` and its siblings print (an :class:`NcclTestsLog`,
-  not a schedule; :mod:`commsim.interop._nccl_tests`).
+  not a schedule; :mod:`commsim.interop._nccl_tests`, :mod:`commsim.interop._nccl_tests_write`).
 
 :func:`save` and :func:`commsim.load` (also ``commsim.save``/``commsim.load``) pick a schedule
 format by the file's suffix through the same table. The old names (``to_msccl_xml``,
@@ -51,12 +51,11 @@ from commsim.interop._nccl_tests import (
     TYPE_SIZES,
     NcclTestsLog,
     NcclTestsRow,
-    format_nccl_tests,
     parse_nccl_tests,
     read_nccl_tests,
-    write_nccl_tests,
 )
-from commsim.interop._nccl_tests import format_nccl_tests_log as _format_nccl_tests_log
+from commsim.interop._nccl_tests_write import format_nccl_tests, write_nccl_tests
+from commsim.interop._nccl_tests_write import format_nccl_tests_log as _format_nccl_tests_log
 
 __all__ = [
     "BINARIES",

@@ -47,13 +47,8 @@ from commsim.interop._native import (
     write_json,
     write_npz,
 )
-from commsim.interop._nccl_tests import (
-    NcclTestsLog,
-    format_nccl_tests,
-    parse_nccl_tests,
-    read_nccl_tests,
-    write_nccl_tests,
-)
+from commsim.interop._nccl_tests import NcclTestsLog, parse_nccl_tests, read_nccl_tests
+from commsim.interop._nccl_tests_write import format_nccl_tests, write_nccl_tests
 
 __all__ = ["DEFAULT_SCHEDULE_FORMAT", "FORMATS", "VERBS", "Format", "format_of", "schedule_format"]
 

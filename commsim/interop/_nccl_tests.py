@@ -55,10 +55,8 @@ send buffer for alltoall), and ``algbw = size / time`` for every collective.
 
 Every problem is one :class:`~commsim.errors.CommsimError` line naming the file and line.
 
-:func:`format_nccl_tests` prints a :class:`NcclTestsLog` back in the 2.14-and-later layout above
-(rank lines with ``Group``, a ``root`` column); :meth:`NcclTestsLog.from_times` makes one from
-times per size (the model's, in tests and examples). Parsing what it prints gives the log back,
-to the two decimals nccl-tests prints.
+:meth:`NcclTestsLog.from_times` makes the log nccl-tests would print for times per size (the
+model's, in tests and examples); :mod:`commsim.interop._nccl_tests_write` prints a log.
 
 See Also:
     :func:`commsim.bench.calibrate.fit_cluster`, which fits a cluster to a log's rows.
@@ -80,13 +78,12 @@ from commsim.errors import CommsimError
 
 __all__ = [
     "BINARIES",
+    "BINARY_OF",
     "TYPE_SIZES",
     "NcclTestsLog",
     "NcclTestsRow",
-    "format_nccl_tests",
     "parse_nccl_tests",
     "read_nccl_tests",
-    "write_nccl_tests",
 ]
 
 #: nccl-tests binary → commsim collective.
@@ -98,7 +95,8 @@ BINARIES: dict[str, str] = {
     "reduce_perf": "reduce",
     "alltoall_perf": "alltoall",
 }
-_BINARY_OF = {c: b for b, c in BINARIES.items()}
+#: commsim collective → nccl-tests binary.
+BINARY_OF: dict[str, str] = {c: b for b, c in BINARIES.items()}
 
 #: Collectives whose ``count`` column is per rank (``size = count × sizeof(type) × p``).
 _PER_RANK_COUNT = {"allgather": True, "reduce_scatter": True, "alltoall": True}
@@ -121,7 +119,6 @@ _VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)")
 _STARTING = re.compile(r"#\s*Collective test starting:\s*(\S+)")
 _BINARY = re.compile(r"\b(" + "|".join(BINARIES) + r")(?:_mpi)?\b")
 _FOOT = re.compile(r"#\s*(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)")
-_BARE = ("nThread", "nGpus", "minBytes", "maxBytes")  # settings printed without a colon
 _DATA = re.compile(r"^\s*\d+\s+\d+\s+\S")
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
@@ -205,8 +202,8 @@ class NcclTestsLog:
         version: str = "2.17.1",
         iters: int = 20,
     ) -> NcclTestsLog:
-        """The log nccl-tests would print for these times per size (:func:`format_nccl_tests`
-        prints it).
+        """The log nccl-tests would print for these times per size
+        (:func:`commsim.interop.format_nccl_tests` prints it).
 
         Args:
             collective: commsim's name; the binary is its nccl-tests name (``all_reduce_perf``).
@@ -248,7 +245,7 @@ class NcclTestsLog:
         return cls(
             collective, nranks, hosts, (device,) * nranks, tuple(rows),
             avg_busbw=total / max(2 * len(rows), 1), out_of_bounds=sum(1 for w in wrong if w),
-            program=_BINARY_OF[collective], settings=settings, source="<times>",
+            program=BINARY_OF[collective], settings=settings, source="<times>",
             collective_from="the caller", version=version,
         )  # fmt: skip
 
@@ -339,6 +336,7 @@ def parse_nccl_tests(
         allow_wrong: keep rows whose ``#wrong`` is above 0 instead of refusing the log.
 
     Examples:
+        >>> from commsim.interop import format_nccl_tests
         >>> log = parse_nccl_tests(
         ...     format_nccl_tests(NcclTestsLog.from_times("allreduce", 8, [1024], [20e-6]))
         ... )
@@ -597,7 +595,7 @@ def _collective(
         candidates = [given]
     elif named:
         (c,) = named
-        how = f"the binary {_BINARY_OF[c]}"
+        how = f"the binary {BINARY_OF[c]}"
         candidates = [c]
     else:
         how = "the columns"
@@ -607,7 +605,7 @@ def _collective(
     if not fits:
         if len(candidates) == 1:
             c = candidates[0]
-            claim = f"--collective {c}" if given else f"the log names {_BINARY_OF[c]} ({c})"
+            claim = f"--collective {c}" if given else f"the log names {BINARY_OF[c]} ({c})"
             raise where.error(first.line, f"{claim}, but {verdicts[c]}")
         raise where.error(first.line, "the columns fit no collective commsim knows")
     if len(fits) > 1:
@@ -627,95 +625,3 @@ def _collective(
     if given is None and not named:
         notes.append(f"collective {c} inferred from the columns (no binary name in the log)")
     return c, how, p
-
-
-# -- writing ------------------------------------------------------------------------------------
-def _float(value: float, width: int) -> str:
-    """nccl-tests' ``getFloatStr``: 2 decimals, fewer if it does not fit, then an exponent."""
-    for fmt in (f"{{:{width}.2f}}", f"{{:{width}.1f}}", f"{{:{width}.0f}}"):
-        s = fmt.format(value)
-        if len(s) <= width:
-            return s
-    return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"
-
-
-def format_nccl_tests(log: NcclTestsLog) -> str:
-    """``log`` as nccl-tests (2.14 and later) prints it.
-
-    Times in µs and bandwidths in GB/s with 2 decimals, fewer where the field is too narrow (as
-    nccl-tests' ``getFloatStr``), so :func:`parse_nccl_tests` gives ``log`` back up to that
-    rounding. What a parsed log does not keep (process ids, PCI bus ids) is made up; a log
-    without ``# Rank`` lines is printed without them.
-
-    Examples:
-        >>> log = NcclTestsLog.from_times("allgather", 2, [8], [1e-5])
-        >>> print(format_nccl_tests(log).splitlines()[-5])  # doctest: +NORMALIZE_WHITESPACE
-        8  1  float  none  -1  10.00  0.00  0.00  0  10.00  0.00  0.00  0
-    """
-    binary = log.program or _BINARY_OF[log.collective]
-    lines = [f"# nccl-tests version {log.version} nccl-headers=22602 nccl-library=22602"]
-    lines = lines if log.version else []
-    lines.append(f"# Collective test starting: {binary}")
-    if log.settings:
-        lines.append("# " + " ".join(f"{k}{'' if k in _BARE else ':'} {v}"
-                                     for k, v in log.settings.items()))  # fmt: skip
-    lines += ["#", "# Using devices"]
-    local: dict[str, int] = {}
-    for r, h in enumerate(log.hosts):
-        dev = local[h] = local.get(h, -1) + 1
-        name = log.devices[r] if r < len(log.devices) else ""
-        lines.append(
-            f"#  Rank {r:2d} Group {0:2d} Pid {40000 + r:6d} on {h:>10s} device {dev:2d} "
-            f"[{0:04x}:{0x18 + 0x10 * dev:02x}:{0:02x}] {name}"
-        )
-    t, w = log.time_column, log.wrong_column
-    blank = ("",) * 5
-    lines += [
-        "#",
-        "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}           out-of-place                "
-        "       in-place          ".format(*blank),
-        "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  "
-        "{:>6s}  {:>6s}  {:>6s} ".format(
-            "size", "count", "type", "redop", "root", t, "algbw", "busbw", w, t, "algbw", "busbw", w,
-        ),
-        "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  "
-        "{:>6s}  {:>6s}  {:>6s} ".format(
-            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "",
-            "(us)", "(GB/s)", "(GB/s)", "",
-        ),
-    ]  # fmt: skip
-    for r in log.rows:
-        row = f"{r.size:12d}  {r.count:12d}  {r.type:>8s}  {r.redop:>6s}  {r.root:6d}"
-        for t_s, algbw, busbw, wrong in (
-            (r.time_oop_s, r.algbw_oop, r.busbw_oop, r.wrong_oop),
-            (r.time_ip_s, r.algbw_ip, r.busbw_ip, r.wrong_ip),
-        ):
-            row += (
-                f"  {_cell(None if t_s is None else t_s * 1e6, 7)}  {_cell(algbw, 6)}"
-                f"  {_cell(busbw, 6)}  {'N/A' if wrong is None else format(wrong, 'g'):>6s}"
-            )
-        lines.append(row)
-    if log.out_of_bounds is not None:
-        bad = log.out_of_bounds
-        lines.append(f"# {'Out of bounds values':<20s} : {bad} {'FAILED' if bad else 'OK'}")
-    if log.avg_busbw is not None:
-        lines.append(f"# {'Avg bus bandwidth':<20s} : {log.avg_busbw:g} ")
-    lines += ["#", f"# Collective test concluded: {binary}", ""]
-    return "\n".join(lines)
-
-
-def write_nccl_tests(log: NcclTestsLog, path: str | os.PathLike[str]) -> Path:
-    """Write :func:`format_nccl_tests`'s text to ``path``."""
-    path = Path(path)
-    path.write_text(format_nccl_tests(log))
-    return path
-
-
-def format_nccl_tests_log(*args: Any, **kwargs: Any) -> str:
-    """Deprecated (``commsim.interop`` and ``commsim.bench.calibrate`` serve it with a warning):
-    ``format_nccl_tests(NcclTestsLog.from_times(*args, **kwargs))``, the old writer."""
-    return format_nccl_tests(NcclTestsLog.from_times(*args, **kwargs))
-
-
-def _cell(value: float | None, width: int) -> str:
-    return f"{'N/A' if value is None else _float(value, width):>{width}s}"

@@ -43,7 +43,7 @@ from commsim.bench.calibrate._cluster_fit import (
 )
 from commsim.bench.calibrate._fit import fit_curve, fit_pieces
 from commsim.bench.calibrate._samples import KINDS, Samples
-from commsim.interop._nccl_tests import format_nccl_tests_log as _format_nccl_tests_log
+from commsim.interop._nccl_tests_write import format_nccl_tests_log as _format_nccl_tests_log
 
 __all__ = [
     "DEFAULT_FIT_UP_TO",
