@@ -13,10 +13,20 @@ files, where the format has them (:data:`FORMATS`, one :class:`Format` row each,
 * **nccl-tests**: the logs ``all_reduce_perf`` and its siblings print (an :class:`NcclTestsLog`,
   not a schedule; :mod:`commsim.interop._nccl_tests`, :mod:`commsim.interop._nccl_tests_write`).
 
-:func:`save` and :func:`commsim.load` (also ``commsim.save``/``commsim.load``) pick a schedule
-format by the file's suffix through the same table. The old names (``to_msccl_xml``,
-``export_msccl``, ``to_goal``, ``export_goal``, ``format_nccl_tests_log``) still work for one
-release, with a :class:`DeprecationWarning`.
+:func:`save` and :func:`load` (also ``commsim.save``/``commsim.load``) pick a schedule format
+by the file's suffix through the same table. The old names (``to_msccl_xml``, ``export_msccl``,
+``to_goal``, ``export_goal``, ``format_nccl_tests_log``) still work for one release, with a
+:class:`DeprecationWarning`. ``docs/interop.md`` has the table.
+
+Examples:
+    >>> import commsim
+    >>> s = commsim.build("allgather", "ring", nranks=4)
+    >>> back = parse_msccl(format_msccl(s))  # computes the same, its steps perhaps regrouped
+    >>> _ = commsim.verify(back)
+    >>> back.collective, back.nranks
+    ('allgather', 4)
+    >>> [name for name, f in FORMATS.items() if "parse" not in f.verbs()]
+    ['npz', 'goal']
 """
 
 from commsim._deprecation import deprecated_aliases
