@@ -208,73 +208,6 @@ def _size(value: Any, flag: str) -> int:
         raise UsageError(f"{flag}: {e}") from None
 
 
-def _time(s: float) -> str:
-    return units.format_time(float(s))
-
-
-def _pct(e: float) -> str:
-    return f"{100 * e:+.1f}%"
-
-
-def _summary(sizes: np.ndarray, err: np.ndarray, fit_up_to: int) -> dict[str, Any]:
-    """Median |error| over every row, the fit range, and the held-out rows (>= 64 MiB and
-    beyond the fit range)."""
-    out: dict[str, Any] = {"median_abs_error": float(np.median(np.abs(err)))}
-    for key, mask in (
-        ("fit_rows", sizes <= fit_up_to),
-        ("held_out", (sizes >= HELD_OUT_FROM) & (sizes > fit_up_to)),
-    ):
-        if mask.any():
-            a = np.abs(err[mask])
-            out[key] = {"rows": int(mask.sum()), "median_abs_error": float(np.median(a)),
-                        "max_abs_error": float(a.max())}  # fmt: skip
-        else:
-            out[key] = {"rows": 0, "median_abs_error": None, "max_abs_error": None}
-    return out
-
-
-def _held_out_label(fit_up_to: int) -> str:
-    if fit_up_to < HELD_OUT_FROM:
-        return f"{units.format_size(HELD_OUT_FROM)} and up"
-    return f"above {units.format_size(fit_up_to)}"
-
-
-def _summary_lines(s: dict[str, Any], fit_up_to: int) -> list[str]:
-    lines = [f"median |error|, every row: {100 * s['median_abs_error']:.1f}%"]
-    for key, what in (
-        ("fit_rows", f"rows up to {units.format_size(fit_up_to)}"),
-        ("held_out", f"held-out rows ({_held_out_label(fit_up_to)})"),
-    ):
-        part = s[key]
-        if part["rows"]:
-            lines.append(
-                f"median |error|, {what}: {100 * part['median_abs_error']:.1f}% "
-                f"(max {100 * part['max_abs_error']:.1f}%, {part['rows']} rows)"
-            )
-        else:
-            lines.append(f"{what}: none in this log")
-    return lines
-
-
-def _rows_table(
-    log: NcclTestsLog, predicted: np.ndarray, fit_up_to: int, in_fit: np.ndarray | None
-) -> str:
-    sizes, measured = log.sizes, log.times
-    err = predicted / measured - 1
-    rows = []
-    for i, r in enumerate(log.rows):
-        role = "fit" if (in_fit[i] if in_fit is not None else sizes[i] <= fit_up_to) else ""
-        role = role or ("held out" if sizes[i] >= max(HELD_OUT_FROM, fit_up_to + 1) else "")
-        busbw = r.busbw_oop
-        rows.append([
-            units.format_size(int(r.size)), _time(measured[i]), _time(predicted[i]), _pct(err[i]),
-            "-" if busbw is None else f"{busbw:.2f}", role,
-        ])  # fmt: skip
-    return format_table(
-        ["size", "measured", "predicted", "error", "busbw GB/s", "row"], rows, "rrrrrl"
-    )
-
-
 # -- compute ------------------------------------------------------------------------------------
 def compute(request: NcclTestsRequest) -> NcclTestsResult:
     """Fit the cluster (calibrate; ``-o`` gets the fitted file) or predict every row with it as
@@ -297,6 +230,23 @@ def compute(request: NcclTestsRequest) -> NcclTestsResult:
     if r.plot:
         _plot(r.plot, r.log, predicted, r.fit_up_to, None, r.cluster)
     return NcclTestsResult(request, predicted, summary)
+
+
+def _summary(sizes: np.ndarray, err: np.ndarray, fit_up_to: int) -> dict[str, Any]:
+    """Median |error| over every row, the fit range, and the held-out rows (>= 64 MiB and
+    beyond the fit range)."""
+    out: dict[str, Any] = {"median_abs_error": float(np.median(np.abs(err)))}
+    for key, mask in (
+        ("fit_rows", sizes <= fit_up_to),
+        ("held_out", (sizes >= HELD_OUT_FROM) & (sizes > fit_up_to)),
+    ):
+        if mask.any():
+            a = np.abs(err[mask])
+            out[key] = {"rows": int(mask.sum()), "median_abs_error": float(np.median(a)),
+                        "max_abs_error": float(a.max())}  # fmt: skip
+        else:
+            out[key] = {"rows": 0, "median_abs_error": None, "max_abs_error": None}
+    return out
 
 
 # -- render -------------------------------------------------------------------------------------
@@ -357,6 +307,56 @@ def _render_fit(result: NcclTestsResult, fit: ClusterFit) -> str:
         return "\n".join(lines) + "\n"
     lines += ["", "# the fitted cluster file (give -o FILE to write it):"]
     return "\n".join(lines) + "\n" + (result.toml or "")
+
+
+def _time(s: float) -> str:
+    return units.format_time(float(s))
+
+
+def _pct(e: float) -> str:
+    return f"{100 * e:+.1f}%"
+
+
+def _held_out_label(fit_up_to: int) -> str:
+    if fit_up_to < HELD_OUT_FROM:
+        return f"{units.format_size(HELD_OUT_FROM)} and up"
+    return f"above {units.format_size(fit_up_to)}"
+
+
+def _summary_lines(s: dict[str, Any], fit_up_to: int) -> list[str]:
+    lines = [f"median |error|, every row: {100 * s['median_abs_error']:.1f}%"]
+    for key, what in (
+        ("fit_rows", f"rows up to {units.format_size(fit_up_to)}"),
+        ("held_out", f"held-out rows ({_held_out_label(fit_up_to)})"),
+    ):
+        part = s[key]
+        if part["rows"]:
+            lines.append(
+                f"median |error|, {what}: {100 * part['median_abs_error']:.1f}% "
+                f"(max {100 * part['max_abs_error']:.1f}%, {part['rows']} rows)"
+            )
+        else:
+            lines.append(f"{what}: none in this log")
+    return lines
+
+
+def _rows_table(
+    log: NcclTestsLog, predicted: np.ndarray, fit_up_to: int, in_fit: np.ndarray | None
+) -> str:
+    sizes, measured = log.sizes, log.times
+    err = predicted / measured - 1
+    rows = []
+    for i, r in enumerate(log.rows):
+        role = "fit" if (in_fit[i] if in_fit is not None else sizes[i] <= fit_up_to) else ""
+        role = role or ("held out" if sizes[i] >= max(HELD_OUT_FROM, fit_up_to + 1) else "")
+        busbw = r.busbw_oop
+        rows.append([
+            units.format_size(int(r.size)), _time(measured[i]), _time(predicted[i]), _pct(err[i]),
+            "-" if busbw is None else f"{busbw:.2f}", role,
+        ])  # fmt: skip
+    return format_table(
+        ["size", "measured", "predicted", "error", "busbw GB/s", "row"], rows, "rrrrrl"
+    )
 
 
 def _fit_table(fit: ClusterFit) -> str:
