@@ -12,7 +12,6 @@ from commsim import algorithms, exec, models
 from commsim._collectives import COLLECTIVES, SPECS, CollectiveSpec, spec
 from commsim._deprecation import deprecated as _deprecated
 from commsim._ir import Schedule, Step
-from commsim._serialize import load, save
 from commsim._verify import Verified, verify
 from commsim.algorithms import available, build
 from commsim.errors import (
@@ -22,6 +21,7 @@ from commsim.errors import (
     ScheduleError,
     UnknownNameError,
 )
+from commsim.interop import load, save
 from commsim.tuner import TunerTable, tune
 from commsim.viz import message_graph as _message_graph
 

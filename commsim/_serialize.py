@@ -1,4 +1,7 @@
-"""Save and load schedules: versioned JSON (readable) or NPZ (compact, for large schedules).
+"""The schedule's own codec: versioned JSON (readable) or NPZ (compact, for large schedules).
+
+This module knows these two forms only; :func:`commsim.save` and :func:`commsim.load` choose a
+format by the file's suffix in :mod:`commsim.interop`, where the foreign formats live too.
 
 JSON layout (``version`` 2; version 1 files, which said ``"name"`` for ``"algorithm"``, load too)::
 
@@ -28,7 +31,7 @@ JSON layout (``version`` 2; version 1 files, which said ``"name"`` for ``"algori
 The NPZ form holds the same metadata as a JSON string (``meta``) plus each transfer field
 concatenated over all steps and ``step_ptr`` (step ``i`` is ``[step_ptr[i], step_ptr[i+1])``).
 
-Loading validates everything a user's hand-written file can get wrong and names the field, the
+Reading validates everything a user's hand-written file can get wrong and names the field, the
 step and the transfer at fault; it does not check that the schedule computes its collective
 (that is :func:`commsim.verify`'s job).
 """
@@ -39,7 +42,6 @@ import itertools
 import json
 import math
 import os
-import stat
 import tokenize
 import zipfile
 import zlib
@@ -50,10 +52,20 @@ import numpy as np
 
 from commsim._collectives import COLLECTIVES
 from commsim._ir import MAX_NRANKS, Schedule, Step
-from commsim.errors import CommsimError, ParameterError, ResourceError, ScheduleError
+from commsim.errors import CommsimError, ResourceError, ScheduleError
 from commsim.units import format_size
 
-__all__ = ["FORMAT", "FORMATS", "VERSION", "format_of", "from_dict", "load", "save", "to_dict"]
+__all__ = [
+    "FORMAT",
+    "VERSION",
+    "from_dict",
+    "from_json",
+    "from_json_file",
+    "from_npz",
+    "to_dict",
+    "to_json",
+    "to_npz",
+]
 
 FORMAT = "commsim.schedule"
 VERSION = 2
@@ -83,54 +95,20 @@ def to_dict(schedule: Schedule) -> dict[str, Any]:
     return out
 
 
-_SUFFIX_FORMATS = {".npz": "npz", ".xml": "msccl", ".goal": "goal"}
-FORMATS = ("json", "npz", "msccl", "goal")
+def to_json(schedule: Schedule) -> str:
+    """The schedule as compact JSON text (:func:`to_dict`; every step materialized)."""
+    return json.dumps(to_dict(schedule), separators=(",", ":"))
 
 
-def format_of(path: str | os.PathLike[str]) -> str:
-    """The format a file's suffix names (any case): ``.npz`` npz, ``.xml`` msccl, ``.goal`` goal,
-    anything else json."""
-    return _SUFFIX_FORMATS.get(Path(path).suffix.lower(), "json")
-
-
-def save(
-    schedule: Schedule,
-    path: str | os.PathLike[str],
-    format: str | None = None,
-    **options: Any,
-) -> Path:
-    """Write ``schedule`` to ``path`` as ``format``; by default from the suffix: ``.npz`` the
-    binary form, ``.xml`` MSCCL-IR, ``.goal`` LogGOPSim's GOAL, anything else JSON.
-
-    ``options`` go to the exporter: :func:`commsim.interop.export_msccl` (``proto``,
-    ``nchannels``, ...) or :func:`commsim.interop.export_goal` (``nbytes``, required, and
-    ``gamma``). JSON and NPZ load back as the same schedule; ``.xml`` loads back through the
-    MSCCL-IR importer, a schedule that computes the same but whose steps may be regrouped
-    (``docs/interop.md``); GOAL does not load.
-    """
+def to_npz(schedule: Schedule, path: str | os.PathLike[str]) -> Path:
+    """Write the NPZ form (module docstring) to ``path``, exactly that name."""
     path = Path(path)
-    fmt = format if format is not None else format_of(path)
-    if fmt not in FORMATS:
-        raise ParameterError(f"unknown schedule format {fmt!r}; known: {', '.join(FORMATS)}")
-    if fmt in ("msccl", "goal"):
-        from commsim import interop  # lazily: the exporters are not needed to save JSON
-
-        if fmt == "goal" and "nbytes" not in options:
-            raise ParameterError("a GOAL file needs the message size: save(..., nbytes=...)")
-        export = interop.to_msccl_xml if fmt == "msccl" else interop.to_goal
-        path.write_text(export(schedule, **options))
-        return path
-    if options:
-        raise ParameterError(f"{fmt} files take no options, got {', '.join(sorted(options))}")
-    if fmt == "npz":
-        steps = list(schedule.steps())
-        ptr = np.cumsum([0] + [st.ntransfers for st in steps])
-        cols = {f: np.concatenate([getattr(st, f) for st in steps]) if steps else np.zeros(0)
-                for f in Step._fields}  # fmt: skip
-        with path.open("wb") as f:  # a file object: numpy appends no .npz to the name
-            np.savez_compressed(f, meta=json.dumps(_meta(schedule)), step_ptr=ptr, **cols)
-    else:
-        path.write_text(json.dumps(to_dict(schedule), separators=(",", ":")))
+    steps = list(schedule.steps())
+    ptr = np.cumsum([0] + [st.ntransfers for st in steps])
+    cols = {f: np.concatenate([getattr(st, f) for st in steps]) if steps else np.zeros(0)
+            for f in Step._fields}  # fmt: skip
+    with path.open("wb") as f:  # a file object: numpy appends no .npz to the name
+        np.savez_compressed(f, meta=json.dumps(_meta(schedule)), step_ptr=ptr, **cols)
     return path
 
 
@@ -245,7 +223,10 @@ def _step_pointers(ptr: np.ndarray, ntransfers: int, source: str) -> np.ndarray:
     return ptr
 
 
-def _load_npz(path: Path) -> Schedule:
+def from_npz(path: str | os.PathLike[str]) -> Schedule:
+    """Read an NPZ schedule, checking the archive before inflating it (:func:`_check_archive`)
+    and every field after."""
+    path = Path(path)
     _check_archive(path)
     try:
         with np.load(path, allow_pickle=False) as z:
@@ -266,56 +247,35 @@ def _load_npz(path: Path) -> Schedule:
     return from_dict({**meta, "steps": steps}, source=str(path))
 
 
-def load(path: str | os.PathLike[str]) -> Schedule:
-    """Read a schedule written by :func:`save` (or by hand); raise ScheduleError if malformed.
-
-    A ``.xml`` file is read as an MSCCL-IR algorithm (:func:`commsim.interop.read_msccl`).
-
-    Validates the file's structure (NPZ step index, JSON nesting, sizes) before building
-    anything; a file that would need more than half the machine's memory is a ResourceError.
-    Only regular files are read: a device (``/dev/zero``) or a pipe would never end.
-    """
+def from_json(text: str | bytes, *, source: str = "<text>") -> Schedule:
+    """Build a schedule from its JSON text; malformed text is a ScheduleError naming ``source``."""
     try:
-        path = Path(path)
-    except TypeError:
-        raise ParameterError(
-            f"load expects a file path, got {type(path).__name__} {path!r:.40}"
-        ) from None
-    try:
-        info = path.stat()
-    except (FileNotFoundError, NotADirectoryError):
-        raise ScheduleError(f"{path}: no such file") from None
-    except (OSError, ValueError) as e:  # a name too long, a symlink loop, a NUL in the name
-        raise ScheduleError(f"{path}: cannot read ({getattr(e, 'strerror', None) or e})") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise ScheduleError(f"{path}: is a directory, not a schedule file")
-    if not stat.S_ISREG(info.st_mode):
-        raise ScheduleError(f"{path}: not a regular file (a device or a pipe), not a schedule")
-    fmt = format_of(path)
-    if fmt == "npz":
-        return _load_npz(path)
-    if fmt == "msccl":  # an MSCCL-IR algorithm (commsim.interop reads it)
-        from commsim.interop import read_msccl
+        data = json.loads(text)
+    except UnicodeDecodeError as e:
+        raise ScheduleError(f"{source}: cannot read ({e})") from None
+    except json.JSONDecodeError as e:
+        raise ScheduleError(f"{source}: not valid JSON (line {e.lineno}: {e.msg})") from None
+    except RecursionError:
+        raise ScheduleError(f"{source}: JSON nested too deeply to be a schedule") from None
+    return from_dict(data, source=source)
 
-        return read_msccl(path)
-    if fmt == "goal":
-        raise ScheduleError(f"{path}: GOAL files are written for LogGOPSim, not read back")
-    limit = _memory_limit() // 8  # parsed JSON takes ~8x its text
-    if info.st_size > limit:
-        raise ResourceError(f"{path}: {format_size(info.st_size)} of JSON is too large")
+
+def from_json_file(path: str | os.PathLike[str]) -> Schedule:
+    """Read a JSON schedule file: no more than an eighth of :func:`_memory_limit` (parsed JSON
+    takes about 8x its text), whatever its size claims; a larger file is a ResourceError."""
+    path = Path(path)
+    limit = _memory_limit() // 8
+    size = path.stat().st_size
+    if size > limit:
+        raise ResourceError(f"{path}: {format_size(size)} of JSON is too large")
     try:
         with path.open("rb") as f:
             text = f.read(limit + 1)  # no more than allowed, whatever stat said
-        if len(text) > limit:
-            raise ResourceError(f"{path}: more than {format_size(limit)} of JSON is too large")
-        data = json.loads(text)
-    except (OSError, UnicodeDecodeError) as e:
+    except OSError as e:
         raise ScheduleError(f"{path}: cannot read ({e})") from None
-    except json.JSONDecodeError as e:
-        raise ScheduleError(f"{path}: not valid JSON (line {e.lineno}: {e.msg})") from None
-    except RecursionError:
-        raise ScheduleError(f"{path}: JSON nested too deeply to be a schedule") from None
-    return from_dict(data, source=str(path))
+    if len(text) > limit:
+        raise ResourceError(f"{path}: more than {format_size(limit)} of JSON is too large")
+    return from_json(text, source=str(path))
 
 
 def _field(data: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:

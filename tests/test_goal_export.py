@@ -14,8 +14,7 @@ import pytest
 
 import commsim
 from commsim.errors import CommsimError, ParameterError
-from commsim.interop import to_goal
-from commsim.interop._goal import export_goal
+from commsim.interop import format_goal, goal_program
 
 IDENT = r"[a-zA-Z][a-zA-Z0-9_]*"
 LINE = {
@@ -81,7 +80,7 @@ def test_every_registry_algorithm_reads_back(collective, algorithm):
     for p in range(4, 17):
         s = commsim.build(collective, algorithm, nranks=p)
         nbytes = s.nbytes_units * 8  # 8 bytes per slot unit: sizes are exact
-        ranks = parse_goal(to_goal(s, nbytes))
+        ranks = parse_goal(format_goal(s, nbytes))
         msgs = schedule_messages(s)
         sends, recvs, calcs = collections.Counter(), collections.Counter(), collections.Counter()
         for (k, q, r), (u, red) in msgs.items():
@@ -145,7 +144,7 @@ def test_loggopsims_rules_on_the_goal_reproduce_commsims_loggp(collective, algor
     L, o, g, G, gamma = 2500, 1500, 1000, 6, 2  # LogGOPSim's defaults (ns), gamma ns/byte
     s = commsim.build(collective, algorithm, nranks=p)
     nbytes = s.nbytes_units * 64
-    ranks = parse_goal(to_goal(s, nbytes, gamma=gamma))
+    ranks = parse_goal(format_goal(s, nbytes, gamma=gamma))
     model = commsim.models.LogGP(L=L * 1e-9, o=o * 1e-9, g=g * 1e-9, G=G * 1e-9, gamma=gamma * 1e-9)
     want = model.predict(s, nbytes).time * 1e9
     assert max(_run(ranks, L, o, g, G)) == pytest.approx(want, rel=1e-9)
@@ -176,7 +175,7 @@ def test_loggopsim_itself_agrees_with_commsims_loggp(tmp_path, collective, algor
 
 def test_counts_and_size_strings():
     s = commsim.build("allreduce", "ring", nranks=4)
-    prog = export_goal(s, "1KiB")
+    prog = goal_program(s, "1KiB")
     assert (prog.nsends, prog.nrecvs, prog.ncalcs) == (24, 24, 12)
     assert prog.nrequires == prog.nsends + prog.nrecvs + prog.ncalcs - 4
     assert "send 256b to 1 tag 0" in prog.text
@@ -190,11 +189,11 @@ def test_counts_and_size_strings():
 def test_bad_arguments(nbytes, gamma, error):
     s = commsim.build("allreduce", "ring", nranks=4)
     with pytest.raises(error):
-        to_goal(s, nbytes, gamma=gamma)
+        format_goal(s, nbytes, gamma=gamma)
 
 
 def test_tiny_sizes_send_at_least_one_byte():
     s = commsim.build("allgather", "ring", nranks=8)
-    ranks = parse_goal(to_goal(s, 1))
+    ranks = parse_goal(format_goal(s, 1))
     assert {op[1] for rank in ranks for op in rank["ops"].values()} == {1}
     assert np.all([len(rank["ops"]) == 2 * 7 for rank in ranks])

@@ -16,7 +16,7 @@ import pytest
 
 import commsim
 from commsim.errors import ParameterError, ResourceError
-from commsim.interop import export_msccl, to_msccl_xml
+from commsim.interop import format_msccl, msccl_program
 
 E = 3  # elements per chunk: catches a chunk moved to the wrong offset within a slice
 LIMITS = {"steps": 64, "count": 72, "channels": 32, "tb_per_channel": 32}
@@ -182,7 +182,7 @@ def test_every_registry_algorithm_exports_or_is_refused(collective, algorithm):
     for p in range(2, 17):
         s = commsim.build(collective, algorithm, nranks=p)
         try:
-            text = to_msccl_xml(s)
+            text = format_msccl(s)
         except ResourceError as e:
             msg = str(e)
             assert "\n" not in msg and REFUSAL.search(msg), msg
@@ -207,9 +207,9 @@ EXPECTED_REFUSALS: dict[tuple[str, str], range] = {}
 def test_the_limits_bite_exactly_where_the_counts_say(collective, algorithm, fits, match):
     """Ring allreduce: one thread block of 2p - 1 steps (p <= 32). Direct alltoall: one thread
     block per peer (p - 1 <= 32). Ring allgather: p steps (send, then p - 1 receives)."""
-    to_msccl_xml(commsim.build(collective, algorithm, nranks=fits))
+    format_msccl(commsim.build(collective, algorithm, nranks=fits))
     with pytest.raises(ResourceError, match=match) as e:
-        to_msccl_xml(commsim.build(collective, algorithm, nranks=fits + 1))
+        format_msccl(commsim.build(collective, algorithm, nranks=fits + 1))
     assert "\n" not in str(e.value) and REFUSAL.search(str(e.value))
 
 
@@ -224,7 +224,7 @@ def test_channels_and_fusion_options_compute_the_collective(
     collective, algorithm, p, nchannels, fuse
 ):
     s = commsim.build(collective, algorithm, nranks=p)
-    prog = export_msccl(s, nchannels=nchannels, fuse=fuse)
+    prog = msccl_program(s, nchannels=nchannels, fuse=fuse)
     check_xml(prog.xml, s, np.random.default_rng(p))
     assert prog.nchannels == nchannels
     if not fuse:
@@ -238,7 +238,7 @@ def test_channels_and_fusion_options_compute_the_collective(
 )  # fmt: skip
 def test_in_place(collective, algorithm):
     s = commsim.build(collective, algorithm, nranks=6)
-    text = to_msccl_xml(s, inplace=True)
+    text = format_msccl(s, inplace=True)
     assert 'inplace="1" outofplace="0"' in text
     check_xml(text, s, np.random.default_rng(1))
 
@@ -246,13 +246,13 @@ def test_in_place(collective, algorithm):
 def test_in_place_alltoall_is_refused():
     s = commsim.build("alltoall", "pairwise", nranks=4)
     with pytest.raises(ParameterError, match="no in-place form"):
-        to_msccl_xml(s, inplace=True)
+        format_msccl(s, inplace=True)
 
 
 def test_ring_allreduce_is_the_classic_fused_ring():
     """Per rank one thread block (send r+1, recv r-1): 1 send, p-2 rrs, 1 rrcs, p-2 rcs, 1 r."""
     p = 8
-    prog = export_msccl(commsim.build("allreduce", "ring", nranks=p))
+    prog = msccl_program(commsim.build("allreduce", "ring", nranks=p))
     parsed = parse(prog.xml)
     for r, g in parsed["gpus"].items():
         (tb,) = g["tbs"]
@@ -265,7 +265,7 @@ def test_ring_allreduce_is_the_classic_fused_ring():
 
 def test_header_carries_the_options():
     s = commsim.build("reduce_scatter", "ring", nranks=4)
-    head = parse(to_msccl_xml(s, proto="LL128", min_bytes=1024, max_bytes=1 << 20))["attrib"]
+    head = parse(format_msccl(s, proto="LL128", min_bytes=1024, max_bytes=1 << 20))["attrib"]
     assert head["coll"] == "reducescatter" and head["proto"] == "LL128"
     assert (head["minBytes"], head["maxBytes"], head["ngpus"]) == ("1024", "1048576", "4")
     assert head["nchunksperloop"] == "4"
@@ -279,13 +279,13 @@ def test_header_carries_the_options():
 def test_bad_options(options, match):
     s = commsim.build("allreduce", "ring", nranks=4)
     with pytest.raises(ParameterError, match=match):
-        to_msccl_xml(s, **options)
+        format_msccl(s, **options)
 
 
 def test_the_checker_detects_a_deadlock():
     """Two ranks that both receive before they send: the checker must fail, not hang."""
     s = commsim.build("allreduce", "ring", nranks=2)
-    prog = parse(to_msccl_xml(s, fuse=False))
+    prog = parse(format_msccl(s, fuse=False))
     for g in prog["gpus"].values():
         for tb in g["tbs"]:
             tb["steps"].reverse()
@@ -297,7 +297,7 @@ def test_the_checker_detects_a_deadlock():
 
 def test_the_checker_detects_a_wrong_result():
     s = commsim.build("allreduce", "ring", nranks=4)
-    text = to_msccl_xml(s)
+    text = format_msccl(s)
     bad = re.sub(r'type="s" srcbuf="i" srcoff="3"', 'type="s" srcbuf="i" srcoff="2"', text, count=1)
     assert bad != text
     with pytest.raises(AssertionError, match="rank"):
@@ -307,7 +307,7 @@ def test_the_checker_detects_a_wrong_result():
 def test_the_checker_detects_a_wait_on_an_unpublished_step():
     """A wait on a step without hasdep never ends in the executor: a deadlock here too."""
     s = commsim.build("allreduce", "recursive_doubling", nranks=4)
-    text = to_msccl_xml(s)
+    text = format_msccl(s)
     assert 'hasdep="1"' in text
     with pytest.raises(Deadlock):
         check_xml(text.replace('hasdep="1"', 'hasdep="0"'), s, np.random.default_rng(0))

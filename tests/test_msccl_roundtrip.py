@@ -1,5 +1,5 @@
-"""MSCCL-IR round trip: every registry algorithm at p = 2..16, exported (``to_msccl_xml``) and read
-back (``read_msccl``), still computes its collective (``commsim.verify``), and keeps its Hockney
+"""MSCCL-IR round trip: every registry algorithm at p = 2..16, exported (``format_msccl``) and read
+back (``parse_msccl``), still computes its collective (``commsim.verify``), and keeps its Hockney
 cost wherever the format can carry the schedule's step structure (docs/interop.md, "Round trip",
 lists where it cannot and why)."""
 
@@ -10,7 +10,7 @@ import pytest
 
 import commsim
 from commsim.errors import ScheduleError
-from commsim.interop import read_msccl, to_msccl_xml
+from commsim.interop import format_msccl, parse_msccl
 from commsim.models import Hockney
 
 P = range(2, 17)
@@ -49,7 +49,7 @@ def test_export_import_verifies_and_keeps_the_cost(collective, algorithm):
     model = Hockney()
     for p in P:
         s = commsim.build(collective, algorithm, nranks=p)
-        r = read_msccl(to_msccl_xml(s))
+        r = parse_msccl(format_msccl(s))
         commsim.verify(r)
         before = np.array([model.predict(s, n).time for n in SIZES])
         after = np.array([model.predict(r, n).time for n in SIZES])
@@ -70,7 +70,7 @@ def test_a_wait_on_a_sending_step_is_not_a_wait_for_its_receiver(algorithm, p):
     exchange of recursive doubling): no deadlock, since MSCCL's sends are buffered; both
     messages go in one step, as in the original."""
     s = commsim.build("allreduce", algorithm, nranks=p)
-    r = read_msccl(to_msccl_xml(s))
+    r = parse_msccl(format_msccl(s))
     assert commsim.verify(r).ntransfers > 0
     assert _messages(r) == _messages(s)
 
@@ -96,7 +96,7 @@ def test_a_real_cycle_of_receives_is_still_a_deadlock():
         'inplace="1">' + gpu(0) + gpu(1) + "</algo>"
     )
     with pytest.raises(ScheduleError, match="deadlock"):
-        read_msccl(xml)
+        parse_msccl(xml)
 
 
 def _step(s: int, type: str, src: str = "i0", dst: str = "i0", dep: tuple[int, int] = (-1, -1)):
@@ -136,7 +136,7 @@ def test_a_chunk_overwritten_after_its_post_is_sent_as_posted():
         )
         + "</algo>"
     )
-    r = read_msccl(xml)
+    r = parse_msccl(xml)
     commsim.verify(r)
     # 4 data slots, gpu 0's s[0], and A's snapshot
     assert len(r.slot_units) == 6

@@ -11,22 +11,19 @@ import pytest
 
 import commsim
 import commsim.cli
-from commsim.bench.calibrate._cluster_fit import (
-    _Model,
-    cluster_description,
-    fit_cluster,
-    predict_rows,
-)
-from commsim.bench.calibrate._nccl_tests import (
-    BINARIES,
-    format_nccl_tests_log,
-    parse_nccl_tests,
-    read_nccl_tests,
-)
+from commsim.bench.calibrate import cluster_description, fit_cluster, predict_rows
+from commsim.bench.calibrate._cluster_fit import _Model
 from commsim.cli import nccl_tests as cli
 from commsim.cli.errors import UsageError
 from commsim.clusters import cluster
 from commsim.errors import CommsimError
+from commsim.interop import (
+    BINARIES,
+    NcclTestsLog,
+    format_nccl_tests,
+    parse_nccl_tests,
+    read_nccl_tests,
+)
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "nccl-tests" / "dgx-h100-1node-all_reduce.log"
 SIZES = [8 * 2**k for k in range(31)]  # 8 B .. 8 GiB, as all_reduce_perf -b 8 -e 8G -f 2
@@ -41,6 +38,11 @@ def _model_times(spec: str, x: list[float], nranks: int, sizes=SIZES) -> np.ndar
     tables = ["intra"] if c.nodes == 1 else ["intra", "inter"]
     s = commsim.build("allreduce", "snake_ring", nranks=nranks, ranks_per_node=c.gpus_per_node)
     return _Model(desc, origin, s, tables, base).times(np.array(x), np.array(sizes, dtype=float))
+
+
+def _log_text(*args, **kwargs) -> str:
+    """A log in nccl-tests' format for times per size (``NcclTestsLog.from_times``'s options)."""
+    return format_nccl_tests(NcclTestsLog.from_times(*args, **kwargs))
 
 
 def _schedule(nranks: int, g: int = 8) -> commsim.Schedule:
@@ -101,7 +103,7 @@ def test_reads_an_older_format_named_by_its_command_line():
 
 
 def test_reads_tagged_per_iteration_and_cputime_output():
-    text = format_nccl_tests_log("reduce_scatter", 4, [4096, 8192], [20e-6, 22e-6])
+    text = _log_text("reduce_scatter", 4, [4096, 8192], [20e-6, 22e-6])
     tagged = "\n".join(f"[1,0]<stdout>:{line}" for line in text.splitlines())
     assert [r.time_oop_s for r in parse_nccl_tests(tagged).rows] == pytest.approx([20e-6, 22e-6])
     # MPICH -prepend-rank tags every write: "[0]" at the start and before each half of a row
@@ -131,7 +133,7 @@ def test_reads_tagged_per_iteration_and_cputime_output():
 
 def test_a_one_rank_log():
     """``all_reduce_perf -g 1`` on one GPU: busbw is 0 (factor 2(p-1)/p), not an error."""
-    log = parse_nccl_tests(format_nccl_tests_log("allreduce", 1, [1 << 30], [2e-3]))
+    log = parse_nccl_tests(_log_text("allreduce", 1, [1 << 30], [2e-3]))
     assert (log.nranks, log.rows[0].busbw_oop, log.rows[0].algbw_oop) == (1, 0.0, 536.87)
 
 
@@ -140,7 +142,7 @@ def test_writer_round_trips(collective):
     hosts = ["a"] * 4 + ["b"] * 4
     sizes = [1024, 1 << 20, 1 << 30]
     t_oop, t_ip = [13.37e-6, 55.5e-6, 4.321e-3], [14e-6, 56e-6, 4.4e-3]
-    text = format_nccl_tests_log(collective, 8, sizes, t_oop, t_ip, hosts=hosts, root=3)
+    text = _log_text(collective, 8, sizes, t_oop, t_ip, hosts=hosts, root=3)
     log = parse_nccl_tests(text)
     assert (log.collective, log.nranks, log.hosts, log.program) == (
         collective, 8, tuple(hosts), next(b for b, c in BINARIES.items() if c == collective)
@@ -173,23 +175,21 @@ def test_bad_logs_are_one_line(tmp_path):
     _one_line_error(
         parse_nccl_tests, "size,time\n1024,3.5\n", match="not an nccl-tests log: no column header"
     )
-    written = format_nccl_tests_log("allreduce", 2, [8], [1e-5]).splitlines()
+    written = _log_text("allreduce", 2, [8], [1e-5]).splitlines()
     header_only = "\n".join(line for line in written if line.startswith("#"))
     _one_line_error(parse_nccl_tests, header_only, match="a header but no data rows")
-    text = format_nccl_tests_log("allreduce", 8, [1024, 2048], [1e-5, 2e-5], wrong=[0, 3])
+    text = _log_text("allreduce", 8, [1024, 2048], [1e-5, 2e-5], wrong=[0, 3])
     msg = _one_line_error(parse_nccl_tests, text, source="w.log", match="w.log:")
     assert "size 2048 has 3 wrong elements" in msg
     assert parse_nccl_tests(text, allow_wrong=True).rows[1].wrong_oop == 3
-    twice = format_nccl_tests_log("allreduce", 2, [8], [1e-5]) * 2
+    twice = _log_text("allreduce", 2, [8], [1e-5]) * 2
     _one_line_error(parse_nccl_tests, twice, match="holds two runs")
-    broken = format_nccl_tests_log("allreduce", 2, [8], [1e-5]).replace(
-        "float     sum      -1", "float sum"
-    )
+    broken = _log_text("allreduce", 2, [8], [1e-5]).replace("float     sum      -1", "float sum")
     _one_line_error(parse_nccl_tests, broken, match="not an integer|cut short|not a number")
 
 
 def test_the_collective_is_checked_against_the_columns():
-    ag = format_nccl_tests_log("allgather", 8, [1 << 20], [3e-5])
+    ag = _log_text("allgather", 8, [1 << 20], [3e-5])
     anonymous = "\n".join(line for line in ag.splitlines() if "Collective test" not in line)
     _one_line_error(parse_nccl_tests, anonymous, match="allgather and alltoall alike")
     assert parse_nccl_tests(anonymous, collective="alltoall").collective == "alltoall"
@@ -205,20 +205,18 @@ def test_the_collective_is_checked_against_the_columns():
 def test_a_rank_count_that_does_not_match_the_cluster(tmp_path):
     hosts = [f"n{i // 8}" for i in range(16)]
     log = parse_nccl_tests(
-        format_nccl_tests_log("allreduce", 16, SIZES[:8], [1e-5] * 8, hosts=hosts), source="LOG"
+        _log_text("allreduce", 16, SIZES[:8], [1e-5] * 8, hosts=hosts), source="LOG"
     )
     msg = _one_line_error(fit_cluster, log, "dgx-h100:4", _schedule(16), match="LOG has 16 ranks")
     assert "(16 '# Rank' lines) but dgx-h100:4 has 32 GPUs" in msg
     four = parse_nccl_tests(
-        format_nccl_tests_log(
-            "allreduce", 16, SIZES[:8], [1e-5] * 8, hosts=[f"n{i // 4}" for i in range(16)]
-        ),
+        _log_text("allreduce", 16, SIZES[:8], [1e-5] * 8, hosts=[f"n{i // 4}" for i in range(16)]),
         source="LOG",
     )
     _one_line_error(
         predict_rows, four, "dgx-h100:2", _schedule(16), match="4/4/4/4 ranks on its 4 hosts"
     )
-    few = parse_nccl_tests(format_nccl_tests_log("allreduce", 8, SIZES[:2], [1e-5] * 2))
+    few = parse_nccl_tests(_log_text("allreduce", 8, SIZES[:2], [1e-5] * 2))
     _one_line_error(fit_cluster, few, "dgx-h100:1", _schedule(8), match="needs at least")
 
 
@@ -226,7 +224,7 @@ def test_a_rank_count_that_does_not_match_the_cluster(tmp_path):
 def test_a_fit_recovers_known_link_parameters():
     """A log written from the model with known latency and efficiency is fitted back to them."""
     t = _model_times("dgx-h100:1", [1.7, 0.78], 8)
-    log = parse_nccl_tests(format_nccl_tests_log("allreduce", 8, SIZES, t.tolist()))
+    log = parse_nccl_tests(_log_text("allreduce", 8, SIZES, t.tolist()))
     fit = fit_cluster(log, "dgx-h100:1", _schedule(8))
     intra, inter = fit.links
     assert intra.latency == pytest.approx(1.7e-6, rel=0.01)
@@ -241,9 +239,7 @@ def test_a_fit_recovers_known_link_parameters():
 def test_a_two_server_fit_finds_the_nic_efficiency():
     t = _model_times("dgx-h100:2", [0.9, 0.8, 2.5, 0.9], 16, SIZES[:26])
     hosts = [f"node-{i // 8}" for i in range(16)]
-    log = parse_nccl_tests(
-        format_nccl_tests_log("allreduce", 16, SIZES[:26], t.tolist(), hosts=hosts)
-    )
+    log = parse_nccl_tests(_log_text("allreduce", 16, SIZES[:26], t.tolist(), hosts=hosts))
     fit = fit_cluster(log, "dgx-h100:2", _schedule(16), regimes=False)
     inter = fit.links[1]
     assert inter.efficiency == pytest.approx(0.9, rel=0.02) and inter.efficiency_determined
@@ -257,7 +253,7 @@ def test_acceptance_fit_up_to_16MiB_predicts_64MiB_and_up_within_15_percent():
     small = np.array(SIZES) < 64 * 1024  # an LL-like regime: less latency, half the bandwidth
     t[small] = _model_times("dgx-h100:1", [0.6, 0.35], 8)[small]
     t *= 1 + 0.02 * rng.standard_normal(len(t))
-    log = parse_nccl_tests(format_nccl_tests_log("allreduce", 8, SIZES, t.tolist()))
+    log = parse_nccl_tests(_log_text("allreduce", 8, SIZES, t.tolist()))
     fit = fit_cluster(log, "dgx-h100:1", _schedule(8))
     assert fit.breakpoint == 64 * 1024
     assert _held_out_error(fit) <= 0.15
@@ -283,7 +279,7 @@ def test_one_outlier_row_does_not_move_the_fit():
     bad[18] *= 3  # one size where the machine was busy
     fits = [
         fit_cluster(
-            parse_nccl_tests(format_nccl_tests_log("allreduce", 8, SIZES, x.tolist())),
+            parse_nccl_tests(_log_text("allreduce", 8, SIZES, x.tolist())),
             "dgx-h100:1",
             _schedule(8),
             regimes=False,

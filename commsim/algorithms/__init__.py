@@ -4,6 +4,7 @@ Use :func:`commsim.build` (or :func:`build` here) by name; :func:`available` lis
 Each factory's docstring states its α-β-γ cost once, in a ``.. math::`` block (the table text
 :attr:`AlgorithmInfo.cost` is derived from it by :func:`cost_text`), with its references and
 its siblings under See Also.
+:data:`NCCL_ALGORITHMS` says which of them NCCL runs for each collective.
 """
 
 # importing the algorithm modules registers their factories
@@ -20,6 +21,7 @@ from commsim.algorithms import (  # noqa: F401
 )
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._math import cost_text, math_text
+from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS
 from commsim.algorithms._registry import (
     REGISTRY,
     AlgorithmInfo,
@@ -31,6 +33,7 @@ from commsim.algorithms._registry import (
 )
 
 __all__ = [
+    "NCCL_ALGORITHMS",
     "REGISTRY",
     "AlgorithmInfo",
     "available",

@@ -1,6 +1,6 @@
 """Starting ``mpirun`` for the MPI backend, and collecting what the ranks measured.
 
-:func:`measure_mpi` saves each schedule with :func:`commsim.save` (NPZ) into a temporary
+:func:`measure_mpi` saves each schedule as NPZ (:func:`commsim.interop.write_npz`) into a temporary
 directory, writes the worker's JSON configuration beside them (the schedule files, the request
 as a dict) and runs ``mpirun -n p python -m commsim.bench._mpi_worker CONFIG`` (``mpirun`` from
 the interpreter's directory, else ``PATH``) once, in its own process group, with a timeout.
@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import commsim
 from commsim._ir import Schedule
 from commsim._progress import Progress
 from commsim.bench._measurement import Measurement
@@ -39,6 +38,7 @@ from commsim.bench._ranks import check_mpi_request
 from commsim.bench._request import BenchRequest
 from commsim.errors import CommsimError
 from commsim.exec import BACKENDS, backend_info
+from commsim.interop import write_npz
 
 __all__ = ["DEFAULT_TIMEOUT", "measure_mpi", "run_module", "run_worker"]
 
@@ -146,7 +146,7 @@ def _config(
     fault: dict[str, Any] | None,
 ) -> dict[str, Any]:
     """Save the schedules (NPZ) into ``work``; the worker's configuration."""
-    paths = [str(commsim.save(s, work / f"schedule-{i}.npz")) for i, s in enumerate(schedules)]
+    paths = [str(write_npz(s, work / f"schedule-{i}.npz")) for i, s in enumerate(schedules)]
     config: dict[str, Any] = {"schedules": paths, "request": request.to_dict()}
     if fault:
         config["fault"] = dict(fault)
@@ -155,7 +155,7 @@ def _config(
 
 def _environment() -> dict[str, str]:
     env = dict(os.environ)
-    root = str(Path(commsim.__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])  # the directory holding commsim/
     env["PYTHONPATH"] = os.pathsep.join(x for x in (root, env.get("PYTHONPATH")) if x)
     env.setdefault("JAX_PLATFORMS", "cpu")  # mpi4jax's CUDA bridge is optional
     env.setdefault("MPI4JAX_NO_WARN_JAX_VERSION", "1")

@@ -4,7 +4,7 @@
 where ``CONFIG`` is the path of a JSON object the launcher wrote:
 
 ============== =====================================================================
-``schedules``  paths of the schedules to time, saved with :func:`commsim.save` (NPZ); each
+``schedules``  paths of the schedules to time, saved as NPZ (:func:`commsim.interop.write_npz`); each
                one's ``nranks`` is the number of processes
 ``request``    :meth:`commsim.bench.BenchRequest.to_dict`: sizes, dtype, iters, warmup,
                check, baseline, seed
@@ -86,15 +86,15 @@ def _progress(workdir: Path, rank: int) -> Callable[[int, int, Any], None] | Non
 
 def _run(config: dict[str, Any], workdir: Path, rank: int) -> None:
     """Load the schedules and the request, measure on every rank, rank 0 writes the results."""
-    from commsim._serialize import load
     from commsim.bench._ranks import measure_ranks
     from commsim.bench._request import BenchRequest
     from commsim.bench._timer import MpiTimer
     from commsim.exec import get_backend
+    from commsim.interop import read_npz
 
     _fault(config, rank, "start")
     backend = get_backend(config.get("backend", "mpi"))
-    schedules = [load(p) for p in config["schedules"]]
+    schedules = [read_npz(p) for p in config["schedules"]]
     request = BenchRequest.from_dict(config["request"])
     timer = _FaultAtTiming(MpiTimer(backend.comm), config, rank)
     results = measure_ranks(schedules, request, backend, timer, done=_progress(workdir, rank))

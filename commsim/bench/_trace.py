@@ -42,7 +42,6 @@ from typing import Any
 
 import numpy as np
 
-import commsim
 from commsim._ir import Schedule
 from commsim.bench._launch import DEFAULT_TIMEOUT, run_module
 from commsim.bench._loop import layout_for_size
@@ -51,6 +50,7 @@ from commsim.bench._request import BenchRequest
 from commsim.bench._timer import MpiTimer
 from commsim.errors import CommsimError
 from commsim.exec import BACKENDS, backend_info, check_outputs, get_backend, random_inputs
+from commsim.interop import write_npz
 from commsim.models import step_trace
 
 __all__ = ["STEP_TIMED_NOTE", "results_json", "trace_in_place", "trace_mpi", "trace_ranks"]
@@ -160,7 +160,7 @@ def trace_mpi(
     with tempfile.TemporaryDirectory(prefix="commsim-trace-") as tmp:
         work = Path(tmp)
         config = {
-            "schedule": str(commsim.save(schedule, work / "schedule.npz")),
+            "schedule": str(write_npz(schedule, work / "schedule.npz")),
             "request": request.to_dict(),
             "backend": backend,
         }

@@ -1,7 +1,7 @@
 """The program every rank runs under ``mpirun`` for a measured trace (:func:`commsim.bench.trace_mpi`).
 
 ``python -m commsim.bench._trace_worker CONFIG``, where ``CONFIG`` is a JSON object with
-``schedule`` (a path saved with :func:`commsim.save`), ``request``
+``schedule`` (an NPZ path, :func:`commsim.interop.write_npz`), ``request``
 (:meth:`commsim.bench.BenchRequest.to_dict`; its last size is traced) and ``dir``. Every rank
 runs :func:`commsim.bench._trace.trace_ranks`; rank 0 writes ``results.json`` (``start``,
 ``end``: ``[p, nsteps]`` seconds, ``null`` where a rank has no work in a step; ``nbytes``;
@@ -21,13 +21,15 @@ __all__ = ["main"]
 
 
 def _run(config: dict[str, Any], workdir: Path, world: Any) -> None:
-    from commsim._serialize import load
     from commsim.bench._request import BenchRequest
     from commsim.bench._trace import results_json, trace_ranks
     from commsim.exec import get_backend
+    from commsim.interop import read_npz
 
     backend = get_backend(config.get("backend", "mpi"))
-    got = trace_ranks(load(config["schedule"]), BenchRequest.from_dict(config["request"]), backend)
+    got = trace_ranks(
+        read_npz(config["schedule"]), BenchRequest.from_dict(config["request"]), backend
+    )
     if got is not None:
         out = workdir / "results.json"
         tmp = out.with_suffix(".tmp")

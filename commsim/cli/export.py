@@ -10,7 +10,6 @@ from typing import Any
 
 from commsim import interop, units
 from commsim._ir import Schedule
-from commsim._serialize import format_of
 from commsim.cli.arguments import int_type
 from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.memory import MemoryBudget
@@ -114,8 +113,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _format(args: argparse.Namespace) -> str:
     if args.format:
         return str(args.format)
-    if args.output and format_of(args.output) in ("msccl", "goal"):
-        return format_of(args.output)
+    if args.output and interop.format_of(args.output).name in ("msccl", "goal"):
+        return interop.format_of(args.output).name
     raise UsageError("give --format msccl or --format goal (or an -o FILE ending .xml or .goal)")
 
 
@@ -151,8 +150,8 @@ def compute(request: ExportRequest) -> tuple[Schedule, Any]:
     :class:`~commsim.interop.GoalProgram`); the executor's refusals raise ResourceError."""
     (schedule,) = request.schedules.build_all(MemoryBudget.parse(None))
     if request.fmt == "msccl":
-        return schedule, interop.export_msccl(schedule, **request.options)
-    return schedule, interop.export_goal(schedule, **request.options)
+        return schedule, interop.msccl_program(schedule, **request.options)
+    return schedule, interop.goal_program(schedule, **request.options)
 
 
 def render(request: ExportRequest, schedule: Schedule, program: Any) -> str:

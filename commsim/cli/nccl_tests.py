@@ -7,11 +7,12 @@ cluster's link latency and bandwidth efficiency per link table to the log's rows
 measured for every row, the median absolute error, and the held-out rows (64 MiB and up)
 apart. ``docs/nccl-tests.md`` explains what is fitted and what a fit cannot know.
 
-The model runs the NCCL-like algorithm for the log's collective (:data:`DEFAULT_ALGORITHMS`;
-``--algorithm`` overrides): NCCL runs rings for allreduce, allgather and reduce_scatter, ordered
-through the servers (``snake_ring``), and pipelined chains for broadcast; its alltoall posts
-every send at once (``direct``); commsim has no pipelined-chain reduce, so reduce runs
-Rabenseifner's (its fitted efficiency absorbs the difference).
+The model runs the algorithm NCCL runs for the log's collective
+(:data:`commsim.algorithms.NCCL_ALGORITHMS`, which says why; ``--algorithm`` overrides).
+
+Like every command: :func:`parse` the options into an :class:`NcclTestsRequest` (the log read,
+the schedule built), :func:`compute` the fit or the predictions (writing ``-o`` and ``--plot``),
+:func:`render` the text or JSON; :func:`calibrate_main` and :func:`validate_main` run the three.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 import commsim
 from commsim import units
-from commsim.algorithms import info
-from commsim.bench.calibrate._cluster_fit import (
+from commsim._deprecation import deprecated_aliases
+from commsim.algorithms import NCCL_ALGORITHMS, info
+from commsim.bench.calibrate import (
     DEFAULT_FIT_UP_TO,
     HELD_OUT_FROM,
     ClusterFit,
@@ -34,27 +36,54 @@ from commsim.bench.calibrate._cluster_fit import (
     fit_cluster,
     predict_rows,
 )
-from commsim.bench.calibrate._nccl_tests import NcclTestsLog, read_nccl_tests
 from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.output import format_table, to_json
 from commsim.clusters import build_cluster
+from commsim.interop import NcclTestsLog, read_nccl_tests
 
 __all__ = [
-    "DEFAULT_ALGORITHMS",
+    "NcclTestsRequest",
+    "NcclTestsResult",
     "add_arguments",
     "calibrate_main",
+    "compute",
+    "parse",
+    "render",
     "validate_main",
 ]
 
-#: The algorithm the model runs for a log of each collective (module docstring: why).
-DEFAULT_ALGORITHMS: dict[str, str] = {
-    "allreduce": "snake_ring",
-    "allgather": "ring",
-    "reduce_scatter": "ring",
-    "broadcast": "chain",
-    "reduce": "rabenseifner",
-    "alltoall": "direct",
-}
+__getattr__ = deprecated_aliases(
+    __name__, {"DEFAULT_ALGORITHMS": ("commsim.algorithms.NCCL_ALGORITHMS", NCCL_ALGORITHMS)}
+)
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NcclTestsRequest:
+    """Fit ``cluster`` to ``log`` (``mode="calibrate"``) or check its predictions against it
+    (``"validate"``), the model running ``schedule``; rows up to ``fit_up_to`` bytes are the
+    fit's. ``output`` (calibrate's ``-o``, as given) and ``plot`` are files to write."""
+
+    mode: Literal["calibrate", "validate"]
+    log: NcclTestsLog
+    cluster: str
+    schedule: commsim.Schedule
+    fit_up_to: int
+    notes: tuple[str, ...] = ()
+    output: str | None = None
+    plot: Path | None = None
+    as_json: bool = False
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class NcclTestsResult:
+    """The predicted time of every row (s), its error against the log, the summary of those
+    errors, and for calibrate the fit and its cluster file."""
+
+    request: NcclTestsRequest
+    predicted: np.ndarray
+    summary: dict[str, Any]
+    fit: ClusterFit | None = None
+    toml: str | None = None
 
 
 def _add_once(parser: argparse.ArgumentParser, *flags: str, **kwargs: Any) -> None:
@@ -103,15 +132,7 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
     )
 
 
-# -- shared -------------------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True, eq=False)
-class _Inputs:
-    log: NcclTestsLog
-    cluster: str
-    schedule: commsim.Schedule
-    notes: tuple[str, ...]
-
-
+# -- parse --------------------------------------------------------------------------------------
 def _one(value: Any, flag: str) -> str | None:
     """An option that may arrive as a list (``validate``'s ``-a``): exactly one value."""
     if value is None or isinstance(value, str):
@@ -124,7 +145,9 @@ def _one(value: Any, flag: str) -> str | None:
     return values[0] if values else None
 
 
-def _inputs(args: argparse.Namespace) -> _Inputs:
+def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> NcclTestsRequest:
+    """The request of ``commsim calibrate|validate --from-nccl-tests``: the log read, the
+    cluster checked, the schedule built; every problem a one-line error."""
     path = getattr(args, "from_nccl_tests", None)
     if not path:
         raise UsageError("give the log: --from-nccl-tests LOG")
@@ -136,13 +159,37 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
         )
     collective = _one(getattr(args, "collective", None), "--collective")
     log = read_nccl_tests(path, collective=collective)
-    desc, origin, base = cluster_description(spec)
+    schedule = _schedule(log, spec, _one(getattr(args, "algorithm", None), "--algorithm"), path)
+    notes = list(log.notes)
+    if log.collective_from != "the columns":
+        notes.append(f"collective {log.collective} from {log.collective_from}")
+    if log.time_column == "cputime":
+        notes.append("the log's times are CPU times (nccl-tests -C), not GPU times")
+    fit_up_to = _size(getattr(args, "fit_up_to", None) or DEFAULT_FIT_UP_TO, "--fit-up-to")
+    plot = getattr(args, "plot", None)
+    return NcclTestsRequest(
+        mode,
+        log,
+        spec,
+        schedule,
+        fit_up_to,
+        tuple(notes),
+        getattr(args, "output", None) if mode == "calibrate" else None,
+        Path(plot) if plot else None,
+        bool(getattr(args, "json", False)),
+    )
+
+
+def _schedule(
+    log: NcclTestsLog, cluster: str, algorithm: str | None, path: str
+) -> commsim.Schedule:
+    """The schedule the model runs for ``log`` on ``cluster``: ``algorithm``, else the one NCCL
+    runs; ``ranks_per_node`` from the cluster where it takes one, the log's root where rooted."""
+    desc, origin, base = cluster_description(cluster)
     c = build_cluster(desc, origin, base)
-    algorithm = _one(getattr(args, "algorithm", None), "--algorithm")
-    algorithm = algorithm or DEFAULT_ALGORITHMS[log.collective]
+    algorithm = algorithm or NCCL_ALGORITHMS[log.collective]
     params: dict[str, Any] = {}
-    taken = info(log.collective, algorithm).params
-    if "ranks_per_node" in taken:
+    if "ranks_per_node" in info(log.collective, algorithm).params:
         params["ranks_per_node"] = c.gpus_per_node
     if commsim.spec(log.collective).rooted:
         roots = {r.root for r in log.rows}
@@ -151,13 +198,7 @@ def _inputs(args: argparse.Namespace) -> _Inputs:
                 f"{path}: rows with roots {sorted(roots)}; the model runs one root: keep one"
             )
         params["root"] = max(roots.pop(), 0)
-    schedule = commsim.build(log.collective, algorithm, nranks=log.nranks, **params)
-    notes = list(log.notes)
-    if log.collective_from != "the columns":
-        notes.append(f"collective {log.collective} from {log.collective_from}")
-    if log.time_column == "cputime":
-        notes.append("the log's times are CPU times (nccl-tests -C), not GPU times")
-    return _Inputs(log, spec, schedule, tuple(notes))
+    return commsim.build(log.collective, algorithm, nranks=log.nranks, **params)
 
 
 def _size(value: Any, flag: str) -> int:
@@ -167,12 +208,28 @@ def _size(value: Any, flag: str) -> int:
         raise UsageError(f"{flag}: {e}") from None
 
 
-def _time(s: float) -> str:
-    return units.format_time(float(s))
-
-
-def _pct(e: float) -> str:
-    return f"{100 * e:+.1f}%"
+# -- compute ------------------------------------------------------------------------------------
+def compute(request: NcclTestsRequest) -> NcclTestsResult:
+    """Fit the cluster (calibrate; ``-o`` gets the fitted file) or predict every row with it as
+    given (validate); ``--plot`` gets measured against predicted."""
+    r = request
+    if r.mode == "calibrate":
+        fit = fit_cluster(r.log, r.cluster, r.schedule, fit_up_to=r.fit_up_to)
+        toml = fit.to_toml()
+        if r.output:
+            try:
+                Path(r.output).write_text(toml)
+            except OSError as e:
+                raise UsageError(f"-o {r.output}: cannot write ({e.strerror or e})") from None
+        if r.plot:
+            _plot(r.plot, r.log, fit.predicted, r.fit_up_to, fit.breakpoint, f"fitted {r.cluster}")
+        summary = _summary(fit.sizes, fit.error, r.fit_up_to)
+        return NcclTestsResult(request, fit.predicted, summary, fit, toml)
+    predicted = predict_rows(r.log, r.cluster, r.schedule)
+    summary = _summary(r.log.sizes, predicted / r.log.times - 1, r.fit_up_to)
+    if r.plot:
+        _plot(r.plot, r.log, predicted, r.fit_up_to, None, r.cluster)
+    return NcclTestsResult(request, predicted, summary)
 
 
 def _summary(sizes: np.ndarray, err: np.ndarray, fit_up_to: int) -> dict[str, Any]:
@@ -190,6 +247,74 @@ def _summary(sizes: np.ndarray, err: np.ndarray, fit_up_to: int) -> dict[str, An
         else:
             out[key] = {"rows": 0, "median_abs_error": None, "max_abs_error": None}
     return out
+
+
+# -- render -------------------------------------------------------------------------------------
+def render(result: NcclTestsResult) -> str:
+    """What the command prints: the fit (calibrate) or the rows (validate), text or JSON."""
+    if result.fit is not None:
+        return _render_fit(result, result.fit)
+    r, log = result.request, result.request.log
+    if r.as_json:
+        rows = [
+            {"size": int(s), "measured_s": m, "predicted_s": p, "error": p / m - 1}
+            for s, m, p in zip(log.sizes, log.times, result.predicted, strict=True)
+        ]
+        return to_json({"log": log.to_dict(), "cluster": r.cluster,
+                        "algorithm": r.schedule.algorithm, "rows": rows,
+                        "summary": result.summary, "notes": list(r.notes)}) + "\n"  # fmt: skip
+    lines = [
+        log.describe(),
+        f"model: topology on {r.cluster}, {r.schedule.algorithm} ({log.collective}, "
+        f"{log.nranks} ranks)",
+        "",
+        _rows_table(log, result.predicted, r.fit_up_to, None),
+        "",
+        *_summary_lines(result.summary, r.fit_up_to),
+        *(f"note: {n}" for n in r.notes),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _render_fit(result: NcclTestsResult, fit: ClusterFit) -> str:
+    r, log = result.request, result.request.log
+    if r.as_json:
+        doc = {"log": log.describe(), **fit.to_dict(), "summary": result.summary,
+               "toml": result.toml, "output": r.output, "notes": [*r.notes, *fit.notes]}  # fmt: skip
+        return to_json(doc) + "\n"
+    lines = [
+        log.describe(),
+        f"model: topology on {r.cluster}, {fit.algorithm} ({log.collective}, "
+        f"{log.nranks} ranks), fit on rows up to {units.format_size(r.fit_up_to)}",
+        "",
+        _fit_table(fit),
+    ]
+    if fit.breakpoint is not None:
+        lines.append(
+            f"regimes: a protocol switch at {units.format_size(fit.breakpoint)}; the file gets "
+            "the large-size regime (it extrapolates), the small one is in its header"
+        )
+    lines += [
+        f"R^2 (log time, fit rows): {fit.r2:.4f}",
+        "",
+        _rows_table(log, fit.predicted, r.fit_up_to, fit.in_fit),
+        "",
+        *_summary_lines(result.summary, r.fit_up_to),
+        *(f"note: {n}" for n in (*r.notes, *fit.notes)),
+    ]
+    if r.output:
+        lines.append(f"wrote {r.output} (use it: --cluster {r.output})")
+        return "\n".join(lines) + "\n"
+    lines += ["", "# the fitted cluster file (give -o FILE to write it):"]
+    return "\n".join(lines) + "\n" + (result.toml or "")
+
+
+def _time(s: float) -> str:
+    return units.format_time(float(s))
+
+
+def _pct(e: float) -> str:
+    return f"{100 * e:+.1f}%"
 
 
 def _held_out_label(fit_up_to: int) -> str:
@@ -234,55 +359,6 @@ def _rows_table(
     )
 
 
-# -- calibrate ----------------------------------------------------------------------------------
-def calibrate_main(args: argparse.Namespace) -> int:
-    """Fit ``--cluster`` to ``--from-nccl-tests``; print the fit; write ``-o`` (or print it)."""
-    inp = _inputs(args)
-    fit_up_to = _size(getattr(args, "fit_up_to", None) or DEFAULT_FIT_UP_TO, "--fit-up-to")
-    fit = fit_cluster(inp.log, inp.cluster, inp.schedule, fit_up_to=fit_up_to)
-    toml = fit.to_toml()
-    output = getattr(args, "output", None)
-    if output:
-        try:
-            Path(output).write_text(toml)
-        except OSError as e:
-            raise UsageError(f"-o {output}: cannot write ({e.strerror or e})") from None
-    plot = getattr(args, "plot", None)
-    if plot:
-        _plot(
-            Path(plot), inp.log, fit.predicted, fit_up_to, fit.breakpoint, f"fitted {inp.cluster}"
-        )
-    summary = _summary(fit.sizes, fit.error, fit_up_to)
-    if getattr(args, "json", False):
-        doc = {"log": inp.log.describe(), **fit.to_dict(), "summary": summary, "toml": toml,
-               "output": output, "notes": [*inp.notes, *fit.notes]}  # fmt: skip
-        print(to_json(doc))
-        return EXIT_OK
-    print(f"{inp.log.describe()}")
-    print(f"model: topology on {inp.cluster}, {fit.algorithm} ({inp.log.collective}, "
-          f"{inp.log.nranks} ranks), fit on rows up to {units.format_size(fit_up_to)}")  # fmt: skip
-    print()
-    print(_fit_table(fit))
-    if fit.breakpoint is not None:
-        print(
-            f"regimes: a protocol switch at {units.format_size(fit.breakpoint)}; the file gets "
-            "the large-size regime (it extrapolates), the small one is in its header"
-        )
-    print(f"R^2 (log time, fit rows): {fit.r2:.4f}")
-    print()
-    print(_rows_table(inp.log, fit.predicted, fit_up_to, fit.in_fit))
-    print()
-    print("\n".join(_summary_lines(summary, fit_up_to)))
-    for n in (*inp.notes, *fit.notes):
-        print(f"note: {n}")
-    if output:
-        print(f"wrote {output} (use it: --cluster {output})")
-    else:
-        print("\n# the fitted cluster file (give -o FILE to write it):")
-        print(toml, end="")
-    return EXIT_OK
-
-
 def _fit_table(fit: ClusterFit) -> str:
     rows = []
     for x in fit.links:
@@ -311,36 +387,16 @@ def _fit_table(fit: ClusterFit) -> str:
     )
 
 
-# -- validate -----------------------------------------------------------------------------------
+# -- the commands -------------------------------------------------------------------------------
+def calibrate_main(args: argparse.Namespace) -> int:
+    """Fit ``--cluster`` to ``--from-nccl-tests``; print the fit; write ``-o`` (or print it)."""
+    print(render(compute(parse(args, "calibrate"))), end="")
+    return EXIT_OK
+
+
 def validate_main(args: argparse.Namespace) -> int:
     """Predicted (the cluster as given) against measured, every row of the log."""
-    inp = _inputs(args)
-    fit_up_to = _size(getattr(args, "fit_up_to", None) or DEFAULT_FIT_UP_TO, "--fit-up-to")
-    predicted = predict_rows(inp.log, inp.cluster, inp.schedule)
-    sizes, measured = inp.log.sizes, inp.log.times
-    err = predicted / measured - 1
-    summary = _summary(sizes, err, fit_up_to)
-    plot = getattr(args, "plot", None)
-    if plot:
-        _plot(Path(plot), inp.log, predicted, fit_up_to, None, inp.cluster)
-    if getattr(args, "json", False):
-        rows = [
-            {"size": int(s), "measured_s": m, "predicted_s": p, "error": e}
-            for s, m, p, e in zip(sizes, measured, predicted, err, strict=True)
-        ]
-        print(to_json({"log": inp.log.to_dict(), "cluster": inp.cluster,
-                       "algorithm": inp.schedule.algorithm, "rows": rows, "summary": summary,
-                       "notes": list(inp.notes)}))  # fmt: skip
-        return EXIT_OK
-    print(inp.log.describe())
-    print(f"model: topology on {inp.cluster}, {inp.schedule.algorithm} ({inp.log.collective}, "
-          f"{inp.log.nranks} ranks)")  # fmt: skip
-    print()
-    print(_rows_table(inp.log, predicted, fit_up_to, None))
-    print()
-    print("\n".join(_summary_lines(summary, fit_up_to)))
-    for n in inp.notes:
-        print(f"note: {n}")
+    print(render(compute(parse(args, "validate"))), end="")
     return EXIT_OK
 
 

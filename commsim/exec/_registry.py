@@ -25,10 +25,10 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import types
-import warnings
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+from commsim._deprecation import warn_deprecated
 from commsim.errors import CommsimError, ParameterError, UnknownNameError
 
 __all__ = [
@@ -159,11 +159,9 @@ def get_backend(name: str, *, nranks: int | None = None, **options: Any) -> Any:
 
 
 def _mpi_backends() -> tuple[str, ...]:
-    warnings.warn(
-        "commsim.exec.MPI_BACKENDS is deprecated: read the launcher of the backend's row "
-        "(commsim.exec.backend_info(name).multiprocess)",
-        DeprecationWarning,
-        stacklevel=3,
+    """The deprecated ``commsim.exec.MPI_BACKENDS``: the names of the ``mpirun`` rows."""
+    warn_deprecated(
+        "commsim.exec.MPI_BACKENDS", "commsim.exec.backend_info(name).multiprocess", stacklevel=4
     )
     return tuple(n for n, r in _ROWS.items() if r.multiprocess)
 

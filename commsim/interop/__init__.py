@@ -1,25 +1,119 @@
-"""Interoperability: schedules to and from other tools' formats.
+"""Interoperability: every format commsim reads or writes, each with the same four verbs.
 
-* :func:`read_msccl`: import an MSCCL-IR XML algorithm (what MSCCL's executor runs, what
-  msccl-tools' MSCCLang compiler writes) as a :class:`commsim.Schedule`
-  (:mod:`commsim.interop._msccl_read`).
-* :func:`to_msccl_xml` / :func:`export_msccl`: write a schedule as MSCCL-IR
-  (:mod:`commsim.interop._msccl_write`).
-* :func:`to_goal` / :func:`export_goal`: LogGOPSim's GOAL text schedules
-  (:mod:`commsim.interop._goal`).
+``parse_X(text)`` / ``format_X(obj)`` for text and ``read_X(path)`` / ``write_X(obj, path)`` for
+files, where the format has them (:data:`FORMATS`, one :class:`Format` row each, says which):
+
+* **json**, **npz**: commsim's own schedule files (:mod:`commsim.interop._native`, over the IR's
+  codec); NPZ is binary: read and write only.
+* **msccl**: MSCCL-IR XML, what MSCCL's executor runs and msccl-tools' MSCCLang compiler writes
+  (:mod:`commsim.interop._msccl_read`, :mod:`commsim.interop._msccl_write`);
+  :func:`msccl_program` also gives the export's counts.
+* **goal**: LogGOPSim's GOAL text schedules, written only (:mod:`commsim.interop._goal`);
+  :func:`goal_program` also gives the counts.
+* **nccl-tests**: the logs ``all_reduce_perf`` and its siblings print (an :class:`NcclTestsLog`,
+  not a schedule; :mod:`commsim.interop._nccl_tests`, :mod:`commsim.interop._nccl_tests_write`).
+
+:func:`save` and :func:`load` (also ``commsim.save``/``commsim.load``) pick a schedule format
+by the file's suffix through the same table. The old names (``to_msccl_xml``, ``export_msccl``,
+``to_goal``, ``export_goal``, ``format_nccl_tests_log``) still work for one release, with a
+:class:`DeprecationWarning`. ``docs/interop.md`` has the table.
+
+Examples:
+    >>> import commsim
+    >>> s = commsim.build("allgather", "ring", nranks=4)
+    >>> back = parse_msccl(format_msccl(s))  # computes the same, its steps perhaps regrouped
+    >>> _ = commsim.verify(back)
+    >>> back.collective, back.nranks
+    ('allgather', 4)
+    >>> [name for name, f in FORMATS.items() if "parse" not in f.verbs()]
+    ['npz', 'goal']
 """
 
-from commsim.interop._goal import GoalProgram, export_goal, to_goal
-from commsim.interop._msccl_read import read_msccl
-from commsim.interop._msccl_write import PROTOCOLS, MscclProgram, export_msccl, to_msccl_xml
+from commsim._deprecation import deprecated_aliases
+from commsim.interop._files import load, save
+from commsim.interop._formats import (
+    DEFAULT_SCHEDULE_FORMAT,
+    FORMATS,
+    VERBS,
+    Format,
+    format_of,
+    schedule_format,
+)
+from commsim.interop._goal import GoalProgram, format_goal, goal_program, write_goal
+from commsim.interop._msccl_read import parse_msccl, read_msccl
+from commsim.interop._msccl_write import (
+    PROTOCOLS,
+    MscclProgram,
+    format_msccl,
+    msccl_program,
+    write_msccl,
+)
+from commsim.interop._native import (
+    format_json,
+    parse_json,
+    read_json,
+    read_npz,
+    write_json,
+    write_npz,
+)
+from commsim.interop._nccl_tests import (
+    BINARIES,
+    TYPE_SIZES,
+    NcclTestsLog,
+    NcclTestsRow,
+    parse_nccl_tests,
+    read_nccl_tests,
+)
+from commsim.interop._nccl_tests_write import format_nccl_tests, write_nccl_tests
+from commsim.interop._nccl_tests_write import format_nccl_tests_log as _format_nccl_tests_log
 
 __all__ = [
+    "BINARIES",
+    "DEFAULT_SCHEDULE_FORMAT",
+    "FORMATS",
     "PROTOCOLS",
+    "TYPE_SIZES",
+    "VERBS",
+    "Format",
     "GoalProgram",
     "MscclProgram",
-    "export_goal",
-    "export_msccl",
+    "NcclTestsLog",
+    "NcclTestsRow",
+    "format_goal",
+    "format_json",
+    "format_msccl",
+    "format_nccl_tests",
+    "format_of",
+    "goal_program",
+    "load",
+    "msccl_program",
+    "parse_json",
+    "parse_msccl",
+    "parse_nccl_tests",
+    "read_json",
     "read_msccl",
-    "to_goal",
-    "to_msccl_xml",
+    "read_nccl_tests",
+    "read_npz",
+    "save",
+    "schedule_format",
+    "write_goal",
+    "write_json",
+    "write_msccl",
+    "write_nccl_tests",
+    "write_npz",
 ]
+
+
+__getattr__ = deprecated_aliases(
+    __name__,
+    {
+        "to_msccl_xml": ("commsim.interop.format_msccl", format_msccl),
+        "export_msccl": ("commsim.interop.msccl_program", msccl_program),
+        "to_goal": ("commsim.interop.format_goal", format_goal),
+        "export_goal": ("commsim.interop.goal_program", goal_program),
+        "format_nccl_tests_log": (
+            "commsim.interop.format_nccl_tests(NcclTestsLog.from_times(...))",
+            _format_nccl_tests_log,
+        ),
+    },
+)

@@ -1,4 +1,4 @@
-r"""Export a schedule as a GOAL schedule, the text input of LogGOPSim.
+r"""GOAL, the text schedules LogGOPSim simulates: written, never read.
 
 GOAL (Hoefler, Siebert & Lumsdaine, "Group Operation Assembly Language", ICPP 2009) is what
 LogGOPSim (Hoefler, Schneider & Lumsdaine, HPDC 2010) simulates after ``txt2bin`` compiles it.
@@ -43,6 +43,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import os
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,7 +54,7 @@ from commsim._ir import Schedule
 from commsim._messages import matchings, messages
 from commsim.errors import ParameterError
 
-__all__ = ["GoalProgram", "export_goal", "to_goal"]
+__all__ = ["GoalProgram", "format_goal", "goal_program", "write_goal"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,13 +73,27 @@ class GoalProgram:
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "text"}
 
 
-def to_goal(schedule: Schedule, nbytes: int | str, *, gamma: float = 0.0) -> str:
-    """The GOAL text of ``schedule`` at message size ``nbytes`` (see :func:`export_goal`)."""
-    return export_goal(schedule, nbytes, gamma=gamma).text
+def format_goal(schedule: Schedule, nbytes: int | str, *, gamma: float = 0.0) -> str:
+    """The GOAL text of ``schedule`` at message size ``nbytes`` (see :func:`goal_program`).
+
+    See Also:
+        :func:`write_goal` (to a file); there is no ``parse_goal``: LogGOPSim reads GOAL,
+        commsim does not.
+    """
+    return goal_program(schedule, nbytes, gamma=gamma).text
 
 
-def export_goal(schedule: Schedule, nbytes: int | str, *, gamma: float = 0.0) -> GoalProgram:
-    """Export ``schedule`` for LogGOPSim (module docstring).
+def write_goal(
+    schedule: Schedule, path: str | os.PathLike[str], nbytes: int | str, *, gamma: float = 0.0
+) -> Path:
+    """Write :func:`format_goal`'s text to ``path`` (nothing is written if it fails)."""
+    path = Path(path)
+    path.write_text(format_goal(schedule, nbytes, gamma=gamma))
+    return path
+
+
+def goal_program(schedule: Schedule, nbytes: int | str, *, gamma: float = 0.0) -> GoalProgram:
+    """``schedule`` as a GOAL program for LogGOPSim (module docstring): its text and counts.
 
     Args:
         nbytes: the collective's size (commsim's convention, :attr:`Schedule.nbytes_units`), an
@@ -86,7 +102,7 @@ def export_goal(schedule: Schedule, nbytes: int | str, *, gamma: float = 0.0) ->
 
     Examples:
         >>> import commsim
-        >>> print(to_goal(commsim.build("allgather", "ring", nranks=2), 8))
+        >>> print(format_goal(commsim.build("allgather", "ring", nranks=2), 8))
         num_ranks 2
         rank 0 {
         s0t1: send 4b to 1 tag 0

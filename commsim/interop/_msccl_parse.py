@@ -34,7 +34,17 @@ from xml.parsers import expat
 from commsim.errors import ResourceError, ScheduleError
 from commsim.units import format_size
 
-__all__ = ["COLLECTIVE_NAMES", "MAX_BYTES", "STEP_TYPES", "Algo", "Gpu", "Op", "Tb", "parse"]
+__all__ = [
+    "COLLECTIVE_NAMES",
+    "MAX_BYTES",
+    "STEP_TYPES",
+    "Algo",
+    "Gpu",
+    "Op",
+    "Tb",
+    "parse",
+    "too_large",
+]
 
 #: Largest file read (before parsing): real MSCCL-IR files are kilobytes to a few megabytes
 #: (the executor caps thread blocks at 64 steps); importing one of 16 MiB takes about 20 s.
@@ -133,7 +143,7 @@ def _read(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
         text, name = source, "<text>"
     elif isinstance(source, str) and source.lstrip().startswith("<"):
         if len(source) > MAX_BYTES:  # refused before encoding it (a character is >= 1 byte)
-            raise ResourceError(_too_large("<text>", len(source)))
+            raise ResourceError(too_large("<text>", len(source)))
         text, name = source.encode(), "<text>"
     else:
         path = Path(source)
@@ -149,18 +159,18 @@ def _read(source: str | os.PathLike[str] | bytes) -> tuple[bytes, str]:
         if not stat.S_ISREG(info.st_mode):
             raise ScheduleError(f"{name}: not a regular file, not an MSCCL-IR algorithm")
         if info.st_size > MAX_BYTES:
-            raise ResourceError(_too_large(name, info.st_size))
+            raise ResourceError(too_large(name, info.st_size))
         try:
             with path.open("rb") as f:
                 text = f.read(MAX_BYTES + 1)  # no more than allowed, whatever stat said
         except OSError as e:
             raise ScheduleError(f"{name}: cannot read ({e.strerror or e})") from None
     if len(text) > MAX_BYTES:
-        raise ResourceError(_too_large(name, len(text)))
+        raise ResourceError(too_large(name, len(text)))
     return text, name
 
 
-def _too_large(name: str, size: int) -> str:
+def too_large(name: str, size: int) -> str:
     return (
         f"{name}: {format_size(size)} is too large for an MSCCL-IR file "
         f"(the limit is {format_size(MAX_BYTES)})"

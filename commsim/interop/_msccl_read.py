@@ -57,20 +57,37 @@ import numpy as np
 
 from commsim._collectives import spec
 from commsim._ir import Schedule, Step
-from commsim.errors import ResourceError, ScheduleError
+from commsim.errors import ParameterError, ResourceError, ScheduleError
 from commsim.interop._msccl_layout import Layout
 from commsim.interop._msccl_origin import Steps
-from commsim.interop._msccl_parse import STEP_TYPES, Algo, Op, Tb, parse
+from commsim.interop._msccl_parse import MAX_BYTES, STEP_TYPES, Algo, Op, Tb, parse, too_large
 from commsim.interop._msccl_solve import Deadlock, earliest_steps
 
-__all__ = ["read_msccl"]
+__all__ = ["parse_msccl", "read_msccl"]
 
 #: Chunk accesses (the sum of ``cnt`` over all steps) an import may track.
 _MAX_ACCESSES = 2**24
 
 
+def parse_msccl(text: str | bytes) -> Schedule:
+    """Import MSCCL-IR XML text as a :class:`commsim.Schedule` (:func:`read_msccl` reads a file).
+
+    See Also:
+        :func:`commsim.interop.format_msccl`, the other way; a schedule written and parsed back
+        computes the same, its steps perhaps regrouped (``docs/interop.md``).
+    """
+    if isinstance(text, str):
+        if len(text) > MAX_BYTES:  # refused before encoding it (a character is >= 1 byte)
+            raise ResourceError(too_large("<text>", len(text)))
+        text = text.encode()
+    if not isinstance(text, bytes):
+        raise ParameterError(f"parse_msccl expects XML text, got {type(text).__name__}")
+    return read_msccl(text)
+
+
 def read_msccl(source: str | os.PathLike[str] | bytes) -> Schedule:
-    """Import an MSCCL-IR XML program (a path, or the XML text) as a :class:`commsim.Schedule`.
+    """Import an MSCCL-IR XML file as a :class:`commsim.Schedule` (XML text, anything starting
+    with ``<``, is read as :func:`parse_msccl` reads it).
 
     Raises:
         ScheduleError: a malformed file, or a program that deadlocks; the message names the

@@ -1,4 +1,4 @@
-r"""Export a schedule as MSCCL-IR, the XML algorithm file MSCCL's executor runs.
+r"""Write a schedule as MSCCL-IR, the XML algorithm file MSCCL's executor runs.
 
 The format is that of ``msccl-tools`` (``ir_to_xml`` in ``msccl/language/ir.py``) as read by
 ``msccl-executor-nccl`` (``src/misc/msccl/msccl_parser.cc``)::
@@ -40,7 +40,7 @@ executor would reject.
 
 Examples:
     >>> import commsim
-    >>> prog = export_msccl(commsim.build("allreduce", "ring", nranks=4))
+    >>> prog = msccl_program(commsim.build("allreduce", "ring", nranks=4))
     >>> prog.nchunksperloop, prog.max_tb_steps, prog.nfused
     (4, 7, 20)
 """
@@ -48,7 +48,9 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
@@ -57,7 +59,7 @@ from commsim._messages import messages
 from commsim.errors import ParameterError, ResourceError
 from commsim.interop._msccl_lower import INPUT, OUTPUT, SCRATCH, Instr, Layout, lower
 
-__all__ = ["PROTOCOLS", "MscclProgram", "export_msccl", "to_msccl_xml"]
+__all__ = ["PROTOCOLS", "MscclProgram", "format_msccl", "msccl_program", "write_msccl"]
 
 PROTOCOLS = ("Simple", "LL", "LL128")
 MAX_STEPS = 64  # MSCCL_MAX_NUM_STEPS (a build-time constant, 64 by default)
@@ -123,12 +125,23 @@ class _Tb:
         return f"send {self.send}, recv {self.recv}, channel {self.chan}"
 
 
-def to_msccl_xml(schedule: Schedule, **options: Any) -> str:
-    """The MSCCL-IR XML of ``schedule`` (options as :func:`export_msccl`)."""
-    return export_msccl(schedule, **options).xml
+def format_msccl(schedule: Schedule, **options: Any) -> str:
+    """The MSCCL-IR XML of ``schedule`` (options as :func:`msccl_program`).
+
+    See Also:
+        :func:`commsim.interop.parse_msccl` (the XML back to a schedule), :func:`write_msccl`.
+    """
+    return msccl_program(schedule, **options).xml
 
 
-def export_msccl(
+def write_msccl(schedule: Schedule, path: str | os.PathLike[str], **options: Any) -> Path:
+    """Write :func:`format_msccl`'s XML to ``path`` (nothing is written if the export fails)."""
+    path = Path(path)
+    path.write_text(format_msccl(schedule, **options))
+    return path
+
+
+def msccl_program(
     schedule: Schedule,
     *,
     proto: str = "Simple",
@@ -139,7 +152,7 @@ def export_msccl(
     max_bytes: int = 0,
     name: str | None = None,
 ) -> MscclProgram:
-    """Export ``schedule`` as an MSCCL-IR program (see the module docstring).
+    """``schedule`` as an MSCCL-IR program: its XML and counts (see the module docstring).
 
     Args:
         proto: MSCCL's protocol, ``"Simple"``, ``"LL"`` or ``"LL128"``.

@@ -6,6 +6,13 @@
 * :func:`fit_curve`, :func:`fit_pieces`: the robust piecewise-linear fits (breakpoints from the
   data), with their quality.
 * :func:`profile_from_samples`: samples to a profile (γ, LogGP, the per-call overhead).
+* :func:`fit_cluster`: a cluster's link latency and efficiency fitted to an nccl-tests log
+  (:class:`commsim.interop.NcclTestsLog`), a :class:`ClusterFit`; :func:`predict_rows`, the
+  cluster's prediction of every row; :func:`cluster_description`, a preset or file as the fit
+  reads it.
+
+The nccl-tests names this package used to hold (``parse_nccl_tests``, ``NcclTestsLog``, ...) live
+in :mod:`commsim.interop`; importing them from here still works, with a DeprecationWarning.
 
 Examples:
     >>> import numpy as np
@@ -16,6 +23,10 @@ Examples:
     (1.0, 5.0)
 """
 
+from typing import Any
+
+from commsim import interop
+from commsim._deprecation import deprecated_aliases
 from commsim.bench.calibrate._calibrate import (
     DEFAULT_SIZES,
     calibrate,
@@ -25,19 +36,62 @@ from commsim.bench.calibrate._calibrate import (
     mpi_samples,
     profile_from_samples,
 )
+from commsim.bench.calibrate._cluster_fit import (
+    DEFAULT_FIT_UP_TO,
+    HELD_OUT_FROM,
+    ClusterFit,
+    LinkFit,
+    cluster_description,
+    fit_cluster,
+    predict_rows,
+)
 from commsim.bench.calibrate._fit import fit_curve, fit_pieces
 from commsim.bench.calibrate._samples import KINDS, Samples
 
 __all__ = [
+    "DEFAULT_FIT_UP_TO",
     "DEFAULT_SIZES",
+    "HELD_OUT_FROM",
     "KINDS",
+    "ClusterFit",
+    "LinkFit",
     "Samples",
     "calibrate",
+    "cluster_description",
     "cuda_device_samples",
+    "fit_cluster",
     "fit_curve",
     "fit_pieces",
     "jax_device_samples",
     "machine",
     "mpi_samples",
+    "predict_rows",
     "profile_from_samples",
 ]
+
+
+def _format_nccl_tests_log(*args: Any, **kwargs: Any) -> str:
+    """The old writer: ``format_nccl_tests(NcclTestsLog.from_times(*args, **kwargs))``."""
+    return interop.format_nccl_tests(interop.NcclTestsLog.from_times(*args, **kwargs))
+
+
+__getattr__ = deprecated_aliases(
+    __name__,
+    {
+        **{
+            name: (f"commsim.interop.{name}", getattr(interop, name))
+            for name in (
+                "BINARIES",
+                "TYPE_SIZES",
+                "NcclTestsLog",
+                "NcclTestsRow",
+                "parse_nccl_tests",
+                "read_nccl_tests",
+            )
+        },
+        "format_nccl_tests_log": (
+            "commsim.interop.format_nccl_tests(NcclTestsLog.from_times(...))",
+            _format_nccl_tests_log,
+        ),
+    },
+)

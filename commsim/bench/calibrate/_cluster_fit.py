@@ -51,9 +51,9 @@ import tomllib
 from commsim import Schedule, units
 from commsim._cluster_model import cluster_model
 from commsim._toml import key, value
-from commsim.bench.calibrate._nccl_tests import NcclTestsLog
 from commsim.clusters import PRESETS, Cluster, build_cluster
 from commsim.errors import CommsimError, ParameterError
+from commsim.interop import NcclTestsLog
 
 __all__ = [
     "DEFAULT_FIT_UP_TO",

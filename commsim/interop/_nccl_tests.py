@@ -1,4 +1,4 @@
-r"""nccl-tests logs: read the table ``all_reduce_perf`` (and its siblings) print, and write one.
+r"""nccl-tests logs: parse the table ``all_reduce_perf`` (and its siblings) print, and format one.
 
 `nccl-tests <https://github.com/NVIDIA/nccl-tests>`_ prints (``src/util.cu``, ``src/common.cu``)::
 
@@ -54,11 +54,18 @@ broadcast and reduce, the gathered output for allgather, the input for reduce_sc
 send buffer for alltoall), and ``algbw = size / time`` for every collective.
 
 Every problem is one :class:`~commsim.errors.CommsimError` line naming the file and line.
+
+:meth:`NcclTestsLog.from_times` makes the log nccl-tests would print for times per size (the
+model's, in tests and examples); :mod:`commsim.interop._nccl_tests_write` prints a log.
+
+See Also:
+    :func:`commsim.bench.calibrate.fit_cluster`, which fits a cluster to a log's rows.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -66,14 +73,15 @@ from typing import Any
 
 import numpy as np
 
-from commsim import COLLECTIVES, spec
+from commsim._collectives import COLLECTIVES, spec
 from commsim.errors import CommsimError
 
 __all__ = [
     "BINARIES",
+    "BINARY_OF",
+    "TYPE_SIZES",
     "NcclTestsLog",
     "NcclTestsRow",
-    "format_nccl_tests_log",
     "parse_nccl_tests",
     "read_nccl_tests",
 ]
@@ -87,7 +95,8 @@ BINARIES: dict[str, str] = {
     "reduce_perf": "reduce",
     "alltoall_perf": "alltoall",
 }
-_BINARY_OF = {c: b for b, c in BINARIES.items()}
+#: commsim collective → nccl-tests binary.
+BINARY_OF: dict[str, str] = {c: b for b, c in BINARIES.items()}
 
 #: Collectives whose ``count`` column is per rank (``size = count × sizeof(type) × p``).
 _PER_RANK_COUNT = {"allgather": True, "reduce_scatter": True, "alltoall": True}
@@ -106,6 +115,7 @@ _RANK = re.compile(
     r"#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
     r"\s+\[([^\]]*)\]\s*(.*)$"
 )
+_VERSION = re.compile(r"#\s*nccl-tests version\s+(\S+)")
 _STARTING = re.compile(r"#\s*Collective test starting:\s*(\S+)")
 _BINARY = re.compile(r"\b(" + "|".join(BINARIES) + r")(?:_mpi)?\b")
 _FOOT = re.compile(r"#\s*(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)")
@@ -156,6 +166,7 @@ class NcclTestsLog:
         wrong_column: ``"#wrong"`` (a count) or ``"error"`` (older versions: a maximum error).
         source: the file (or ``"<text>"``).
         notes: what the reader assumed or skipped.
+        version: nccl-tests' version (``# nccl-tests version ...``, 2.14 and later), or ``None``.
     """
 
     collective: str
@@ -172,6 +183,71 @@ class NcclTestsLog:
     source: str = "<text>"
     collective_from: str = ""
     notes: tuple[str, ...] = ()
+    version: str | None = None
+
+    @classmethod
+    def from_times(
+        cls,
+        collective: str,
+        nranks: int,
+        sizes: Sequence[int],
+        times_oop: Sequence[float],
+        times_ip: Sequence[float] | None = None,
+        *,
+        hosts: Sequence[str] | None = None,
+        device: str = "NVIDIA H100 80GB HBM3",
+        dtype: str = "float",
+        root: int = 0,
+        wrong: Sequence[int] | None = None,
+        version: str = "2.17.1",
+        iters: int = 20,
+    ) -> NcclTestsLog:
+        """The log nccl-tests would print for these times per size
+        (:func:`commsim.interop.format_nccl_tests` prints it).
+
+        Args:
+            collective: commsim's name; the binary is its nccl-tests name (``all_reduce_perf``).
+            nranks: ranks; ``hosts``: each rank's host (default: one host, ``node-0``).
+            sizes: bytes per row (nccl-tests' size column); ``times_oop``/``times_ip``: seconds
+                per row, out-of-place and in-place (in-place defaults to out-of-place).
+            device: every rank's device name; ``dtype``: the type column; ``root``: the root of
+                broadcast and reduce.
+            wrong: ``#wrong`` per row (default 0); ``version``, ``iters``: the header's.
+
+        Bandwidths are nccl-tests': ``algbw = size / time`` and ``busbw = algbw`` times the
+        collective's factor, in GB/s; ``avg_busbw`` is their mean over both halves.
+        """
+        s = spec(collective)
+        wsize = TYPE_SIZES[dtype]
+        hosts = tuple(hosts) if hosts is not None else ("node-0",) * nranks
+        if len(hosts) != nranks:
+            raise CommsimError(f"NcclTestsLog.from_times: {len(hosts)} hosts for {nranks} ranks")
+        times_ip = times_oop if times_ip is None else times_ip
+        wrong = [0] * len(sizes) if wrong is None else list(wrong)
+        redop = "sum" if s.reduces else "none"
+        root_col = root if s.rooted else -1
+        factor = s.busbw_factor(nranks)
+        per_rank = nranks if _PER_RANK_COUNT.get(collective) else 1
+        rows, total = [], 0.0
+        for size, t_oop, t_ip, w in zip(sizes, times_oop, times_ip, wrong, strict=True):
+            halves = []
+            for t in (t_oop, t_ip):
+                algbw = size / 1e9 / t
+                halves += [t, algbw, algbw * factor, float(w)]
+                total += algbw * factor
+            rows.append(NcclTestsRow(0, size, size // wsize // per_rank, dtype, redop, root_col,
+                                     *halves))  # fmt: skip
+        settings = {
+            "nThread": "1", "nGpus": "1", "minBytes": str(min(sizes)), "maxBytes": str(max(sizes)),
+            "step": "2(factor)", "warmup iters": "5", "iters": str(iters), "agg iters": "1",
+            "validation": "1", "graph": "0", "unalign": "0",
+        }  # fmt: skip
+        return cls(
+            collective, nranks, hosts, (device,) * nranks, tuple(rows),
+            avg_busbw=total / max(2 * len(rows), 1), out_of_bounds=sum(1 for w in wrong if w),
+            program=BINARY_OF[collective], settings=settings, source="<times>",
+            collective_from="the caller", version=version,
+        )  # fmt: skip
 
     @property
     def sizes(self) -> np.ndarray:
@@ -229,7 +305,7 @@ class _Where:
 
 
 def read_nccl_tests(
-    path: str | Path, *, collective: str | None = None, allow_wrong: bool = False
+    path: str | os.PathLike[str], *, collective: str | None = None, allow_wrong: bool = False
 ) -> NcclTestsLog:
     """:func:`parse_nccl_tests` on a file."""
     path = Path(path)
@@ -260,7 +336,10 @@ def parse_nccl_tests(
         allow_wrong: keep rows whose ``#wrong`` is above 0 instead of refusing the log.
 
     Examples:
-        >>> log = parse_nccl_tests(format_nccl_tests_log("allreduce", 8, [1024], [20e-6]))
+        >>> from commsim.interop import format_nccl_tests
+        >>> log = parse_nccl_tests(
+        ...     format_nccl_tests(NcclTestsLog.from_times("allreduce", 8, [1024], [20e-6]))
+        ... )
         >>> log.collective, log.nranks, log.rows[0].size, log.rows[0].time_oop_s
         ('allreduce', 8, 1024, 2e-05)
     """
@@ -275,6 +354,7 @@ def parse_nccl_tests(
     programs: list[tuple[str, int]] = []
     settings: dict[str, str] = {}
     notes: list[str] = []
+    version: str | None = None
     for number, raw in enumerate(text.splitlines(), start=1):
         line = _TAG.sub("", raw).rstrip()
         if _RANK_TAG.match(line):  # MPICH -prepend-rank tags every write, mid-line too
@@ -288,6 +368,8 @@ def parse_nccl_tests(
                 ranks.append((int(m.group(1)), m.group(4), m.group(7).strip()))
             elif m := _STARTING.match(stripped):
                 programs.append((m.group(1), number))
+            elif m := _VERSION.match(stripped):
+                version = m.group(1)
             elif body.startswith("nThread"):
                 settings = _settings(body)
             elif m := _FOOT.match(stripped):
@@ -341,7 +423,7 @@ def parse_nccl_tests(
     return NcclTestsLog(
         coll, nranks, hosts, devices, tuple(rows), avg, oob, program, settings,
         "cputime" if "cputime" in columns else "time", wrong_column, source, coll_from,
-        tuple(notes),
+        tuple(notes), version,
     )  # fmt: skip
 
 
@@ -513,7 +595,7 @@ def _collective(
         candidates = [given]
     elif named:
         (c,) = named
-        how = f"the binary {_BINARY_OF[c]}"
+        how = f"the binary {BINARY_OF[c]}"
         candidates = [c]
     else:
         how = "the columns"
@@ -523,7 +605,7 @@ def _collective(
     if not fits:
         if len(candidates) == 1:
             c = candidates[0]
-            claim = f"--collective {c}" if given else f"the log names {_BINARY_OF[c]} ({c})"
+            claim = f"--collective {c}" if given else f"the log names {BINARY_OF[c]} ({c})"
             raise where.error(first.line, f"{claim}, but {verdicts[c]}")
         raise where.error(first.line, "the columns fit no collective commsim knows")
     if len(fits) > 1:
@@ -543,105 +625,3 @@ def _collective(
     if given is None and not named:
         notes.append(f"collective {c} inferred from the columns (no binary name in the log)")
     return c, how, p
-
-
-# -- writing ------------------------------------------------------------------------------------
-def _float(value: float, width: int) -> str:
-    """nccl-tests' ``getFloatStr``: 2 decimals, fewer if it does not fit, then an exponent."""
-    for fmt in (f"{{:{width}.2f}}", f"{{:{width}.1f}}", f"{{:{width}.0f}}"):
-        s = fmt.format(value)
-        if len(s) <= width:
-            return s
-    return f"{value:{width}.1e}" if width >= 7 else f"{value:{width}.0e}"
-
-
-def format_nccl_tests_log(
-    collective: str,
-    nranks: int,
-    sizes: Sequence[int],
-    times_oop: Sequence[float],
-    times_ip: Sequence[float] | None = None,
-    *,
-    hosts: Sequence[str] | None = None,
-    device: str = "NVIDIA H100 80GB HBM3",
-    dtype: str = "float",
-    root: int = 0,
-    wrong: Sequence[int] | None = None,
-    version: str = "2.17.1",
-    iters: int = 20,
-) -> str:
-    """A log in nccl-tests' format (version 2.14 and later) for times given per size.
-
-    Args:
-        collective: commsim's name; the binary is its nccl-tests name (``all_reduce_perf``).
-        nranks: ranks; ``hosts``: each rank's host (default: one host, ``node-0``).
-        sizes: bytes per row (nccl-tests' size column); ``times_oop``/``times_ip``: seconds per
-            row, out-of-place and in-place (in-place defaults to out-of-place).
-        dtype: the type column; ``root``: the root of broadcast and reduce.
-        wrong: ``#wrong`` per row (default 0).
-
-    The numbers are printed the way nccl-tests prints them (time in µs and bandwidths in GB/s
-    with 2 decimals, fewer where the field is too narrow), so a round trip loses what that
-    rounding loses.
-    """
-    s = spec(collective)
-    wsize = TYPE_SIZES[dtype]
-    hosts = list(hosts) if hosts is not None else ["node-0"] * nranks
-    if len(hosts) != nranks:
-        raise CommsimError(f"format_nccl_tests_log: {len(hosts)} hosts for {nranks} ranks")
-    times_ip = times_oop if times_ip is None else times_ip
-    wrong = [0] * len(sizes) if wrong is None else list(wrong)
-    binary = _BINARY_OF[collective]
-    redop = "sum" if s.reduces else "none"
-    root_col = root if s.rooted else -1
-    factor = s.busbw_factor(nranks)
-    lines = [
-        f"# nccl-tests version {version} nccl-headers=22602 nccl-library=22602",
-        f"# Collective test starting: {binary}",
-        f"# nThread 1 nGpus 1 minBytes {min(sizes)} maxBytes {max(sizes)} step: 2(factor) "
-        f"warmup iters: 5 iters: {iters} agg iters: 1 validation: 1 graph: 0 unalign: 0",
-        "#",
-        "# Using devices",
-    ]
-    local: dict[str, int] = {}
-    for r, h in enumerate(hosts):
-        dev = local[h] = local.get(h, -1) + 1
-        lines.append(
-            f"#  Rank {r:2d} Group {0:2d} Pid {40000 + r:6d} on {h:>10s} device {dev:2d} "
-            f"[{0:04x}:{0x18 + 0x10 * dev:02x}:{0:02x}] {device}"
-        )
-    blank = ("",) * 5
-    lines += [
-        "#",
-        "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}           out-of-place                "
-        "       in-place          ".format(*blank),
-        "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  "
-        "{:>6s}  {:>6s}  {:>6s} ".format(
-            "size", "count", "type", "redop", "root",
-            "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
-        ),
-        "# {:>10s}  {:>12s}  {:>8s}  {:>6s}  {:>6s}  {:>7s}  {:>6s}  {:>6s}  {:>6s}  {:>7s}  "
-        "{:>6s}  {:>6s}  {:>6s} ".format(
-            "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "",
-            "(us)", "(GB/s)", "(GB/s)", "",
-        ),
-    ]  # fmt: skip
-    total, n = 0.0, 0
-    for size, t_oop, t_ip, w in zip(sizes, times_oop, times_ip, wrong, strict=True):
-        count = size // wsize // (nranks if _PER_RANK_COUNT.get(collective) else 1)
-        row = f"{size:12d}  {count:12d}  {dtype:>8s}  {redop:>6s}  {root_col:6d}"
-        for t in (t_oop, t_ip):
-            algbw = size / 1e9 / t
-            busbw = algbw * factor
-            total, n = total + busbw, n + 1
-            row += f"  {_float(t * 1e6, 7):>7s}  {_float(algbw, 6):>6s}  {_float(busbw, 6):>6s}  {w:6g}"
-        lines.append(row)
-    errors = sum(1 for w in wrong if w)
-    lines += [
-        f"# {'Out of bounds values':<20s} : {errors} {'FAILED' if errors else 'OK'}",
-        f"# {'Avg bus bandwidth':<20s} : {total / max(n, 1):g} ",
-        "#",
-        f"# Collective test concluded: {binary}",
-        "",
-    ]
-    return "\n".join(lines)
