@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,152 @@ def test_no_private_names_across_packages():
         return f"imports {private} from {module}" if private and mine != theirs else None
 
     assert _violations(rule) == []
+
+
+def _unit(module: str) -> str:
+    """The unit a layer rule talks about: a subpackage (``commsim.exec``), a module at the
+    package root (``commsim._ir``), or the package's face (``commsim``, its ``__init__``)."""
+    return ".".join(module.split(".")[:2])
+
+
+def _resolved(module: str, names: list[str]) -> list[str]:
+    """What an import really reaches: ``from commsim import units`` is the module
+    ``commsim.units``; ``from commsim import Schedule`` is the face; ``from commsim.exec import
+    _layout`` the module ``commsim.exec._layout``."""
+    out = []
+    for n in names or [""]:
+        sub = f"{module}.{n}"
+        is_module = n and (
+            (PACKAGE.parent / sub.replace(".", "/")).is_dir()
+            or (PACKAGE.parent / f"{sub.replace('.', '/')}.py").is_file()
+        )
+        out.append(sub if is_module else module)
+    return out
+
+
+def _is_private_path(module: str) -> bool:
+    return any(p.startswith("_") and not p.startswith("__") for p in module.split(".")[1:])
+
+
+#: The floors, lowest first: a unit imports only units on lower floors (besides its own
+#: modules). docs/architecture.md draws them; the face (``commsim``) sits under the CLI only.
+FLOORS = (
+    ("commsim.errors",),
+    ("commsim.units", "commsim._compat", "commsim._toml", "commsim._deprecation"),
+    ("commsim._collectives", "commsim.topology", "commsim.profiles"),
+    ("commsim._ir", "commsim.clusters"),
+    ("commsim._messages", "commsim._progress", "commsim._verify_kernel", "commsim._serialize"),
+    (
+        "commsim.algorithms",
+        "commsim._verify",
+        "commsim.models",
+        "commsim.exec",
+        "commsim.interop",
+        "commsim.viz",
+    ),
+    ("commsim._cluster_model",),
+    ("commsim.tuner",),
+    ("commsim.bench", "commsim"),
+    ("commsim.cli",),
+    ("commsim.__main__",),
+)
+FLOOR = {unit: level for level, units in enumerate(FLOORS) for unit in units}
+
+
+def _edges() -> list[tuple[str, str, str]]:
+    """``(importing module, imported module, "path:line")`` for every import of the package by
+    itself, function-level imports included."""
+    out = []
+    for path in SOURCES:
+        here = _rel(path)[: -len(".py")].replace("/", ".").removesuffix(".__init__")
+        for module, names, line in _imports(path):
+            if module.split(".")[0] == "commsim":
+                out += [(here, t, f"{_rel(path)}:{line}") for t in _resolved(module, names)]
+    return out
+
+
+def _up_a_floor() -> list[str]:
+    return [
+        f"{where}: {a} imports {b}"
+        for a, b, where in _edges()
+        if _unit(a) != _unit(b) and FLOOR[_unit(b)] >= FLOOR[_unit(a)]
+    ]
+
+
+def _circles() -> list[list[str]]:
+    import networkx as nx
+
+    return list(nx.simple_cycles(nx.DiGraph((a, b) for a, b, _ in _edges() if a != b)))
+
+
+def _private_modules_of_others() -> list[str]:
+    return [
+        f"{where}: {a} imports {b}"
+        for a, b, where in _edges()
+        if _is_private_path(b) and _unit(b) != _unit(a) and (PACKAGE / b.split(".")[1]).is_dir()
+    ]
+
+
+def _face_imports() -> list[str]:
+    below = ("commsim", "commsim.cli", "commsim.__main__")
+    return [f"{where}: {a}" for a, b, where in _edges() if b == "commsim" and _unit(a) not in below]
+
+
+def test_every_unit_has_a_floor():
+    units = {_unit(a) for a, _, _ in _edges()} | {_unit(b) for _, b, _ in _edges()}
+    assert units - set(FLOOR) == set()
+
+
+def test_no_import_runs_up_a_floor():
+    """Every arrow of the import graph (function-level imports included) points down."""
+    assert _up_a_floor() == []
+
+
+def test_no_import_circle_even_inside_a_package():
+    """Module by module, function-level imports included, the import graph has no circle."""
+    assert _circles() == []
+
+
+def test_no_private_module_of_another_package():
+    """Module paths, not only names: ``commsim.tuner._candidates`` is the tuner's own business
+    (the root's private modules, the IR floor, are everyone's)."""
+    assert _private_modules_of_others() == []
+
+
+def test_below_the_cli_nothing_imports_the_face():
+    """``from commsim import Schedule`` runs up to the package's face: import the layer."""
+    assert _face_imports() == []
+
+
+def test_the_layer_checks_catch_what_they_look_for(tmp_path, monkeypatch):
+    """A small package that breaks every layer rule once: each check names its breach."""
+    files = {
+        "__init__.py": "",
+        "_ir.py": "",
+        "cli/__init__.py": "",
+        "tuner/__init__.py": "",
+        "tuner/_candidates.py": "",
+        "bench/__init__.py": "",
+        "bench/a.py": "from commsim import Schedule, _ir\nfrom commsim.tuner import _candidates\n",
+        "bench/b.py": "from commsim.bench import c\n",
+        "bench/c.py": "def f():\n    from commsim.cli import main\n    from commsim.bench import b\n",
+    }
+    for name, text in files.items():
+        (tmp_path / "commsim" / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "commsim" / name).write_text(text)
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "commsim")
+    monkeypatch.setattr(
+        sys.modules[__name__], "SOURCES", sorted((tmp_path / "commsim").rglob("*.py"))
+    )
+    assert _up_a_floor() == [
+        "commsim/bench/a.py:1: commsim.bench.a imports commsim",
+        "commsim/bench/c.py:2: commsim.bench.c imports commsim.cli",
+    ]
+    assert _circles() == [["commsim.bench.b", "commsim.bench.c"]]
+    assert _private_modules_of_others() == [
+        "commsim/bench/a.py:2: commsim.bench.a imports commsim.tuner._candidates"
+    ]
+    assert _face_imports() == ["commsim/bench/a.py:1: commsim.bench.a"]
 
 
 def _comparisons(path: Path, names: set[str]) -> list[str]:

@@ -48,8 +48,9 @@ from typing import Any
 import numpy as np
 import tomllib
 
-from commsim import Schedule, units
+from commsim import units
 from commsim._cluster_model import cluster_model
+from commsim._ir import Schedule
 from commsim._toml import key, value
 from commsim.clusters import PRESETS, Cluster, build_cluster
 from commsim.errors import CommsimError, ParameterError
