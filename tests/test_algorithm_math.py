@@ -114,7 +114,7 @@ def test_editing_the_docstring_edits_the_table():
 
 def test_the_cost_argument_is_deprecated_and_never_beats_the_docstring():
     ring = info("allgather", "ring")
-    with pytest.warns(DeprecationWarning, match="derived from the factory docstring"):
+    with pytest.warns(DeprecationWarning, match=r"register\(cost=...\) is deprecated"):
         register("allgather", "ring_old_style", cost="stale", cost_fn=ring.cost_fn)(ring.factory)
     try:
         assert info("allgather", "ring_old_style").cost == ring.cost  # the docstring wins

@@ -14,6 +14,7 @@ import pytest
 
 import commsim
 from commsim.bench import BenchRequest, measure, measure_mpi
+from commsim.bench.calibrate import SUITES
 from commsim.bench.calibrate import calibrate as calibrate_transport
 from commsim.cli import main
 from commsim.errors import CommsimError, ParameterError, UnknownNameError
@@ -144,7 +145,7 @@ def test_rows_say_what_their_classes_do(name):
     assert row.multiprocess == supports(cls, OnCommunicator)
     assert row.summary and "(" not in row.summary and ";" not in row.summary
     if row.calibration:
-        assert callable(row.calibrator()) and row.transport
+        assert row.calibration in SUITES and SUITES[row.calibration].transport
 
 
 def test_a_subclass_declines_a_capability_with_none():
@@ -172,3 +173,37 @@ def test_mpi_backends_is_deprecated():
     with pytest.warns(DeprecationWarning, match="MPI_BACKENDS is deprecated"):
         from commsim.exec import MPI_BACKENDS
     assert MPI_BACKENDS == ("mpi", "mpi4py")
+
+
+def test_the_table_of_strings_still_works_for_one_release():
+    """``BACKENDS`` used to map names to ``"module:attribute"`` strings."""
+    with pytest.warns(DeprecationWarning, match=r"BACKENDS\[name\]\.split"):
+        assert BACKENDS["numpy"].split(":") == ["commsim.exec.reference", "NumpyBackend"]
+    try:
+        with pytest.warns(DeprecationWarning, match="use commsim.exec.register_backend"):
+            BACKENDS["toy"] = f"{__name__}:ToyBackend"
+        assert backend_info("toy").load() is ToyBackend and not backend_info("toy").multiprocess
+    finally:
+        unregister_backend("toy")
+
+
+class Unprepared(ToyBackend):
+    """A backend written before ``prepare``: it still runs, with a warning."""
+
+    prepare = None  # type: ignore[assignment]
+
+
+def test_a_backend_without_prepare_still_starts():
+    register_backend(BackendInfo("old", Unprepared))
+    try:
+        with pytest.warns(DeprecationWarning, match="Unprepared without prepare"):
+            assert isinstance(get_backend("old", nranks=4), Unprepared)
+    finally:
+        unregister_backend("old")
+
+
+def test_asking_about_a_capability_starts_nothing():
+    """``supports`` looks statically: an MPI backend's communicator (a property that starts
+    MPI) is not touched by asking whether it has one."""
+    mpi = backend_info("mpi").load()()
+    assert supports(mpi, OnCommunicator) and mpi._comm is None

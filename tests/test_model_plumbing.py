@@ -1,12 +1,11 @@
 """The predict plumbing written once: every model builds its ``Prediction`` with
 ``Prediction.from_clocks`` and words a time below its own bound with the one note; ``timeline`` is
-part of the ``Model`` protocol; ``commsim.models`` imports without a cycle."""
+part of the ``Model`` protocol (that ``commsim.models`` imports without a cycle is
+tests/test_architecture.py's check, over the whole package)."""
 
 from __future__ import annotations
 
-import ast
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -142,60 +141,3 @@ def test_timeline_is_part_of_the_protocol(model):
         model.timeline(s, "1MiB", max_messages=P)
     with pytest.raises(commsim.ParameterError, match="one message size"):
         model.timeline(s, "1KiB..1MiB")
-
-
-# -- no import cycle in commsim.models ------------------------------------------------------------
-MODELS_DIR = Path(commsim.models.__file__).parent
-
-
-def _module(path: Path) -> str:
-    return "commsim.models" + ("" if path.stem == "__init__" else f".{path.stem}")
-
-
-def _edges() -> dict[str, set[str]]:
-    """Each module of commsim.models -> the modules of commsim.models it imports anywhere (at the
-    top, in a function, under ``TYPE_CHECKING``); ``from commsim.models import _x`` is ``_x``."""
-    mods = {_module(p) for p in MODELS_DIR.glob("*.py")}
-    graph: dict[str, set[str]] = {}
-    for path in MODELS_DIR.glob("*.py"):
-        out = graph.setdefault(_module(path), set())
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                out |= {a.name for a in node.names} & mods
-            elif isinstance(node, ast.ImportFrom) and node.module in mods:
-                subs = {f"{node.module}.{a.name}" for a in node.names} & mods
-                out |= subs or {node.module}
-    return graph
-
-
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
-    state: dict[str, int] = {}  # 1 on the path, 2 done
-    path: list[str] = []
-
-    def visit(m: str) -> list[str] | None:
-        state[m] = 1
-        path.append(m)
-        for n in sorted(graph.get(m, ())):
-            if state.get(n) == 1:
-                return [*path[path.index(n) :], n]
-            if n not in state and (found := visit(n)):
-                return found
-        path.pop()
-        state[m] = 2
-        return None
-
-    for m in sorted(graph):
-        if m not in state and (found := visit(m)):
-            return found
-    return None
-
-
-def test_commsim_models_has_no_import_cycle():
-    graph = _edges()
-    assert "commsim.models._network_params" in graph["commsim.models._flow"]
-    assert "commsim.models._flow" in graph["commsim.models.topology"]
-    assert _cycle(graph) is None, " -> ".join(_cycle(graph))
-
-
-def test_the_cycle_check_finds_a_cycle():
-    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]

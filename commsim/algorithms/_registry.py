@@ -20,13 +20,13 @@ import dataclasses
 import difflib
 import inspect
 import numbers
-import warnings
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from commsim._collectives import COLLECTIVES, spec
+from commsim._deprecation import warn_deprecated
 from commsim._ir import MAX_NRANKS, Schedule
 from commsim.algorithms._math import cost_text
 from commsim.errors import ResourceError, ScheduleError, UnknownNameError
@@ -159,11 +159,9 @@ def register(
     if collective not in COLLECTIVES:
         raise ValueError(f"unknown collective {collective!r}")
     if cost is not None:
-        warnings.warn(
-            "register(cost=...) is deprecated: the table's cost text is derived from the "
-            "factory docstring's '.. math::' block",
-            DeprecationWarning,
-            stacklevel=2,
+        warn_deprecated(
+            "register(cost=...)",
+            "the factory docstring's '.. math::' block (the table's cost text is derived from it)",
         )
 
     def deco(fn: Factory) -> Factory:

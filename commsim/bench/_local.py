@@ -15,22 +15,26 @@ from commsim.bench._measurement import Measurement
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import LocalTimer
 from commsim.errors import CommsimError
-from commsim.exec import Backend, OnCommunicator, backend_info, get_backend, supports
+from commsim.exec import BACKENDS, Backend, OnCommunicator, backend_info, get_backend, supports
 from commsim.units import format_size
 
 __all__ = ["measure"]
 
-_USE_MPI = (
-    "measure() runs single-process backends (numpy, jax, cuda); time MPI with measure_mpi() "
-    "(`commsim run --backend mpi`)"
-)
+
+def _use_mpi() -> str:
+    """The one line for an ``mpirun`` backend given to :func:`measure`."""
+    here = ", ".join(n for n, row in BACKENDS.items() if not row.multiprocess)
+    return (
+        f"measure() runs single-process backends ({here}); time MPI with measure_mpi() "
+        "(`commsim run --backend mpi`)"
+    )
 
 
 def _backend(backend: str | Backend) -> Backend:
     if isinstance(backend, str) and backend_info(backend).multiprocess:
-        raise CommsimError(_USE_MPI)
+        raise CommsimError(_use_mpi())
     if supports(backend, OnCommunicator):  # an MPI backend made by the caller
-        raise CommsimError(_USE_MPI)
+        raise CommsimError(_use_mpi())
     return get_backend(backend) if isinstance(backend, str) else backend
 
 

@@ -49,7 +49,15 @@ from commsim.bench._ranks import check_mpi_request
 from commsim.bench._request import BenchRequest
 from commsim.bench._timer import MpiTimer
 from commsim.errors import CommsimError
-from commsim.exec import BACKENDS, backend_info, check_outputs, get_backend, random_inputs
+from commsim.exec import (
+    BACKENDS,
+    StepTimed,
+    backend_info,
+    check_outputs,
+    get_backend,
+    random_inputs,
+    supports,
+)
 from commsim.interop import write_npz
 from commsim.models import step_trace
 
@@ -76,6 +84,8 @@ def trace_ranks(
     ran; the other ranks get ``None``."""
     from mpi4py import MPI
 
+    if not supports(backend, StepTimed):
+        raise CommsimError(f"backend {backend.name!r} cannot run a schedule step by step")
     comm = backend.comm
     dt = backend.check_dtype(request.dtype)
     lay = layout_for_size(schedule, request.sizes[-1], dt)
@@ -121,7 +131,7 @@ def check_traceable(backend: str) -> None:
     (its row declares ``step_trace``)."""
     info = backend_info(backend)
     if not (info.step_trace and info.multiprocess):
-        able = [n for n in BACKENDS if BACKENDS[n].step_trace and BACKENDS[n].multiprocess]
+        able = [n for n, row in BACKENDS.items() if row.step_trace and row.multiprocess]
         raise CommsimError(
             f"--trace needs per-step timestamps, which only --backend {' or '.join(able)} takes "
             f"(not {backend})"

@@ -18,7 +18,7 @@ import numpy as np
 
 from commsim import units
 from commsim.bench import DEFAULT_TIMEOUT
-from commsim.bench.calibrate import Samples, calibrate
+from commsim.bench.calibrate import SUITES, Samples, calibrate
 from commsim.cli import nccl_tests
 from commsim.cli.arguments import int_type, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError
@@ -72,8 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--backend",
         choices=tuple(n for n, row in BACKENDS.items() if row.calibration),
         default="mpi",
-        help="whose transport: mpi (processes under mpirun), jax (devices), cuda (GPUs) "
-        "(default: mpi)",
+        help="whose transport (default: mpi) | "
+        + " | ".join(
+            f"{name}: {SUITES[row.calibration].transport}"
+            for name, row in BACKENDS.items()
+            if row.calibration
+        ),
     )
     g.add_argument(
         "-p",

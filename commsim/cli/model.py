@@ -3,7 +3,7 @@
 The only place that knows how a model is built from the command line: ``--alpha``, ``--beta``,
 ``--gamma`` and ``--ports`` become a :class:`commsim.models.Hockney`, whose constructor defaults
 are the command line's defaults. Everything after :func:`parse_model` sees a
-:class:`commsim.models.Model` (``predict``, ``lower_bound``, ``describe``, ``to_dict``), so a
+:class:`commsim.models.Model` (``predict``, ``timeline``, ``lower_bound``, ``describe``, ``to_dict``), so a
 second model needs a branch here and nowhere else.
 """
 

@@ -126,9 +126,9 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
         g,
         "--algorithm",
         metavar="NAME",
-        help="the algorithm the model runs (default: NCCL-like: snake_ring for allreduce, ring "
-        "for allgather and reduce_scatter, chain for broadcast, rabenseifner for reduce, direct "
-        "for alltoall)",
+        help="the algorithm the model runs (default: NCCL-like: "
+        + ", ".join(f"{a} for {c}" for c, a in NCCL_ALGORITHMS.items())
+        + ")",
     )
 
 

@@ -6,6 +6,7 @@ commsim never needs MPI or a GPU. Callers read the row and ask :func:`supports` 
 capabilities; none compares a backend's name.
 """
 
+from commsim._deprecation import deprecated_aliases
 from commsim.exec._backend import (
     Backend,
     Compiled,
@@ -60,12 +61,19 @@ def __getattr__(name: str) -> object:
     """The backend packages (``commsim.exec.jax``, ``.mpi``, ``.cuda``) load on first use, so
     ``commsim.exec.jax.collective`` works after ``import commsim`` and importing commsim needs
     neither JAX nor MPI; ``MPI_BACKENDS`` is deprecated (read a row's launcher)."""
-    if name == "MPI_BACKENDS":
-        from commsim.exec._registry import _mpi_backends
-
-        return _mpi_backends()
     if name in ("jax", "mpi", "cuda"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return _deprecated(name)
+
+
+_deprecated = deprecated_aliases(
+    __name__,
+    {
+        "MPI_BACKENDS": (
+            "commsim.exec.backend_info(name).multiprocess",
+            tuple(n for n, row in BACKENDS.items() if row.multiprocess),
+        )
+    },
+)

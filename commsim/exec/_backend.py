@@ -24,6 +24,7 @@ of :class:`Backend` in the protocol's order; its plans and programs live in one
 from __future__ import annotations
 
 import dataclasses
+import inspect
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -165,4 +166,8 @@ def supports(backend: Any, capability: type) -> bool:
         (False, False)
     """
     members = {*getattr(capability, "__annotations__", {}), *vars(capability)}
-    return all(getattr(backend, m, None) is not None for m in members if not m.startswith("_"))
+    return all(  # static: a property (an MPI communicator) is not started by asking
+        inspect.getattr_static(backend, m, None) is not None
+        for m in members
+        if not m.startswith("_")
+    )

@@ -5,8 +5,9 @@ A row (:class:`BackendInfo`) is plain data, in the manner of networkx's backend 
 backend's class as a ``"module:attribute"`` string (imported on first use, so ``import commsim``
 needs neither MPI nor a GPU), its **launcher** (``"in-process"``: every rank lives in the
 calling process; ``"mpirun"``: one process per rank, started by ``mpirun``), and the optional
-capabilities a caller must know before anything starts (a step-timed trace; transport
-microbenchmarks for ``commsim calibrate``). :mod:`commsim.bench` and :mod:`commsim.cli` read the
+capabilities a caller must know before anything starts (a step-timed trace; which suite of
+transport microbenchmarks ``commsim calibrate`` runs for it). :mod:`commsim.bench` and
+:mod:`commsim.cli` read the
 row and never ask which backend it is; capabilities of a running backend are checked with
 :func:`~commsim.exec.supports` on the protocols of :mod:`commsim.exec._backend`.
 
@@ -16,16 +17,16 @@ backend) calls :func:`register_backend` with its row and, when done, :func:`unre
 Examples:
     >>> backend_info("mpi4py").launcher, backend_info("numpy").launcher
     ('mpirun', 'in-process')
-    >>> sorted(n for n, row in BACKENDS.items() if row.calibration)
-    ['cuda', 'jax', 'mpi']
+    >>> {n: row.calibration for n, row in BACKENDS.items() if row.calibration}
+    {'jax': 'jax-devices', 'mpi': 'mpi-processes', 'cuda': 'cuda-device'}
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib
-import types
-from collections.abc import Callable, Mapping
+import inspect
+from collections.abc import Callable
 from typing import Any, Literal
 
 from commsim._deprecation import warn_deprecated
@@ -74,11 +75,10 @@ class BackendInfo:
             semicolons: it is listed with the others).
         step_trace: the class offers :class:`~commsim.exec.StepTimed` (``compile_steps``), so
             ``commsim run --trace`` can time it step by step.
-        calibration: its transport microbenchmarks for ``commsim calibrate``, as
-            ``"module:function"``; the function takes ``(nranks, sizes, *, repeats, warmup,
-            timeout, progress)`` and returns :class:`commsim.bench.calibrate.Samples`. ``None``:
-            not calibrated on its own.
-        transport: what those microbenchmarks measure, for a profile's header.
+        calibration: the suite of transport microbenchmarks ``commsim calibrate`` runs for it,
+            a key of :data:`commsim.bench.calibrate.SUITES` (the kind of transport, not the
+            backend: measuring a transport is the bench's business); ``None``: not calibrated
+            on its own.
     """
 
     name: str
@@ -87,7 +87,6 @@ class BackendInfo:
     summary: str = ""
     step_trace: bool = False
     calibration: str | None = None
-    transport: str = ""
 
     def __post_init__(self) -> None:
         if self.launcher not in (IN_PROCESS, MPIRUN):
@@ -105,18 +104,29 @@ class BackendInfo:
         """The backend class (imports its module; starts no device and no MPI)."""
         return _load(self.entry, f"backend {self.name!r}")
 
-    def calibrator(self) -> Callable[..., Any]:
-        """The microbenchmark function :attr:`calibration` names (a one-line error if none)."""
-        if self.calibration is None:
-            able = [n for n, r in BACKENDS.items() if r.calibration]
-            listed = ", ".join(able[:-1]) + f" or {able[-1]}" if len(able) > 1 else "".join(able)
-            raise CommsimError(f"calibrate runs on {listed}, not {self.name!r}")
-        return _load(self.calibration, f"the {self.name} calibration")
+    def split(self, sep: str | None = None) -> list[str]:
+        """Deprecated: ``BACKENDS[name]`` was the ``"module:attribute"`` string; its parts."""
+        warn_deprecated("commsim.exec.BACKENDS[name].split(...)", "BackendInfo.load()")
+        return str(self.entry).split(sep)
 
 
-_ROWS: dict[str, BackendInfo] = {}
-#: name -> :class:`BackendInfo`, read-only (change it with :func:`register_backend`)
-BACKENDS: Mapping[str, BackendInfo] = types.MappingProxyType(_ROWS)
+class _BackendTable(dict):
+    """The rows by name. Assigning a ``"module:attribute"`` string (the table's old shape)
+    still registers a backend, with a DeprecationWarning."""
+
+    def __setitem__(self, name: str, row: BackendInfo | str) -> None:
+        if isinstance(row, str):
+            warn_deprecated(
+                "commsim.exec.BACKENDS[name] = 'module:attribute'",
+                "commsim.exec.register_backend(commsim.exec.BackendInfo(name, entry))",
+            )
+            row = BackendInfo(name, row)
+        super().__setitem__(name, row)
+
+
+#: name -> :class:`BackendInfo` (add one with :func:`register_backend`)
+BACKENDS: dict[str, BackendInfo] = _BackendTable()
+_ROWS = BACKENDS
 
 
 def register_backend(info: BackendInfo) -> BackendInfo:
@@ -150,7 +160,10 @@ def get_backend(name: str, *, nranks: int | None = None, **options: Any) -> Any:
     info = backend_info(name)
     cls = info.load()
     if nranks is not None:
-        cls.prepare(nranks)
+        if inspect.getattr_static(cls, "prepare", None) is None:  # a backend older than it
+            warn_deprecated(f"backend class {cls.__name__} without prepare(nranks)", "a no-op")
+        else:
+            cls.prepare(nranks)
     backend = cls(**options)
     why = backend.unavailable()
     if why:
@@ -158,15 +171,6 @@ def get_backend(name: str, *, nranks: int | None = None, **options: Any) -> Any:
     return backend
 
 
-def _mpi_backends() -> tuple[str, ...]:
-    """The deprecated ``commsim.exec.MPI_BACKENDS``: the names of the ``mpirun`` rows."""
-    warn_deprecated(
-        "commsim.exec.MPI_BACKENDS", "commsim.exec.backend_info(name).multiprocess", stacklevel=4
-    )
-    return tuple(n for n, r in _ROWS.items() if r.multiprocess)
-
-
-_CALIBRATE = "commsim.bench.calibrate"  # the microbenchmarks live with the fits that read them
 for _row in (
     BackendInfo(
         "numpy",
@@ -177,9 +181,7 @@ for _row in (
         "jax",
         "commsim.exec.jax:JaxMeshBackend",
         summary="one JAX device per rank, on CPU as many devices as -p",
-        calibration=f"{_CALIBRATE}:jax_device_samples",
-        transport="JAX devices as the executor runs a step (ppermute rounds with their slices "
-        "and write-backs in one jitted shard_map, every device at once, batch differences)",
+        calibration="jax-devices",
     ),
     BackendInfo(
         "mpi",
@@ -187,8 +189,7 @@ for _row in (
         MPIRUN,
         summary="one process per rank under mpirun, mpi4jax inside jax.jit",
         step_trace=True,
-        calibration=f"{_CALIBRATE}:mpi_samples",
-        transport="MPI (mpi4py on numpy buffers, OSU-style); reductions numpy float32",
+        calibration="mpi-processes",
     ),
     BackendInfo(
         "mpi4py",
@@ -200,8 +201,7 @@ for _row in (
         "cuda",
         "commsim.exec.cuda:CudaBackend",
         summary="p ranks on one GPU, numba-CUDA kernels",
-        calibration=f"{_CALIBRATE}:cuda_device_samples",
-        transport="CUDA devices (numba device copies, batch differences); a numba add kernel",
+        calibration="cuda-device",
     ),
 ):
     register_backend(_row)

@@ -11,8 +11,9 @@
   cluster's prediction of every row; :func:`cluster_description`, a preset or file as the fit
   reads it.
 
-The nccl-tests names this package used to hold (``parse_nccl_tests``, ``NcclTestsLog``, ...) live
-in :mod:`commsim.interop`; importing them from here still works, with a DeprecationWarning.
+The nccl-tests log format itself (``parse_nccl_tests``, ``NcclTestsLog``, ...) lives in
+:mod:`commsim.interop`. :data:`SUITES` holds the transport microbenchmarks, by the kind of
+transport a backend's row names (:func:`suite_of`).
 
 Examples:
     >>> import numpy as np
@@ -23,18 +24,17 @@ Examples:
     (1.0, 5.0)
 """
 
-from typing import Any
-
-from commsim import interop
-from commsim._deprecation import deprecated_aliases
 from commsim.bench.calibrate._calibrate import (
     DEFAULT_SIZES,
+    SUITES,
+    Suite,
     calibrate,
     cuda_device_samples,
     jax_device_samples,
     machine,
     mpi_samples,
     profile_from_samples,
+    suite_of,
 )
 from commsim.bench.calibrate._cluster_fit import (
     DEFAULT_FIT_UP_TO,
@@ -53,9 +53,11 @@ __all__ = [
     "DEFAULT_SIZES",
     "HELD_OUT_FROM",
     "KINDS",
+    "SUITES",
     "ClusterFit",
     "LinkFit",
     "Samples",
+    "Suite",
     "calibrate",
     "cluster_description",
     "cuda_device_samples",
@@ -67,31 +69,5 @@ __all__ = [
     "mpi_samples",
     "predict_rows",
     "profile_from_samples",
+    "suite_of",
 ]
-
-
-def _format_nccl_tests_log(*args: Any, **kwargs: Any) -> str:
-    """The old writer: ``format_nccl_tests(NcclTestsLog.from_times(*args, **kwargs))``."""
-    return interop.format_nccl_tests(interop.NcclTestsLog.from_times(*args, **kwargs))
-
-
-__getattr__ = deprecated_aliases(
-    __name__,
-    {
-        **{
-            name: (f"commsim.interop.{name}", getattr(interop, name))
-            for name in (
-                "BINARIES",
-                "TYPE_SIZES",
-                "NcclTestsLog",
-                "NcclTestsRow",
-                "parse_nccl_tests",
-                "read_nccl_tests",
-            )
-        },
-        "format_nccl_tests_log": (
-            "commsim.interop.format_nccl_tests(NcclTestsLog.from_times(...))",
-            _format_nccl_tests_log,
-        ),
-    },
-)

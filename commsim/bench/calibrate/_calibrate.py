@@ -16,10 +16,11 @@ piecewise) and derives what the models read:
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import platform
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -34,12 +35,15 @@ from commsim.profiles import LogGPParameters, Profile
 
 __all__ = [
     "DEFAULT_SIZES",
+    "SUITES",
+    "Suite",
     "calibrate",
     "cuda_device_samples",
     "jax_device_samples",
     "machine",
     "mpi_samples",
     "profile_from_samples",
+    "suite_of",
 ]
 
 #: 8 B .. 64 MiB, powers of two (the issue's range; nccl-tests' default step)
@@ -132,10 +136,49 @@ def cuda_device_samples(
     return cuda_samples(_check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress)
 
 
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    """A suite of transport microbenchmarks: ``run(nranks, sizes, *, repeats, warmup, timeout,
+    progress)`` returns one :class:`Samples` per kind; ``transport`` says what it measures (a
+    profile's header)."""
+
+    run: Callable[..., list[Samples]]
+    transport: str
+
+
+#: The suites by the kind of transport they measure: a backend's row names its suite
+#: (:attr:`commsim.exec.BackendInfo.calibration`), so calibration never asks which backend it is.
+SUITES: dict[str, Suite] = {
+    "mpi-processes": Suite(
+        mpi_samples, "MPI (mpi4py on numpy buffers, OSU-style); reductions numpy float32"
+    ),
+    "jax-devices": Suite(
+        jax_device_samples,
+        "JAX devices as the executor runs a step (ppermute rounds with their slices and "
+        "write-backs in one jitted shard_map, every device at once, batch differences)",
+    ),
+    "cuda-device": Suite(
+        cuda_device_samples,
+        "CUDA devices (numba device copies, batch differences); a numba add kernel",
+    ),
+}
+
+
+def suite_of(backend: str) -> Suite:
+    """The suite backend ``backend``'s row names; a one-line error for one without."""
+    kind = backend_info(backend).calibration
+    if kind is None:
+        able = [n for n, row in BACKENDS.items() if row.calibration in SUITES]
+        listed = ", ".join(able[:-1]) + f" or {able[-1]}" if len(able) > 1 else "".join(able)
+        raise CommsimError(f"calibrate runs on {listed}, not {backend!r}")
+    return SUITES[kind]
+
+
 def _transport(backend: str) -> str:
-    """What ``backend``'s microbenchmarks measure (its row's words), or its name."""
+    """What ``backend``'s suite measures, or its name."""
     row = BACKENDS.get(backend)
-    return (row.transport if row is not None else "") or backend
+    suite = SUITES.get(row.calibration or "") if row is not None else None
+    return suite.transport if suite is not None else backend
 
 
 def profile_from_samples(
@@ -184,9 +227,10 @@ def calibrate(
 ) -> tuple[Profile, list[Samples]]:
     """Measure ``backend``'s transport on ``nranks`` ranks and fit it: ``(profile, samples)``.
 
-    The microbenchmarks are the ones the backend's row names (:attr:`BackendInfo.calibration
-    <commsim.exec.BackendInfo.calibration>`); a backend without them is refused in one line.
+    The microbenchmarks are the suite the backend's row names (:attr:`BackendInfo.calibration
+    <commsim.exec.BackendInfo.calibration>`, a key of :data:`SUITES`); a backend without one is
+    refused in one line.
     """
-    run = backend_info(backend).calibrator()
+    run = suite_of(backend).run
     samples = run(nranks, sizes, repeats=repeats, warmup=warmup, timeout=timeout, progress=progress)
     return profile_from_samples(samples, backend=backend, nranks=nranks), samples

@@ -16,7 +16,7 @@ All ranks' buffers live in one device array, the arena (``Compiled.get`` returns
   the corresponding direct sums and copies. It reads every input once and writes every output
   once: what the collective costs when all ranks share one memory, the floor a schedule is
   compared to.
-* **register**: :class:`CudaBackend`, ``BACKENDS["cuda"]`` in :mod:`commsim.exec._backend`.
+* **register**: :class:`CudaBackend`, its row in the backend table (:mod:`commsim.exec._registry`).
 
 Environment: ``NUMBA_ENABLE_CUDASIM=1`` (set before numba is imported) runs everything on
 numba's CUDA simulator (Python threads: exact but slow, for tests). ``numba.cuda`` is imported

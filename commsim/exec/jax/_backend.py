@@ -15,7 +15,7 @@ Rank ``r`` is device ``r`` of a 1-D mesh along :data:`AXIS`. The anatomy, as in 
   uploads only the collective's input (:meth:`Layout.take_input`) and its ``get`` puts the result
   back where the schedule would leave it (:meth:`Layout.place_output`), so the timed ``run`` is
   the bare collective and :func:`commsim.exec.check_outputs` checks both the same way.
-* **register**: :class:`JaxMeshBackend`, ``BACKENDS["jax"]`` in :mod:`commsim.exec._backend`.
+* **register**: :class:`JaxMeshBackend`, its row in the backend table (:mod:`commsim.exec._registry`).
 
 Plans and compiled functions are cached on the backend per (schedule object, count, dtype): a
 second ``compile`` of the same schedule does not retrace. ``run`` donates its input buffer (the

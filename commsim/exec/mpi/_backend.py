@@ -16,7 +16,7 @@ Rank ``r`` is MPI rank ``r`` of a communicator of exactly ``p`` processes (a pri
 * **native collective**: the MPI library's own collective on the same data (MPI_Allreduce,
   MPI_Reduce, MPI_Bcast, MPI_Allgather, MPI_Alltoall through mpi4jax; MPI_Reduce_scatter_block
   through mpi4py).
-* **register**: :class:`MpiBackend`, ``BACKENDS["mpi"]`` in :mod:`commsim.exec._backend`.
+* **register**: :class:`MpiBackend`, its row in the backend table (:mod:`commsim.exec._registry`).
 
 Heavy imports (``mpi4py``, which initializes MPI, and ``mpi4jax``) happen only when a backend
 needs its communicator or builds a program; ``import commsim`` never needs MPI. Starting
