@@ -23,6 +23,8 @@ DOC = (ROOT / "docs" / "clusters.md").read_text()
 # preset -> (GPUs, servers, link classes) as docs/clusters.md states them
 EXPECTED = {
     "dgx-h100:4": (32, 4, {"nvlink", "rail", "spine"}),
+    "dgx-h200:5": (40, 5, {"nvlink", "rail", "spine"}),
+    "dgx-b200:2": (16, 2, {"nvlink", "rail", "spine"}),
     "dgx-a100:3": (24, 3, {"nvlink", "rail", "spine"}),
     "gb200-nvl72:2": (144, 2, {"nvlink", "rail", "spine"}),
     "tpu-v5p:2x2x4": (16, 4, {"ici"}),
@@ -170,6 +172,8 @@ def test_more_ranks_than_gpus_is_one_line():
 GB, Gb, us = 1e9, 1e9 / 8, 1e-6
 DOCUMENTED = {
     "dgx-h100": ({"nvlink": (450 * GB, 0.5 * us), "rail": (400 * Gb, 1 * us)}, 1.1e12),
+    "dgx-h200": ({"nvlink": (450 * GB, 0.5 * us), "rail": (400 * Gb, 1 * us)}, 1.6e12),
+    "dgx-b200": ({"nvlink": (900 * GB, 0.5 * us), "rail": (400 * Gb, 1 * us)}, 2.7e12),
     "dgx-a100": ({"nvlink": (300 * GB, 0.5 * us), "rail": (200 * Gb, 1 * us)}, 680e9),
     "gb200-nvl72": ({"nvlink": (900 * GB, 0.5 * us), "rail": (400 * Gb, 1 * us)}, 2.7e12),
     "tpu-v5p": ({"ici": (100 * GB, 1 * us)}, 920e9),
@@ -187,7 +191,13 @@ def _switches(spec: str) -> int:
     if name == "tpu-v5p":
         return 0
     n = int(arg)
-    rails = {"dgx-h100": (8, 32), "dgx-a100": (8, 20), "gb200-nvl72": (72, 8)}
+    rails = {
+        "dgx-h100": (8, 32),
+        "dgx-h200": (8, 32),
+        "dgx-b200": (8, 32),
+        "dgx-a100": (8, 20),
+        "gb200-nvl72": (72, 8),
+    }
     if name in rails:
         g, unit = rails[name]
         return n + g * math.ceil(n / unit) + max(1, round(min(unit, n) / 2))
@@ -201,6 +211,10 @@ def _switches(spec: str) -> int:
     [
         "dgx-h100:1",
         "dgx-h100:33",
+        "dgx-h200:2",
+        "dgx-h200:40",
+        "dgx-b200:1",
+        "dgx-b200:65",
         "dgx-a100:7",
         "dgx-a100:41",
         "gb200-nvl72:3",
@@ -244,7 +258,13 @@ def _small(name: str) -> str:
 
 def test_rail_fabric_is_non_blocking_at_the_leaves():
     """A leaf's uplinks carry what its servers' NICs can send (the SuperPOD's 32 down, 32 up)."""
-    for spec, unit in [("dgx-h100:64", 32), ("dgx-a100:40", 20), ("gb200-nvl72:16", 8)]:
+    for spec, unit in [
+        ("dgx-h100:64", 32),
+        ("dgx-h200:40", 32),
+        ("dgx-b200:33", 32),
+        ("dgx-a100:40", 20),
+        ("gb200-nvl72:16", 8),
+    ]:
         c = cluster(spec)
         net = c.network
         leaf = ("fabric", ("leaf", 0, 0))
@@ -277,6 +297,12 @@ NV, SAME_RAIL, CROSS = ["nvlink"] * 2, ["rail"] * 2, ["rail", "spine", "spine", 
         ("dgx-h100:64", 8 * 5 + 2, 8 * 31 + 2, SAME_RAIL),  # rail 2, same unit: the rail leaf
         ("dgx-h100:64", 8 * 5 + 2, 8 * 6 + 3, CROSS),  # another rail: through a spine
         ("dgx-h100:64", 2, 8 * 32 + 2, CROSS),  # same rail, another unit
+        ("dgx-h200:40", 0, 7, NV),
+        ("dgx-h200:40", 8 * 31 + 4, 4, SAME_RAIL),
+        ("dgx-h200:40", 8 * 32 + 4, 4, CROSS),  # units of 32 servers
+        ("dgx-b200:40", 1, 6, NV),
+        ("dgx-b200:40", 8 * 31 + 4, 4, SAME_RAIL),
+        ("dgx-b200:40", 8 * 32 + 4, 4, CROSS),
         ("dgx-a100:40", 8 * 19 + 1, 1, SAME_RAIL),
         ("dgx-a100:40", 8 * 20 + 1, 1, CROSS),  # units of 20 servers
         ("gb200-nvl72:16", 0, 71, NV),  # a whole rack is one NVLink domain
@@ -370,7 +396,16 @@ def _same_network(x, y):
 
 @pytest.mark.parametrize(
     "spec",
-    ["dgx-h100:3", "dgx-a100:2", "gb200-nvl72:2", "tpu-v5p:2x2x4", "dragonfly:2", "ethernet:9"],
+    [
+        "dgx-h100:3",
+        "dgx-h200:2",
+        "dgx-b200:3",
+        "dgx-a100:2",
+        "gb200-nvl72:2",
+        "tpu-v5p:2x2x4",
+        "dragonfly:2",
+        "ethernet:9",
+    ],
 )
 def test_toml_round_trip_of_every_preset(spec, tmp_path):
     name, _, arg = spec.partition(":")
@@ -533,7 +568,9 @@ def test_the_base_of_the_error_cases_loads(tmp_path):
 @pytest.mark.parametrize(
     ("spec", "error", "message"),
     [
-        ("dgx:4", UnknownNameError, r"did you mean dgx-h100, dgx-a100\?"),
+        ("dgx:4", UnknownNameError, r"did you mean dgx-h100, dgx-h200, dgx-b200, dgx-a100\?"),
+        ("dgx-h20:4", UnknownNameError, r"did you mean dgx-h200\?"),
+        ("dgx-b200:0", ParameterError, "DGX B200 nodes must be an integer >= 1, got '0'"),
         ("nvl72:2", UnknownNameError, r"did you mean gb200-nvl72\?"),
         ("ethernt:4", UnknownNameError, r"did you mean ethernet\?"),
         ("zzz:1", UnknownNameError, r"^unknown cluster 'zzz' \(presets: dgx-h100:N, .*\.toml"),

@@ -11,7 +11,7 @@ checks them all for every row, without naming an algorithm (optax's registry swe
   own sweep under mpirun, ``tests/mpi/test_mpi_exec.py``).
 
 Every integer parameter (``segments``) is swept at its default and at ``PARAM_VALUES`` too (so it
-must accept them). The
+must accept them), and every parameter with declared choices (``order``) at each of its values. The
 checks are plain functions (``check_*``), so that :func:`test_a_new_row_needs_nothing_but_its_row`
 runs on a row registered for one test (``toy_row`` in ``tests/conftest.py``) exactly what the sweep
 runs on the registered ones. The closed forms from the papers are checked independently in
@@ -59,10 +59,13 @@ DTYPES = ("int32", "float32")  # alternating over p: inputs are small integers, 
 
 # -- the rows and their cases ----------------------------------------------------------------------
 def row_cases(row: AlgorithmInfo) -> list[dict[str, Any]]:
-    """The row's defaults, then each integer parameter at each of ``PARAM_VALUES``."""
+    """The row's defaults, then each integer parameter at each of ``PARAM_VALUES`` and each
+    parameter with declared choices at each of its other values."""
     cases: list[dict[str, Any]] = [{}]
     for name, default in row.params.items():
-        if isinstance(default, int) and not isinstance(default, bool):
+        if name in row.choices:
+            cases += [{name: v} for v in row.choices[name] if v != default]
+        elif isinstance(default, int) and not isinstance(default, bool):
             cases += [{name: v} for v in PARAM_VALUES if v != default]
     return cases
 

@@ -20,7 +20,7 @@ import dataclasses
 import difflib
 import inspect
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -29,7 +29,7 @@ from commsim._collectives import COLLECTIVES, spec
 from commsim._deprecation import warn_deprecated
 from commsim._ir import MAX_NRANKS, Schedule
 from commsim.algorithms._math import cost_text
-from commsim.errors import ResourceError, ScheduleError, UnknownNameError
+from commsim.errors import ParameterError, ResourceError, ScheduleError, UnknownNameError
 
 __all__ = [
     "REGISTRY",
@@ -76,6 +76,10 @@ class AlgorithmInfo:
         exact: where ``cost_fn`` is exact (see :data:`Domain`); elsewhere it is only an estimate.
         legacy_cost: the text a plug-in passed as the deprecated ``register(cost=...)``; shown
             only when its factory's docstring has no ``.. math::`` block.
+        choices: the parameters that take one of a few named values, and those values (the
+            default first), e.g. ``{"order": ("far_first", "near_first")}``: :func:`build`
+            rejects any other value, the registry sweep checks every value and the tuner tries
+            each one.
     """
 
     collective: str
@@ -87,6 +91,7 @@ class AlgorithmInfo:
     cost_fn: CostFn
     exact: Domain = every_p
     legacy_cost: str = ""
+    choices: Mapping[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
 
     @property
     def doc(self) -> str:
@@ -139,6 +144,7 @@ def register(
     constraints: str = "any p",
     reference: str = "",
     cost: str | None = None,
+    choices: Mapping[str, tuple[Any, ...]] | None = None,
 ) -> Callable[[Factory], Factory]:
     """Decorator adding ``fn`` to the registry under ``(collective, name)``.
 
@@ -155,6 +161,8 @@ def register(
         reference: where the algorithm and its cost come from.
         cost: deprecated (the text is derived from the docstring); shown only for a factory
             without a ``.. math::`` block.
+        choices: parameters that take one of a few named values, with the values; each
+            parameter's default must be among them (see :attr:`AlgorithmInfo.choices`).
     """
     if collective not in COLLECTIVES:
         raise ValueError(f"unknown collective {collective!r}")
@@ -171,6 +179,13 @@ def register(
             for k, v in sig.parameters.items()
             if k != "nranks" and v.default is not inspect.Parameter.empty
         }
+        named = {k: tuple(v) for k, v in (choices or {}).items()}
+        for k, values in named.items():
+            if k not in params or params[k] not in values:
+                raise ValueError(
+                    f"{collective}/{name}: choices[{k!r}] must name a parameter and hold its default"
+                )
+            named[k] = (params[k], *(v for v in values if v != params[k]))
         key = (collective, name)
         old = REGISTRY.get(key)
         if old is not None and (old.factory.__qualname__, old.factory.__code__.co_filename) != (
@@ -179,7 +194,7 @@ def register(
         ):  # the same module imported twice (doctest collection) re-registers harmlessly
             raise ValueError(f"{collective}/{name} registered twice")
         REGISTRY[key] = AlgorithmInfo(
-            collective, name, fn, constraints, params, reference, cost_fn, exact, cost or ""
+            collective, name, fn, constraints, params, reference, cost_fn, exact, cost or "", named
         )
         return fn
 
@@ -280,6 +295,12 @@ def build(collective: str, algorithm: str, nranks: int, **params: Any) -> Schedu
         raise ScheduleError(
             f"{collective}/{algorithm} has no parameter {', '.join(unknown)}; accepted: {accepted}"
         )
+    for key, values in row.choices.items():
+        if key in params and params[key] not in values:
+            raise ParameterError(
+                f"{collective}/{algorithm}: {key} must be one of {', '.join(map(str, values))}, "
+                f"got {params[key]!r}"
+            )
     try:
         schedule = row.factory(p, **params)
     except MemoryError:

@@ -31,6 +31,19 @@ MPICH", IJHPCA 19(1), 2005; Rabenseifner, "Optimization of collective reduction 
 2004; Chan, Heimlich, Purkayastha & van de Geijn, "Collective communication: theory, practice, and
 experience", CCPE 19(13), 2007.
 
+**Exchange order.** The allreduces and the reduce take ``order = "far_first" | "near_first"``:
+whether the first exchange pairs ``v`` with its farthest partner ``v xor p'/2`` or its nearest
+``v xor 1``. Under Hockney (one port, no topology) every order costs the same, so the ``.. math::``
+of each factory holds for both; on a network the order decides which links carry the big messages.
+Rabenseifner's halving sends ``n/2`` in its first step and its doubling ``n/2`` in its last, so
+``far_first`` (halving ``p'/2, ..., 1``, doubling ``1, ..., p'/2``) puts them between ranks
+``p'/2`` apart, across the top of a tree, while ``near_first`` (MPICH's order, Thakur, Rabenseifner
+& Gropp 2005) keeps them between neighbours and sends only the small messages far. Near-first
+halving leaves rank ``v`` with block ``rev(v)`` (``v``'s ``L`` bits reversed): contiguous ranges
+throughout, and the doubling (or the gather), run in the mirrored order, gathers them back. The
+stand-alone reduce-scatter and allgather keep one order (far-first halving, near-first doubling):
+the other one would end (or start) with rank ``v`` holding block ``rev(v)``, not its own.
+
 In the formulas below ``p' = 2^L`` is the largest power of two ``<= p``, ``r = p - p'`` and
 :math:`S = \sum_{k=0}^{L-1} \min(r, 2^k)` (the extra blocks of the largest group in each step).
 """
@@ -47,8 +60,10 @@ import numpy as np
 from commsim._ir import Schedule, Step
 from commsim.algorithms._combinators import concat, lazy, relabel
 from commsim.algorithms._registry import FloatOrArray, register
+from commsim.errors import ParameterError
 
 __all__ = [
+    "ORDERS",
     "rabenseifner_allreduce",
     "rabenseifner_reduce",
     "recursive_doubling_allgather",
@@ -58,43 +73,80 @@ __all__ = [
 
 StepFn = Callable[[int], Step]
 
+#: the exchange orders of the allreduces and the reduce (module docstring, "Exchange order")
+ORDERS = ("far_first", "near_first")
+
+
+def _near(order: str, where: str) -> bool:
+    """Whether ``order`` is ``"near_first"`` (one-line :class:`ParameterError` if neither)."""
+    if order not in ORDERS:
+        raise ParameterError(f"{where}: order must be one of {', '.join(ORDERS)}, got {order!r}")
+    return order == "near_first"
+
+
+def _reversed_bits(v: np.ndarray, nbits: int) -> np.ndarray:
+    """``v``'s low ``nbits`` bits in reverse order (one pass per bit, never per rank)."""
+    out = np.zeros_like(v)
+    for b in range(nbits):
+        out |= ((v >> b) & 1) << (nbits - 1 - b)
+    return out
+
+
+def _groups(pv: int, bounds: np.ndarray, near: bool) -> Callable[[np.ndarray, int], np.ndarray]:
+    """``group(u, m)``: the slot range ``[start, end)`` (two rows) that virtual rank ``u`` holds
+    after ``m`` halving steps: the ``p'/2^m`` blocks of its aligned group ``u >> (L-m)``
+    (far-first), or of group ``rev_m(u mod 2^m)`` (near-first: the low bits decide first)."""
+    L = pv.bit_length() - 1
+
+    def group(u: np.ndarray, m: int) -> np.ndarray:
+        key = _reversed_bits(u & ((1 << m) - 1), m) if near else u >> (L - m)
+        size = 1 << (L - m)
+        return np.stack([bounds[key * size], bounds[(key + 1) * size]])
+
+    return group
+
 
 # -- cores on p' = 2^L virtual ranks ------------------------------------------------------------
-def _halving(pv: int, bounds: np.ndarray) -> StepFn:
-    """Step ``k``: ``v`` adds the half that its partner ``v xor p'/2^(k+1)`` keeps into it."""
+def _halving(pv: int, bounds: np.ndarray, near: bool = False) -> StepFn:
+    """Step ``k``: ``v`` adds the half that its partner keeps into it; the partner is
+    ``v xor p'/2^(k+1)`` (far-first) or ``v xor 2^k`` (near-first)."""
     v = np.arange(pv)
+    group = _groups(pv, bounds, near)
 
     def step(k: int) -> Step:
-        h = pv >> (k + 1)
-        partner = v ^ h
-        lo = partner & ~(h - 1)  # first virtual rank of the half the partner keeps
-        start = bounds[lo]
-        return Step.make(v, partner, start, start, bounds[lo + h] - start, reduce=True)
+        partner = v ^ ((1 << k) if near else pv >> (k + 1))
+        start, end = group(partner, k + 1)  # the half the partner keeps
+        return Step.make(v, partner, start, start, end - start, reduce=True)
 
     return step
 
 
-def _doubling(pv: int, bounds: np.ndarray) -> StepFn:
-    """Step ``k``: ``v`` sends the blocks of its aligned group of ``2^k`` to ``v xor 2^k``."""
+def _doubling(pv: int, bounds: np.ndarray, near: bool = True) -> StepFn:
+    """Step ``k``: ``v`` sends its ``2^k`` blocks to ``v xor 2^k`` (near-first, aligned groups) or
+    to ``v xor p'/2^(k+1)`` (far-first, the mirror of near-first halving)."""
     v = np.arange(pv)
+    group = _groups(pv, bounds, not near)
+    L = pv.bit_length() - 1
 
     def step(k: int) -> Step:
-        h = 1 << k
-        lo = v & ~(h - 1)
-        start = bounds[lo]
-        return Step.make(v, v ^ h, start, start, bounds[lo + h] - start)
+        start, end = group(v, L - k)
+        return Step.make(v, v ^ ((1 << k) if near else pv >> (k + 1)), start, start, end - start)
 
     return step
 
 
-def _gather(pv: int, bounds: np.ndarray) -> StepFn:
-    """Binomial gather to 0: in step ``k``, ``v = 2^k mod 2^(k+1)`` sends to ``v - 2^k``."""
+def _gather(pv: int, bounds: np.ndarray, near: bool = False) -> StepFn:
+    """Binomial gather to 0 of what halving left: in step ``k``, ``v = 2^k mod 2^(k+1)`` sends
+    its ``2^k`` blocks to ``v - 2^k`` (after far-first halving), or ``v`` in ``[h, 2h)`` sends to
+    ``v - h`` for ``h = p'/2^(k+1)`` (after near-first halving, whose groups it merges back)."""
+    group = _groups(pv, bounds, near)
+    L = pv.bit_length() - 1
 
     def step(k: int) -> Step:
-        h = 1 << k
-        v = np.arange(h, pv, 2 * h)
-        start = bounds[v]
-        return Step.make(v, v - h, start, start, bounds[v + h] - start)
+        h = pv >> (k + 1) if near else 1 << k
+        v = np.arange(h, 2 * h) if near else np.arange(h, pv, 2 * h)
+        start, end = group(v, L - k)
+        return Step.make(v, v - h, start, start, end - start)
 
     return step
 
@@ -201,10 +253,15 @@ def _doubling_ag_cost(
 
 
 def _doubling_ar_cost(
-    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float
+    nranks: int,
+    nbytes: FloatOrArray,
+    alpha: float,
+    beta: float,
+    gamma: float,
+    order: str = "near_first",
 ) -> FloatOrArray:
     """The single-port Hockney time of :func:`recursive_doubling_allreduce` (its
-    ``.. math::``, both cases), exact for every ``p``."""
+    ``.. math::``, both cases), exact for every ``p`` and both orders."""
     n = nbytes
     _, r, L, _ = _fold_sizes(nranks)
     if r == 0:
@@ -213,10 +270,18 @@ def _doubling_ar_cost(
 
 
 def _rabenseifner_cost(
-    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, unfold: int
+    nranks: int,
+    nbytes: FloatOrArray,
+    alpha: float,
+    beta: float,
+    gamma: float,
+    order: str = "far_first",
+    *,
+    unfold: int,
 ) -> FloatOrArray:
     """The single-port Hockney time of :func:`rabenseifner_allreduce` (``unfold = 1``) and of
-    :func:`rabenseifner_reduce` (``0``: no last step), their ``.. math::``, exact for every ``p``."""
+    :func:`rabenseifner_reduce` (``0``: no last step), their ``.. math::``, exact for every ``p``
+    and both orders."""
     n, u = nbytes, unfold
     pv, r, L, _ = _fold_sizes(nranks)
     f = (pv - 1) / pv  # (p-1)/p when p = p'
@@ -349,13 +414,17 @@ def recursive_doubling_allgather(nranks: int) -> Schedule:
     cost_fn=_doubling_ar_cost,
     constraints="any p; latency-optimal for small n; non-powers of two fold (2 more steps)",
     reference="Thakur, Rabenseifner & Gropp 2005",
+    choices={"order": ORDERS},
 )
-def recursive_doubling_allreduce(nranks: int) -> Schedule:
+def recursive_doubling_allreduce(nranks: int, order: str = "near_first") -> Schedule:
     r"""Recursive-doubling allreduce: ``lg p`` steps of exchange-and-add with ``v xor 2^k``.
 
     One data slot. Non-powers of two (MPICH): the even rank of each of the first ``r`` pairs adds
     its vector into the odd one, the ``p'`` others run the doubling, the odd rank sends the result
-    back. Exact time, for :math:`p = 2^L` and otherwise:
+    back. ``order="near_first"`` (the default) pairs ``v`` with ``v xor 2^k`` in step ``k``,
+    ``"far_first"`` with ``v xor p'/2^(k+1)``: every step moves the whole vector, so the order only
+    decides which links each step loads, and the time below holds for both. Exact time, for
+    :math:`p = 2^L` and otherwise:
 
     .. math::
         T = L(\alpha + n\beta + n\gamma) \quad (p = 2^L), \qquad
@@ -374,18 +443,21 @@ def recursive_doubling_allreduce(nranks: int) -> Schedule:
         (3, 24, 1)
         >>> recursive_doubling_allreduce(5).nsteps  # fold, 2 steps on 4 ranks, unfold
         4
+        >>> int(recursive_doubling_allreduce(8, order="far_first").step(0).dst[0])  # 0 <-> 4
+        4
     """
+    near = _near(order, "allreduce/recursive_doubling")
     f = _folding(nranks)
     pv = f.pv
     v = np.arange(pv)
     core = _core(
         "allreduce",
         pv,
-        lambda k: Step.make(v, v ^ (1 << k), 0, 0, reduce=True),
+        lambda k: Step.make(v, v ^ ((1 << k) if near else pv >> (k + 1)), 0, 0, reduce=True),
         1,
         "recursive_doubling",
     )
-    return _fold(
+    out = _fold(
         core,
         f,
         fold_in=lambda: _whole(f.extra, f.keep, 1, True),
@@ -393,6 +465,7 @@ def recursive_doubling_allreduce(nranks: int) -> Schedule:
         collective="allreduce",
         algorithm="recursive_doubling",
     )
+    return dataclasses.replace(out, params={"order": order})
 
 
 @register(
@@ -401,13 +474,18 @@ def recursive_doubling_allreduce(nranks: int) -> Schedule:
     cost_fn=functools.partial(_rabenseifner_cost, unfold=1),
     constraints="any p; vector cut into p' slots; non-powers of two fold (2 more steps)",
     reference="Rabenseifner 2004; Thakur, Rabenseifner & Gropp 2005",
+    choices={"order": ORDERS},
 )
-def rabenseifner_allreduce(nranks: int) -> Schedule:
+def rabenseifner_allreduce(nranks: int, order: str = "far_first") -> Schedule:
     r"""Rabenseifner's allreduce: recursive-halving reduce-scatter, recursive-doubling allgather.
 
     ``fold(concat(halving, doubling))`` on ``p'`` virtual ranks, the vector cut into ``p'`` equal
-    slots; the fold is the same as :func:`recursive_doubling_allreduce`'s. Exact time, for
-    :math:`p = 2^L` (Thakur et al. 2005) and otherwise:
+    slots; the fold is the same as :func:`recursive_doubling_allreduce`'s. The halving sends
+    ``n/2`` in its first step and the doubling ``n/2`` in its last: ``order="far_first"`` (the
+    default) exchanges them with the partner ``p'/2`` away, ``"near_first"`` (MPICH's order,
+    Thakur et al. 2005) with the neighbour ``v xor 1``, the doubling running in the mirrored
+    order; on a tree that keeps the big messages under one switch. The time below holds for both
+    orders. Exact time, for :math:`p = 2^L` (Thakur et al. 2005) and otherwise:
 
     .. math::
         T = 2L\alpha + 2\frac{p-1}{p}n\beta + \frac{p-1}{p}n\gamma \quad (p = 2^L), \qquad
@@ -432,16 +510,20 @@ def rabenseifner_allreduce(nranks: int) -> Schedule:
         >>> s = rabenseifner_allreduce(12)  # p' = 8
         >>> s.nsteps, s.nslots
         (8, 8)
+        >>> st = rabenseifner_allreduce(8, order="near_first").step(0)  # n/2 to the neighbour
+        >>> int(st.dst[0]), int(st.count[0])
+        (1, 4)
     """
+    near = _near(order, "allreduce/rabenseifner")
     f = _folding(nranks)
     pv = f.pv
     bounds = np.arange(pv + 1)
     core = concat(
-        _core("reduce_scatter", pv, _halving(pv, bounds), pv, "recursive_halving"),
-        _core("allgather", pv, _doubling(pv, bounds), pv, "recursive_doubling"),
+        _core("reduce_scatter", pv, _halving(pv, bounds, near), pv, "recursive_halving"),
+        _core("allgather", pv, _doubling(pv, bounds, not near), pv, "recursive_doubling"),
         collective="allreduce",
     )
-    return _fold(
+    out = _fold(
         core,
         f,
         fold_in=lambda: _whole(f.extra, f.keep, pv, True),
@@ -449,6 +531,7 @@ def rabenseifner_allreduce(nranks: int) -> Schedule:
         collective="allreduce",
         algorithm="rabenseifner",
     )
+    return dataclasses.replace(out, params={"order": order})
 
 
 @register(
@@ -457,14 +540,19 @@ def rabenseifner_allreduce(nranks: int) -> Schedule:
     cost_fn=functools.partial(_rabenseifner_cost, unfold=0),
     constraints="any p, any root; vector cut into p' slots; non-powers of two fold (1 more step)",
     reference="Rabenseifner 2004; Thakur, Rabenseifner & Gropp 2005",
+    choices={"order": ORDERS},
 )
-def rabenseifner_reduce(nranks: int) -> Schedule:
+def rabenseifner_reduce(nranks: int, order: str = "far_first") -> Schedule:
     r"""Rabenseifner's reduce: recursive-halving reduce-scatter then a binomial gather to the root.
 
     On ``p'`` virtual ranks, the vector cut into ``p'`` equal slots; in gather step ``k`` virtual
     rank ``v = 2^k (mod 2^(k+1))`` sends its ``2^k`` slots to ``v - 2^k``. Non-powers of two: the
     odd rank of each of the first ``r`` pairs adds its vector into the even one first (so root 0 is
-    virtual rank 0; no unfold is needed). Exact time, for :math:`p = 2^L` and otherwise:
+    virtual rank 0; no unfold is needed). ``order="near_first"`` runs the halving nearest partner
+    first (MPICH's order, Thakur et al. 2005) and the gather farthest first (``v`` in
+    ``[h, 2h)`` sends to ``v - h``, ``h = p'/2^(k+1)``), so the ``n/2`` messages stay between
+    neighbours; the time below holds for both orders. Exact time, for :math:`p = 2^L` and
+    otherwise:
 
     .. math::
         T = 2L\alpha + 2\frac{p-1}{p}n\beta + \frac{p-1}{p}n\gamma \quad (p = 2^L), \qquad
@@ -489,16 +577,19 @@ def rabenseifner_reduce(nranks: int) -> Schedule:
         (6, 31)
         >>> rabenseifner_reduce(7).nsteps  # fold, 2 + 2 steps on 4 ranks
         5
+        >>> rabenseifner_reduce(8, order="near_first").ntransfers  # the same counts
+        31
     """
+    near = _near(order, "reduce/rabenseifner")
     f = _folding(nranks, into_odd=False)
     pv = f.pv
     bounds = np.arange(pv + 1)
     core = concat(
-        _core("reduce_scatter", pv, _halving(pv, bounds), pv, "recursive_halving"),
-        _core("reduce", pv, _gather(pv, bounds), pv, "binomial_gather", gather=True),
+        _core("reduce_scatter", pv, _halving(pv, bounds, near), pv, "recursive_halving"),
+        _core("reduce", pv, _gather(pv, bounds, near), pv, "binomial_gather", gather=True),
         collective="reduce",
     )
-    return _fold(
+    out = _fold(
         core,
         f,
         fold_in=lambda: _whole(f.extra, f.keep, pv, True),
@@ -506,3 +597,4 @@ def rabenseifner_reduce(nranks: int) -> Schedule:
         collective="reduce",
         algorithm="rabenseifner",
     )
+    return dataclasses.replace(out, params={"order": order})

@@ -39,9 +39,10 @@ NETWORK_EPILOG = f"""\
 network (the topology model, chosen by --topology or --cluster):
   --cluster PRESET names a hypothetical cluster built from public specifications:
   dgx-h100:N (N DGX H100: NVLink4 inside, 8 x 400 Gb/s rails into a rail-optimized fat tree),
-  dgx-a100:N, gb200-nvl72:N (N NVL72 racks), tpu-v5p:AxBxC (3-D torus), dragonfly:G
-  (Slingshot-like), ethernet:N (100 GbE, 2:1 leaf-spine); or a TOML file. docs/clusters.md
-  lists the numbers and their sources. Hierarchical algorithms get its ranks_per_node.
+  dgx-h200:N, dgx-b200:N (NVLink5), dgx-a100:N, gb200-nvl72:N (N NVL72 racks),
+  tpu-v5p:AxBxC (3-D torus), dragonfly:G (Slingshot-like), ethernet:N (100 GbE, 2:1
+  leaf-spine); or a TOML file. docs/clusters.md lists the numbers and their sources.
+  Hierarchical algorithms get its ranks_per_node.
   --topology NAME[:ARGS] names a generator: {", ".join(sorted(GENERATORS))}; e.g. torus:8x8x8,
   switch:64,bandwidth=400Gb/s,latency=1us; or a graph file (.graphml, .gml, node-link .json)
   whose edges carry bandwidth and latency. A message costs its path's latency plus its bytes
@@ -156,7 +157,8 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--cluster",
         metavar="PRESET|FILE.toml",
-        help="predict on a hypothetical cluster: dgx-h100:128, dgx-a100:N, gb200-nvl72:N, "
+        help="predict on a hypothetical cluster: dgx-h100:128, dgx-h200:N, dgx-b200:N, "
+        "dgx-a100:N, gb200-nvl72:N, "
         "tpu-v5p:4x4x8, dragonfly:G, ethernet:N, or a TOML file (docs/clusters.md)",
     )
     g.add_argument(

@@ -42,6 +42,34 @@ def _dgx_h100(spec: str, arg: str) -> dict[str, Any]:
     }
 
 
+def _dgx_h200(spec: str, arg: str) -> dict[str, Any]:
+    """DGX H200: 8 H200 on NVLink4 / NVSwitch, 8 ConnectX-7 400 Gb/s NICs, SuperPOD rails."""
+    return {
+        "name": spec,
+        "nodes": _count(spec, arg, "the number of DGX H200 nodes"),
+        "gpus_per_node": 8,
+        "reduction": "1.6TB/s",
+        "intra": {"kind": "nvlink", "bandwidth": "450GB/s", "latency": "0.5us"},
+        "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
+        "topology": {"kind": "rail_optimized", "nodes_per_unit": 32, "spine_latency": "0.5us"},
+        "sources": "docs/clusters.md#dgx-h200",
+    }
+
+
+def _dgx_b200(spec: str, arg: str) -> dict[str, Any]:
+    """DGX B200: 8 B200 on NVLink5 / NVSwitch, 8 ConnectX-7 400 Gb/s NICs, SuperPOD rails."""
+    return {
+        "name": spec,
+        "nodes": _count(spec, arg, "the number of DGX B200 nodes"),
+        "gpus_per_node": 8,
+        "reduction": "2.7TB/s",
+        "intra": {"kind": "nvlink", "bandwidth": "900GB/s", "latency": "0.5us"},
+        "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
+        "topology": {"kind": "rail_optimized", "nodes_per_unit": 32, "spine_latency": "0.5us"},
+        "sources": "docs/clusters.md#dgx-b200",
+    }
+
+
 def _dgx_a100(spec: str, arg: str) -> dict[str, Any]:
     """DGX A100: 8 A100 on NVLink3 / NVSwitch, 8 ConnectX-6 HDR 200 Gb/s NICs, SuperPOD rails."""
     return {
@@ -137,6 +165,8 @@ def _ethernet(spec: str, arg: str) -> dict[str, Any]:
 #: Preset names and their argument, for help and errors.
 PRESETS: dict[str, tuple[str, Callable[[str, str], dict[str, Any]]]] = {
     "dgx-h100": ("N nodes (8 H100 each)", _dgx_h100),
+    "dgx-h200": ("N nodes (8 H200 each)", _dgx_h200),
+    "dgx-b200": ("N nodes (8 B200 each)", _dgx_b200),
     "dgx-a100": ("N nodes (8 A100 each)", _dgx_a100),
     "gb200-nvl72": ("N racks (72 GPUs each)", _gb200_nvl72),
     "tpu-v5p": ("AxBxC chips (4 per host)", _tpu_v5p),

@@ -27,6 +27,11 @@ sub-kilobyte segments; the first value (one segment) is eligible at every size. 
 one grown parameter today; were there two, the first would grow and the others stay at their
 first value unless listed.
 
+A parameter with **declared choices** (a registry row's :attr:`~commsim.algorithms.AlgorithmInfo.choices`,
+such as Rabenseifner's ``order = "far_first" | "near_first"``) that the user did not set is
+tried at each of its values, as if listed: the choice is the algorithm's, and which value wins
+depends on the network (under Hockney the orders tie, and the first, the default, is kept).
+
 Other parameters (``ranks_per_node``, ``dims``, ``inter``) describe the machine or a structural
 choice, so they stay fixed unless listed.
 """
@@ -123,13 +128,15 @@ def families(
     (a family of one when nothing grows). ``given`` holds the user's values (a list: candidates;
     anything else, a tuple included: fixed), ``largest`` is the largest size tuned for, and
     ``ranks_per_node`` the network's (used where not given)."""
-    defaults = info(collective, algorithm).params
+    row = info(collective, algorithm)
+    defaults = row.params
     fixed = {k: v for k, v in defaults.items() if k not in GROWN}
     if ranks_per_node is not None and "ranks_per_node" in defaults:
         fixed["ranks_per_node"] = ranks_per_node
     grown = [k for k in defaults if k in GROWN and k not in given]
     fixed.update({k: GROWN[k] for k in grown[1:]})
-    listed = {k: v for k, v in given.items() if isinstance(v, list)}
+    listed = {k: list(v) for k, v in row.choices.items() if k not in given}
+    listed.update({k: v for k, v in given.items() if isinstance(v, list)})
     fixed.update({k: v for k, v in given.items() if k not in listed})
     out = []
     for values in itertools.product(*listed.values()):

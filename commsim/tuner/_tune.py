@@ -29,7 +29,8 @@ def tune(
 
     Every algorithm of ``collective`` (or of ``algorithms``) is a candidate with its parameters
     fixed at their defaults, except ``segments``, which is tried at 1, 2, 4, … up to a cap set by
-    the largest size and an evaluation budget (:mod:`commsim.tuner._candidates`); ``params`` fixes
+    the largest size and an evaluation budget, and a parameter with declared choices (a row's
+    ``choices``, such as ``order``), tried at each value (:mod:`commsim.tuner._candidates`); ``params`` fixes
     a parameter (a value) or lists its candidates (a list). Each candidate is predicted at every
     size in one vectorized call; per size the fastest wins, and equal consecutive choices merge
     into ranges (:mod:`commsim.tuner._table`).
