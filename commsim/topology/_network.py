@@ -26,6 +26,7 @@ import numpy as np
 
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
+from commsim.topology._dmodk import DmodkTables, dmodk_tables, route_dmodk
 from commsim.topology._routing import RouteCache, forwarding_distances, route_shortest, route_torus
 
 __all__ = ["MAX_FORWARDING_NODES", "Network", "as_network"]
@@ -99,6 +100,7 @@ class Network:
         self.in_weight = self.link_weight[in_order]
         self._dist: np.ndarray | None = None
         self._fwd_of: np.ndarray | None = None
+        self._dmodk: DmodkTables | None = None
         self._cache = RouteCache(n, self._route_nodes)
 
     # -- reading the graph -----------------------------------------------------------------
@@ -215,6 +217,15 @@ class Network:
             if int(np.prod(dims)) == len(self.nodes):
                 indptr, links, ok = route_torus(
                     src, dst, dims, self.out_indptr, self.out_nbr, self.out_link
+                )
+                if ok:
+                    return indptr, links
+        if routing is not None and routing[0] == "dmodk":
+            if self._dmodk is None:
+                self._dmodk = dmodk_tables(routing[1], self.node_index, len(self.nodes))
+            if self._dmodk is not None:
+                indptr, links, ok = route_dmodk(
+                    src, dst, *self._dmodk, self.out_indptr, self.out_nbr, self.out_link
                 )
                 if ok:
                     return indptr, links
