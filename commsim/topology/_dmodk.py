@@ -67,7 +67,16 @@ ROUTINGS = ("ecmp", "dmodk")
 
 
 def check_routing(routing: Any, where: str) -> str:
-    """``routing`` if it is one of :data:`ROUTINGS`, else a one-line ParameterError."""
+    """``routing`` if it is one of :data:`ROUTINGS`, else a one-line ParameterError.
+
+    Examples:
+        >>> check_routing("dmodk", "fat_tree")
+        'dmodk'
+        >>> check_routing("hash", "fat_tree")
+        Traceback (most recent call last):
+        ...
+        commsim.errors.ParameterError: fat_tree: routing must be 'ecmp' or 'dmodk', got 'hash'
+    """
     if routing not in ROUTINGS:
         raise ParameterError(
             f"{where}: routing must be {' or '.join(map(repr, ROUTINGS))}, got {routing!r}"

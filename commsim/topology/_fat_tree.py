@@ -72,6 +72,10 @@ def fat_tree(
         4.0
         >>> fat_tree(256, hosts_per_leaf=8, levels=3, leaves_per_pod=4).number_of_nodes()  # 32+64+8
         360
+        >>> from commsim.topology import Network
+        >>> net = Network(fat_tree(32, hosts_per_leaf=8, spines=8, routing="dmodk"))
+        >>> net.link_label(net.route(0, 13)[1])  # to host 13: up by spine 13 mod 8
+        (('leaf', 0), ('spine', 5))
     """
     n = check_hosts(_count(n, "fat_tree: the number of hosts"), "fat_tree")
     h = _count(hosts_per_leaf, "fat_tree: hosts_per_leaf")
