@@ -4,6 +4,8 @@ cluster files, presets), and one-line errors for bad input."""
 
 from __future__ import annotations
 
+import json
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -264,3 +266,16 @@ def test_the_cli_names_the_routing_and_exits_2_on_bad_routing(capsys):
     assert main(["topology", "fat_tree:64,routing=bogus"]) == 2
     err = capsys.readouterr().err
     assert len(err.strip().splitlines()) == 1 and "dmodk" in err
+
+
+def test_the_cli_predicts_rabenseifner_at_its_bound_on_a_dmodk_tree(capsys):
+    """The issue's spec: Rabenseifner's exchanges between whole leaves share no uplink under
+    d-mod-k, so ``flow`` lands on the bandwidth bound; the ECMP hash makes it far slower."""
+    ratio = {}
+    for routing in ("dmodk", "ecmp"):
+        spec = f"fat_tree:64,hosts_per_leaf=16,spines=16,routing={routing}"
+        argv = ["predict", "-c", "allreduce", "-a", "rabenseifner", "-p", "64",
+                "--topology", spec, "--contention", "flow", "-s", "64MiB", "--json"]  # fmt: skip
+        assert main(argv) == 0
+        ratio[routing] = json.loads(capsys.readouterr().out)["results"][0]["ratio_to_bound"]
+    assert ratio["dmodk"] < 1.01 and ratio["ecmp"] > 2
