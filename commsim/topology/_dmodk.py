@@ -33,7 +33,7 @@ route needs is missing, the router says so and the caller falls back to shortest
 
 References:
     E. Zahavi, "D-Mod-K Routing Providing Non-Blocking Traffic for Shift Permutations on Real
-    Life Fat Trees", CCIT Report 776, Technion, 2010. OpenSM's ``ftree`` routing engine (fat
+    Life Fat Trees", CCIT Report, Technion, 2010. OpenSM's ``ftree`` routing engine (fat
     trees, destination-based up-port selection) and ``updn`` engine (up–down, minimal).
 
 See Also:
