@@ -3,7 +3,8 @@
 Targets (2-core machine, peak memory under 8 GB for all):
 
 * ring allreduce on a 4096-host two-level fat tree, ``bottleneck`` contention: under 10 s (and on
-  a 4096-host ring topology, the case ASTRA-sim's analytical backend took 308 s for);
+  a 4096-host ring topology, the case ASTRA-sim's analytical backend took 308 s for); routed by
+  the ECMP hash and by d-mod-k;
 * Rabenseifner allreduce on 16,384 hosts (fat tree): under 10 s;
 * hierarchical allreduce on ``dgx-h100:2048`` (16,384 GPUs): under 10 s;
 * ``flow`` contention on 1024 hosts (ring and Rabenseifner): under 60 s;
@@ -50,8 +51,9 @@ else:
         graph, gamma, params = c.graph, c.gamma, {"ranks_per_node": c.ranks_per_node}
     elif net == "ring":
         graph, gamma, params = ring(p), 1 / 100e9, {}
-    else:
-        graph, gamma, params = fat_tree(p, hosts_per_leaf=32), 1 / 100e9, {}
+    else:  # "fat" (ECMP, the generator's default) or "fat-dmodk"
+        routing = "dmodk" if net == "fat-dmodk" else "ecmp"
+        graph, gamma, params = fat_tree(p, hosts_per_leaf=32, routing=routing), 1 / 100e9, {}
     s = commsim.build("allreduce", name, nranks=p, **params)
     pred = Topology(graph, contention=mode, gamma=gamma).predict(s, 2**28)
     extra = {"predicted_s": pred.time, "limited_by": pred.network.limiting[0]}
@@ -67,6 +69,7 @@ CASES = [  # (label, args, target seconds)
         10.0,
     ),
     ("ring, fat tree, bottleneck", ["x", "ring", "4096", "fat", "bottleneck"], 10.0),
+    ("ring, fat tree d-mod-k, bottleneck", ["x", "ring", "4096", "fat-dmodk", "bottleneck"], 10.0),
     (
         "rabenseifner, fat tree, bottleneck",
         ["x", "rabenseifner", "16384", "fat", "bottleneck"],
@@ -75,6 +78,11 @@ CASES = [  # (label, args, target seconds)
     (
         "hierarchical, dgx-h100:2048, bottleneck",
         ["x", "hierarchical", "16384", "dgx-h100:2048", "bottleneck"],
+        10.0,
+    ),
+    (
+        "rabenseifner, fat tree d-mod-k, bottleneck",
+        ["x", "rabenseifner", "16384", "fat-dmodk", "bottleneck"],
         10.0,
     ),
     ("ring, fat tree, flow", ["x", "ring", "1024", "fat", "flow"], 60.0),
@@ -103,6 +111,7 @@ def main() -> int:
     args = ap.parse_args()
     run(["x", "ring", "64", "fat", "flow"], 600)  # warm numba's on-disk cache, untimed
     run(["x", "ring", "64", "fat", "bottleneck"], 600)
+    run(["x", "ring", "64", "fat-dmodk", "bottleneck"], 600)
     print(f"# commsim topology benchmark — {time.strftime('%Y-%m-%d')}, "
           f"{platform.processor() or platform.machine()}, Python {platform.python_version()}\n")  # fmt: skip
     print("| case | hosts | seconds | target | peak RSS | limited by | status |")

@@ -392,6 +392,7 @@ def _same_network(x, y):
     assert nx_.kinds == ny.kinds
     for attr in ("link_src", "link_dst", "link_kind", "bandwidth", "latency", "host_server"):
         assert np.array_equal(getattr(nx_, attr), getattr(ny, attr)), attr
+    assert x.graph.graph.get("routing") == y.graph.graph.get("routing")  # d-mod-k or ECMP
 
 
 @pytest.mark.parametrize(

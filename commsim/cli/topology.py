@@ -131,6 +131,7 @@ def render(result: TopologyResult, as_json: bool) -> str:
         format_table(["link class", "links", "bandwidth", "latency"], rows, "lrrr"),
         "",
         f"diameter: {diameter}",
+        f"routing: {s.routing}",
         f"bisection bandwidth: {bis}",
     ]
     if result.drawing is not None:

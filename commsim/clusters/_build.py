@@ -18,6 +18,7 @@ The description (every preset is one too, so there is one path from numbers to g
 
     [topology]  # the fabric between servers
     kind = "rail_optimized"  # rail_optimized | fat_tree | dragonfly | torus | switch
+    routing = "dmodk"  # rail_optimized and fat_tree: "ecmp" (default) or "dmodk"
     nodes_per_unit = 32  # ... and the generator's own keywords
 
     [intra]  # or: the link class as measured (`commsim calibrate -o intra.toml`)
@@ -75,6 +76,7 @@ _TOP = (
 )
 _LINK = ("kind", "bandwidth", "latency", "profile")
 FABRICS = ("rail_optimized", "fat_tree", "dragonfly", "torus", "switch")
+_ROUTED = ("rail_optimized", "fat_tree")  # the fabrics that take ``routing``
 
 
 class _Where:
@@ -202,6 +204,11 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
         hint = f" (did you mean {close[0]}?)" if close else ""
         raise where.error(
             "[topology] kind", f"must be one of {', '.join(FABRICS)}, got {kind!r}{hint}"
+        )
+    if "routing" in topo and kind not in _ROUTED:
+        raise where.error(
+            "[topology] routing",
+            f"only {' and '.join(_ROUTED)} fabrics take a routing; {kind} has its own",
         )
     if g > 1 and intra is None and kind != "torus":
         raise where.error(

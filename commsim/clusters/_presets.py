@@ -2,7 +2,9 @@
 
 Each preset is a function of its size returning a cluster description (the same tables a TOML
 file has, :mod:`commsim.clusters._build`); ``docs/clusters.md`` lists every number with its
-source, and says which are assumptions (per-link latencies mostly are).
+source, and says which are assumptions (per-link latencies mostly are). InfiniBand fabrics
+(the DGX SuperPOD rails of dgx-h100, dgx-a100, gb200-nvl72) are routed d-mod-k, as their subnet
+manager routes them; the Ethernet preset by an ECMP hash.
 """
 
 from __future__ import annotations
@@ -37,7 +39,12 @@ def _dgx_h100(spec: str, arg: str) -> dict[str, Any]:
         "reduction": "1.1TB/s",
         "intra": {"kind": "nvlink", "bandwidth": "450GB/s", "latency": "0.5us"},
         "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
-        "topology": {"kind": "rail_optimized", "nodes_per_unit": 32, "spine_latency": "0.5us"},
+        "topology": {
+            "kind": "rail_optimized",
+            "nodes_per_unit": 32,
+            "spine_latency": "0.5us",
+            "routing": "dmodk",
+        },
         "sources": "docs/clusters.md#dgx-h100",
     }
 
@@ -79,7 +86,12 @@ def _dgx_a100(spec: str, arg: str) -> dict[str, Any]:
         "reduction": "680GB/s",
         "intra": {"kind": "nvlink", "bandwidth": "300GB/s", "latency": "0.5us"},
         "inter": {"kind": "rail", "bandwidth": "200Gb/s", "latency": "1us"},
-        "topology": {"kind": "rail_optimized", "nodes_per_unit": 20, "spine_latency": "0.5us"},
+        "topology": {
+            "kind": "rail_optimized",
+            "nodes_per_unit": 20,
+            "spine_latency": "0.5us",
+            "routing": "dmodk",
+        },
         "sources": "docs/clusters.md#dgx-a100",
     }
 
@@ -93,7 +105,12 @@ def _gb200_nvl72(spec: str, arg: str) -> dict[str, Any]:
         "reduction": "2.7TB/s",
         "intra": {"kind": "nvlink", "bandwidth": "900GB/s", "latency": "0.5us"},
         "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
-        "topology": {"kind": "rail_optimized", "nodes_per_unit": 8, "spine_latency": "0.5us"},
+        "topology": {
+            "kind": "rail_optimized",
+            "nodes_per_unit": 8,
+            "spine_latency": "0.5us",
+            "routing": "dmodk",
+        },
         "sources": "docs/clusters.md#gb200-nvl72",
     }
 
@@ -157,7 +174,12 @@ def _ethernet(spec: str, arg: str) -> dict[str, Any]:
         "nodes": _count(spec, arg, "the number of servers"),
         "gpus_per_node": 1,
         "inter": {"kind": "host", "bandwidth": "100Gb/s", "latency": "2us"},
-        "topology": {"kind": "fat_tree", "hosts_per_leaf": 32, "oversubscription": 2},
+        "topology": {
+            "kind": "fat_tree",
+            "hosts_per_leaf": 32,
+            "oversubscription": 2,
+            "routing": "ecmp",
+        },
         "sources": "docs/clusters.md#ethernet",
     }
 

@@ -132,7 +132,8 @@ def draw(network: Network, path: str | Path, *, title: str | None = None) -> Pat
 
     def far(u, v) -> bool:  # a torus's wrap-around link: drawn as an arc, not over the row
         (x0, y0), (x1, y1) = pos[u], pos[v]
-        grid = g.graph.get("routing") and len(g.graph["routing"][1]) == 2
+        routing = g.graph.get("routing")
+        grid = routing and routing[0] == "torus" and len(routing[1]) == 2
         return bool(grid) and abs(x0 - x1) + abs(y0 - y1) > 1.01
 
     for i, kind in enumerate(network.kinds):

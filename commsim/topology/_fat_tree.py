@@ -2,8 +2,11 @@ r"""Fat trees: leaf–spine (two or three levels, with oversubscription) and the
 
 Hosts are ``0..n-1`` (first in node order); switches are nodes with ``kind="switch"``. Link
 classes (edge ``kind``): ``"host"`` (host–leaf), ``"leaf-spine"``, ``"spine-core"``. Minimal
-routes on these graphs go up to the lowest common level and down again (up–down routing), spread
-over the equal-cost uplinks by the ECMP hash of :mod:`commsim.topology._routing`.
+routes on these graphs go up to the lowest common level and down again (up–down routing). Which
+uplink a route takes is the ``routing`` keyword of :func:`fat_tree`: ``"ecmp"`` (the default)
+spreads routes over the equal-cost uplinks by the hash of :mod:`commsim.topology._routing`, as an
+Ethernet fabric does; ``"dmodk"`` chooses by destination (:mod:`commsim.topology._dmodk`), as an
+InfiniBand subnet manager does.
 
 References: Leiserson, "Fat-trees: universal networks for hardware-efficient supercomputing",
 IEEE Trans. Computers 34(10), 1985; Al-Fares, Loukissas & Vahdat, "A scalable, commodity data
@@ -20,6 +23,7 @@ import numpy as np
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
 from commsim.topology._basic import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, _count, check_hosts
+from commsim.topology._dmodk import check_routing, fat_tree_record
 
 __all__ = ["fat_tree", "kary_fat_tree"]
 
@@ -40,6 +44,7 @@ def fat_tree(
     spines: int | None = None,
     bandwidth: float | str = DEFAULT_BANDWIDTH,
     latency: float | str = DEFAULT_LATENCY,
+    routing: str = "ecmp",
 ) -> nx.Graph:
     r"""``n`` hosts on a leaf–spine fat tree of two or three levels.
 
@@ -54,6 +59,10 @@ def fat_tree(
     Bisection bandwidth (``graph.graph["bisection_bandwidth"]``, bytes/s per direction, for
     full leaves and an even number of them; not stated otherwise): :math:`\frac{n}{2} B / o`.
 
+    ``routing``: ``"ecmp"`` (a hash of the pair picks the uplink) or ``"dmodk"`` (destination
+    ``d`` leaves its source leaf by spine ``d mod S``, and a pod spine by core
+    ``(d // S) mod S``: :mod:`commsim.topology._dmodk`).
+
     Examples:
         >>> g = fat_tree(64, hosts_per_leaf=16, oversubscription=4)
         >>> kinds = nx.get_edge_attributes(g, "kind")
@@ -63,6 +72,10 @@ def fat_tree(
         4.0
         >>> fat_tree(256, hosts_per_leaf=8, levels=3, leaves_per_pod=4).number_of_nodes()  # 32+64+8
         360
+        >>> from commsim.topology import Network
+        >>> net = Network(fat_tree(32, hosts_per_leaf=8, spines=8, routing="dmodk"))
+        >>> net.link_label(net.route(0, 13)[1])  # to host 13: up by spine 13 mod 8
+        (('leaf', 0), ('spine', 5))
     """
     n = check_hosts(_count(n, "fat_tree: the number of hosts"), "fat_tree")
     h = _count(hosts_per_leaf, "fat_tree: hosts_per_leaf")
@@ -70,12 +83,16 @@ def fat_tree(
     if levels not in (2, 3):
         raise ParameterError(f"fat_tree: levels must be 2 or 3, got {levels!r}")
     s = max(1, round(h / o)) if spines is None else _count(spines, "fat_tree: spines")
+    routing = check_routing(routing, "fat_tree")
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     up_bw = h * bw / (o * s)
     nleaves = -(-n // h)
     g = nx.Graph(name=f"fat_tree({n})")
     if n % h == 0 and nleaves % 2 == 0:  # else summarize() computes it
         g.graph["bisection_bandwidth"] = n / 2 * bw / o
+    if routing == "dmodk":
+        lpp = _count(leaves_per_pod, "fat_tree: leaves_per_pod")
+        g.graph["routing"] = ("dmodk", fat_tree_record(n, h, s, levels, lpp))
     g.add_nodes_from(range(n), kind="host")
     leaves = [("leaf", i) for i in range(nleaves)]
     g.add_nodes_from(leaves, kind="switch")

@@ -13,7 +13,9 @@ r"""GPU clusters: NVLink islands inside servers, NIC fabrics between them, and :
 Routes: between GPUs of one server, through its NVSwitch (two ``"nvlink"`` hops); between
 servers, from the GPU's own NIC through the rail fabric: same rail and unit, up to the leaf and
 down; otherwise leaf–spine–leaf. GPUs never forward traffic (no PXN-style relay through a
-neighbour GPU): a cross-rail message crosses a spine.
+neighbour GPU): a cross-rail message crosses a spine. Which spine: the ``routing`` keyword of
+:func:`rail_optimized`, an ECMP hash (the default) or d-mod-k by destination
+(:mod:`commsim.topology._dmodk`; InfiniBand rails).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import numpy as np
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
 from commsim.topology._basic import _count, check_hosts
+from commsim.topology._dmodk import check_routing, rail_record
 
 __all__ = ["join", "nvlink_island", "rail_optimized"]
 
@@ -65,7 +68,10 @@ def join(intra: nx.Graph, inter: nx.Graph, servers: int, *, name: str | None = N
     its host ``s * g + i`` is GPU ``i`` of server ``s``. The fabric's links weigh twice their
     ``route_weight`` in routing, so traffic between GPUs of one server stays inside it when it
     can (over NVLink, not out through the NICs and back). Switches are renamed
-    ``(server, label)`` for ``intra``'s and ``("fabric", label)`` for ``inter``'s.
+    ``(server, label)`` for ``intra``'s and ``("fabric", label)`` for ``inter``'s. A fabric
+    routed d-mod-k (``inter.graph["routing"]``) stays so; its intra-server routes go through
+    the server's switch, so ``intra`` must then be one switch with every GPU on it (an
+    :func:`nvlink_island`).
 
     Examples:
         >>> from commsim.topology import switch
@@ -104,7 +110,22 @@ def join(intra: nx.Graph, inter: nx.Graph, servers: int, *, name: str | None = N
         (rename_x(u), rename_x(v), {**d, "route_weight": 2 * d.get("route_weight", 1)})
         for u, v, d in inter.edges(data=True)
     )
+    record = inter.graph.get("routing")
+    if record and record[0] == "dmodk":
+        out.graph["routing"] = ("dmodk", {**record[1], **_island(intra, ih), "prefix": "fabric"})
     return out
+
+
+def _island(intra: nx.Graph, hosts: list) -> dict:
+    """The keys a d-mod-k record needs for routes inside a server: its one switch."""
+    host_set = set(hosts)
+    switches = [v for v in intra if v not in host_set]
+    if len(switches) != 1 or any(not intra.has_edge(h, switches[0]) for h in hosts):
+        raise ParameterError(
+            "join: a fabric routed d-mod-k needs each server's GPUs on one switch (an "
+            f"nvlink_island); this server graph has {len(switches)} switches"
+        )
+    return {"island": switches[0], "gpus_per_server": len(hosts)}
 
 
 def rail_optimized(
@@ -119,6 +140,7 @@ def rail_optimized(
     spine_latency: float | str = "0.5us",
     nvlink_bandwidth: float | str = "450GB/s",
     nvlink_latency: float | str = "0.5us",
+    routing: str = "ecmp",
 ) -> nx.Graph:
     r"""``nodes`` servers of ``gpus_per_node`` GPUs on NVLink, one NIC per GPU on a rail fabric.
 
@@ -128,6 +150,10 @@ def rail_optimized(
     spines (default ``max(1, round(U / (2 o)))``: two links per leaf–spine pair, as in the DGX
     SuperPOD). Spines have unbounded radix here (a non-blocking core); a real fabric of many units
     puts a core layer above them, which adds a hop of latency, not a bottleneck.
+
+    ``routing``: ``"ecmp"`` (a hash of the pair picks the spine) or ``"dmodk"`` (by destination:
+    spine ``D mod S``, ``D`` the destination's place on its leaf, leaf by leaf;
+    :mod:`commsim.topology._dmodk`).
 
     Examples:
         >>> g = rail_optimized(4, 8, nodes_per_unit=2)
@@ -149,6 +175,7 @@ def rail_optimized(
         raise ParameterError(
             f"rail_optimized: oversubscription must be >= 1, got {oversubscription!r}"
         )
+    routing = check_routing(routing, "rail_optimized")
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     slat = as_latency(spine_latency, "spine_latency")
     u_eff = min(unit, nodes)
@@ -159,6 +186,8 @@ def rail_optimized(
     )
     units = -(-nodes // unit)
     fabric = nx.Graph(name="rails")
+    if routing == "dmodk":
+        fabric.graph["routing"] = ("dmodk", rail_record(nodes, g_, unit, s))
     n = nodes * g_
     fabric.add_nodes_from(range(n), kind="host")
     leaves = [("leaf", u, i) for u in range(units) for i in range(g_)]

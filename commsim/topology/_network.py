@@ -19,6 +19,7 @@ networkx in their loops.
 from __future__ import annotations
 
 import difflib
+import functools
 from typing import Any
 
 import networkx as nx
@@ -26,6 +27,7 @@ import numpy as np
 
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
+from commsim.topology._dmodk import DmodkTables, dmodk_tables, route_dmodk
 from commsim.topology._routing import RouteCache, forwarding_distances, route_shortest, route_torus
 
 __all__ = ["MAX_FORWARDING_NODES", "Network", "as_network"]
@@ -218,6 +220,12 @@ class Network:
                 )
                 if ok:
                     return indptr, links
+        if self._dmodk is not None:
+            indptr, links, ok = route_dmodk(
+                src, dst, *self._dmodk, self.out_indptr, self.out_nbr, self.out_link
+            )
+            if ok:
+                return indptr, links
         fwd_of, dist = self._distances()
         indptr, links, bad = route_shortest(
             src, dst, self.out_indptr, self.out_nbr, self.out_link, self.out_weight,
@@ -229,6 +237,15 @@ class Network:
                 "with switches, traffic is forwarded by switches only"
             )
         return indptr, links
+
+    @functools.cached_property
+    def _dmodk(self) -> DmodkTables | None:
+        """The tables of a generator's d-mod-k record (``None``: no record, or a node it names is
+        missing); a pair the tables cannot route sends its whole batch to shortest paths."""
+        record = self.graph.graph.get("routing")
+        if record is None or record[0] != "dmodk":
+            return None
+        return dmodk_tables(record[1], self.node_index, len(self.nodes))
 
     def _distances(self) -> tuple[np.ndarray, np.ndarray]:
         if self._dist is None:

@@ -20,6 +20,11 @@ Two routers, both minimal (no path is longer than a shortest one):
   hash). If the graph was edited so that a needed link is missing, routing falls back to
   shortest paths.
 
+A third router, destination-based (d-mod-k) routing on the leaf–spine trees of
+:func:`commsim.topology.fat_tree` and :func:`commsim.topology.rail_optimized` built with
+``routing="dmodk"``, lives in :mod:`commsim.topology._dmodk` (``graph.graph["routing"] =
+("dmodk", record)``).
+
 Routes are computed only for the ``(src, dst)`` host pairs asked for, and cached
 (:class:`RouteCache`), never for all pairs of a large graph.
 """

@@ -8,7 +8,9 @@ Grammar (whitespace ignored)::
     value := an integer, a size-like product "8x8x4", or a quantity with a unit ("400Gb/s", "1us")
 
 ``torus:8x8x4`` is ``torus((8, 8, 4))``; ``switch:64,bandwidth=400Gb/s,latency=1us`` is
-``switch(64, bandwidth="400Gb/s", latency="1us")``. Every generator in :data:`GENERATORS` takes
+``switch(64, bandwidth="400Gb/s", latency="1us")``;
+``fat_tree:64,hosts_per_leaf=16,spines=16,routing=dmodk`` routes it destination-based
+(:mod:`commsim.topology._dmodk`). Every generator in :data:`GENERATORS` takes
 the same keywords (``bandwidth``, ``latency``) plus its own. Files: ``.graphml``, ``.gml`` and
 node-link ``.json`` (networkx's formats); their attribute strings parse with units like the
 keywords.
@@ -95,6 +97,14 @@ def parse_topology(text: str) -> nx.Graph:
             raise ParameterError(f"topology {text!r}: positional value {item!r} after a keyword")
         else:
             args.append(_value(item))
+    if "routing" in kwargs and "routing" not in inspect.signature(fn).parameters:
+        takes = sorted(
+            k for k, f in GENERATORS.items() if "routing" in inspect.signature(f).parameters
+        )
+        raise ParameterError(
+            f"topology {text!r}: {name} takes no routing= (only the leaf-spine trees "
+            f"{', '.join(takes)} do)"
+        )
     try:
         inspect.signature(fn).bind(*args, **kwargs)
     except TypeError as e:

@@ -16,6 +16,7 @@ from commsim.topology._bisection import (
     bisection_upper_bound,
     exact_bisection,
 )
+from commsim.topology._dmodk import routing_name
 from commsim.topology._network import Network
 
 __all__ = [
@@ -67,6 +68,7 @@ class TopologySummary:
             hosts in half (:mod:`commsim.topology._bisection`); ``None`` when the graph does
             not state it and is too large to compute.
         bisection_method: a key of :data:`BISECTION_METHODS` (``None`` with no value).
+        routing: how routes are chosen, in words (d-mod-k, ECMP hash, dimension order).
     """
 
     name: str
@@ -78,6 +80,7 @@ class TopologySummary:
     diameter_exact: bool
     bisection_bandwidth: float | None
     bisection_method: str | None = None
+    routing: str = "shortest paths, ECMP hash"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +101,7 @@ class TopologySummary:
             "diameter_exact": self.diameter_exact,
             "bisection_bandwidth_Bps": self.bisection_bandwidth,
             "bisection_method": self.bisection_method,
+            "routing": self.routing,
         }
 
 
@@ -156,6 +160,7 @@ def summarize(network: Network) -> TopologySummary:
         diameter_exact=exact,
         bisection_bandwidth=bis,
         bisection_method=method,
+        routing=routing_name(net.graph),
     )
 
 
