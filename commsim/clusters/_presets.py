@@ -58,7 +58,12 @@ def _dgx_h200(spec: str, arg: str) -> dict[str, Any]:
         "reduction": "1.6TB/s",
         "intra": {"kind": "nvlink", "bandwidth": "450GB/s", "latency": "0.5us"},
         "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
-        "topology": {"kind": "rail_optimized", "nodes_per_unit": 32, "spine_latency": "0.5us"},
+        "topology": {
+            "kind": "rail_optimized",
+            "nodes_per_unit": 32,
+            "spine_latency": "0.5us",
+            "routing": "dmodk",
+        },
         "sources": "docs/clusters.md#dgx-h200",
     }
 
@@ -72,7 +77,12 @@ def _dgx_b200(spec: str, arg: str) -> dict[str, Any]:
         "reduction": "2.7TB/s",
         "intra": {"kind": "nvlink", "bandwidth": "900GB/s", "latency": "0.5us"},
         "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
-        "topology": {"kind": "rail_optimized", "nodes_per_unit": 32, "spine_latency": "0.5us"},
+        "topology": {
+            "kind": "rail_optimized",
+            "nodes_per_unit": 32,
+            "spine_latency": "0.5us",
+            "routing": "dmodk",
+        },
         "sources": "docs/clusters.md#dgx-b200",
     }
 
