@@ -30,80 +30,50 @@ def _count(spec: str, arg: str, what: str) -> int:
     return int(arg)
 
 
-def _dgx_h100(spec: str, arg: str) -> dict[str, Any]:
-    """DGX H100: 8 H100 on NVLink4 / NVSwitch, 8 ConnectX-7 400 Gb/s NICs, SuperPOD rails."""
-    return {
-        "name": spec,
-        "nodes": _count(spec, arg, "the number of DGX H100 nodes"),
-        "gpus_per_node": 8,
-        "reduction": "1.1TB/s",
-        "intra": {"kind": "nvlink", "bandwidth": "450GB/s", "latency": "0.5us"},
-        "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
-        "topology": {
-            "kind": "rail_optimized",
-            "nodes_per_unit": 32,
-            "spine_latency": "0.5us",
-            "routing": "dmodk",
-        },
-        "sources": "docs/clusters.md#dgx-h100",
-    }
+def _dgx_superpod(
+    system: str, *, reduction: str, nvlink: str, nic: str, nodes_per_unit: int
+) -> Callable[[str, str], dict[str, Any]]:
+    """The preset of a DGX SuperPOD of ``system`` servers (``"H100"``): 8 GPUs per server on
+    NVLink / NVSwitch (``nvlink`` per GPU per direction), one ``nic`` per GPU on rails of scalable
+    units of ``nodes_per_unit`` servers, an InfiniBand fabric routed by destination (d-mod-k).
+    ``docs/clusters.md#dgx-<system>`` gives every number's source and status."""
+
+    def preset(spec: str, arg: str) -> dict[str, Any]:
+        return {
+            "name": spec,
+            "nodes": _count(spec, arg, f"the number of DGX {system} nodes"),
+            "gpus_per_node": 8,
+            "reduction": reduction,
+            "intra": {"kind": "nvlink", "bandwidth": nvlink, "latency": "0.5us"},
+            "inter": {"kind": "rail", "bandwidth": nic, "latency": "1us"},
+            "topology": {
+                "kind": "rail_optimized",
+                "nodes_per_unit": nodes_per_unit,
+                "spine_latency": "0.5us",
+                "routing": "dmodk",
+            },
+            "sources": f"docs/clusters.md#dgx-{system.lower()}",
+        }
+
+    preset.__doc__ = f"DGX {system}: 8 GPUs on NVLink ({nvlink}), 8 NICs of {nic}, SuperPOD rails."
+    return preset
 
 
-def _dgx_h200(spec: str, arg: str) -> dict[str, Any]:
-    """DGX H200: 8 H200 on NVLink4 / NVSwitch, 8 ConnectX-7 400 Gb/s NICs, SuperPOD rails."""
-    return {
-        "name": spec,
-        "nodes": _count(spec, arg, "the number of DGX H200 nodes"),
-        "gpus_per_node": 8,
-        "reduction": "1.6TB/s",
-        "intra": {"kind": "nvlink", "bandwidth": "450GB/s", "latency": "0.5us"},
-        "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
-        "topology": {
-            "kind": "rail_optimized",
-            "nodes_per_unit": 32,
-            "spine_latency": "0.5us",
-            "routing": "dmodk",
-        },
-        "sources": "docs/clusters.md#dgx-h200",
-    }
-
-
-def _dgx_b200(spec: str, arg: str) -> dict[str, Any]:
-    """DGX B200: 8 B200 on NVLink5 / NVSwitch, 8 ConnectX-7 400 Gb/s NICs, SuperPOD rails."""
-    return {
-        "name": spec,
-        "nodes": _count(spec, arg, "the number of DGX B200 nodes"),
-        "gpus_per_node": 8,
-        "reduction": "2.7TB/s",
-        "intra": {"kind": "nvlink", "bandwidth": "900GB/s", "latency": "0.5us"},
-        "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
-        "topology": {
-            "kind": "rail_optimized",
-            "nodes_per_unit": 32,
-            "spine_latency": "0.5us",
-            "routing": "dmodk",
-        },
-        "sources": "docs/clusters.md#dgx-b200",
-    }
-
-
-def _dgx_a100(spec: str, arg: str) -> dict[str, Any]:
-    """DGX A100: 8 A100 on NVLink3 / NVSwitch, 8 ConnectX-6 HDR 200 Gb/s NICs, SuperPOD rails."""
-    return {
-        "name": spec,
-        "nodes": _count(spec, arg, "the number of DGX A100 nodes"),
-        "gpus_per_node": 8,
-        "reduction": "680GB/s",
-        "intra": {"kind": "nvlink", "bandwidth": "300GB/s", "latency": "0.5us"},
-        "inter": {"kind": "rail", "bandwidth": "200Gb/s", "latency": "1us"},
-        "topology": {
-            "kind": "rail_optimized",
-            "nodes_per_unit": 20,
-            "spine_latency": "0.5us",
-            "routing": "dmodk",
-        },
-        "sources": "docs/clusters.md#dgx-a100",
-    }
+# NVLink4 / NVSwitch, ConnectX-7; H200: the same server with H200's faster HBM (the reduction)
+_dgx_h100 = _dgx_superpod(
+    "H100", reduction="1.1TB/s", nvlink="450GB/s", nic="400Gb/s", nodes_per_unit=32
+)
+_dgx_h200 = _dgx_superpod(
+    "H200", reduction="1.6TB/s", nvlink="450GB/s", nic="400Gb/s", nodes_per_unit=32
+)
+# NVLink5 / NVSwitch, ConnectX-7
+_dgx_b200 = _dgx_superpod(
+    "B200", reduction="2.7TB/s", nvlink="900GB/s", nic="400Gb/s", nodes_per_unit=32
+)
+# NVLink3 / NVSwitch, ConnectX-6 HDR
+_dgx_a100 = _dgx_superpod(
+    "A100", reduction="680GB/s", nvlink="300GB/s", nic="200Gb/s", nodes_per_unit=20
+)
 
 
 def _gb200_nvl72(spec: str, arg: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import importlib
 import platform
 import tempfile
 from collections.abc import Callable, Sequence
@@ -104,36 +105,34 @@ def mpi_samples(
     ]
 
 
-def jax_device_samples(
-    nranks: int,
-    sizes: Sequence[int] = DEFAULT_SIZES,
-    *,
-    repeats: int = 15,
-    warmup: int = 2,
-    timeout: float = DEFAULT_TIMEOUT,
-    progress: bool | None = None,
-) -> list[Samples]:
-    """The JAX row's calibration (:func:`commsim.bench.calibrate._jax_bench.jax_samples` on the
-    devices there are; ``nranks`` and ``timeout`` do not apply in one process)."""
-    from commsim.bench.calibrate._jax_bench import jax_samples
+def _in_process(module: str, function: str, where: str) -> Callable[..., list[Samples]]:
+    """A suite that runs in this process: ``module.function(sizes, repeats=, warmup=,
+    progress=)`` (imported when it runs) under the suites' signature; ``nranks`` and ``timeout``
+    do not apply to one process, which measures on ``where``."""
 
-    return jax_samples(_check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress)
+    def run(
+        nranks: int,
+        sizes: Sequence[int] = DEFAULT_SIZES,
+        *,
+        repeats: int = 15,
+        warmup: int = 2,
+        timeout: float = DEFAULT_TIMEOUT,
+        progress: bool | None = None,
+    ) -> list[Samples]:
+        measure = getattr(importlib.import_module(module), function)
+        return measure(_check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress)
+
+    run.__name__ = run.__qualname__ = f"{function.partition('_')[0]}_device_samples"
+    run.__doc__ = f"The microbenchmarks of :func:`{module}.{function}` on {where}."
+    return run
 
 
-def cuda_device_samples(
-    nranks: int,
-    sizes: Sequence[int] = DEFAULT_SIZES,
-    *,
-    repeats: int = 15,
-    warmup: int = 2,
-    timeout: float = DEFAULT_TIMEOUT,
-    progress: bool | None = None,
-) -> list[Samples]:
-    """The CUDA row's calibration (:func:`commsim.bench.calibrate._cuda_bench.cuda_samples` on
-    the current device; ``nranks`` and ``timeout`` do not apply in one process)."""
-    from commsim.bench.calibrate._cuda_bench import cuda_samples
-
-    return cuda_samples(_check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress)
+jax_device_samples = _in_process(
+    "commsim.bench.calibrate._jax_bench", "jax_samples", "the JAX devices there are"
+)
+cuda_device_samples = _in_process(
+    "commsim.bench.calibrate._cuda_bench", "cuda_samples", "the current CUDA device"
+)
 
 
 @dataclasses.dataclass(frozen=True)
