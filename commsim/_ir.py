@@ -18,15 +18,25 @@ Semantics (enforced by :func:`commsim.verify`):
 1. **Reads before writes.** Within a step every transfer reads the state as it was before the step,
    so an exchange (``a → b`` and ``b → a`` in one step) is expressible. Two writes to the same
    ``(rank, slot)`` in one step are an error unless both reduce.
-2. **One message per (step, src, dst).** All transfers of a step with the same ``src`` and ``dst``
-   form one message: a model charges one latency for it, and an executor sends it as one buffer.
-3. **Per-rank program order.** A rank starts its step-``s`` work once it has finished its own earlier
-   steps. A rank with nothing to do in a step does not wait for it: there are no global barriers.
+2. **One message per (step, src, dst, channel).** All transfers of a step with the same ``src``,
+   ``dst`` and channel form one message: a model charges one latency for it, and an executor sends
+   it as one buffer.
+3. **Per-rank, per-channel program order.** A rank starts its step-``s`` work on a channel once it
+   has finished its own earlier steps on that channel. A rank with nothing to do in a step does not
+   wait for it: there are no global barriers.
 4. Reading a slot that holds no data yet (an output slot not yet received, scratch never written)
    is an error, and so is reducing into one.
 5. A transfer's source and destination ranges hold the same amount of data (equal
    ``slot_units`` sums); ranks and slot ranges lie inside ``[0, nranks)`` and ``[0, nslots)``.
    :meth:`Schedule.check_step` enforces this for every consumer.
+6. **Channels are concurrency.** A transfer may name a **channel** ``c`` in ``[0, nchannels)``
+   (``Step.channel``; absent means channel 0). A rank drives its channels at once, each as its own
+   port with its own program order (rule 3): NCCL's channels, a torus chip's six links, NVLink
+   beside a NIC and MSCCL thread blocks are all this one mechanism, and models and executors read
+   it from here, never from an algorithm's name. The *meaning* of a schedule does not change (the
+   verifier still runs the steps in order); what channels add is a promise the verifier checks:
+   a ``(rank, slot)`` written on one channel is read or written on no other, so any interleaving
+   of the channels that keeps each channel's order computes the same result.
 
 A schedule is immutable (a frozen dataclass): :func:`dataclasses.replace` makes changed copies,
 which is how the combinators (:mod:`commsim.algorithms._combinators`) build new schedules.
@@ -80,15 +90,66 @@ def _as_index(a: Any, n: int, name: str) -> np.ndarray:
     return np.full(n, out, dtype=_I) if out.ndim == 0 else out
 
 
-class Step(NamedTuple):
-    """The transfers of one step, struct-of-arrays; all fields have one entry per transfer."""
+_zeros = np.zeros(1024, dtype=_I)
+_zeros.flags.writeable = False
 
+
+def _no_channel(n: int) -> np.ndarray:
+    """``n`` zeros (channel 0), a read-only view of one shared buffer: free to make."""
+    global _zeros
+    if n > len(_zeros):
+        _zeros = np.zeros(max(n, 2 * len(_zeros)), dtype=_I)
+        _zeros.flags.writeable = False
+    return _zeros[:n]
+
+
+class _StepFields(NamedTuple):
     src: np.ndarray
     dst: np.ndarray
     src_slot: np.ndarray
     dst_slot: np.ndarray
     count: np.ndarray
     reduce: np.ndarray
+    channel: np.ndarray
+
+
+class Step(_StepFields):
+    """The transfers of one step, struct-of-arrays; all fields have one entry per transfer.
+
+    ``channel`` (IR rule 6) may be left out: every transfer is then on channel 0.
+    """
+
+    __slots__ = ()
+
+    #: The fields every step file holds (``channel`` is written only when a schedule has several).
+    ARRAYS = ("src", "dst", "src_slot", "dst_slot", "count", "reduce")
+
+    def __new__(
+        cls,
+        src: np.ndarray,
+        dst: np.ndarray,
+        src_slot: np.ndarray,
+        dst_slot: np.ndarray,
+        count: np.ndarray,
+        reduce: np.ndarray,
+        channel: np.ndarray | None = None,
+    ) -> Step:
+        if channel is None:
+            channel = _no_channel(len(src))
+        return super().__new__(cls, src, dst, src_slot, dst_slot, count, reduce, channel)
+
+    @property
+    def nchannels(self) -> int:
+        """One more than the largest channel a transfer names (1 for none)."""
+        return int(self.channel.max()) + 1 if len(self.channel) else 1
+
+    def on_channel(self, channel: Any) -> Step:
+        """The same transfers on ``channel`` (a number, or one per transfer)."""
+        n = len(self.src)
+        ch = _as_index(channel, n, "channel")
+        if ch.shape != (n,):
+            raise ScheduleError(f"step field 'channel' has shape {ch.shape}, expected ({n},)")
+        return self._replace(channel=ch)
 
     @classmethod
     def make(
@@ -99,24 +160,30 @@ class Step(NamedTuple):
         dst_slot: Any,
         count: Any = 1,
         reduce: Any = False,
+        channel: Any = None,
     ) -> Step:
         """Build a step from arrays or scalars (scalars are broadcast to the transfer count)."""
-        arrays = [x for x in (src, dst, src_slot, dst_slot, count, reduce) if np.ndim(x) > 0]
+        arrays = [
+            x for x in (src, dst, src_slot, dst_slot, count, reduce, channel) if np.ndim(x) > 0
+        ]
         n = max((np.size(x) for x in arrays), default=1)
         names = cls._fields
-        fields = [_as_index(x, n, f) for f, x in zip(names, (src, dst, src_slot, dst_slot, count))]
+        fields = [
+            _as_index(x, n, f) for f, x in zip(names, (src, dst, src_slot, dst_slot, count))
+        ]
         red = np.asarray(reduce, dtype=bool)
         if red.ndim == 0:
             red = np.full(n, bool(red))
-        for name, f in zip(names, [*fields, red], strict=True):
+        for name, f in zip(cls.ARRAYS, [*fields, red], strict=True):
             if f.shape != (n,):
                 raise ScheduleError(f"step field {name!r} has shape {f.shape}, expected ({n},)")
-        return cls(*fields, red)
+        step = cls(*fields, red)
+        return step if channel is None else step.on_channel(channel)
 
     @classmethod
     def empty(cls) -> Step:
         z = np.zeros(0, dtype=_I)
-        return cls(z, z, z, z, z, np.zeros(0, dtype=bool))
+        return cls(z, z, z, z, z, np.zeros(0, dtype=bool), z)
 
     @classmethod
     def cat(cls, steps: Sequence[Step]) -> Step:
@@ -189,6 +256,8 @@ class Schedule:
         root: the root rank of broadcast and reduce (0 otherwise).
         ndata: how many leading slots are the collective's data buffer; the rest are scratch.
             Defaults to all slots.
+        nchannels: how many channels its transfers use (IR rule 6); each transfer's channel is
+            in ``[0, nchannels)``.
         algorithm: display name (the registry's algorithm name, or the file's).
         params: the algorithm's parameters, for display only.
         ntransfers_hint: total transfer count, when the builder knows it without iterating.
@@ -202,6 +271,7 @@ class Schedule:
     step_fn: Callable[[int], Step] = dataclasses.field(repr=False)
     root: int = 0
     ndata: int | None = None
+    nchannels: int = 1
     algorithm: str = "schedule"
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     ntransfers_hint: int | None = None
@@ -227,6 +297,7 @@ class Schedule:
         set_("root", root)
         set_("ndata", ndata)
         set_("nsteps", _whole_number("nsteps", self.nsteps, 0))
+        set_("nchannels", _whole_number("nchannels", self.nchannels, 1))
         set_("params", dict(self.params))
 
     # -- construction -----------------------------------------------------------------------
@@ -347,6 +418,15 @@ class Schedule:
                 )
         if n == 0:
             return
+        if self.nchannels > 1 or st.channel.any():
+            bad = (st.channel < 0) | (st.channel >= self.nchannels)
+            if bad.any():
+                t = int(np.argmax(bad))
+                raise ScheduleError(
+                    f"step {i}: transfer {t}: channel {int(st.channel[t])} out of range "
+                    f"[0, {self.nchannels})",
+                    step=i,
+                )
         p, S = self.nranks, self.nslots
         c = st.count
         if (  # fast path: everything in range (reductions only; the culprit is found below)
@@ -421,9 +501,13 @@ class Schedule:
         h.update(repr(head).encode())
         h.update(self.slot_units.tobytes())
         for st in self.steps():
-            order = np.lexsort((st.reduce, st.count, st.dst_slot, st.src_slot, st.dst, st.src))
+            ch = st.channel
+            order = np.lexsort((st.reduce, st.count, st.dst_slot, st.src_slot, st.dst, st.src, ch))
             h.update(np.int64(len(order)).tobytes())
-            for f in st:
+            cols = [getattr(st, f) for f in Step.ARRAYS]
+            if ch.any():  # single-channel schedules keep the fingerprint they always had
+                cols.append(ch)
+            for f in cols:
                 h.update(np.ascontiguousarray(np.asarray(f)[order], dtype=np.int64).tobytes())
         return h.hexdigest()
 
@@ -436,6 +520,7 @@ class Schedule:
             "nranks": self.nranks,
             "nslots": self.nslots,
             "ndata": self.ndata,
+            "nchannels": self.nchannels,
             "nsteps": self.nsteps,
             "ntransfers": self.ntransfers,
             "params": self.params,

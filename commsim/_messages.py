@@ -1,8 +1,12 @@
 """From transfers to messages to matchings: the one decomposition every consumer shares.
 
-* :func:`messages` groups a step's transfers by ``(src, dst)`` (the IR's "one message per
-  ``(step, src, dst)``" rule) and sums their data units; local transfers (``src == dst``) are kept
-  apart, since they are memory operations, not messages.
+* :func:`messages` groups a step's transfers by ``(src, dst, channel)`` (the IR's "one message
+  per ``(step, src, dst, channel)``" rule) and sums their data units; local transfers
+  (``src == dst``) are kept apart, since they are memory operations, not messages.
+* :func:`port_ranks` names the **port** each message leaves and enters by (IR rule 6): with ``k``
+  ports per rank, channel ``c`` of rank ``r`` is the virtual rank ``r·k + c mod k``. A model with
+  ``k`` ports keeps one clock per virtual rank, so a rank's channels progress independently and
+  its messages on different ports are in flight together; ``k = 1`` is the single-port machine.
 * :func:`matchings` splits a step's messages into rounds in which every rank sends at most one
   and receives at most one message. The cost models charge each rank's messages in that order,
   the JAX backend issues one ``ppermute`` per round, and the MPI backend one ``sendrecv`` per
@@ -11,7 +15,8 @@
   transfers, and the message rounds from :func:`matchings`.
 
 Rounds are built from **shift classes**: messages with the same ``(dst - src) mod p`` never share
-a sender or a receiver, so each class is a matching. Classes are taken in increasing shift and
+a sender or a receiver, so each class is a matching (two messages of one pair, on two channels
+that share a port, go to the class's first and second occurrence: two classes). Classes are taken in increasing shift and
 merged into an earlier round when their senders and receivers are disjoint from it (a butterfly
 exchange ``r <-> r xor 2^k`` is two shift classes but one round). Only the last
 ``MERGE_WINDOW`` rounds are tried, which keeps the split ``O(classes)`` for many-to-one steps.
@@ -26,7 +31,15 @@ import numpy as np
 
 from commsim._ir import Schedule, Step
 
-__all__ = ["MERGE_WINDOW", "Grouping", "Messages", "group", "matchings", "messages"]
+__all__ = [
+    "MERGE_WINDOW",
+    "Grouping",
+    "Messages",
+    "group",
+    "matchings",
+    "messages",
+    "port_ranks",
+]
 
 MERGE_WINDOW = 8
 
@@ -39,7 +52,10 @@ class Messages(NamedTuple):
         units: data units per message (all its transfers).
         reduce_units: units of its transfers that reduce at the receiver.
         local_rank, local_reduce_units: ranks with local reducing transfers, and their units.
-        unique_ports: every rank sends at most one and receives at most one message.
+        unique_ports: every rank sends at most one and receives at most one message (on any
+            channel), so the step is one round whatever the port count.
+        channel: the channel per message.
+        local_channel: the channel of each ``local_rank`` entry.
     """
 
     src: np.ndarray
@@ -49,6 +65,8 @@ class Messages(NamedTuple):
     local_rank: np.ndarray
     local_reduce_units: np.ndarray
     unique_ports: bool
+    channel: np.ndarray
+    local_channel: np.ndarray
 
 
 def _max_count(a: np.ndarray) -> int:
@@ -64,7 +82,7 @@ def _runs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def messages(step: Step, schedule: Schedule) -> Messages:
     """Group ``step``'s transfers into messages, with their sizes in slot units."""
-    src, dst = step.src, step.dst
+    src, dst, chan = step.src, step.dst, step.channel
     if schedule.uniform_slots and (step.count == 1).all():
         units = np.full(len(src), schedule.slot_units[0], dtype=np.int64)
     else:
@@ -75,21 +93,45 @@ def messages(step: Step, schedule: Schedule) -> Messages:
         lr = src[local]
         lred = red_units[local]
         keep = lred > 0
-        local_rank, local_red = lr[keep], lred[keep]
+        local_rank, local_red, local_chan = lr[keep], lred[keep], chan[local][keep]
         remote = ~local
         src, dst, units, red_units = src[remote], dst[remote], units[remote], red_units[remote]
+        chan = chan[remote]
     else:
-        local_rank = local_red = np.zeros(0, dtype=np.int64)
+        local_rank = local_red = local_chan = np.zeros(0, dtype=np.int64)
     p = schedule.nranks
     if _max_count(src) <= 1:  # one transfer per sender: transfers are the messages
         unique = _max_count(dst) <= 1
-        return Messages(src, dst, units, red_units, local_rank, local_red, unique)
-    order, starts = _runs(src * p + dst)
-    msrc, mdst = src[order][starts], dst[order][starts]
+        return Messages(src, dst, units, red_units, local_rank, local_red, unique, chan, local_chan)
+    key = src * p + dst
+    if chan.any():
+        key = key + chan * (p * p)
+    order, starts = _runs(key)
+    msrc, mdst, mchan = src[order][starts], dst[order][starts], chan[order][starts]
     munits = np.add.reduceat(units[order], starts)
     mred = np.add.reduceat(red_units[order], starts)
     unique = _max_count(msrc) <= 1 and _max_count(mdst) <= 1
-    return Messages(msrc, mdst, munits, mred, local_rank, local_red, unique)
+    return Messages(
+        msrc, mdst, munits, mred, local_rank, local_red, unique, mchan, local_chan
+    )
+
+
+def port_ranks(msg: Messages, ports: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each message's sending and receiving port as a virtual rank ``rank·ports + channel mod
+    ports`` (``ports = 1``: the ranks themselves).
+
+    Examples:
+        >>> import numpy as np
+        >>> z = np.zeros(0, dtype=int)
+        >>> m = Messages(np.array([0, 0]), np.array([1, 1]), np.ones(2), np.zeros(2),
+        ...              z, z, False, np.array([0, 1]), z)
+        >>> [v.tolist() for v in port_ranks(m, 2)]  # rank 0's two channels leave by two ports
+        [[0, 1], [2, 3]]
+    """
+    if ports == 1:
+        return msg.src, msg.dst
+    port = msg.channel % ports
+    return msg.src * ports + port, msg.dst * ports + port
 
 
 class Grouping(NamedTuple):
@@ -98,7 +140,8 @@ class Grouping(NamedTuple):
     Attributes:
         src, dst: sender and receiver per message, messages in ``(src, dst)`` order (as in
             :func:`messages`' general case).
-        transfers: per message, the indices of its transfers, in their order in the step.
+        transfers: per message, the indices of its transfers, in their order in the step (one
+            message per ``(src, dst, channel)``).
         rounds: :func:`matchings` of the messages: per round, the indices of its messages.
         local: indices of the local transfers (``src == dst``), in their order in the step.
     """
@@ -110,8 +153,11 @@ class Grouping(NamedTuple):
     local: np.ndarray
 
 
-def group(src: np.ndarray, dst: np.ndarray, nranks: int) -> Grouping:
-    """Group transfers ``(src[i], dst[i])`` into messages by ``(src, dst)`` and split the rounds.
+def group(
+    src: np.ndarray, dst: np.ndarray, nranks: int, channel: np.ndarray | None = None
+) -> Grouping:
+    """Group transfers ``(src[i], dst[i])`` into messages by ``(src, dst, channel)`` and split
+    the rounds (each a matching of ranks, whatever the channels).
 
     Examples:
         >>> import numpy as np
@@ -124,7 +170,10 @@ def group(src: np.ndarray, dst: np.ndarray, nranks: int) -> Grouping:
     if not len(remote):
         none = np.zeros(0, dtype=np.int64)
         return Grouping(none, none, [], [], local)
-    order, starts = _runs(src[remote] * nranks + dst[remote])
+    key = src[remote] * nranks + dst[remote]
+    if channel is not None and channel.any():
+        key = key + channel[remote] * (nranks * nranks)
+    order, starts = _runs(key)
     idx = remote[order]
     msrc, mdst = src[idx[starts]], dst[idx[starts]]
     transfers = np.split(idx, starts[1:])
@@ -132,9 +181,10 @@ def group(src: np.ndarray, dst: np.ndarray, nranks: int) -> Grouping:
 
 
 def matchings(src: np.ndarray, dst: np.ndarray, nranks: int) -> list[np.ndarray]:
-    """Split messages ``(src[i], dst[i])`` (pairs distinct) into rounds of index arrays.
+    """Split messages ``(src[i], dst[i])`` into rounds of index arrays.
 
-    In each round every rank sends at most one and receives at most one message.
+    In each round every rank sends at most one and receives at most one message. A pair may
+    repeat (one message per channel): its ``j``-th occurrence goes to its shift's ``j``-th class.
 
     Examples:
         >>> import numpy as np
@@ -150,6 +200,7 @@ def matchings(src: np.ndarray, dst: np.ndarray, nranks: int) -> list[np.ndarray]
     if _max_count(src) <= 1 and _max_count(dst) <= 1:
         return [np.arange(n)]
     shift = (dst - src) % nranks
+    shift = _occurrence_classes(src, shift, nranks)
     order = np.argsort(shift, kind="stable")
     sshift = shift[order]
     bounds = np.flatnonzero(np.concatenate([[True], sshift[1:] != sshift[:-1], [True]]))
@@ -176,3 +227,19 @@ def matchings(src: np.ndarray, dst: np.ndarray, nranks: int) -> list[np.ndarray]
             rounds.append([group])
             used.append((send_used, recv_used))
     return [np.sort(np.concatenate(r)) for r in rounds]
+
+
+def _occurrence_classes(src: np.ndarray, shift: np.ndarray, nranks: int) -> np.ndarray:
+    """``shift`` where every ``(src, shift)`` pair is distinct; else ``shift + j·nranks`` for a
+    pair's ``j``-th occurrence (repeats of a pair go to separate classes, in order)."""
+    key = shift * nranks + src
+    order = np.argsort(key, kind="stable")
+    skey = key[order]
+    dup = skey[1:] == skey[:-1]
+    if not dup.any():
+        return shift
+    starts = np.flatnonzero(np.concatenate([[True], ~dup]))
+    run_start = np.repeat(starts, np.diff(np.concatenate([starts, [len(key)]])))
+    occurrence = np.empty(len(key), dtype=np.int64)
+    occurrence[order] = np.arange(len(key)) - run_start
+    return shift + occurrence * nranks

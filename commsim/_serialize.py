@@ -23,10 +23,15 @@ JSON layout (``version`` 2; version 1 files, which said ``"name"`` for ``"algori
                 "dst_slot": [...],
                 "count": [...],
                 "reduce": [...],
+                "channel": [...],  # only in schedules with several channels
             },
             ...,
         ],
     }
+
+``nchannels`` (IR rule 6) is written, and each step's ``channel`` field, only when the schedule
+has more than one channel: single-channel files are byte-identical to those of earlier versions,
+and a file without them loads as one channel.
 
 The NPZ form holds the same metadata as a JSON string (``meta``) plus each transfer field
 concatenated over all steps and ``step_ptr`` (step ``i`` is ``[step_ptr[i], step_ptr[i+1])``).
@@ -83,6 +88,7 @@ def _meta(schedule: Schedule) -> dict[str, Any]:
         "nranks": schedule.nranks,
         "slot_units": schedule.slot_units.tolist(),
         "ndata": schedule.ndata,
+        **({"nchannels": schedule.nchannels} if schedule.nchannels > 1 else {}),
         "params": {k: v if isinstance(v, (int, float, str, bool)) else str(v)
                    for k, v in schedule.params.items()},
     }  # fmt: skip
@@ -91,8 +97,16 @@ def _meta(schedule: Schedule) -> dict[str, Any]:
 def to_dict(schedule: Schedule) -> dict[str, Any]:
     """The JSON-ready form of a schedule (materializes every step)."""
     out = _meta(schedule)
-    out["steps"] = [{f: getattr(st, f).tolist() for f in Step._fields} for st in schedule.steps()]
+    fields = _fields(schedule)
+    out["steps"] = [{f: getattr(st, f).tolist() for f in fields}
+                    for st in schedule.steps()]  # fmt: skip
     return out
+
+
+def _fields(schedule: Schedule) -> tuple[str, ...]:
+    """The transfer fields a file of ``schedule`` holds (``channel`` only with several)."""
+    return (*Step.ARRAYS, "channel") if schedule.nchannels > 1 else Step.ARRAYS
+
 
 
 def to_json(schedule: Schedule) -> str:
@@ -105,8 +119,9 @@ def to_npz(schedule: Schedule, path: str | os.PathLike[str]) -> Path:
     path = Path(path)
     steps = list(schedule.steps())
     ptr = np.cumsum([0] + [st.ntransfers for st in steps])
-    cols = {f: np.concatenate([getattr(st, f) for st in steps]) if steps else np.zeros(0)
-            for f in Step._fields}  # fmt: skip
+    fields = _fields(schedule)
+    cols = {f: np.concatenate([getattr(st, f) for st in steps])
+            if steps else np.zeros(0) for f in fields}  # fmt: skip
     with path.open("wb") as f:  # a file object: numpy appends no .npz to the name
         np.savez_compressed(f, meta=json.dumps(_meta(schedule)), step_ptr=ptr, **cols)
     return path
@@ -120,7 +135,7 @@ def _memory_limit() -> int:
         return 4 * 2**30
 
 
-_NPZ_ARRAYS = ("meta", "step_ptr", *Step._fields)
+_NPZ_ARRAYS = ("meta", "step_ptr", *Step.ARRAYS)  # and "channel" when the file has it
 # what a damaged or foreign archive raises from zipfile, zlib and numpy's .npy reader
 _ARCHIVE_ERRORS = (
     OSError,
@@ -154,7 +169,8 @@ def _check_archive(path: Path) -> None:
                     f"{format_size(_memory_limit())} allowed (half of this machine's memory)"
                 )
             shapes = {}
-            for name in _NPZ_ARRAYS:
+            optional = ("channel",) if "channel.npy" in members else ()
+            for name in (*_NPZ_ARRAYS, *optional):
                 info = members.get(f"{name}.npy")
                 if info is None:
                     raise ScheduleError(f"{path}: not a commsim NPZ schedule (no array {name!r})")
@@ -168,7 +184,9 @@ def _check_archive(path: Path) -> None:
                     )
                 with z.open(info) as f:
                     shapes[name] = _check_npy_header(f, info.file_size, f"{path}: array {name!r}")
-            lengths = {f: shapes[f][0] if len(shapes[f]) == 1 else -1 for f in Step._fields}
+            lengths = {
+                f: shapes[f][0] if len(shapes[f]) == 1 else -1 for f in (*Step.ARRAYS, *optional)
+            }
             if len(set(lengths.values())) != 1 or -1 in lengths.values():
                 raise ScheduleError(
                     f"{path}: the transfer fields must be 1-D arrays of one length, got {lengths}"
@@ -232,7 +250,8 @@ def from_npz(path: str | os.PathLike[str]) -> Schedule:
         with np.load(path, allow_pickle=False) as z:
             meta = json.loads(str(z["meta"]))
             ptr = z["step_ptr"]
-            cols = {f: z[f] for f in Step._fields}
+            fields = (*Step.ARRAYS, "channel") if "channel" in z.files else Step.ARRAYS
+            cols = {f: z[f] for f in fields}
     except _ARCHIVE_ERRORS as e:
         raise ScheduleError(f"{path}: not a commsim NPZ schedule ({e})") from None
     lengths = {f: len(c) if c.ndim == 1 else -1 for f, c in cols.items()}
@@ -241,7 +260,7 @@ def from_npz(path: str | os.PathLike[str]) -> Schedule:
             f"{path}: the transfer fields must be 1-D arrays of one length, got {lengths}"
         )
     ptr = _step_pointers(ptr, lengths["src"], str(path))
-    steps = [{f: cols[f][a:b] for f in Step._fields} for a, b in itertools.pairwise(ptr)]
+    steps = [{f: cols[f][a:b] for f in fields} for a, b in itertools.pairwise(ptr)]
     if not isinstance(meta, dict):
         raise ScheduleError(f"{path}: field 'meta' must hold a JSON object")
     return from_dict({**meta, "steps": steps}, source=str(path))
@@ -358,17 +377,20 @@ def _header(data: Any, source: str) -> dict[str, Any]:
         "root": _integer(data, "root", 0, 0, p - 1, source),
         "slot_units": units,
         "ndata": _integer(data, "ndata", len(units), 1, len(units), source),
+        "nchannels": _integer(data, "nchannels", 1, 1, 2**20, source),
         "algorithm": str(data.get("algorithm" if version > 1 else "name", Path(source).stem)),
         "params": params if isinstance(params, dict) else {},
     }
 
 
 def _step(raw: Any, where: str) -> Step:
-    """One step from its dict form: six equal-length fields, integers and booleans."""
+    """One step from its dict form: six equal-length fields, integers and booleans, and an
+    optional seventh (``channel``)."""
     if not isinstance(raw, dict):
-        raise ScheduleError(f"{where}: expected an object with fields {', '.join(Step._fields)}")
+        raise ScheduleError(f"{where}: expected an object with fields {', '.join(Step.ARRAYS)}")
+    ints = (*_INT_FIELDS, "channel") if "channel" in raw else _INT_FIELDS
     cols = {f: _int_array(_field(raw, f, (list, np.ndarray), where), f"{where}: field {f!r}")
-            for f in _INT_FIELDS}  # fmt: skip
+            for f in ints}  # fmt: skip
     red = _bool_array(_field(raw, "reduce", (list, np.ndarray), where), f"{where}: field 'reduce'")
     n = len(cols["src"])
     for f, col in [*cols.items(), ("reduce", red)]:

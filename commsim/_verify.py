@@ -5,7 +5,9 @@ Every rank's data slots start with independent random ``uint64`` values; a reduc
 missed, or a block delivered to the wrong slot all change the result (a false pass needs a
 ``2**-64`` coincidence). The same pass rejects structural faults: ranks or slots out of range,
 two writes to one ``(rank, slot)`` in a step (unless both reduce), and reads of, or reductions into,
-a slot that holds no data yet.
+a slot that holds no data yet. A schedule with several channels must also keep them independent
+(IR rule 6): a ``(rank, slot)`` written on one channel is read or written on no other
+(:class:`_ChannelOwners`), so every interleaving of its channels computes the one result checked.
 
 When the final state is wrong, the error names the first wrong ``(rank, slot)``, the step that
 last wrote it and, for reductions on small schedules, whose contribution is missing or counted
@@ -34,6 +36,7 @@ MEMORY_LIMIT = 12 * 2**30  # bytes of verifier state beyond which verify() refus
 _BYTES_PER_SLOT = 8 + 1 + 8
 _BYTES_PER_DATA_SLOT = 8 + 1 + 8 + 1 + 1
 _BYTES_PER_TRANSFER = 12 * 8
+_BYTES_PER_CHANNEL_SLOT = 8 + 1  # the channel check's owner and written flag, per slot
 
 
 def memory_estimate(schedule: Schedule) -> int:
@@ -45,9 +48,8 @@ def memory_estimate(schedule: Schedule) -> int:
     p = schedule.nranks
     step = schedule.max_step_transfers_hint
     per_step = (p if step is None else max(step, p)) * _BYTES_PER_TRANSFER
-    return (
-        p * (schedule.nslots * _BYTES_PER_SLOT + schedule.ndata * _BYTES_PER_DATA_SLOT) + per_step
-    )
+    per_slot = _BYTES_PER_SLOT + (_BYTES_PER_CHANNEL_SLOT if schedule.nchannels > 1 else 0)
+    return p * (schedule.nslots * per_slot + schedule.ndata * _BYTES_PER_DATA_SLOT) + per_step
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +180,62 @@ def _initial_state(
     return values, defined
 
 
+class _ChannelOwners:
+    """Which channel owns each ``(rank, slot)``: ``-1`` untouched, ``c`` touched by channel ``c``
+    only, ``-2`` read (never written) by several. A write needs the slot untouched or its own;
+    a read needs the slot unwritten or written by its own channel. ``O(moved slots)`` per step."""
+
+    def __init__(self, schedule: Schedule) -> None:
+        self.s = schedule
+        size = schedule.nranks * schedule.nslots
+        self.owner = np.full(size, -1, dtype=np.int64)
+        self.written = np.zeros(size, dtype=bool)
+
+    def _fail(self, i: int, key: int, ch: int, other: int, what: str) -> None:
+        r, sl = divmod(int(key), self.s.nslots)
+        others = "several other channels" if other == -2 else f"channel {other}"
+        raise ScheduleError(
+            f"{_where(self.s)}: step {i}: channel {ch} {what} rank {r} slot {sl}, which "
+            f"{others} also use{'' if other == -2 else 's'}: channels must work on separate "
+            f"data (IR rule 6: a slot written on one channel is touched by no other)",
+            step=i, rank=r, slot=sl,
+        )  # fmt: skip
+
+    def apply(self, st: Step, i: int) -> None:
+        if len(st.src) == 0:
+            return
+        n = len(st.count)
+        rep = np.repeat(np.arange(n), st.count) if (st.count != 1).any() else np.arange(n)
+        offs = np.arange(len(rep)) - (np.cumsum(st.count) - st.count)[rep]
+        S, ch = self.s.nslots, st.channel[rep]
+        reads = st.src[rep] * S + st.src_slot[rep] + offs
+        writes = st.dst[rep] * S + st.dst_slot[rep] + offs
+        red = st.reduce[rep]
+        keys = np.concatenate([reads, writes[red]])  # a reduction reads its destination too
+        kch = np.concatenate([ch, ch[red]])
+        owner, written = self.owner, self.written
+        prev = owner[keys]
+        bad = written[keys] & (prev != kch)
+        if bad.any():
+            e = int(np.argmax(bad))
+            self._fail(i, keys[e], int(kch[e]), int(prev[e]), "reads")
+        new = np.where((prev == -1) | (prev == kch), kch, -2)
+        owner[keys] = new
+        mixed = owner[keys] != new
+        owner[keys[mixed]] = -2
+        prev = owner[writes]
+        bad = (prev != -1) & (prev != ch)
+        if bad.any():
+            e = int(np.argmax(bad))
+            self._fail(i, writes[e], int(ch[e]), int(prev[e]), "writes")
+        owner[writes] = ch
+        mixed = owner[writes] != ch
+        if mixed.any():
+            e = int(np.argmax(mixed))
+            self._fail(i, writes[e], int(ch[e]), int(owner[writes[e]]), "writes")
+        written[writes] = True
+
+
 def _run_compiled(schedule: Schedule, values: np.ndarray, defined: np.ndarray) -> int:
     """Every step through the compiled kernel; a fault is worded by the numpy interpreter."""
     from commsim import _verify_kernel as kern
@@ -186,11 +244,14 @@ def _run_compiled(schedule: Schedule, values: np.ndarray, defined: np.ndarray) -
     it = _Interpreter(schedule, flat_values, flat_defined)
     stamp = kern.scratch(flat_values.size)
     buf = np.empty(0, dtype=np.uint64)
+    owners = _ChannelOwners(schedule) if schedule.nchannels > 1 else None
     ntransfers = 0
     for i, st in enumerate(schedule.steps()):
         if len(st.src) == 0:
             continue
         it._check_fields(st, i)  # ranges first: the kernel trusts them
+        if owners is not None:
+            owners.apply(st, i)
         moved = int(st.count.sum())
         if moved > len(buf):
             buf = np.empty(moved, dtype=np.uint64)

@@ -36,6 +36,7 @@ def lazy(
     ndata: int | None = None,
     ntransfers_hint: int | None = None,
     max_step_transfers_hint: int | None = None,
+    nchannels: int = 1,
 ) -> Schedule:
     """A schedule for root 0 of ``collective`` from its step function."""
     return Schedule(
@@ -49,6 +50,7 @@ def lazy(
         params=params or {},
         ntransfers_hint=ntransfers_hint,
         max_step_transfers_hint=max_step_transfers_hint,
+        nchannels=nchannels,
     )
 
 
@@ -89,6 +91,7 @@ def concat(
         nsteps=offsets[-1],
         step_fn=step_fn,
         ndata=parts[-1].ndata,
+        nchannels=max(s.nchannels for s in parts),
         algorithm=algorithm or "+".join(s.algorithm for s in parts),
         params=params if params is not None else {},
         ntransfers_hint=None if None in known else sum(known),  # type: ignore[arg-type]

@@ -99,11 +99,11 @@ def embed(
     slots shifted by ``offset[c]`` (or mapped ``s -> s * stride + offset[c]``)."""
     if len(step.src) == 0 or len(rank_map) == 0:
         return Step.empty()
-    src, dst, a, b, count, red = step
+    src, dst, a, b, count, red, ch = step
     if stride is not None and (count != 1).any():  # a range becomes single slots
         idx = np.repeat(np.arange(len(src)), count)
         within = np.arange(len(idx)) - np.repeat(np.cumsum(count) - count, count)
-        src, dst, red = src[idx], dst[idx], red[idx]
+        src, dst, red, ch = src[idx], dst[idx], red[idx], ch[idx]
         a, b = a[idx] + within, b[idx] + within
         count = np.ones(len(idx), dtype=np.int64)
     copies = len(rank_map)
@@ -119,4 +119,5 @@ def embed(
         pb.ravel(),
         np.tile(count, copies),
         np.tile(red, copies),
+        np.tile(ch, copies) if ch.any() else None,
     )

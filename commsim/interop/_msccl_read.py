@@ -374,7 +374,7 @@ class _Plan:
         steps, writers = [], []
         for i in sorted(by_step):
             trs = by_step[i]
-            cols = (np.array([getattr(tr, f) for tr in trs]) for f in Step._fields)
+            cols = (np.array([getattr(tr, f) for tr in trs]) for f in Step.ARRAYS)
             steps.append(Step.make(*cols))
             writers.append([(tr.op, tr.sender) for tr in trs])
         final = self._final_copy()

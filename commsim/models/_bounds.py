@@ -47,12 +47,17 @@ def lower_bound(
     gamma: float,
     *,
     ports: int = 1,
+    links: int = 1,
 ) -> Any:
     r"""The Chan et al. 2007 lower bound for ``collective`` on ``p`` ranks and ``n`` bytes.
 
     ``n`` may be an array of sizes (the result is then an array). With ``ports = k`` that share
     a rank's link, data reaches at most ``k + 1`` times as many ranks per latency, so the latency
-    term is :math:`\lceil\log_{k+1} p\rceil\alpha`; the β and γ terms are unchanged. Raises
+    term is :math:`\lceil\log_{k+1} p\rceil\alpha`; the β and γ terms are unchanged. With
+    ``links = L`` independent links per rank, each with its own β (the injection bound: every
+    byte a rank must send or receive goes through one of its ``L`` links), the β term is divided
+    by ``L`` and the latency term is :math:`\lceil\log_{L+1} p\rceil\alpha` (Bruck et al.
+    1997's k-port model); γ is unchanged, since every rank still reduces its share. Raises
     :class:`commsim.CommsimError` for an unknown collective, ``p < 1``, or a negative size or
     parameter.
 
@@ -74,6 +79,6 @@ def lower_bound(
     if p == 1:
         out = np.zeros_like(size)
     else:
-        lat = _rounds(p, ports) * alpha
-        out = lat + size * (sp.bound_beta(p) * beta + sp.bound_gamma(p) * gamma)
+        lat = _rounds(p, max(ports, links)) * alpha
+        out = lat + size * (sp.bound_beta(p) * beta / links + sp.bound_gamma(p) * gamma)
     return float(out) if out.ndim == 0 else out

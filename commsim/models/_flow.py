@@ -8,7 +8,9 @@ computations per round.
 When a message may start follows :class:`~commsim.models.Topology`'s rules: a rank takes part in
 its messages round after round (single port), and a message starts when both ends are ready,
 :math:`s = \max(c_q, c_r)`, where a rank's clock :math:`c` is the end of the last message that
-involved it in an earlier round (full duplex: a rank's send and receive of one round both start
+involved it in an earlier round on the same port (each channel of a schedule is a port of its
+own, IR rule 6: a rank's channels progress independently and their flows share its links; full
+duplex: a rank's send and receive of one round both start
 from its clock before the round, as in the static modes, even when one of them has to wait for
 its other end). Unlike the static modes, a message ends when its bytes are through at the rates it
 actually got, so a flow slowed by a neighbour speeds up when the neighbour finishes, and a
@@ -26,7 +28,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from commsim._messages import matchings, messages
+from commsim._messages import matchings, messages, port_ranks
 from commsim.errors import ResourceError
 from commsim.models._contention import bottleneck_link, path_latency
 from commsim.models._network_params import NetworkParams
@@ -253,6 +255,7 @@ class _FlowRun:
 
     def __init__(self, clock, step_time, usage_fn, notes, timeline_fn) -> None:
         self.clock, self.step_time, self._usage, self.notes = clock, step_time, usage_fn, notes
+        self.rank_clock = clock  # already one clock per rank (the latest of its ports)
         self._timeline = timeline_fn
 
     def usage(self, total: np.ndarray) -> NetworkUsage:
@@ -269,7 +272,10 @@ def simulate(
     past ``max_messages`` messages, :data:`MAX_FLOW_MESSAGES` by default). ``params`` are the
     topology model's (:class:`~commsim.models._network_params.NetworkParams`)."""
     limit = MAX_FLOW_MESSAGES if max_messages is None else min(max_messages, MAX_FLOW_MESSAGES)
-    p, net = schedule.nranks, params.network
+    p0, net = schedule.nranks, params.network
+    K = schedule.nchannels  # one port per channel: virtual rank r·K + c (port_ranks)
+    p = p0 * K
+    hosts = np.repeat(hosts, K)
     cols = {k: [] for k in ("src", "dst", "rnd", "units", "red", "step", "local")}
     nround = 0
     total = 0
@@ -278,6 +284,8 @@ def simulate(
             continue
         schedule.check_step(st, i)
         msg = messages(st, schedule)
+        vsrc, vdst = port_ranks(msg, K)
+        msg = msg._replace(src=vsrc, dst=vdst, local_rank=msg.local_rank * K + msg.local_channel)
         rounds = [np.arange(len(msg.src))] if msg.unique_ports else matchings(msg.src, msg.dst, p)
         for idx in rounds:
             _append(
@@ -326,7 +334,7 @@ def simulate(
     links = r_links  # remote items keep their order, local ones add nothing
     lat = np.zeros(n)
     lat[remote] = path_latency(r_ptr, r_links, net.latency) + params.overhead
-    slow = params.slow_factors(p)
+    slow = np.repeat(params.slow_factors(p0), K)
     f = np.maximum(slow[src], slow[dst])
     # per-rank sequences, in round order
     ranks = np.concatenate([src, dst[~is_local]])
@@ -342,7 +350,7 @@ def simulate(
     parts = np.zeros((nparts, len(sizes)))
     clock = np.zeros((p, len(sizes)))
     step_time = np.zeros((schedule.nsteps, len(sizes)))
-    init = params.initial_clock(p, 1)[:, 0]
+    init = np.repeat(params.initial_clock(p0, 1)[:, 0], K)
     last = None
     red_net_last = np.zeros(n)
     for k in range(len(sizes)):
@@ -364,6 +372,7 @@ def simulate(
             step_time[:, k] = np.maximum.accumulate(np.maximum(per_step, init.max()))
         last = (start, end, pred)
         red_net_last = red_net
+    rank_src, rank_dst = src // K, dst // K  # what the critical path and timeline name
 
     def usage(total_time: np.ndarray) -> NetworkUsage:
         link_units = np.bincount(links, np.repeat(a["units"], lengths), minlength=net.nlinks)
@@ -386,7 +395,7 @@ def simulate(
                     np.concatenate([[0], np.cumsum(indptr[idx + 1] - indptr[idx])]),
                     np.concatenate([links[indptr[m] : indptr[m + 1]] for m in idx]),
                 )
-                columns = (step, src, dst, start, end, lat)
+                columns = (step, rank_src, rank_dst, start, end, lat)
                 cp = CriticalPath.of_chain(idx, columns, kinds, float(total_time[-1]))
         return NetworkUsage.of_links(net, link_units, per_unit, total_time, parts, cp)
 
@@ -401,11 +410,12 @@ def simulate(
             else np.zeros(0, np.int64)
         )
         return Timeline(
-            step[keep], src[keep], dst[keep], start[keep], end[keep], red_end[keep],
+            step[keep], rank_src[keep], rank_dst[keep], start[keep], end[keep], red_end[keep],
             np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), links[sel], net,
         )  # fmt: skip
 
-    return _FlowRun(clock, step_time, usage, (), timeline)
+    rank_clock = clock.reshape(p0, K, len(sizes)).max(axis=1)
+    return _FlowRun(rank_clock, step_time, usage, (), timeline)
 
 
 def _chain_parts(clock, src, dst, start, end, pred, lat, cls, is_local, nparts) -> np.ndarray:

@@ -18,7 +18,14 @@ from commsim import units
 from commsim._ir import Schedule
 from commsim.errors import ParameterError
 
-__all__ = ["as_inverse_bandwidth", "as_ports", "as_schedule", "as_sizes", "as_time"]
+__all__ = [
+    "as_inverse_bandwidth",
+    "as_links",
+    "as_ports",
+    "as_schedule",
+    "as_sizes",
+    "as_time",
+]
 
 
 def as_schedule(schedule: Any) -> Schedule:
@@ -106,4 +113,15 @@ def as_ports(ports: Any) -> int | str:
     raise ParameterError(
         f"ports must be 'single', 'multi' or a port count >= 1 (k ports share the rank's link), "
         f"got {ports!r}"
+    )
+
+
+def as_links(links: Any) -> int:
+    """Independent links per rank: an integer ``>= 1`` (or its digits as a string)."""
+    if isinstance(links, str) and links.isascii() and links.isdigit() and len(links) <= 18:
+        links = int(links)
+    if isinstance(links, numbers.Integral) and not isinstance(links, bool) and links >= 1:
+        return int(links)
+    raise ParameterError(
+        f"links must be a count of independent links per rank >= 1, got {links!r}"
     )

@@ -31,7 +31,14 @@ How a schedule is timed (the IR's semantics made quantitative):
   its latency term becomes :math:`\lceil \log_{k+1} p \rceil \alpha`
   (:meth:`Hockney.lower_bound`). With ``k = 1`` this is the single-port rule exactly.
 
-The completion time is the largest final clock. Under these rules the textbook algorithms
+* **Independent links** (``links=L``, IR rule 6): a rank has ``L`` links, each with its own β;
+  a schedule's channel ``c`` runs on link ``c mod L``, with its own clock (one per rank and link),
+  so channels on different links progress independently and their messages are in flight at
+  once. Channels that share a link take turns on it, in step order. ``L = 1`` (the default) is
+  the single-link machine, whatever the schedule's channels. The bound becomes the injection
+  bound :math:`\lceil \log_{L+1} p \rceil \alpha + f_\beta(p)\,n\beta/L + f_\gamma(p)\,n\gamma`.
+
+The completion time is the largest final clock (a rank's, over its links). Under these rules the textbook algorithms
 reproduce their published closed forms exactly (each factory's docstring states its own).
 
 Cost of the model itself: one pass over the steps, ``O(messages · sizes)`` array work per step, so
@@ -51,11 +58,12 @@ import numpy as np
 
 from commsim import units
 from commsim._ir import Schedule, Step
-from commsim._messages import matchings, messages
+from commsim._messages import matchings, messages, port_ranks
 from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
 from commsim.models._inputs import (
     as_inverse_bandwidth,
+    as_links,
     as_ports,
     as_schedule,
     as_sizes,
@@ -83,6 +91,8 @@ class Hockney:
         ports: ``1`` or ``"single"`` (one send and one receive at a time, full duplex), ``k > 1``
             (k at a time, sharing the rank's link), or ``"multi"`` (every message of a step at
             once, sharing the link).
+        links: independent links per rank, each with its own β: channel ``c`` of a schedule
+            runs on link ``c mod links`` (``1``: one link, the textbook machine).
         message: a measured message time (:class:`commsim.profiles.PiecewiseLinear`) that
             replaces ``alpha`` and ``beta``; they become its smallest α and β (the lower bound's).
         source: where ``message`` came from, for :meth:`describe` (a profile's file).
@@ -96,7 +106,6 @@ class Hockney:
     """
 
     name = "hockney"
-    bound_name = "Chan et al. 2007 lower bound"
 
     def __init__(
         self,
@@ -105,6 +114,7 @@ class Hockney:
         gamma: float = 1 / 100e9,
         ports: int | str = "single",
         *,
+        links: int = 1,
         message: PiecewiseLinear | None = None,
         source: str = "",
     ) -> None:
@@ -112,6 +122,11 @@ class Hockney:
         self.beta = as_inverse_bandwidth("beta", beta)
         self.gamma = as_inverse_bandwidth("gamma", gamma)
         self.ports = as_ports(ports)
+        self.links = as_links(links)
+        if self.links > 1 and self.ports != "single":
+            raise ParameterError(
+                "give ports (k ports sharing one link) or links (independent links), not both"
+            )
         self.message, self.source = message, source
         if message is not None:
             if not isinstance(message, PiecewiseLinear):
@@ -121,12 +136,16 @@ class Hockney:
             self.alpha, self.beta = message.alpha_min, message.beta_min
 
     @classmethod
-    def from_profile(cls, profile: Profile, *, ports: int | str = "single") -> Hockney:
+    def from_profile(
+        cls, profile: Profile, *, ports: int | str = "single", links: int = 1
+    ) -> Hockney:
         """The model of a measured transport: the profile's message curve
         (:meth:`commsim.profiles.Profile.message_curve`) and its γ."""
         curve = profile.message_curve()
         src = f"{profile.source or 'profile'} {curve.kind} curve"
-        return cls(gamma=profile.gamma, ports=ports, message=curve.fit, source=src)
+        return cls(
+            gamma=profile.gamma, ports=ports, links=links, message=curve.fit, source=src
+        )
 
     @property
     def piecewise(self) -> PiecewiseLinear | None:
@@ -134,11 +153,15 @@ class Hockney:
         return self.message if self.message is not None and len(self.message.pieces) > 1 else None
 
     def __repr__(self) -> str:
+        links = f", links={self.links}" if self.links > 1 else ""
         if self.message is not None:
-            return f"Hockney(message={self.message!r}, gamma={self.gamma:g}, ports={self.ports!r})"
+            return (
+                f"Hockney(message={self.message!r}, gamma={self.gamma:g}, ports={self.ports!r}"
+                f"{links})"
+            )
         return (
             f"Hockney(alpha={self.alpha:g}, beta={self.beta:g}, gamma={self.gamma:g}, "
-            f"ports={self.ports!r})"
+            f"ports={self.ports!r}{links})"
         )
 
     def describe(self) -> str:
@@ -148,6 +171,8 @@ class Hockney:
             return "0s/B" if x == 0 else f"1/({units.format_bandwidth(1 / x)})"
 
         port = f"{self.ports}-port" + (" (shared link)" if self.ports not in ("single", 1) else "")
+        if self.links > 1:
+            port = f"{self.links} independent links"
         if self.message is not None:
             n = len(self.message.pieces)
             return (
@@ -167,14 +192,24 @@ class Hockney:
             "beta_s_per_byte": self.beta,
             "gamma_s_per_byte": self.gamma,
             "ports": self.ports,
+            "links": self.links,
             **({"message": self.message.to_dict(), "source": self.source} if self.message else {}),
         }
 
     def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
-        """Chan et al. 2007's bound with this model's α, β, γ (:func:`commsim.models.lower_bound`)."""
+        """Chan et al. 2007's bound with this model's α, β, γ (:func:`commsim.models.lower_bound`);
+        with several links, the injection bound (every link of a rank busy)."""
         return lower_bound(
-            collective, nranks, nbytes, self.alpha, self.beta, self.gamma, ports=self._k(nranks)
-        )
+            collective, nranks, nbytes, self.alpha, self.beta, self.gamma,
+            ports=self._k(nranks), links=self.links,
+        )  # fmt: skip
+
+    @property
+    def bound_name(self) -> str:  # type: ignore[override]
+        """The bound :meth:`lower_bound` computes, for table headers."""
+        if self.links > 1:
+            return f"injection bound ({self.links} links per rank)"
+        return "Chan et al. 2007 lower bound"
 
     def _k(self, nranks: int) -> int:
         """Ports per rank: 1 for single-port, every peer for ``"multi"``."""
@@ -189,7 +224,7 @@ class Hockney:
         sizes, scalar = as_sizes(nbytes)
         clocks = self._run(schedule, sizes)
         return Prediction.from_clocks(
-            schedule, sizes, scalar, clocks.clock, clocks.step_time, model=self
+            schedule, sizes, scalar, clocks.rank_clock(), clocks.step_time, model=self
         )
 
     def timeline(
@@ -214,10 +249,10 @@ class Hockney:
         sizes, _ = as_sizes(nbytes)
         if len(sizes) != 1:
             raise ParameterError("a timeline is for one message size")
-        if self._k(schedule.nranks) != 1:
+        if self._k(schedule.nranks) != 1 or self.links > 1:
             raise ParameterError(
-                f"a timeline needs a single-port Hockney model, not ports={self.ports!r} "
-                "(k ports overlap a rank's messages)"
+                f"a timeline needs a single-port, single-link Hockney model, not "
+                f"ports={self.ports!r}, links={self.links} (they overlap a rank's messages)"
             )
         recorder = Recorder(max_messages)
         self._run(schedule, sizes, recorder)
@@ -248,7 +283,10 @@ class _Clocks:
         sizes: np.ndarray,
         recorder: Recorder | None = None,
     ) -> None:
-        p, nsizes = schedule.nranks, len(sizes)
+        nsizes = len(sizes)
+        # one clock per (rank, link): virtual rank r·L + c mod L (commsim._messages.port_ranks)
+        self.links = min(model.links, schedule.nchannels)
+        p = schedule.nranks * self.links
         per_unit = sizes / schedule.nbytes_units  # bytes per slot unit, one per size
         self.model, self.schedule, self.p = model, schedule, p
         self.alpha, self.ports = model.alpha, model._k(p)
@@ -270,13 +308,29 @@ class _Clocks:
         self.kernels = _kernels
         self.recorder, self.i = recorder, 0
 
+    def rank_clock(self) -> np.ndarray:
+        """``[p, sizes]``: each rank's clock, the latest of its links'."""
+        if self.links == 1:
+            return self.clock
+        return self.clock.reshape(self.schedule.nranks, self.links, -1).max(axis=1)
+
     def step(self, i: int, st: Step) -> None:
         self.i = i
         fast = self.ports == 1 and self.piecewise is None and self.recorder is None
-        if len(st.src) and not (fast and self._fast(i, st)):
+        if len(st.src) and not (fast and self._fast(i, self._on_links(i, st))):
             self.schedule.check_step(st, i)  # the general path: a malformed step is named here
             self._general(st)
         self.step_time[i] = self.last
+
+    def _on_links(self, i: int, st: Step) -> Step:
+        """``st`` with each rank renamed to its virtual rank ``r·L + c mod L``."""
+        if self.links == 1:
+            return st
+        ch = st.channel
+        if len(ch) and (ch.min() < 0 or ch.max() >= self.schedule.nchannels):
+            self.schedule.check_step(st, i)  # names the transfer with a bad channel
+        port = ch % self.links
+        return st._replace(src=st.src * self.links + port, dst=st.dst * self.links + port)
 
     def _fast(self, i: int, st: Step) -> bool:
         """The compiled single-port step; ``False`` when its messages need the general path."""
@@ -298,6 +352,8 @@ class _Clocks:
     def _general(self, st: Step) -> None:
         """Messages, their rounds (k at a time with k ports), local reductions, the step's end."""
         msg = messages(st, self.schedule)
+        vsrc, vdst = port_ranks(msg, self.links)
+        msg = msg._replace(src=vsrc, dst=vdst)
         every = [np.arange(len(msg.src))]
         rounds = every if msg.unique_ports else matchings(msg.src, msg.dst, self.p)
         for j in range(0, len(rounds), self.ports):
@@ -308,6 +364,8 @@ class _Clocks:
             else:
                 self._shared_round(msg, np.concatenate(rounds[j : j + self.ports]))
         if len(msg.local_rank):
+            local = msg.local_rank * self.links + msg.local_channel % self.links
+            msg = msg._replace(local_rank=local)
             red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=self.p)
             before = self.clock.copy() if self.recorder is not None else None
             self.clock += np.multiply.outer(red, self.gw)

@@ -7,10 +7,13 @@ flow-level simulation, :mod:`commsim.models._flow`). Everything else follows
 (one non-blocking switch, ``contention="none"``):
 
 * ranks sit on hosts (``placement``, :func:`commsim.topology.place`), one rank per host;
-* each step's messages (one per ``(step, src, dst)``) run in rounds in which a rank sends one and
-  receives one message (single port, full duplex; :func:`commsim._messages.matchings`); the
-  messages of one round are in flight together and share links;
-* per-rank clocks and rendezvous: a message :math:`q \to r` starts at
+* each step's messages (one per ``(step, src, dst, channel)``) run in rounds in which a port
+  sends one and receives one message (full duplex; :func:`commsim._messages.matchings`); every
+  channel of a schedule is a port of its own with its own clock (IR rule 6,
+  :func:`commsim._messages.port_ranks`), so a rank's channels progress independently; the
+  messages of one round, on every port of every rank, are in flight together and share links
+  (a host's own links too: a torus chip's six, NVLink beside a NIC);
+* per-port clocks and rendezvous: a message :math:`q \to r` starts at
   :math:`s = \max(c_q, c_r)` and ends at :math:`e = s + L_m + b / R_m`, where :math:`L_m` is the
   sum of its links' latencies (plus ``overhead``) and :math:`R_m` its rate; then
   :math:`c_q \leftarrow \max(c_q, e)`, :math:`c_r \leftarrow \max(c_r, e + b_\text{red}\gamma)`.
@@ -40,7 +43,7 @@ import numpy as np
 
 from commsim import units
 from commsim._ir import Schedule, Step
-from commsim._messages import matchings, messages
+from commsim._messages import matchings, messages, port_ranks
 from commsim.errors import ParameterError, ResourceError
 from commsim.models import _topology_kernels
 from commsim.models._bounds import lower_bound
@@ -203,7 +206,7 @@ class Topology:
         sizes, scalar = as_sizes(nbytes)
         run = self._run(schedule, sizes)
         return Prediction.from_clocks(
-            schedule, sizes, scalar, run.clock, run.step_time, model=self, notes=run.notes,
+            schedule, sizes, scalar, run.rank_clock, run.step_time, model=self, notes=run.notes,
             network=run.usage,
         )  # fmt: skip
 
@@ -324,17 +327,20 @@ class _Run:
         *,
         max_messages: int | None = None,
     ) -> None:
-        p, ns = schedule.nranks, len(sizes)
+        ns, K = len(sizes), schedule.nchannels
+        p = schedule.nranks * K  # one clock per port: virtual rank r·K + channel (port_ranks)
+        self.K = K
+        hosts = np.repeat(hosts, K) if K > 1 else hosts
         self.model, self.schedule, self.hosts, self.p = model, schedule, hosts, p
         self.per_unit = sizes / schedule.nbytes_units
         self.gw = model.gamma * self.per_unit
         params = model._params
-        self.clock = params.initial_clock(p, ns)
+        self.clock = np.repeat(params.initial_clock(schedule.nranks, ns), K, axis=0)
         ncomp = _topology_kernels.TRANSFER + len(model.network.kinds)
         self.comp = np.zeros((p, ncomp, ns))
         self.comp[:, _topology_kernels.OTHER, :] = self.clock  # start skew
         self.mcomp = np.empty((max(p, 1), ncomp, ns))
-        self.slow = params.slow_factors(p)
+        self.slow = np.repeat(params.slow_factors(schedule.nranks), K)
         self.step_time = np.zeros((schedule.nsteps, ns))
         self.last = self.clock.max(axis=0) if p else np.zeros(ns)
         self.tmp = np.empty((max(p, 1), ns))
@@ -351,6 +357,10 @@ class _Run:
         if len(st.src):
             self.schedule.check_step(st, i)
             msg = messages(st, self.schedule)
+            if self.K > 1:
+                vsrc, vdst = port_ranks(msg, self.K)
+                local = msg.local_rank * self.K + msg.local_channel
+                msg = msg._replace(src=vsrc, dst=vdst, local_rank=local)
             rounds = (
                 [np.arange(len(msg.src))]
                 if msg.unique_ports
@@ -409,6 +419,13 @@ class _Run:
             acc[2][:] += units
 
     @property
+    def rank_clock(self) -> np.ndarray:
+        """``[p, sizes]``: each rank's clock, the latest of its ports'."""
+        if self.K == 1:
+            return self.clock
+        return self.clock.reshape(self.schedule.nranks, self.K, -1).max(axis=1)
+
+    @property
     def notes(self) -> tuple[str, ...]:
         """The run's caveats: a critical path too long to track."""
         if self.track or not self.nmsg:
@@ -450,7 +467,8 @@ class _Run:
         )
         indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         return Timeline(
-            step.astype(np.int64), src.astype(np.int64), dst.astype(np.int64), start, end,
+            step.astype(np.int64), src.astype(np.int64) // self.K, dst.astype(np.int64) // self.K,
+            start, end,
             end + red, indptr, links.astype(np.int64), self.model.network,
         )  # fmt: skip
 
@@ -472,5 +490,5 @@ class _Run:
         net = self.model.network
         indptr, links = net.routes(self.hosts[src[idx]], self.hosts[dst[idx]])
         kinds = route_kinds(net.kinds, net.link_kind, indptr, links)
-        columns = (step, src, dst, start, end, lat)
+        columns = (step, src // self.K, dst // self.K, start, end, lat)
         return CriticalPath.of_chain(idx, columns, kinds, float(total[self.kc]))

@@ -115,7 +115,7 @@ class TwoLevelHockney:
         sizes, scalar = as_sizes(nbytes)
         run = self._topology(schedule.nranks)._run(schedule, sizes)
         return Prediction.from_clocks(
-            schedule, sizes, scalar, run.clock, run.step_time, model=self, notes=run.notes,
+            schedule, sizes, scalar, run.rank_clock, run.step_time, model=self, notes=run.notes,
             network=run.usage,
         )  # fmt: skip
 
