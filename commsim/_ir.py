@@ -168,9 +168,7 @@ class Step(_StepFields):
         ]
         n = max((np.size(x) for x in arrays), default=1)
         names = cls._fields
-        fields = [
-            _as_index(x, n, f) for f, x in zip(names, (src, dst, src_slot, dst_slot, count))
-        ]
+        fields = [_as_index(x, n, f) for f, x in zip(names, (src, dst, src_slot, dst_slot, count))]
         red = np.asarray(reduce, dtype=bool)
         if red.ndim == 0:
             red = np.full(n, bool(red))

@@ -111,9 +111,7 @@ def messages(step: Step, schedule: Schedule) -> Messages:
     munits = np.add.reduceat(units[order], starts)
     mred = np.add.reduceat(red_units[order], starts)
     unique = _max_count(msrc) <= 1 and _max_count(mdst) <= 1
-    return Messages(
-        msrc, mdst, munits, mred, local_rank, local_red, unique, mchan, local_chan
-    )
+    return Messages(msrc, mdst, munits, mred, local_rank, local_red, unique, mchan, local_chan)
 
 
 def port_ranks(msg: Messages, ports: int) -> tuple[np.ndarray, np.ndarray]:
@@ -123,8 +121,17 @@ def port_ranks(msg: Messages, ports: int) -> tuple[np.ndarray, np.ndarray]:
     Examples:
         >>> import numpy as np
         >>> z = np.zeros(0, dtype=int)
-        >>> m = Messages(np.array([0, 0]), np.array([1, 1]), np.ones(2), np.zeros(2),
-        ...              z, z, False, np.array([0, 1]), z)
+        >>> m = Messages(
+        ...     np.array([0, 0]),
+        ...     np.array([1, 1]),
+        ...     np.ones(2),
+        ...     np.zeros(2),
+        ...     z,
+        ...     z,
+        ...     False,
+        ...     np.array([0, 1]),
+        ...     z,
+        ... )
         >>> [v.tolist() for v in port_ranks(m, 2)]  # rank 0's two channels leave by two ports
         [[0, 1], [2, 3]]
     """

@@ -108,7 +108,6 @@ def _fields(schedule: Schedule) -> tuple[str, ...]:
     return (*Step.ARRAYS, "channel") if schedule.nchannels > 1 else Step.ARRAYS
 
 
-
 def to_json(schedule: Schedule) -> str:
     """The schedule as compact JSON text (:func:`to_dict`; every step materialized)."""
     return json.dumps(to_dict(schedule), separators=(",", ":"))

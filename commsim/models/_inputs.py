@@ -122,6 +122,4 @@ def as_links(links: Any) -> int:
         links = int(links)
     if isinstance(links, numbers.Integral) and not isinstance(links, bool) and links >= 1:
         return int(links)
-    raise ParameterError(
-        f"links must be a count of independent links per rank >= 1, got {links!r}"
-    )
+    raise ParameterError(f"links must be a count of independent links per rank >= 1, got {links!r}")

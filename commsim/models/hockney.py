@@ -143,9 +143,7 @@ class Hockney:
         (:meth:`commsim.profiles.Profile.message_curve`) and its γ."""
         curve = profile.message_curve()
         src = f"{profile.source or 'profile'} {curve.kind} curve"
-        return cls(
-            gamma=profile.gamma, ports=ports, links=links, message=curve.fit, source=src
-        )
+        return cls(gamma=profile.gamma, ports=ports, links=links, message=curve.fit, source=src)
 
     @property
     def piecewise(self) -> PiecewiseLinear | None:
