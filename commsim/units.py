@@ -261,8 +261,7 @@ def _ambiguous_data(text: str, number: Fraction, prefix: str, what: str, per: st
     shown = f"{float(number):g}" if number.denominator != 1 else str(number.numerator)
     p = prefix[:1].upper() + prefix[1:]
     return (
-        f"ambiguous {what} {_q(text)}: write {shown}{p}B{per} (bytes) or {shown}{p}bit{per} "
-        f"(bits)"
+        f"ambiguous {what} {_q(text)}: write {shown}{p}B{per} (bytes) or {shown}{p}bit{per} (bits)"
     )
 
 
