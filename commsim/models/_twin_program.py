@@ -62,6 +62,9 @@ class Program:
         share: ``[patterns, width, hops]`` :math:`n_l / B_l` per link of the route, s/B (0 pads).
         hop_class: ``[patterns, width, hops]`` the class of each of those links.
         slow_msg: ``[rounds, width]`` straggler factor of the message, ``slow_dst`` of its receiver.
+        sent, received: ``[rounds, nports + 1]`` per port the index of the message it sends
+            (of a local round: the reduction it does) and receives in the round, ``width`` for
+            none: the replay gathers its new clocks instead of scattering them.
         start: ``[nports]`` clocks at time 0.
         classes: link class names (Hockney: ``("link",)``).
         overhead: seconds added to every message's latency (the topology model's ``overhead``).
@@ -81,6 +84,8 @@ class Program:
     hop_class: np.ndarray
     slow_msg: np.ndarray
     slow_dst: np.ndarray
+    sent: np.ndarray
+    received: np.ndarray
     start: np.ndarray
     classes: tuple[str, ...]
     overhead: float
@@ -154,15 +159,24 @@ class _Builder:
         pattern = np.zeros(R, dtype=np.int32)
         slow_msg = np.ones((R, width))
         slow_dst = np.ones((R, width))
+        if R * (self.nports + 1) > MAX_PROGRAM_MESSAGES:
+            raise ResourceError(
+                f"the twin's replay needs rounds x ports = {R * (self.nports + 1):,} cells, over "
+                f"its {MAX_PROGRAM_MESSAGES:,} limit; use the compiled model at this size"
+            )
+        sent = np.full((R, self.nports + 1), width, dtype=np.int32)
+        received = np.full((R, self.nports + 1), width, dtype=np.int32)
         for r, (s, d, u, rd, is_local, k) in enumerate(self.rounds):
             m = len(s)
             src[r, :m] = s
+            sent[r, s] = np.arange(m)
             units[r, :m], red[r, :m], local[r], pattern[r] = u, rd, is_local, k
             rank_s = s // self.ports
             if is_local:
                 slow_dst[r, :m] = self.slow[rank_s]
                 continue
             dst[r, :m] = d
+            received[r, d] = np.arange(m)
             rank_d = d // self.ports
             slow_msg[r, :m] = np.maximum(self.slow[rank_s], self.slow[rank_d])
             slow_dst[r, :m] = self.slow[rank_d]
@@ -178,8 +192,8 @@ class _Builder:
             hop_class[k, :m, :h] = pcls
         return Program(
             self.nports, self.schedule.nranks, 1.0 / self.schedule.nbytes_units, src, dst,
-            units, red, local, pattern, lat, share, hop_class, slow_msg, slow_dst, start,
-            classes, overhead,
+            units, red, local, pattern, lat, share, hop_class, slow_msg, slow_dst, sent,
+            received, start, classes, overhead,
         )  # fmt: skip
 
 

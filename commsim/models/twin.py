@@ -175,18 +175,24 @@ def _replay(c: dict[str, jax.Array], params: dict[str, Any], nbytes: jax.Array, 
     lat = c["lat"] @ lat_x + overhead  # [patterns, width]
     inv = jnp.max(c["share"] * bw_x[c["hop_class"]], axis=-1)  # [patterns, width]
 
+    never = jnp.full(1, -jnp.inf)
+
     def round_(clock: jax.Array, xs: tuple) -> tuple[jax.Array, None]:
-        src, dst, units, red, local, k, f, fd = xs
+        src, dst, units, red, local, k, f, fd, sent, received = xs
         e = jnp.maximum(clock[src], clock[dst]) + lat[k] + units * per_unit * inv[k] * f
         reduce_time = red * per_unit * gamma * fd
-        msg = clock.at[src].max(e).at[dst].max(e + reduce_time)
-        add = clock.at[src].add(reduce_time)
-        return jnp.where(local, add, msg).at[-1].set(0.0), None
+        # a round is a matching: each port sends at most one message and receives at most one,
+        # so its new clock is a gather (``sent``/``received`` point past the end for none)
+        out = jnp.concatenate([e, never])[sent]
+        into = jnp.concatenate([e + reduce_time, never])[received]
+        msg = jnp.maximum(clock, jnp.maximum(out, into))
+        add = clock + jnp.concatenate([reduce_time, jnp.zeros(1)])[sent]
+        return jnp.where(local, add, msg), None
 
     start = jnp.concatenate([c["start"], jnp.zeros(1)])
     xs = (
         c["src"], c["dst"], c["units"], c["red"], c["local"], c["pattern"], c["slow_msg"],
-        c["slow_dst"],
+        c["slow_dst"], c["sent"], c["received"],
     )  # fmt: skip
     clock, _ = jax.lax.scan(round_, start, xs)
     return jnp.max(clock[:-1])
@@ -208,6 +214,8 @@ def _constants(program: Program) -> dict[str, jax.Array]:
         "pattern": jnp.asarray(program.pattern),
         "slow_msg": jnp.asarray(program.slow_msg),
         "slow_dst": jnp.asarray(program.slow_dst),
+        "sent": jnp.asarray(program.sent),
+        "received": jnp.asarray(program.received),
         "lat": jnp.asarray(program.lat),
         "share": jnp.asarray(program.share),
         "hop_class": jnp.asarray(program.hop_class),
