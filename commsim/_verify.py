@@ -277,6 +277,9 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
     Raises:
         ScheduleError: naming the step, rank and slot at fault (and, for a schedule imported
             from another format, the place in that file: see ``step_fn`` in :class:`Schedule`).
+            For a wrong result: the first wrong slot and the step that last wrote it (the
+            error's ``step``) and, for a reduction, the earliest step where a contribution was
+            counted twice or lost (:mod:`commsim._verify_trace`).
 
     Examples:
         >>> import commsim
@@ -372,7 +375,7 @@ def _report(
         detail = _count_diagnosis(schedule, pre, r, j) or detail
         fault = first_fault(schedule, pre, mask, r, j)
         if fault is not None:
-            first = f"; it first went wrong at step {fault.step}: {fault.sentence()}"
+            first = f"; it first went wrong {fault.when()}: {fault.sentence()}"
     elif not spec.reduces and p * schedule.ndata <= 1_000_000:
         origin = {int(v): (q, s) for (q, s), v in np.ndenumerate(init) if pre[q, s]}
         got = int(it.values[k])

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -56,7 +58,7 @@ def test_a_reduction_turned_into_a_copy_at_step_0_is_named_at_step_0():
     assert e.step == 7  # the error's step stays the symptom's (tools jump there)
     # ... then where it began: rank 0's copy overwrote rank 1's own contribution
     assert (
-        "it first went wrong at step 0: rank 1's contribution to slot 7 was lost from step 0" in msg
+        "it first went wrong at step 0: rank 1's contribution to slot 7 was lost at step 0" in msg
     )
     assert "step 0 overwrote it before anything read it (rank 0's transfer does not reduce)" in msg
 
@@ -64,15 +66,21 @@ def test_a_reduction_turned_into_a_copy_at_step_0_is_named_at_step_0():
 def test_a_dropped_transfer_at_step_0_is_named_at_step_0():
     msg = str(_error(_with(RING8, 0, _drop_first)))
     assert "is missing the contribution of rank(s) 0" in msg
-    assert "it first went wrong at step 0: rank 0's contribution to slot 7 was lost" in msg
-    assert "rank 0 slot 7 held it from the start, and nothing read it before step 7" in msg
+    # rank 0's copy sat unread from step 0 until step 7 overwrote it: the fault is in that
+    # window, and the one place the result could have taken it is rank 1 at step 0
+    assert (
+        "it first went wrong between steps 0 and 7: rank 0's contribution to slot 7 sat unread "
+        "in rank 0 slot 7 from the start until step 7 overwrote it (from rank 7); a reduction "
+        "into rank 1 slot 7, which the result is computed from, at step 0 would have kept it"
+    ) in msg
 
 
 def test_a_dropped_transfer_mid_reduce_scatter_names_its_step_not_step_0():
     msg = str(_error(_with(RING8, 3, _drop_first)))
     assert "(last written at step 10 " in msg
-    assert "it first went wrong at step 3: " in msg
-    assert "held it since step 2, and nothing read it before step 10 overwrote it" in msg
+    assert "it first went wrong between steps 3 and 10: " in msg
+    assert "sat unread in rank 0 slot 4 since step 2 until step 10 overwrote it" in msg
+    assert "a reduction into rank 1 slot 4, which the result is computed from, at step 3" in msg
 
 
 def test_a_duplicated_reduction_at_step_0_is_counted_twice_at_step_0():
@@ -102,7 +110,8 @@ def test_reducing_where_the_allgather_copies_names_the_allgather_step():
 )
 def test_a_fault_at_step_0_of_an_allreduce_is_traced_to_step_0(name, change):
     s = commsim.build("allreduce", name, nranks=8)
-    assert "it first went wrong at step 0: " in str(_error(_with(s, 0, change)))
+    msg = str(_error(_with(s, 0, change)))
+    assert re.search(r"it first went wrong (at step 0|between steps 0 and \d+): ", msg)
 
 
 def test_a_message_missing_from_an_exchange_leaves_only_the_symptom():
@@ -128,8 +137,10 @@ def test_a_partial_sum_nobody_forwards_is_lost_until_the_end():
     )
     msg = str(_error(s))
     assert "missing the contribution of rank(s) 2, 3" in msg
-    assert "first went wrong at step 1: rank 2's contribution to slot 0 was lost from step 1" in msg
-    assert "held it since step 0, and nothing read it before the schedule ended" in msg
+    assert (
+        "it first went wrong at step 1 or later: rank 2's contribution to slot 0 sat unread in "
+        "rank 2 slot 0 since step 0 to the end, in a slot whose result does not need it"
+    ) in msg
 
 
 def test_only_versions_the_result_was_computed_from_count():
@@ -163,3 +174,33 @@ def test_copies_are_not_traced_and_big_schedules_are_not_traced(monkeypatch):
     monkeypatch.setattr(verify_module, "_DIAGNOSE_LIMIT", 0)
     msg = str(_error(_with(RING8, 0, _flip_reduce)))
     assert msg.endswith("holds the wrong value (last written at step 7 by a transfer from rank 7)")
+
+
+WINDOW = re.compile(r"first went wrong (?:at step (\d+)( or later)?|between steps (\d+) and (\d+))")
+
+
+@pytest.mark.parametrize(
+    ("collective", "name"),
+    [("allreduce", "double_binary_tree"), ("allreduce", "rabenseifner"), ("reduce", "binomial"),
+     ("reduce_scatter", "pairwise")],
+)  # fmt: skip
+def test_the_named_step_or_window_holds_the_broken_step(collective, name):
+    """Break every step in turn (three ways): the trace never names a step the fault is not in."""
+    s = commsim.build(collective, name, nranks=5)
+    named = 0
+    for k in range(s.nsteps):
+        for change in (_flip_reduce, _drop_first, _duplicate_first):
+            try:
+                commsim.verify(_with(s, k, change))
+            except ScheduleError as e:
+                m = WINDOW.search(str(e))
+                if m is None:
+                    continue
+                if m.group(3):
+                    lo, hi = int(m.group(3)), int(m.group(4))
+                else:
+                    lo = int(m.group(1))
+                    hi = s.nsteps if m.group(2) else lo
+                assert lo <= k <= hi, (k, change.__name__, str(e))
+                named += 1
+    assert named >= s.nsteps
