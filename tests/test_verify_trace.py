@@ -11,6 +11,7 @@ import commsim
 from commsim import Schedule, ScheduleError, Step
 from commsim import _verify as verify_module
 from commsim._verify_trace import Fault, first_fault
+from commsim.algorithms._parallel import channels
 
 RING8 = commsim.build("allreduce", "ring", nranks=8)  # 14 steps: 7 reduce-scatter, 7 allgather
 
@@ -25,6 +26,7 @@ def _with(schedule: Schedule, step: int, change) -> Schedule:
         slot_units=schedule.slot_units,
         ndata=schedule.ndata,
         root=schedule.root,
+        nchannels=schedule.nchannels,
         algorithm=schedule.algorithm,
     )
 
@@ -112,6 +114,14 @@ def test_a_fault_at_step_0_of_an_allreduce_is_traced_to_step_0(name, change):
     s = commsim.build("allreduce", name, nranks=8)
     msg = str(_error(_with(s, 0, change)))
     assert re.search(r"it first went wrong (at step 0|between steps 0 and \d+): ", msg)
+
+
+def test_a_fault_on_one_channel_is_traced_on_that_channel():
+    two = channels(RING8, 2)  # slot j -> 2j (channel 0) and 2j + 1 (channel 1)
+    msg = str(_error(_with(two, 0, _flip_reduce)))
+    assert (
+        "it first went wrong at step 0: rank 1's contribution to slot 14 was lost at step 0" in msg
+    )
 
 
 def test_a_message_missing_from_an_exchange_leaves_only_the_symptom():
