@@ -15,8 +15,7 @@ import pytest
 import commsim
 from commsim import Schedule, Step
 from commsim._messages import matchings
-from commsim.algorithms import REGISTRY, relabel
-from commsim.algorithms._parallel import channels, parallel
+from commsim.algorithms import REGISTRY, channels, parallel, relabel
 from commsim.errors import ParameterError, ScheduleError
 from commsim.models import Hockney, Topology, lower_bound
 from commsim.topology import ring, switch

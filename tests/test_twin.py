@@ -13,8 +13,7 @@ import pytest
 
 import commsim
 from commsim._cluster_model import cluster_model
-from commsim.algorithms import REGISTRY
-from commsim.algorithms._parallel import channels
+from commsim.algorithms import REGISTRY, channels
 from commsim.clusters import cluster
 from commsim.errors import ParameterError, ScheduleError
 from commsim.models import Hockney, LogGP, Twin

@@ -11,7 +11,7 @@ import commsim
 from commsim import Schedule, ScheduleError, Step
 from commsim import _verify as verify_module
 from commsim._verify_trace import Fault, first_fault
-from commsim.algorithms._parallel import channels
+from commsim.algorithms import channels
 
 RING8 = commsim.build("allreduce", "ring", nranks=8)  # 14 steps: 7 reduce-scatter, 7 allgather
 
