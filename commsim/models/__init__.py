@@ -18,7 +18,7 @@ prediction below the model's bound).
   strings such as ``"1KiB..1GiB"``), for code that sweeps sizes beside a model (the tuner).
 """
 
-from commsim.models._bounds import lower_bound
+from commsim.models._bounds import bound_of, lower_bound
 from commsim.models._contention import CONTENTION
 from commsim.models._inputs import as_sizes
 from commsim.models._model import Model
@@ -44,6 +44,7 @@ __all__ = [
     "Topology",
     "TwoLevelHockney",
     "as_sizes",
+    "bound_of",
     "chrome_trace",
     "fastest",
     "lower_bound",

@@ -99,12 +99,12 @@ __all__ = [
 #: graphs of at most this many nodes get every cut (``2^16`` subsets, vectorized)
 MAX_EXHAUSTIVE_NODES = 16
 #: graphs of at most this many nodes get the bisection's maximum flows (networkx)
-MAX_FLOW_NODES = 1024
+MAX_FLOW_NODES = 512
 
 #: the name of each bound family, as predict and compare print it
 BOUND_NAMES = {
     "injection": "injection bound (all of a host's links)",
-    "servers": "cut bound (each server's GPUs)",
+    "servers": "cut bound (each server's hosts)",
     "every": "cut bound (every cut of the graph)",
     "bisection": "bisection bound (max-flow cut between the rank halves)",
 }
