@@ -9,7 +9,9 @@ prediction below the model's bound).
 * :class:`LogGP` — L, o, g, G with eager sends (LogGOPSim's rules).
 * :class:`TwoLevelHockney` — Hockney with intra- and inter-server α, β.
 * :class:`Topology` — a network graph, placement and link contention.
-* :func:`lower_bound` — Chan et al. 2007 bounds no algorithm can beat.
+* :func:`lower_bound` — Chan et al. 2007 bounds no algorithm can beat; :func:`bound_of` — any
+  model's bound and the name of the one that binds (the topology model's injection, cut or
+  bisection bound, ``docs/bounds.md``).
 * :func:`fastest` / :func:`tied` — which predictions win, ties (within :data:`TIE_RTOL`) to
   the earlier candidate.
 * :func:`chrome_trace` — a prediction as a Chrome trace (Perfetto); :func:`step_trace` the same

@@ -270,10 +270,7 @@ def graph_cuts(network: Network, hosts: np.ndarray) -> GraphCuts:
         if len(net.nodes) <= MAX_FLOW_NODES:
             families.append(_bisections(net, nodes))
         else:
-            notes.append(
-                f"no bisection bound: the max-flow cuts are computed on graphs of at most "
-                f"{MAX_FLOW_NODES:,} nodes, this one has {len(net.nodes):,}"
-            )
+            notes.append(f"no bisection cut on over {MAX_FLOW_NODES:,} nodes (max-flow)")
     return GraphCuts(
         len(placed), tuple(families), float(inj.b_in.sum()), float(inj.b_out.sum()), tuple(notes)
     )

@@ -194,7 +194,9 @@ class Topology:
 
         Returns:
             ``(seconds, name)``: a float for a number ``nbytes`` (an array for an array), and
-            the bound that binds, e.g. ``"injection bound (all of a host's links)"``.
+            the bound that binds, e.g. ``"injection bound (all of a host's links)"``, followed
+            by ``"; no bisection cut on over 512 nodes (max-flow)"`` where a family was left
+            out.
 
         Examples:
             >>> from commsim.topology import switch
@@ -221,7 +223,8 @@ class Topology:
         per_byte = cut_bound(collective, cuts)
         key = max(per_byte, key=lambda k: per_byte[k])  # the first of equals: injection
         value = zero + alpha + np.asarray(nbytes, float) * per_byte[key]
-        return (float(value) if np.ndim(value) == 0 else value), BOUND_NAMES[key]
+        name = "; ".join((BOUND_NAMES[key], *cuts.notes))
+        return (float(value) if np.ndim(value) == 0 else value), name
 
     def _bound_terms(self, nranks: int) -> tuple[float, float]:
         net = self.network
