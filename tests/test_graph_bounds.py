@@ -204,6 +204,23 @@ def test_parallel_parts_of_different_shapes_never_beat_it(mode):
             assert not any("below" in n for n in pred.notes)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_random_unequal_graphs_never_beat_it(seed):
+    """Six hosts on a random connected graph of links of 10, 25 or 50 GB/s (hosts of unequal
+    bandwidth forward for one another): every other row, 1 and 2 channels, under flow."""
+    rng = np.random.default_rng(seed)
+    g = nx.connected_watts_strogatz_graph(6, 2, 0.5, seed=seed)
+    for u, v in g.edges:
+        g.edges[u, v]["bandwidth"] = float(rng.choice([10e9, 25e9, 50e9]))
+        g.edges[u, v]["latency"] = float(rng.choice([0.0, 1e-6]))
+    m = Topology(g, contention="flow", gamma=1e-11)
+    for row in ROWS[seed::2]:
+        s = commsim.build(row.collective, row.algorithm, nranks=6)
+        bound = m.lower_bound(row.collective, 6, SIZES)
+        for sk in (s, channels(s, 2)):
+            assert (m.predict(sk, SIZES).time >= bound * (1 - 1e-9)).all(), row
+
+
 def test_the_best_dgx1_allgather_is_within_the_bound():
     """Flow mode, NVLink only: every registry allgather is at or above 171.4 GB/s's time."""
     m = Topology(NETS["dgx1-nvlink"], contention="flow", gamma=0.0)
