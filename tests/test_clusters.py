@@ -28,6 +28,7 @@ EXPECTED = {
     "dgx-a100:3": (24, 3, {"nvlink", "rail", "spine"}),
     "gb200-nvl72:2": (144, 2, {"nvlink", "rail", "spine"}),
     "tpu-v5p:2x2x4": (16, 4, {"ici"}),
+    "dgx1-v100:all": (8, 1, {"nvlink", "pcie", "qpi"}),
     "dragonfly:3": (1536, 384, {"xgmi", "host", "local", "global"}),
     "ethernet:40": (40, 40, {"host", "leaf-spine"}),
 }
@@ -569,7 +570,11 @@ def test_the_base_of_the_error_cases_loads(tmp_path):
 @pytest.mark.parametrize(
     ("spec", "error", "message"),
     [
-        ("dgx:4", UnknownNameError, r"did you mean dgx-h100, dgx-h200, dgx-b200, dgx-a100\?"),
+        (
+            "dgx:4",
+            UnknownNameError,
+            r"did you mean dgx-h100, dgx-h200, dgx-b200, dgx-a100, dgx1-v100\?",
+        ),
         ("dgx-h20:4", UnknownNameError, r"did you mean dgx-h200\?"),
         ("dgx-b200:0", ParameterError, "DGX B200 nodes must be an integer >= 1, got '0'"),
         ("nvl72:2", UnknownNameError, r"did you mean gb200-nvl72\?"),

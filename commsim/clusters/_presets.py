@@ -121,6 +121,51 @@ def _tpu_v5p(spec: str, arg: str) -> dict[str, Any]:
     }
 
 
+def _gpu_subset(spec: str, arg: str) -> tuple[list[int], bool]:
+    """``all``, ``0-7``, ``0,1,2,3``, ``gpus=0-3,6`` (optionally ``:nvlink``, NVLink only):
+    the sorted GPUs of a DGX-1 and whether PCIe is kept; one line for anything else."""
+    text, _, mode = arg.strip().partition(":")
+    if mode.strip() not in ("", "nvlink"):
+        raise ParameterError(
+            f"cluster {spec!r}: after the GPUs, only ':nvlink' (NVLink only) is accepted, "
+            f"got {mode!r}"
+        )
+    text = text.strip().removeprefix("gpus=").strip()
+    if text == "all":
+        return list(range(8)), not mode
+    gpus: set[int] = set()
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+            raise ParameterError(
+                f"cluster {spec!r}: give GPUs as all, a range 0-3 or a list 0,1,2,3, got {arg!r}"
+            )
+        lo = int(m.group(1))
+        gpus.update(range(lo, int(m.group(2) or lo) + 1))
+    outside = sorted(g for g in gpus if g > 7)
+    if outside:
+        raise ParameterError(
+            f"cluster {spec!r}: a DGX-1 has GPUs 0..7, got GPU {outside[0]} (use a subset of 0-7)"
+        )
+    return sorted(gpus), not mode
+
+
+def _dgx1_v100(spec: str, arg: str) -> dict[str, Any]:
+    """DGX-1 (V100): 8 GPUs on a hybrid cube-mesh of NVLink 2.0 links (25 GB/s each, some pairs
+    two), PCIe between the others; a GPU subset for a partial allocation."""
+    gpus, pcie = _gpu_subset(spec, arg)
+    return {
+        "name": spec,
+        "nodes": 1,
+        "gpus_per_node": len(gpus),
+        "reduction": "300GB/s",
+        "intra": {"kind": "nvlink", "bandwidth": "25GB/s", "latency": "0.7us"},
+        "inter": {"kind": "pcie", "bandwidth": "15.75GB/s", "latency": "1us"},
+        "topology": {"kind": "hybrid_cube_mesh", "gpus": gpus, "pcie": pcie},
+        "sources": "docs/clusters.md#dgx1-v100",
+    }
+
+
 def _dragonfly(spec: str, arg: str) -> dict[str, Any]:
     """A Slingshot-like dragonfly: 200 Gb/s, 64-port switches (16 hosts, 31 local, 16 global)."""
     groups = _count(spec, arg, "the number of dragonfly groups")
@@ -172,6 +217,7 @@ PRESETS: dict[str, tuple[str, Callable[[str, str], dict[str, Any]]]] = {
     "dgx-a100": ("N nodes (8 A100 each)", _dgx_a100),
     "gb200-nvl72": ("N racks (72 GPUs each)", _gb200_nvl72),
     "tpu-v5p": ("AxBxC chips (4 per host)", _tpu_v5p),
+    "dgx1-v100": ("GPUS of one DGX-1: all, 0-3 or 0,1,2,3 (:nvlink: NVLink only)", _dgx1_v100),
     "dragonfly": ("G groups (512 NICs each)", _dragonfly),
     "ethernet": ("N servers", _ethernet),
 }

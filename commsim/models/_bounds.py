@@ -26,7 +26,7 @@ import numpy as np
 
 from commsim._collectives import spec
 
-__all__ = ["lower_bound"]
+__all__ = ["bound_of", "lower_bound"]
 
 
 def _rounds(p: int, ports: int) -> int:
@@ -82,3 +82,21 @@ def lower_bound(
         lat = _rounds(p, max(ports, links)) * alpha
         out = lat + size * (sp.bound_beta(p) * beta / links + sp.bound_gamma(p) * gamma)
     return float(out) if out.ndim == 0 else out
+
+
+def bound_of(model: Any, collective: str, nranks: int, nbytes: Any) -> tuple[Any, str]:
+    """A model's lower bound and the name of the bound that binds, for tables.
+
+    A model whose bound depends on the call (the topology model: injection, cut or bisection,
+    :meth:`commsim.models.Topology.bound`) names it per call through a ``bound`` method; any
+    other :class:`~commsim.models.Model` has one ``bound_name``.
+
+    Examples:
+        >>> from commsim.models import Hockney
+        >>> bound_of(Hockney(1.0, 0.001, 0.0), "allreduce", 4, 1000.0)
+        (3.5, 'Chan et al. 2007 lower bound')
+    """
+    per_call = getattr(model, "bound", None)
+    if callable(per_call):
+        return per_call(collective, nranks, nbytes)
+    return model.lower_bound(collective, nranks, nbytes), model.bound_name
