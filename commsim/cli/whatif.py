@@ -204,10 +204,7 @@ def parse_vary(text: str, twin_kind: str, classes: tuple[str, ...]) -> Vary:
 
 
 def compute(request: WhatifRequest) -> WhatifResult:
-    import jax
-    import jax.numpy as jnp
-
-    from commsim.models.twin import Twin, _time
+    from commsim.models.twin import Twin
 
     choice = request.schedules
     [p] = choice.nranks
@@ -240,12 +237,8 @@ def compute(request: WhatifRequest) -> WhatifResult:
                 batch[v.key] = batch[v.key] * scale
             else:
                 batch[v.key][:, v.index] *= scale
-        with jax.enable_x64(True):
-            run = jax.jit(jax.vmap(lambda q, n, c=twin._consts, kind=twin.kind: _time(c, q, n, kind),
-                                   in_axes=(0, None)))  # fmt: skip
-            stacked = {k: jnp.asarray(v) for k, v in batch.items()}
-            for k, n in enumerate(sizes):
-                time[a, :, k] = np.asarray(run(stacked, jnp.float64(n)))
+        for k, n in enumerate(sizes):
+            time[a, :, k] = twin.sweep(batch, float(n))
     return WhatifResult(
         choice.collective, p, request.model, vary, points, sizes, names, time, skipped,
         request.notes,

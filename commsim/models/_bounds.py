@@ -57,7 +57,9 @@ def lower_bound(
     ``links = L`` independent links per rank, each with its own β (the injection bound: every
     byte a rank must send or receive goes through one of its ``L`` links), the β term is divided
     by ``L`` and the latency term is :math:`\lceil\log_{L+1} p\rceil\alpha` (Bruck et al.
-    1997's k-port model); γ is unchanged, since every rank still reduces its share. Raises
+    1997's k-port model); the γ term is divided by ``L`` too, since a model with ``L`` ports
+    reduces what arrives on each port concurrently (a GPU's reduce-copy kernels on separate
+    channels). Raises
     :class:`commsim.CommsimError` for an unknown collective, ``p < 1``, or a negative size or
     parameter.
 
@@ -80,7 +82,7 @@ def lower_bound(
         out = np.zeros_like(size)
     else:
         lat = _rounds(p, max(ports, links)) * alpha
-        out = lat + size * (sp.bound_beta(p) * beta / links + sp.bound_gamma(p) * gamma)
+        out = lat + size * (sp.bound_beta(p) * beta + sp.bound_gamma(p) * gamma) / links
     return float(out) if out.ndim == 0 else out
 
 
