@@ -1,0 +1,193 @@
+"""Multi-channel schedules (IR rule 6) on every single-process backend, and their lowering.
+
+A channel is a port with its own program order, and one message per ``(step, src, dst,
+channel)``: two channels between one pair of ranks are two messages, in rounds of their own, in
+one **wave** (:func:`commsim.exec._lowering.port_rounds`). The cases (``tests/channel_cases.py``)
+are ``channels(s, 2)`` and ``parallel(a, b)`` for every collective; each must equal the reference
+interpreter buffer for buffer on the JAX mesh (8 CPU devices) and the CUDA simulator. The MPI
+backends run the same cases under ``mpirun`` (``tests/mpi/test_mpi_exec.py``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import commsim
+from commsim import Schedule, Step
+from commsim.exec import execute, interpret, layout, random_inputs
+from commsim.exec._lowering import port_rounds, step_messages
+from commsim.exec.cuda import plan as cuda_plan
+from commsim.exec.jax import plan as jax_plan
+from commsim.exec.mpi import plan as mpi_plan
+
+_spec = importlib.util.spec_from_file_location(
+    "channel_cases", Path(__file__).with_name("channel_cases.py")
+)
+assert _spec is not None and _spec.loader is not None
+channel_cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(channel_cases)
+
+P = 4
+CASES = channel_cases.cases(P)
+IDS = [name for name, _ in CASES]
+
+
+def _buffers(s: Schedule, per_unit: int = 2) -> tuple:
+    lay = layout(s, per_unit * s.nbytes_units)
+    rng = np.random.default_rng(s.nranks)
+    buf = rng.integers(-50, 50, size=(s.nranks, lay.nelems)).astype(np.int32)
+    return lay, buf, interpret(s, lay, buf.copy())
+
+
+# -- lowering (numpy only) -----------------------------------------------------------------------
+def test_two_channels_between_one_pair_are_two_messages():
+    """Before channels were lowered, these two transfers merged into one message."""
+    step = Step.make(src=[0, 0, 1], dst=[1, 1, 0], src_slot=[0, 1, 2], dst_slot=[0, 1, 2],
+                     channel=[0, 1, 1])  # fmt: skip
+    sm = step_messages(step, np.arange(4) * 3, 2)
+    msgs = [[(m.src, m.dst, m.channel, m.segments) for m in r] for r in sm.rounds]
+    assert msgs == [
+        [(0, 1, 0, [(0, 3, 0, False)])],
+        [(0, 1, 1, [(3, 3, 3, False)]), (1, 0, 1, [(6, 3, 6, False)])],
+    ]
+    assert sm.waves == [0, 0]  # the two channels run at once
+
+
+def test_port_rounds_keep_each_channels_order_and_one_channel_is_matchings():
+    r = np.arange(4)
+    src = np.r_[r, r, r]
+    dst = np.r_[(r + 1) % 4, (r + 2) % 4, (r + 3) % 4]
+    rounds, waves = port_rounds(src, dst, np.r_[np.zeros(8, int), np.ones(4, int)], 4)
+    # channel 0 has two shift classes (two rounds), channel 1 one: waves 0 and 1
+    assert [x.tolist() for x in rounds] == [[0, 1, 2, 3], [8, 9, 10, 11], [4, 5, 6, 7]]
+    assert waves == [0, 0, 1]
+    one, w = port_rounds(src, dst, np.zeros(12, int), 4)
+    assert [x.tolist() for x in one] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert w == [0, 1, 2]
+
+
+def test_channels_of_a_ring_lower_to_one_ppermute_per_channel_and_step():
+    s = channel_cases.cases(8)[0][1]  # allreduce/channels(ring,2)
+    pl = jax_plan(s, layout(s, 8 * s.nbytes_units))
+    assert pl.nppermutes == 2 * s.nsteps and pl.nmasked == 0
+    assert all([r.channel for r in st] == [0, 1] for st in pl.steps)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_jax_and_mpi_plans_agree_round_for_round(case):
+    """Every rank's MPI rounds are the JAX plan's ``ppermute`` s it takes part in, in order and
+    on the same channels; and the CUDA plan moves what the MPI ranks send and copy."""
+    _, s = case
+    lay = layout(s, 2 * s.nbytes_units)
+    jp = jax_plan(s, lay)
+    plans = mpi_plan(s, lay)
+    for rp in plans:
+        for mine, rounds in zip(rp.steps, jp.steps, strict=True):
+            want = []
+            for rnd in rounds:
+                send = [d for q, d in rnd.perm or () if q == rp.rank]
+                recv = [q for q, d in rnd.perm or () if d == rp.rank]
+                if send or recv:
+                    want.append((send[0] if send else None, recv[0] if recv else None, rnd.channel))
+            got = [(r.send.peer if r.send else None, r.recv.peer if r.recv else None, r.channel)
+                   for r in mine.rounds]  # fmt: skip
+            assert got == want
+    sent = sum(rp.summary()["elements_sent"] for rp in plans)
+    local = sum(seg.length for rp in plans for st in rp.steps for seg in st.local)
+    assert sent + local == sum(sp.moved for sp in cuda_plan(s, lay).steps)
+
+
+# -- the JAX mesh: every case, and the channels' ppermutes independent -------------------------
+@pytest.fixture(scope="module")
+def jax_backend():
+    jax = pytest.importorskip("jax")
+    if len(jax.devices()) < 8:
+        pytest.skip(f"needs 8 JAX devices, {len(jax.devices())} visible")
+    from commsim.exec.jax import JaxMeshBackend
+
+    return JaxMeshBackend()
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_jax_mesh_runs_every_case_exactly(jax_backend, case):
+    _, s = case
+    lay, buf, want = _buffers(s)
+    c = jax_backend.compile(s, lay, np.int32)
+    np.testing.assert_array_equal(c.get(c.run(c.put(buf))), want)
+
+
+@pytest.mark.parametrize("p", [3])
+def test_jax_mesh_runs_channels_at_other_p(jax_backend, p):
+    s = channel_cases.cases(p)[0][1]
+    lay = layout(s, 2 * s.nbytes_units)
+    execute(s, random_inputs(lay, np.float32, seed=p), jax_backend)  # raises if it differs
+
+
+def test_jax_ppermutes_of_one_step_do_not_wait_for_each_other(jax_backend):
+    """In the traced program, no ``ppermute`` of a step depends on another of the same step:
+    the channels' messages are in flight together (XLA may overlap them)."""
+    import jax
+
+    from commsim._compat import shard_map
+    from commsim.exec.jax._program import mesh, program
+
+    s = channel_cases.cases(P)[0][1]  # allreduce/channels(ring,2): 2 ppermutes per step
+    lay = layout(s, 2 * s.nbytes_units)
+    pl = jax_plan(s, lay)
+    m = mesh(jax.devices()[:P], "r")
+    from jax.sharding import PartitionSpec
+
+    f = shard_map(program(pl, "r", lambda: None), mesh=m, in_specs=PartitionSpec("r"),
+                  out_specs=PartitionSpec("r"))  # fmt: skip
+    outer = jax.make_jaxpr(f)(np.zeros((P, lay.nelems), np.int32)).jaxpr
+    [inner] = [e.params["jaxpr"] for e in outer.eqns if "jaxpr" in e.params]
+    inner = getattr(inner, "jaxpr", inner)
+    ancestors: dict = {}  # var -> ppermute indices it depends on
+    perms = []
+    for e in inner.eqns:
+        deps = set().union(*(ancestors.get(v, set()) for v in e.invars if not hasattr(v, "val")))
+        if e.primitive.name == "ppermute":
+            perms.append(deps)
+            deps = deps | {len(perms) - 1}
+        for v in e.outvars:
+            ancestors[v] = deps
+    assert len(perms) == 2 * s.nsteps
+    # the j-th ppermute depends on every ppermute of the earlier steps, and on none of its own
+    assert [len(d) for d in perms] == [2 * (j // 2) for j in range(len(perms))]
+
+
+def test_cli_runs_a_saved_multichannel_schedule_on_the_mesh(jax_backend, tmp_path, capsys):
+    from commsim.cli import main
+
+    s = CASES[1][1]  # allreduce/parallel(ring,rabenseifner)
+    path = tmp_path / "two.json"
+    commsim.save(s, path)
+    argv = ["run", "-f", str(path), "-s", "4KiB", "--iters", "2", "--warmup", "1", "--json"]
+    assert main([*argv, "--backend", "jax", "--no-baseline", "--no-progress"]) == 0
+    [m] = json.loads(capsys.readouterr().out)["measurements"]
+    assert (m["backend"], m["check"], m["nranks"]) == ("jax", "ok", P)
+
+
+# -- the CUDA simulator ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def cuda_backend():
+    from commsim.exec.cuda import CudaBackend
+
+    be = CudaBackend()
+    why = be.unavailable()
+    if why:
+        pytest.skip(why)
+    return be
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_cuda_runs_every_case_exactly(cuda_backend, case):
+    _, s = case
+    lay, buf, want = _buffers(s, per_unit=1)
+    c = cuda_backend.compile(s, lay, np.int32)
+    np.testing.assert_array_equal(c.get(c.run(c.put(buf))), want)
