@@ -128,27 +128,22 @@ def test_jax_mesh_runs_channels_at_other_p(jax_backend, p):
     execute(s, random_inputs(lay, np.float32, seed=p), jax_backend)  # raises if it differs
 
 
-def test_jax_ppermutes_of_one_step_do_not_wait_for_each_other(jax_backend):
-    """In the traced program, no ``ppermute`` of a step depends on another of the same step:
-    the channels' messages are in flight together (XLA may overlap them)."""
+def _ppermute_dependencies(pl, nelems: int) -> list[set[int]]:
+    """Per ``ppermute`` of the traced program (in order), the earlier ones it depends on."""
     import jax
+    from jax.sharding import PartitionSpec
 
     from commsim._compat import shard_map
     from commsim.exec.jax._program import mesh, program
 
-    s = channel_cases.cases(P)[0][1]  # allreduce/channels(ring,2): 2 ppermutes per step
-    lay = layout(s, 2 * s.nbytes_units)
-    pl = jax_plan(s, lay)
-    m = mesh(jax.devices()[:P], "r")
-    from jax.sharding import PartitionSpec
-
+    m = mesh(jax.devices()[: pl.nranks], "r")
     f = shard_map(program(pl, "r", lambda: None), mesh=m, in_specs=PartitionSpec("r"),
                   out_specs=PartitionSpec("r"))  # fmt: skip
-    outer = jax.make_jaxpr(f)(np.zeros((P, lay.nelems), np.int32)).jaxpr
+    outer = jax.make_jaxpr(f)(np.zeros((pl.nranks, nelems), np.int32)).jaxpr
     [inner] = [e.params["jaxpr"] for e in outer.eqns if "jaxpr" in e.params]
     inner = getattr(inner, "jaxpr", inner)
-    ancestors: dict = {}  # var -> ppermute indices it depends on
-    perms = []
+    ancestors: dict = {}  # var -> the ppermutes it depends on
+    perms: list[set[int]] = []
     for e in inner.eqns:
         deps = set().union(*(ancestors.get(v, set()) for v in e.invars if not hasattr(v, "val")))
         if e.primitive.name == "ppermute":
@@ -156,9 +151,48 @@ def test_jax_ppermutes_of_one_step_do_not_wait_for_each_other(jax_backend):
             deps = deps | {len(perms) - 1}
         for v in e.outvars:
             ancestors[v] = deps
-    assert len(perms) == 2 * s.nsteps
-    # the j-th ppermute depends on every ppermute of the earlier steps, and on none of its own
+    return perms
+
+
+def test_jax_channels_progress_apart_on_buffers_of_their_own(jax_backend):
+    """A channel's ``ppermute`` s depend on its own earlier ones only: nothing orders one
+    channel's steps after another's (one buffer per channel, merged at the end)."""
+    s = channel_cases.cases(P)[0][1]  # allreduce/channels(ring,2): 2 ppermutes per step
+    lay = layout(s, 2 * s.nbytes_units)
+    pl = jax_plan(s, lay)
+    assert pl.nbuffers == 2 and pl.owner.shape == (P, s.nslots)
+    perms = _ppermute_dependencies(pl, lay.nelems)
+    assert len(perms) == 2 * s.nsteps  # per step: channel 0's, then channel 1's
+    assert perms == [set(range(j % 2, j - 1, 2)) for j in range(len(perms))]
+
+
+def test_jax_one_buffer_still_sends_a_steps_channels_together(jax_backend, monkeypatch):
+    """With one buffer (past ``MAX_BUFFERS`` channels), the ``ppermute`` s of a step depend on
+    the earlier steps' only, never on each other: they are in flight together."""
+    import commsim.exec.jax._plan as jp
+
+    monkeypatch.setattr(jp, "MAX_BUFFERS", 1)
+    s = channel_cases.cases(P)[0][1]
+    lay = layout(s, 2 * s.nbytes_units)
+    pl = jax_plan(s, lay)
+    assert pl.owner is None and pl.nbuffers == 1
+    perms = _ppermute_dependencies(pl, lay.nelems)
     assert [len(d) for d in perms] == [2 * (j // 2) for j in range(len(perms))]
+    lay, buf, want = _buffers(s)
+    c = jax_backend.compile(s, lay, np.int32)  # a fresh schedule's plan: one buffer
+    np.testing.assert_array_equal(c.get(c.run(c.put(buf))), want)
+
+
+def test_a_schedule_that_breaks_the_channel_promise_keeps_one_buffer(jax_backend):
+    """Slot 0 of rank 1 is written on channel 0 and read on channel 1 in the next step: wrong
+    on separate buffers, so the plan keeps one (and the result is the interpreter's)."""
+    steps = [Step.make(src=0, dst=1, src_slot=0, dst_slot=0, channel=0),
+             Step.make(src=1, dst=0, src_slot=0, dst_slot=1, channel=1)]  # fmt: skip
+    s = Schedule.from_steps(steps, collective="allreduce", nranks=2, nslots=2, nchannels=2)
+    lay, buf, want = _buffers(s)
+    assert jax_plan(s, lay).owner is None
+    c = jax_backend.compile(s, lay, np.int32)
+    np.testing.assert_array_equal(c.get(c.run(c.put(buf))), want)
 
 
 def test_cli_runs_a_saved_multichannel_schedule_on_the_mesh(jax_backend, tmp_path, capsys):

@@ -136,8 +136,8 @@ class StepMessages(NamedTuple):
         rounds: per round of :func:`port_rounds` (in that order), its messages: each round is
             a matching (a rank sends at most one and receives at most one message in it), and
             all of a round's messages are on one channel.
-        local: per rank with local transfers (``src == dst``, in rank order), those transfers as
-            one message from the rank to itself.
+        local: per rank and channel with local transfers (``src == dst``, in rank then channel
+            order), those transfers as one message from the rank to itself.
         waves: per round, its wave: the rounds of one wave are on different channels and may
             run at once (a rank's channels are its ports); waves run one after another.
     """
@@ -230,10 +230,11 @@ def step_messages(
                 msgs.append(Segments(s, d, segs, int(mchan[m])))
         rounds.append(msgs)
     local = []
-    for r in np.unique(src[g.local]).tolist():
+    lsrc, lchan = src[g.local], chan[g.local]
+    for r, c in sorted(set(zip(lsrc.tolist(), lchan.tolist(), strict=True))):
         if wanted is None or r in wanted:
-            t = g.local[src[g.local] == r]
-            local.append(Segments(r, r, merge_segments(sa[t], ln[t], da[t], red[t])))
+            t = g.local[(lsrc == r) & (lchan == c)]
+            local.append(Segments(r, r, merge_segments(sa[t], ln[t], da[t], red[t]), c))
     return StepMessages(rounds, local, waves)
 
 

@@ -27,6 +27,14 @@ sharded over the mesh. The device program (:mod:`commsim.exec.jax._program`) fol
 Per-device values (window starts, mask bounds, reduce flags) live in one small static table
 ``[p, ncols]`` (int32, :attr:`Plan.table`) whose row the program picks once with
 ``lax.axis_index``.
+
+4. **Channels apart.** With 2 to :data:`MAX_BUFFERS` channels that keep IR rule 6's promise
+   (:class:`commsim.exec._channels.Owners`), every channel gets a copy of the buffer: its rounds
+   (``Round.channel``) read and write that copy only, so a channel's step waits for its own
+   earlier steps and never for another channel's, and the channels progress separately as the
+   IR says; :attr:`Plan.owner` says from which copy each ``(rank, slot)`` is taken at the end.
+   Memory: one buffer per channel. Past :data:`MAX_BUFFERS`, or for a schedule that breaks the
+   promise, one buffer (channels then overlap within a step only).
 """
 
 from __future__ import annotations
@@ -38,10 +46,14 @@ import numpy as np
 
 from commsim._ir import Schedule, Step
 from commsim.errors import CommsimError
+from commsim.exec._channels import Owners
 from commsim.exec._layout import Layout
 from commsim.exec._lowering import Segments, check_layout, checked_steps, step_messages
 
-__all__ = ["Plan", "Round", "Segment", "plan"]
+__all__ = ["MAX_BUFFERS", "Plan", "Round", "Segment", "plan"]
+
+#: Most channels that get a buffer copy of their own (device memory grows by one buffer each).
+MAX_BUFFERS = 8
 
 Perm = tuple[tuple[int, int], ...]
 
@@ -84,6 +96,15 @@ class Plan:
     pad: int  # extra elements appended to the working buffer (0 unless windows do not fit)
     steps: tuple[tuple[Round, ...], ...]
     table: np.ndarray  # [p, ncols] int32: per-device window starts, mask bounds, flags
+    #: [p, nslots] int32: the channel whose buffer holds each (rank, slot) at the end, when the
+    #: channels run on buffers of their own (``None``: one buffer)
+    owner: np.ndarray | None = None
+    slot_elems: np.ndarray | None = None  # [nslots]: elements per slot (with ``owner``)
+
+    @property
+    def nbuffers(self) -> int:
+        """Buffer copies the program keeps: one per channel, or one."""
+        return 1 if self.owner is None else int(max(r.channel for st in self.steps for r in st)) + 1
 
     @property
     def nppermutes(self) -> int:
@@ -132,14 +153,16 @@ RawRound = tuple[Perm | None, list[_Column], int]  # permutation, columns, chann
 
 
 def _step_rounds(step: Step, off: np.ndarray, p: int) -> list[RawRound]:
-    """The rounds of one step (the local round first): permutation, columns and channel."""
+    """The rounds of one step (the local rounds first, one per channel): permutation, columns
+    and channel."""
     sm = step_messages(step, off, p)
+    local = sorted({m.channel for m in sm.local})
     rounds: list[RawRound] = [
+        (None, _columns([m for m in sm.local if m.channel == c]), c) for c in local
+    ]
+    return rounds + [
         (tuple((m.src, m.dst) for m in msgs), _columns(msgs), msgs[0].channel) for msgs in sm.rounds
     ]
-    if sm.local:
-        rounds.insert(0, (None, _columns(sm.local), 0))
-    return rounds
 
 
 def _shifts(col: _Column, n: int) -> np.ndarray | None:
@@ -224,10 +247,20 @@ def plan(schedule: Schedule, layout: Layout) -> Plan:
     """
     check_layout(schedule, layout)
     p, n = schedule.nranks, layout.nelems
-    raw = [_step_rounds(st, layout.offsets, p) for _, st in checked_steps(schedule)]
+    apart = 1 < schedule.nchannels <= MAX_BUFFERS
+    owners = Owners(p, schedule.nslots)
+    raw = []
+    for _, st in checked_steps(schedule):
+        raw.append(_step_rounds(st, layout.offsets, p))
+        if apart:
+            owners.add(st)
     pad = _padding(raw, n)
     if n + pad >= 2**31:
         raise CommsimError(f"buffers of {n + pad} elements are too large for the jax backend")
     table = _Table(p)
     steps = tuple(tuple(_round(*r, n + pad, table) for r in rs) for rs in raw)
-    return Plan(p, n, pad, steps, table.array())
+    owner = owners.table() if apart else None
+    if owner is None:
+        return Plan(p, n, pad, steps, table.array())
+    sizes = np.diff(layout.offsets)
+    return Plan(p, n, pad, steps, table.array(), owner.astype(np.int32), sizes)

@@ -141,7 +141,9 @@ def _step_plans(step: Step, off: np.ndarray, p: int, ranks: list[int], tag: int)
         channel = msgs[0].channel if msgs else 0
         for r in send.keys() | recv.keys():
             rounds[r].append(Round(send.get(r), recv.get(r), channel, wave))
-    local = {m.src: _segments(m) for m in sm.local}
+    local: dict[int, tuple[Segment, ...]] = {}
+    for m in sm.local:  # a rank's channels touch disjoint slots: their order does not matter
+        local[m.src] = local.get(m.src, ()) + _segments(m)
     return [StepPlan(tag, tuple(rounds[r]), local.get(r, ())) for r in ranks]
 
 
