@@ -195,18 +195,6 @@ def test_a_schedule_that_breaks_the_channel_promise_keeps_one_buffer(jax_backend
     np.testing.assert_array_equal(c.get(c.run(c.put(buf))), want)
 
 
-def test_cli_runs_a_saved_multichannel_schedule_on_the_mesh(jax_backend, tmp_path, capsys):
-    from commsim.cli import main
-
-    s = CASES[1][1]  # allreduce/parallel(ring,rabenseifner)
-    path = tmp_path / "two.json"
-    commsim.save(s, path)
-    argv = ["run", "-f", str(path), "-s", "4KiB", "--iters", "2", "--warmup", "1", "--json"]
-    assert main([*argv, "--backend", "jax", "--no-baseline", "--no-progress"]) == 0
-    [m] = json.loads(capsys.readouterr().out)["measurements"]
-    assert (m["backend"], m["check"], m["nranks"]) == ("jax", "ok", P)
-
-
 # -- the CUDA simulator ------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cuda_backend():
@@ -225,3 +213,38 @@ def test_cuda_runs_every_case_exactly(cuda_backend, case):
     lay, buf, want = _buffers(s, per_unit=1)
     c = cuda_backend.compile(s, lay, np.int32)
     np.testing.assert_array_equal(c.get(c.run(c.put(buf))), want)
+
+
+def test_jax_drop_in_runs_two_channels_on_eight_devices(jax_backend):
+    """``channels(ring, 2)`` as a drop-in inside the user's ``shard_map`` on all 8 devices: the
+    sum over devices (integers: exact), on every device."""
+    import jax
+    from jax.sharding import NamedSharding
+    from jax.sharding import PartitionSpec as PS
+
+    from commsim.algorithms._parallel import channels
+    from commsim.exec.jax import collective
+
+    f = collective(channels(commsim.build("allreduce", "ring", nranks=8), 2), "d")
+    m = jax.make_mesh((8,), ("d",))
+    host = np.random.default_rng(8).integers(-1000, 1000, (8, 13)).astype(np.int32)
+    x = jax.device_put(host, NamedSharding(m, PS("d")))
+
+    run = jax.jit(jax.shard_map(lambda v: f(v[0])[None], mesh=m, in_specs=PS("d"),
+                                out_specs=PS("d")))  # fmt: skip
+    np.testing.assert_array_equal(np.asarray(run(x)), np.broadcast_to(host.sum(0), (8, 13)))
+
+
+@pytest.mark.parametrize("suffix", ["json", "npz"])
+def test_cli_runs_a_saved_multichannel_schedule(cuda_backend, tmp_path, capsys, suffix):
+    """``commsim save`` keeps the channels, and ``commsim run -f`` runs and checks the file."""
+    from commsim.cli import main
+
+    s = CASES[1][1]  # allreduce/parallel(ring,rabenseifner)
+    path = tmp_path / f"two.{suffix}"
+    commsim.save(s, path)
+    assert commsim.load(path).nchannels == 2
+    argv = ["run", "-f", str(path), "-s", "256", "--iters", "2", "--warmup", "1", "--json"]
+    assert main([*argv, "--backend", "cuda", "--no-progress"]) == 0
+    [m] = json.loads(capsys.readouterr().out)["measurements"]
+    assert (m["backend"], m["check"], m["nranks"]) == ("cuda", "ok", P)
