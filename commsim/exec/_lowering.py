@@ -220,7 +220,10 @@ def step_messages(
     first = np.array([t[0] for t in g.transfers], dtype=np.int64)  # one per message
     mchan = chan[first] if chan.any() else np.zeros(len(first), dtype=np.int64)
     rounds = []
-    split, waves = port_rounds(g.src, g.dst, mchan, nranks)
+    if len(mchan) and (mchan != mchan[0]).any():
+        split, waves = port_rounds(g.src, g.dst, mchan, nranks)
+    else:  # one channel: the rounds group() split already
+        split, waves = g.rounds, list(range(len(g.rounds)))
     for rnd in split:
         msgs = []
         for m in rnd.tolist():

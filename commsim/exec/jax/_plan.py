@@ -33,7 +33,8 @@ Per-device values (window starts, mask bounds, reduce flags) live in one small s
    (``Round.channel``) read and write that copy only, so a channel's step waits for its own
    earlier steps and never for another channel's, and the channels progress separately as the
    IR says; :attr:`Plan.owner` says from which copy each ``(rank, slot)`` is taken at the end.
-   Memory: one buffer per channel. Past :data:`MAX_BUFFERS`, or for a schedule that breaks the
+   Cost: one buffer per channel, and one select over the buffer per channel past the first
+   when they are merged. Past :data:`MAX_BUFFERS`, or for a schedule that breaks the
    promise, one buffer (channels then overlap within a step only).
 """
 
