@@ -44,8 +44,9 @@ network (the topology model, chosen by --topology or --cluster):
   --cluster PRESET names a hypothetical cluster built from public specifications:
   dgx-h100:N (N DGX H100: NVLink4 inside, 8 x 400 Gb/s rails into a rail-optimized fat tree),
   dgx-h200:N, dgx-b200:N (NVLink5), dgx-a100:N, gb200-nvl72:N (N NVL72 racks),
-  tpu-v5p:AxBxC (3-D torus), dragonfly:G (Slingshot-like), ethernet:N (100 GbE, 2:1
-  leaf-spine); or a TOML file. docs/clusters.md lists the numbers and their sources.
+  tpu-v4:AxBxC, tpu-v5p:AxBxC (3-D tori), tpu-v5e:AxB, tpu-v6e:AxB (2-D tori),
+  dragonfly:G (Slingshot-like), ethernet:N (100 GbE, 2:1 leaf-spine); or a TOML file.
+  docs/clusters.md lists the numbers and their sources.
   Hierarchical algorithms get its ranks_per_node; torus algorithms its shape as dims
   (on a torus topology or a tpu-* cluster, every chip in order).
   --topology NAME[:ARGS] names a generator: {", ".join(sorted(GENERATORS))}; e.g. torus:8x8x8,
@@ -218,7 +219,7 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
         metavar="PRESET|FILE.toml",
         help="predict on a hypothetical cluster: dgx-h100:128, dgx-h200:N, dgx-b200:N, "
         "dgx-a100:N, gb200-nvl72:N, "
-        "tpu-v5p:4x4x8, dragonfly:G, ethernet:N, or a TOML file (docs/clusters.md)",
+        "tpu-v5p:4x4x8, tpu-v4:AxBxC, tpu-v5e:AxB, tpu-v6e:AxB, dragonfly:G, ethernet:N, or a TOML file (docs/clusters.md)",
     )
     g.add_argument(
         "--placement",

@@ -104,10 +104,12 @@ def _tpu(
     ici: str,
     reduction: str,
     wraps: Callable[[list[int]], list[bool]],
+    small_slices: bool = False,
 ) -> Callable[[str, str], dict[str, Any]]:
     """The preset of a Cloud TPU ``generation`` slice (``"v5p"``): chips on an ``ndim``-D torus
-    of ICI links (``ici`` per link per direction), ``chips_per_host`` chips per host (one host
-    for a smaller slice), wrap-around in the dimensions ``wraps(dims)`` says.
+    of ICI links (``ici`` per link per direction), ``chips_per_host`` chips per host (with
+    ``small_slices``, one host may hold a smaller slice, as v5e's 1x1 and 2x2), wrap-around in
+    the dimensions ``wraps(dims)`` says.
     ``docs/clusters.md#tpu-<generation>`` gives every number's source and status."""
     shape = "x".join("ABC"[:ndim])
     example = "x".join(["4"] * ndim)
@@ -123,7 +125,7 @@ def _tpu(
         if min(dims) < 1:
             raise ParameterError(f"cluster {spec!r}: every dimension must be >= 1, got {arg!r}")
         chips = math.prod(dims)
-        per_host = min(chips_per_host, chips)
+        per_host = min(chips_per_host, chips) if small_slices else chips_per_host
         if chips % per_host:
             raise ParameterError(
                 f"cluster {spec!r}: the shape must hold a multiple of {chips_per_host} chips "
@@ -165,10 +167,22 @@ _tpu_v5p = _tpu(
 )
 # Cloud TPU v5e and v6e (Trillium): 4 ICI ports per chip, 400 / 800 GB/s bidirectional
 _tpu_v5e = _tpu(
-    "v5e", ndim=2, chips_per_host=8, ici="50GB/s", reduction="273GB/s", wraps=_pod_axis_wraps
+    "v5e",
+    ndim=2,
+    chips_per_host=8,
+    ici="50GB/s",
+    reduction="273GB/s",
+    wraps=_pod_axis_wraps,
+    small_slices=True,
 )
 _tpu_v6e = _tpu(
-    "v6e", ndim=2, chips_per_host=8, ici="100GB/s", reduction="546GB/s", wraps=_pod_axis_wraps
+    "v6e",
+    ndim=2,
+    chips_per_host=8,
+    ici="100GB/s",
+    reduction="546GB/s",
+    wraps=_pod_axis_wraps,
+    small_slices=True,
 )
 
 
