@@ -61,11 +61,12 @@ def test_verifies_on_preset_shapes(collective, dims):
 @pytest.mark.parametrize("collective", COLLECTIVES)
 @pytest.mark.parametrize("p", [1, 2, 5, 8, 12, 16, 24, 27, 30, 36, 64])
 def test_2d_links_time_is_the_closed_form(collective, p):
+    row = commsim.algorithms.info(collective, "torus_multiport")
     for dims in grids(p):
         s = build(collective, dims)
         for alpha, beta, gamma in MODELS:
             got = Hockney(alpha, beta, gamma, links=parts(dims)).predict(s, SIZES).time
-            want = tm.links_time(collective, p, SIZES, alpha, beta, gamma, dims=dims)
+            want = row.time(p, SIZES, alpha, beta, gamma, dims=dims, links=parts(dims))
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-12, err_msg=f"{dims}")
 
 
@@ -103,6 +104,13 @@ def test_parts_use_every_direction_of_every_dimension():
         for c in range(6):  # one direction per part
             assert len(np.unique(delta[st.channel == c], axis=0)) == 1
         assert len(np.unique(delta, axis=0)) == 6  # six parts, six directions
+
+
+def test_the_closed_form_needs_one_link_or_every_part_its_own():
+    row = commsim.algorithms.info("allreduce", "torus_multiport")
+    assert row.time(64, 1.0, 1.0, 0.0, 0.0, dims="4x4x4", links=8) == 18.0
+    with pytest.raises(ParameterError, match="1 link or on 2D = 6 links or more, got links=3"):
+        row.time(64, 1.0, 1.0, 0.0, 0.0, dims="4x4x4", links=3)
 
 
 def test_part_orders_rotate_and_mirror():

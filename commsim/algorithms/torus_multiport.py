@@ -66,9 +66,9 @@ from commsim.algorithms.torus import (
     torus_allreduce,
     torus_reduce_scatter,
 )
+from commsim.errors import ParameterError
 
 __all__ = [
-    "links_time",
     "one_dimensional",
     "part_orders",
     "torus_multiport_allgather",
@@ -192,57 +192,65 @@ def one_dimensional(nranks: int, dims: Dims = "auto") -> bool:
     return sum(d > 1 for d in parse_dims(dims, nranks)) <= 1
 
 
-def links_time(
-    collective: str,
+def _per_link(nranks: int, dims: Dims, links: int) -> tuple[int, float, int]:
+    """``K``, ``(p-1)/p`` and the parts that take turns on one link: ``2D`` on one link, 1 on
+    ``2D`` links or more (each part on its own, :class:`commsim.models.Hockney` ``links=``)."""
+    k, f, parts = _terms(nranks, dims)
+    if links == 1:
+        return k, f, parts
+    if isinstance(links, bool) or not isinstance(links, int) or links < parts:
+        raise ParameterError(
+            f"torus_multiport: its time has a closed form on 1 link or on 2D = {parts} links or "
+            f"more, got links={links!r}"
+        )
+    return k, f / parts, 1
+
+
+def _rs_cost(
     nranks: int,
     nbytes: FloatOrArray,
     alpha: float,
     beta: float,
     gamma: float,
     *,
-    dims: Dims = "auto",
+    dims: Dims,
+    links: int = 1,
 ) -> FloatOrArray:
-    """The rows' time with ``2D`` independent links (the ``2D`` display of their ``.. math::``),
-    exact for every ``p`` and ``dims`` under :class:`commsim.models.Hockney` ``links=2D``.
-
-    Examples:
-        >>> links_time(
-        ...     "allreduce", 64, 6.0, 1.0, 64.0, 0.0, dims="4x4x4"
-        ... )  # 2·9 α + 2·(63/64)·1·64 β
-        144.0
-    """
-    k, f, parts = _terms(nranks, dims)
-    per_part = f * nbytes / parts
-    if collective == "allreduce":
-        return 2 * k * alpha + per_part * (2 * beta + gamma)
-    return k * alpha + per_part * (beta + (gamma if collective == "reduce_scatter" else 0.0))
-
-
-def _rs_cost(
-    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, dims: Dims
-) -> FloatOrArray:
-    """The one-link display of :func:`torus_multiport_reduce_scatter`'s ``.. math::`` (exact
-    where :func:`one_dimensional`)."""
-    k, f, parts = _terms(nranks, dims)
-    return parts * k * alpha + f * nbytes * (beta + gamma)
+    """:func:`torus_multiport_reduce_scatter`'s ``.. math::`` on ``links`` links per rank: the
+    one-link display (exact where :func:`one_dimensional`) or, with ``links >= 2D``, the 2D-link
+    one (exact for every ``p`` and ``dims``)."""
+    k, f, turns = _per_link(nranks, dims, links)
+    return turns * k * alpha + f * nbytes * (beta + gamma)
 
 
 def _ag_cost(
-    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, dims: Dims
+    nranks: int,
+    nbytes: FloatOrArray,
+    alpha: float,
+    beta: float,
+    gamma: float,
+    *,
+    dims: Dims,
+    links: int = 1,
 ) -> FloatOrArray:
-    """The one-link display of :func:`torus_multiport_allgather`'s ``.. math::`` (exact where
-    :func:`one_dimensional`)."""
-    k, f, parts = _terms(nranks, dims)
-    return parts * k * alpha + f * nbytes * beta
+    """:func:`torus_multiport_allgather`'s ``.. math::`` on ``links`` links (as :func:`_rs_cost`)."""
+    k, f, turns = _per_link(nranks, dims, links)
+    return turns * k * alpha + f * nbytes * beta
 
 
 def _ar_cost(
-    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, dims: Dims
+    nranks: int,
+    nbytes: FloatOrArray,
+    alpha: float,
+    beta: float,
+    gamma: float,
+    *,
+    dims: Dims,
+    links: int = 1,
 ) -> FloatOrArray:
-    """The one-link display of :func:`torus_multiport_allreduce`'s ``.. math::`` (exact where
-    :func:`one_dimensional`)."""
-    k, f, parts = _terms(nranks, dims)
-    return 2 * parts * k * alpha + f * nbytes * (2 * beta + gamma)
+    """:func:`torus_multiport_allreduce`'s ``.. math::`` on ``links`` links (as :func:`_rs_cost`)."""
+    k, f, turns = _per_link(nranks, dims, links)
+    return 2 * turns * k * alpha + f * nbytes * (2 * beta + gamma)
 
 
 _CONSTRAINTS = (
@@ -366,8 +374,7 @@ def torus_multiport_allreduce(nranks: int, dims: Dims = "auto") -> Schedule:
 
     See Also:
         :func:`commsim.algorithms.torus.torus_allreduce` (one dimension at a time, one link),
-        :func:`torus_multiport_reduce_scatter`, :func:`torus_multiport_allgather`,
-        :func:`commsim.algorithms.swing.swing_bandwidth_allreduce`
+        :func:`torus_multiport_reduce_scatter`, :func:`torus_multiport_allgather`
 
     Examples:
         >>> s = torus_multiport_allreduce(64, "4x4x4")
