@@ -233,7 +233,8 @@ def _ag_cost(
     dims: Dims,
     links: int = 1,
 ) -> FloatOrArray:
-    """:func:`torus_multiport_allgather`'s ``.. math::`` on ``links`` links (as :func:`_rs_cost`)."""
+    """:func:`torus_multiport_allgather`'s ``.. math::`` on ``links`` links: exact on one link
+    where :func:`one_dimensional`, and on ``2D`` links or more for every ``p`` and ``dims``."""
     k, f, turns = _per_link(nranks, dims, links)
     return turns * k * alpha + f * nbytes * beta
 
@@ -248,7 +249,8 @@ def _ar_cost(
     dims: Dims,
     links: int = 1,
 ) -> FloatOrArray:
-    """:func:`torus_multiport_allreduce`'s ``.. math::`` on ``links`` links (as :func:`_rs_cost`)."""
+    """:func:`torus_multiport_allreduce`'s ``.. math::`` on ``links`` links: exact on one link
+    where :func:`one_dimensional`, and on ``2D`` links or more for every ``p`` and ``dims``."""
     k, f, turns = _per_link(nranks, dims, links)
     return 2 * turns * k * alpha + f * nbytes * (2 * beta + gamma)
 
