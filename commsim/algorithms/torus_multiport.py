@@ -29,11 +29,14 @@ runs on its own link with :math:`n/2D` bytes, and its rings telescope as the tor
 .. math:: T_{\mathrm{RS}} = K\alpha + \frac{p-1}{p}\,\frac{n}{2D}(\beta + \gamma)
 
 and the β term is the injection bound's, :math:`f_\beta(p)\,n\beta/2D` (every byte a chip must
-receive arrives over one of its :math:`2D` links, all busy all the time). On one link
-(``links=1``) the parts take turns: where :math:`D = 1` (a ring) the time is
+receive arrives over one of its :math:`2D` links, all busy all the time). The rows' ``cost_fn``
+gives it with ``links=2D`` (``info(...).time(..., links=2D)``). The γ term is divided too: the
+model keeps a clock per link, so each part reduces its own share as the bytes arrive, as if a
+chip had :math:`2D` reduction units. On one link (``links=1``, the registry's default) the
+parts take turns: where :math:`D = 1` (a ring) the time is
 :math:`2K\alpha + \frac{p-1}{p}n(\beta+\gamma)`; on more dimensions the turns are not aligned
-step by step and the single-link time is only estimated by that expression with :math:`2DK`
-latencies.
+step by step (the rounds of :func:`commsim._messages.matchings` mix the parts) and that
+expression with :math:`2DK` latencies is a lower estimate.
 
 Sharp bit: when the dimensions differ in size, a part still on its first dimension and a part
 already on its second may share a (dimension, direction) for a while; the contention models
