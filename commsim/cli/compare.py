@@ -141,7 +141,7 @@ def parse(args: argparse.Namespace) -> CompareRequest:
     assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
     notes: list[str] = []
     if network is not None:
-        schedules, notes = network.with_ranks_per_node(schedules)
+        schedules, notes = network.with_network_params(schedules)
     sizes, model = parse_sizes(args.sizes), parse_model(args, network)
     plot = _plot_path(args.plot) if args.plot else None
     files = tuple(_load(path, schedules, budget) for path in args.file)

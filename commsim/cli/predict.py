@@ -114,7 +114,7 @@ def parse(args: argparse.Namespace) -> PredictRequest:
     schedules = SCHEDULES.parse(args)
     notes: list[str] = []
     if network is not None and isinstance(schedules, ScheduleChoice):
-        schedules, notes = network.with_ranks_per_node(schedules)
+        schedules, notes = network.with_network_params(schedules)
     model = parse_model(args, network)
     trace = parse_trace(args)
     if trace is not None and getattr(model, "timeline", None) is None:
