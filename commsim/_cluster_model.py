@@ -3,7 +3,8 @@
 
 The clusters sit below the models (``tests/test_architecture.py``: a cluster reaches a model as a
 graph), so a cluster states its model's inputs (:meth:`~commsim.clusters.Cluster.topology_inputs`:
-graph, placement, contention, γ from its reduction rate) and this module, at the root where both
+graph, placement, contention, γ from its reduction rate, the collective library's per-call
+``launch`` and ``reduction_overlap``, :mod:`commsim.models._library`) and this module, at the root where both
 packages may be imported, builds the model. ``commsim predict --cluster``, ``commsim.tune`` on a
 cluster (re-exported as :func:`commsim.tuner.cluster_model`) and the cluster fit of
 ``commsim calibrate --from-nccl-tests`` all call it, so they predict with the same model.

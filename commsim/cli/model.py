@@ -231,4 +231,6 @@ def _per_class_hockney(args: argparse.Namespace, network: NetworkChoice) -> Mode
 
     intra = alpha_beta(0, 1) if g > 1 else alpha_beta(0, g)
     gamma = network.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
-    return TwoLevelHockney(intra, alpha_beta(0, g), ranks_per_node=g, gamma=gamma or 0.0)
+    c = network.cluster
+    library = {"launch": c.launch, "reduction_overlap": c.reduction_overlap} if c else {}
+    return TwoLevelHockney(intra, alpha_beta(0, g), ranks_per_node=g, gamma=gamma or 0.0, **library)

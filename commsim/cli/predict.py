@@ -26,7 +26,7 @@ from commsim.cli.output import (
 )
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.cli.traces import add_trace_argument, parse_trace, write_trace
-from commsim.models import Model, Prediction, chrome_trace
+from commsim.models import Model, NetworkUsage, Prediction, chrome_trace
 
 __all__ = [
     "DESCRIPTION",
@@ -239,9 +239,25 @@ def _network_lines(result: PredictResult) -> str:
         "total time)\n"
         + format_table(["class", "bytes", "busiest link busy", "utilization"], rows, "lrrr")
     )
+    text += f"\n{_breakdown(usage, j, size)}"
     if usage.critical_path is not None:
         text += f"\ncritical path at {size}: {usage.critical_path.summary()}"
     return text
+
+
+def _breakdown(usage: NetworkUsage, j: int, size: str) -> str:
+    """One line: what the last rank's time at size index ``j`` is made of (the prediction's
+    :attr:`~commsim.models.NetworkUsage.time_parts`: launch, latency, reduction, the link
+    classes, other), the parts that are not zero."""
+    parts = usage.time_parts.reshape(len(usage.part_names), -1)[:, j]
+    names = usage.part_names
+    order = ["launch", "latency", "reduction", *usage.kinds, "other"]
+    shown = [
+        f"{k} {units.format_time(float(parts[names.index(k)]))}"
+        for k in order
+        if parts[names.index(k)] > 0
+    ]
+    return f"time at {size}: " + (", ".join(shown) or "0s")
 
 
 def _columns(r: PredictResult) -> list[tuple[float, float, float, float, float]]:

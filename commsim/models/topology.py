@@ -18,6 +18,11 @@ flow-level simulation, :mod:`commsim.models._flow`). Everything else follows
   sum of its links' latencies (plus ``overhead``) and :math:`R_m` its rate; then
   :math:`c_q \leftarrow \max(c_q, e)`, :math:`c_r \leftarrow \max(c_r, e + b_\text{red}\gamma)`.
 
+The collective library's layer (:mod:`commsim.models._library`): ``launch`` is a per-call
+cost every rank's clock starts with; with ``reduction_overlap`` the receiver reduces while the
+message arrives, :math:`c_r \leftarrow \max(c_r, e + \max(0, b_\text{red}\gamma - b/R_m))`.
+Both are off by default (a cluster's GPU presets set them).
+
 Stragglers, as inputs: ``start_skew`` (each rank's clock at time 0), ``slow_ranks`` (a factor
 :math:`f \ge 1` per rank on its transfers, :math:`\max(f_q, f_r)`, and its reductions) and
 ``link_factor`` (per edge a bandwidth factor in [0, 1]; 0 is a failed link: it is removed and
@@ -50,6 +55,7 @@ from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION, bottleneck_link, path_latency, rates
 from commsim.models._flow import _FlowRun, simulate
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
+from commsim.models._library import reduction_exposed
 from commsim.models._network_params import NetworkParams
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
@@ -79,6 +85,11 @@ class Topology:
             longer.
         link_factor: ``{(u, v): factor in [0, 1]}`` per graph edge: its bandwidth times
             ``factor``; 0 removes the link (a failed link).
+        launch: the collective library's per-call cost (seconds or ``"6.6us"``), paid once
+            by every rank before its first message (default 0).
+        reduction_overlap: reduce a received message while it arrives (GPU reduce-copy
+            kernels): charge the larger of transfer and reduction, not their sum (default
+            ``False``: the serial rule of CPU/MPI reductions).
 
     Examples:
         >>> import commsim
@@ -104,6 +115,8 @@ class Topology:
         start_skew: Sequence[float] | Mapping[int, float] | None = None,
         slow_ranks: Mapping[int, float] | None = None,
         link_factor: Mapping[tuple[Any, Any], float] | None = None,
+        launch: float | str = 0.0,
+        reduction_overlap: bool = False,
     ) -> None:
         if contention not in CONTENTION:
             close = difflib.get_close_matches(str(contention), CONTENTION, n=1)
@@ -127,6 +140,12 @@ class Topology:
                     f"slow_ranks: rank {r}'s factor must be a number >= 1, got {f!r}"
                 )
         self.link_factor = dict(link_factor or {})
+        self.launch = as_time("launch", launch)
+        if not isinstance(reduction_overlap, bool | np.bool_):
+            raise ParameterError(
+                f"reduction_overlap must be true or false, got {reduction_overlap!r}"
+            )
+        self.reduction_overlap = bool(reduction_overlap)
         self._rounds: dict[bytes, tuple[np.ndarray, ...]] = {}
         self._last_round: tuple[np.ndarray, ...] | None = None  # (hosts, src, dst, costs...)
 
@@ -142,6 +161,8 @@ class Topology:
         """E.g. ``topology fat_tree(1024) contention=bottleneck gamma=1/(100 GB/s)``."""
         gamma = "0s/B" if self.gamma == 0 else f"1/({units.format_bandwidth(1 / self.gamma)})"
         extra = f" overhead={units.format_time(self.overhead)}" if self.overhead else ""
+        extra += f" launch={units.format_time(self.launch)}" if self.launch else ""
+        extra += " reduction overlapped" if self.reduction_overlap else ""
         place_ = self.placement if isinstance(self.placement, str) else "explicit"
         stragglers = (
             " with stragglers"
@@ -167,6 +188,8 @@ class Topology:
             else list(self.placement),
             "gamma_s_per_byte": self.gamma,
             "overhead_s": self.overhead,
+            "launch_s": self.launch,
+            "reduction_overlap": self.reduction_overlap,
         }
 
     def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
@@ -176,7 +199,8 @@ class Topology:
         if nranks > self.network.nhosts:
             place(self.network, nranks, "linear")  # raises the one-line error
         alpha, beta = self._bound_terms(nranks)
-        return lower_bound(collective, nranks, nbytes, alpha, beta, self.gamma / self._fmin())
+        gamma = 0.0 if self.reduction_overlap else self.gamma  # reductions may hide in transfers
+        return lower_bound(collective, nranks, nbytes, alpha, beta, gamma / self._fmin())
 
     def _fmin(self) -> float:
         return 1.0
@@ -245,8 +269,9 @@ class Topology:
         network, γ, the overhead, the stragglers:
         :class:`~commsim.models._network_params.NetworkParams`)."""
         return NetworkParams(
-            self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks
-        )
+            self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks,
+            self.launch, self.reduction_overlap,
+        )  # fmt: skip
 
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
         """``[nranks, nsizes]`` clocks at time 0 (:meth:`NetworkParams.initial_clock
@@ -400,11 +425,15 @@ class _Run:
         self.kernel(
             self.clock, self.comp, src, dst, units.astype(np.float64), red.astype(np.float64),
             lat, inv, cls, self.slow, self.per_unit, self.gw, self.tmp, self.mcomp, self.kc,
-            self.setter, pred, self.nmsg,
+            self.setter, pred, self.nmsg, self.model.reduction_overlap,
         )  # fmt: skip
         if track:
             end = self.tmp[:m, self.kc].copy()
-            red_s = red * self.per_unit[self.kc] * self.model.gamma * self.slow[dst]
+            red_s = reduction_exposed(
+                red * self.per_unit[self.kc] * self.model.gamma * self.slow[dst],
+                units * self.per_unit[self.kc] * inv * np.maximum(self.slow[src], self.slow[dst]),
+                self.model.reduction_overlap,
+            )
             self.chunks.append(
                 (np.full(m, i), src, dst, np.maximum(*start), end, lat, pred, red_s, indptr, links)
             )
@@ -443,8 +472,9 @@ class _Run:
         last = np.argmax(self.clock, axis=0)
         parts = self.comp[last, :, np.arange(len(last))].T  # [components, sizes]
         return NetworkUsage.of_links(
-            net, link_units, self.per_unit, total, parts, self._critical_path(total)
-        )
+            net, link_units, self.per_unit, total, parts, self._critical_path(total),
+            launch=self.model.launch,
+        )  # fmt: skip
 
     def timeline(self) -> Timeline:
         """Every message at the last size (needs the critical path's records)."""
