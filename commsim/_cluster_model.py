@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from commsim.clusters import Cluster
-from commsim.models import Topology
+from commsim.models import Protocol, Topology
 
 __all__ = ["cluster_model"]
 
@@ -26,9 +26,12 @@ def cluster_model(
     placement: str | Sequence[int] | None = None,
     contention: str = "bottleneck",
     gamma: float | None = None,
+    protocol: Protocol | str | None = None,
 ) -> Topology:
     """The topology model of cluster ``c``: its graph, its placement (or ``placement``), γ from
-    its reduction rate (or ``gamma``), from :meth:`~commsim.clusters.Cluster.topology_inputs`.
+    its reduction rate (or ``gamma``), from :meth:`~commsim.clusters.Cluster.topology_inputs`;
+    messages carried by ``protocol`` (``"LL"``, ``"LL128"``, ``"Simple"``, or ``None``: the
+    links' latency and rate, the cluster's ``launch``; :mod:`commsim.models._library`).
 
     Examples:
         >>> from commsim.clusters import cluster
@@ -38,4 +41,4 @@ def cluster_model(
     inputs = c.topology_inputs(placement, contention)
     if gamma is not None:
         inputs["gamma"] = gamma
-    return Topology(inputs.pop("network"), **inputs)
+    return Topology(inputs.pop("network"), protocol=protocol, **inputs)

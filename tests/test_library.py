@@ -171,3 +171,148 @@ def test_cluster_file_with_bad_launch_exits_2(tmp_path, capsys):
     assert commsim.cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert "launch" in err and len(err.splitlines()) == 1
+
+
+# -- channels ------------------------------------------------------------------------------------
+def test_tuner_sweeps_channels_and_the_table_builds_them(tmp_path):
+    """Two independent links per rank: two channels halve a large allreduce's transfers."""
+    from commsim.models import Hockney
+    from commsim.tuner import TunerTable, channel_counts
+
+    model = Hockney(alpha=1e-6, beta=1e-9, gamma=0, links=2)
+    table = commsim.tune(
+        "allreduce", model, 8, "1KiB..64MiB:x64", algorithms=["ring"], channels=(1, 2)
+    )
+    big = table.lookup(64 << 20)
+    assert big.params["channels"] == 2
+    s = table.schedule(64 << 20)
+    assert s.nchannels == 2 and s.algorithm == "ring"
+    commsim.verify(s)
+    path = table.save(tmp_path / "t.toml")
+    again = TunerTable.load(path)
+    assert again.lookup(64 << 20).params == big.params
+    assert again.schedule(64 << 20).nchannels == 2
+    assert channel_counts(4) == (1, 2, 4)
+    plain = commsim.tune("allreduce", model, 8, "1KiB..64MiB:x64", algorithms=["ring"])
+    assert all("channels" not in r.params for r in plain.ranges)  # one channel: as before
+
+
+def test_tuner_refuses_a_bad_channel_count():
+    from commsim.models import Hockney
+
+    with pytest.raises(ParameterError, match="channels must be an integer >= 1, got 0"):
+        commsim.tune("allreduce", Hockney(), 8, "1KiB", channels=(1, 0))
+
+
+def test_predict_and_compare_take_channels(capsys):
+    argv = ["predict", "-c", "allreduce", "-a", "ring", "-p", "8", "-s", "1MiB", "--json"]
+    assert commsim.cli.main([*argv, "--channels", "2"]) == 0
+    import json
+
+    out = json.loads(capsys.readouterr().out)
+    assert out["params"] == {"channels": 2} and out["ntransfers"] == 2 * 14 * 8
+    argv = ["compare", "-c", "allreduce", "-a", "ring,rabenseifner", "-p", "8", "-s", "1MiB"]
+    assert commsim.cli.main([*argv, "--channels", "4"]) == 0
+    assert "allreduce, p=8" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["predict", "compare", "tune"])
+@pytest.mark.parametrize("bad", ["0", "-1", "two", "1.5"])
+def test_bad_channels_are_one_line_and_exit_2(command, bad, capsys):
+    argv = [command, "-c", "allreduce", "-a", "ring", "-p", "8", "-s", "1KiB"]
+    assert commsim.cli.main([*argv, f"--channels={bad}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"--channels must be an integer >= 1, got '{bad}'")
+    assert len(err.splitlines()) == 1
+
+
+def test_compare_tune_and_channels_together_are_refused(capsys):
+    argv = ["compare", "-c", "allreduce", "-p", "8", "-s", "1KiB", "--tune", "--channels", "2"]
+    assert commsim.cli.main(argv) == 2
+    assert "commsim tune --channels" in capsys.readouterr().err
+
+
+# -- protocols -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", ["LL", "LL128", "Simple"])
+def test_a_protocol_sets_call_cost_hop_latency_and_efficiency(mode, name):
+    r"""Ring allreduce on one switch of 1 µs links (a route: 2 µs) and no reduction cost:
+    :math:`T = t_p + 2(p-1)\,(\max(2\,\mu s, h_p) + b / (\eta_p B))`."""
+    from commsim.models import PROTOCOLS
+
+    p, proto = 8, PROTOCOLS[name]
+    s = commsim.build("allreduce", "ring", nranks=p)
+    pred = Topology(NET, contention=mode, gamma=0, protocol=name).predict(s, SIZES)
+    hop = proto.hop_inter  # every host of a bare switch is a server of its own
+    expect = proto.launch + 2 * (p - 1) * (max(2e-6, hop) + SIZES / p / (proto.efficiency * 100e9))
+    np.testing.assert_allclose(pred.time, expect, rtol=1e-9)
+    assert pred.protocol == (name,) * len(SIZES)
+    names = pred.network.part_names
+    np.testing.assert_allclose(pred.network.time_parts[names.index("launch")], proto.launch)
+
+
+def test_intra_server_messages_take_the_nvlink_hop():
+    from commsim.models import PROTOCOLS
+
+    c = build_cluster(DESC, "test")
+    s = commsim.build("allreduce", "ring", nranks=4)  # the first server's 4 GPUs only
+    pred = cluster_model(c, protocol="LL").predict(s, 8.0)
+    assert PROTOCOLS["LL"].hop_intra < 1e-6  # 0.6 µs, below the route's 2 x 0.5 µs
+    assert pred.time == pytest.approx(PROTOCOLS["LL"].launch + 6 * 1e-6, rel=1e-4)
+    across = commsim.build("allreduce", "ring", nranks=8)  # every step has a crossing
+    slow = cluster_model(c, protocol="Simple").predict(across, 8.0)
+    simple = PROTOCOLS["Simple"]  # 3.4 µs within a server, 14 µs across
+    assert slow.time == pytest.approx(simple.launch + 14 * simple.hop_inter, rel=1e-4)
+
+
+def test_protocol_choice_picks_the_fastest_per_size():
+    from commsim.models import ProtocolChoice
+
+    s = commsim.build("allreduce", "ring", nranks=8)
+    choice = ProtocolChoice(lambda p: Topology(NET, gamma=0, protocol=p))
+    sizes = np.array([1e3, 1e6, 1e9])
+    pred = choice.predict(s, sizes)
+    each = {n: m.predict(s, sizes).time for n, m in choice.models.items()}
+    np.testing.assert_allclose(pred.time, np.min(list(each.values()), axis=0))
+    assert pred.protocol[0] == "LL" and pred.protocol[-1] == "Simple"
+    for j, name in enumerate(pred.protocol):
+        assert each[name][j] == pred.time[j]
+    np.testing.assert_allclose(pred.network.time_parts.sum(axis=0), pred.time, rtol=1e-12)
+    one = choice.predict(s, 1e3)
+    assert one.protocol == "LL" and one.time == pytest.approx(pred.time[0])
+    assert one.to_dict()["protocol"] == "LL"
+    assert "protocol=auto" in choice.describe() and choice.to_dict()["protocol"] == "auto"
+    assert choice.timeline(s, 1e3).last_end == pytest.approx(one.time)
+
+
+def test_unknown_protocol_is_one_line():
+    with pytest.raises(ParameterError, match=r"unknown protocol 'LL64': use LL, LL128, Simple"):
+        Topology(NET, protocol="LL64")
+
+
+def test_cli_protocol_is_reported(capsys):
+    import json
+
+    argv = ["predict", "-c", "allreduce", "-a", "ring", "--cluster", "dgx-h100:1"]
+    assert commsim.cli.main([*argv, "-s", "1KiB,1GiB", "--protocol", "auto", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [r["protocol"] for r in out["results"]] == ["LL", "Simple"]
+    argv = ["compare", "-c", "allreduce", "-a", "ring", "--cluster", "dgx-h100:1", "-s", "1KiB"]
+    assert commsim.cli.main([*argv, "--protocol", "ll128"]) == 0
+    out = capsys.readouterr().out
+    [row] = [x for x in out.splitlines() if x.startswith("1KiB")]
+    assert "protocol=LL128" in out and row.rstrip().endswith("LL128")
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["-p", "8", "--protocol", "LL"], "--protocol: protocols are carried on a network"),
+        (["--cluster", "dgx-h100:1", "--protocol", "fast"], "unknown protocol 'fast'"),
+    ],
+)
+def test_cli_bad_protocol_is_one_line_and_exit_2(extra, message, capsys):
+    argv = ["predict", "-c", "allreduce", "-a", "ring", "-s", "1KiB", *extra]
+    assert commsim.cli.main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1

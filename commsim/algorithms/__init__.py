@@ -22,6 +22,7 @@ from commsim.algorithms import (  # noqa: F401
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._math import cost_text, math_text
 from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS
+from commsim.algorithms._parallel import channels, parallel
 from commsim.algorithms._registry import (
     REGISTRY,
     AlgorithmInfo,
@@ -38,11 +39,13 @@ __all__ = [
     "AlgorithmInfo",
     "available",
     "build",
+    "channels",
     "concat",
     "cost_text",
     "info",
     "lazy",
     "math_text",
+    "parallel",
     "register",
     "relabel",
     "unregister",

@@ -11,10 +11,11 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._progress import Progress
+from commsim.algorithms import channels
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.memory import MemoryBudget
-from commsim.cli.model import add_model_group, parse_model
+from commsim.cli.model import add_library_group, add_model_group, parse_channels, parse_model
 from commsim.cli.network import add_network_group, parse_network
 from commsim.cli.output import (
     add_output_group,
@@ -71,6 +72,7 @@ class PredictRequest:
     progress: bool | None = None
     notes: tuple[str, ...] = ()
     trace: Path | None = None
+    channels: int = 1  # --channels: the schedule as C copies on its own channels
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -94,6 +96,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     SCHEDULES.add(parser)
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
     add_network_group(parser)
+    add_library_group(parser)
     output = add_output_group(parser, memory_limit=True)
     add_trace_argument(
         output,
@@ -106,6 +109,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def parse(args: argparse.Namespace) -> PredictRequest:
     budget = MemoryBudget.parse(args.memory_limit)
     sizes = parse_sizes(args.sizes)
+    nchannels = parse_channels(args)
     network = parse_network(args)
     if network is not None and args.nranks is None and not args.file:
         args.nranks = str(network.default_nranks())  # every host
@@ -118,12 +122,13 @@ def parse(args: argparse.Namespace) -> PredictRequest:
     if trace is not None and getattr(model, "timeline", None) is None:
         raise UsageError(f"--trace: the {model.name} model has no timeline to trace")
     return PredictRequest(
-        schedules, sizes, model, budget, args.json, args.progress, tuple(notes), trace
+        schedules, sizes, model, budget, args.json, args.progress, tuple(notes), trace, nchannels
     )
 
 
 def compute(request: PredictRequest) -> PredictResult:
     [s] = request.schedules.build_all(request.budget)
+    s = channels(s, request.channels)
     sizes = np.array(request.sizes, dtype=np.float64)
     request.budget.check_predict(s, len(sizes))
     with Progress(s.nsteps * s.nranks, "commsim", enabled=request.progress, count=False) as bar:
@@ -159,6 +164,11 @@ def render(result: PredictResult, as_json: bool) -> str:
     s, columns = result.schedule, _columns(result)
     pred = result.prediction
     rank_time = np.asarray(pred.rank_time).reshape(s.nranks, len(result.sizes))  # [rank, size]
+    protocols = (
+        None
+        if pred.protocol is None
+        else [str(x) for x in np.atleast_1d(np.asarray(pred.protocol, dtype=object))]
+    )
     step_time = np.asarray(pred.step_time).reshape(s.nsteps, len(result.sizes))  # [step, size]
     if as_json:
         return to_json(
@@ -181,6 +191,7 @@ def render(result: PredictResult, as_json: bool) -> str:
                         "busbw_Bps": b,
                         "lower_bound_s": lb,
                         "ratio_to_bound": t / lb if lb > 0 else None,
+                        **({"protocol": protocols[j]} if protocols else {}),
                         "rank_time_s": rank_time[:, j],
                         "step_time_s": step_time[:, j],
                     }
@@ -208,6 +219,11 @@ def render(result: PredictResult, as_json: bool) -> str:
         for row, limit in zip(table, np.atleast_1d(pred.network.limiting), strict=True):
             row.append(limit)
         headers.append("limited by")
+        align += "l"
+    if protocols is not None:
+        for row, name in zip(table, protocols, strict=True):
+            row.append(name)
+        headers.append("protocol")
         align += "l"
     return (
         f"{s.collective}{root} {s.algorithm}{params}, p={s.nranks}: {s.nsteps} steps, "

@@ -8,7 +8,10 @@ prediction below the model's bound).
 * :class:`Hockney` — α-β-γ with per-rank clocks, single- or multi-port.
 * :class:`LogGP` — L, o, g, G with eager sends (LogGOPSim's rules).
 * :class:`TwoLevelHockney` — Hockney with intra- and inter-server α, β.
-* :class:`Topology` — a network graph, placement and link contention.
+* :class:`Topology` — a network graph, placement and link contention; with a cluster, the
+  collective library's layer too (per-call launch, overlapped reductions, protocols:
+  ``docs/library.md``).
+* :class:`ProtocolChoice` — per size, the fastest of NCCL's protocols LL, LL128, Simple.
 * :func:`lower_bound` — Chan et al. 2007 bounds no algorithm can beat.
 * :func:`fastest` / :func:`tied` — which predictions win, ties (within :data:`TIE_RTOL`) to
   the earlier candidate.
@@ -21,8 +24,10 @@ prediction below the model's bound).
 from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION
 from commsim.models._inputs import as_sizes
+from commsim.models._library import PROTOCOLS, Protocol
 from commsim.models._model import Model
 from commsim.models._prediction import TIE_RTOL, Prediction, fastest, tied
+from commsim.models._protocol_choice import ProtocolChoice
 from commsim.models._trace import ChromeTrace, chrome_trace, step_trace
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
 from commsim.models.hockney import Hockney
@@ -32,6 +37,7 @@ from commsim.models.two_level import TwoLevelHockney
 
 __all__ = [
     "CONTENTION",
+    "PROTOCOLS",
     "TIE_RTOL",
     "ChromeTrace",
     "CriticalPath",
@@ -40,6 +46,8 @@ __all__ = [
     "Model",
     "NetworkUsage",
     "Prediction",
+    "Protocol",
+    "ProtocolChoice",
     "Timeline",
     "Topology",
     "TwoLevelHockney",

@@ -32,7 +32,7 @@ import numpy as np
 from commsim._messages import matchings, messages, port_ranks
 from commsim.errors import ResourceError
 from commsim.models._contention import bottleneck_link, path_latency
-from commsim.models._library import reduction_exposed
+from commsim.models._library import protocol_latency, reduction_exposed
 from commsim.models._network_params import NetworkParams
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 
@@ -341,7 +341,12 @@ def simulate(
     np.cumsum(lengths, out=indptr[1:])
     links = r_links  # remote items keep their order, local ones add nothing
     lat = np.zeros(n)
-    lat[remote] = path_latency(r_ptr, r_links, net.latency) + params.overhead
+    same = net.host_server[hosts[src[remote]]] == net.host_server[hosts[dst[remote]]]
+    lat[remote] = (
+        protocol_latency(path_latency(r_ptr, r_links, net.latency), same, params.protocol)
+        + params.overhead
+    )
+    efficiency = params.protocol.efficiency if params.protocol is not None else 1.0
     slow = np.repeat(params.slow_factors(p0), K)
     f = np.maximum(slow[src], slow[dst])
     # per-rank sequences, in round order
@@ -362,7 +367,7 @@ def simulate(
     last = None
     red_net_last = np.zeros(n)
     for k in range(len(sizes)):
-        bytes_ = a["units"] * per_unit[k] * f
+        bytes_ = a["units"] * per_unit[k] * f / efficiency  # a protocol's flags cross too
         red_time = a["red"] * per_unit[k] * params.gamma * slow[dst]
         work = np.where(is_local, red_time, bytes_)
         red_net = np.where(is_local, 0.0, red_time)

@@ -31,7 +31,24 @@ own (``docs/library.md``):
   transfer is exposed (:func:`reduction_exposed`); it is the "reduction" part of the
   breakdown. A rank's local reductions (no message to hide behind) stay serial.
 
-Both are parameters of the topology model (:class:`~commsim.models.Topology`'s ``launch=`` and
+* **a protocol** (:class:`Protocol`: NCCL's LL, LL128 and Simple): how each message is carried.
+  A protocol has its own per-call cost (replacing ``launch``), a per-message latency (the time
+  of one step of NCCL's ring, wire included; a message takes the larger of it and its path's
+  latency: :func:`protocol_latency`) and a bandwidth efficiency :math:`\eta` (the payload's share
+  of what crosses a link: every link carries the message at :math:`\eta` times its rate):
+
+  .. math::
+
+      e = s + \max(L_m, h_p) + \frac{b}{\eta_p R_m}, \qquad
+      h_p = \begin{cases} h_p^\text{intra} & \text{within a server} \\
+                          h_p^\text{inter} & \text{across servers.} \end{cases}
+
+  :data:`PROTOCOLS` holds NCCL's numbers for its ring algorithm (``tuning.cc``: ``baseLatencies``,
+  ``hwLatencies`` of NVLink and of the network, the bandwidth factors 0.5 for LL and 0.92 for
+  LL128); :class:`~commsim.models.ProtocolChoice` picks the fastest per size, as NCCL's tuner
+  picks the protocol of least predicted time.
+
+All three are parameters of the topology model (:class:`~commsim.models.Topology`'s ``launch=`` and
 ``reduction_overlap=``, read by its timing through
 :class:`~commsim.models._network_params.NetworkParams`), set from a cluster's ``launch`` and
 ``reduction_overlap`` fields (:mod:`commsim.clusters`); models without a cluster keep both off,
@@ -49,9 +66,93 @@ See Also:
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
-__all__ = ["launch_clock", "reduction_exposed"]
+from commsim import units
+from commsim.errors import ParameterError
+
+__all__ = [
+    "PROTOCOLS",
+    "Protocol",
+    "as_protocol",
+    "launch_clock",
+    "protocol_latency",
+    "reduction_exposed",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class Protocol:
+    """How a library carries a message: NCCL's LL, LL128 or Simple.
+
+    Attributes:
+        name: ``"LL"``, ``"LL128"`` or ``"Simple"``.
+        launch: the per-call cost with this protocol, seconds (NCCL's ``baseLatencies``).
+        hop_intra: the latency of one message within a server, seconds (NCCL's
+            ``hwLatencies`` of NVLink): a message takes the larger of it and its path's latency.
+        hop_inter: the same across servers (NCCL's ``hwLatencies`` of the network).
+        efficiency: the payload's share of a link's rate (LL: 8-byte lines of 4 bytes of data
+            and a 4-byte flag, 0.5; LL128: 120 of 128 bytes, NCCL's factor 0.92; Simple: 1).
+    """
+
+    name: str
+    launch: float
+    hop_intra: float
+    hop_inter: float
+    efficiency: float
+
+    def describe(self) -> str:
+        """E.g. ``LL (launch 6.60us, hop 600ns/2.70us, 50% of the link rate)``."""
+        return (
+            f"{self.name} (launch {units.format_time(self.launch)}, hop "
+            f"{units.format_time(self.hop_intra)}/{units.format_time(self.hop_inter)}, "
+            f"{self.efficiency:.0%} of the link rate)"
+        )
+
+
+#: NCCL's protocols as its ring algorithm's cost model has them (``src/graph/tuning.cc`` at
+#: commit 5067397: ``baseLatencies`` Ring row, ``hwLatencies`` NVLINK and NET Ring rows, µs; the
+#: bandwidth factors ``busBw * .5`` for LL and ``busBw * 0.92`` for LL128).
+PROTOCOLS: dict[str, Protocol] = {
+    "LL": Protocol("LL", 6.6e-6, 0.6e-6, 2.7e-6, 0.5),
+    "LL128": Protocol("LL128", 14.0e-6, 1.9e-6, 4.0e-6, 0.92),
+    "Simple": Protocol("Simple", 8.4e-6, 3.4e-6, 14.0e-6, 1.0),
+}
+
+
+def as_protocol(protocol: Protocol | str | None) -> Protocol | None:
+    """A :class:`Protocol` from itself or its name (any case); ``None`` stays ``None``.
+
+    Examples:
+        >>> as_protocol("ll128").efficiency
+        0.92
+    """
+    if protocol is None or isinstance(protocol, Protocol):
+        return protocol
+    names = {k.lower(): v for k, v in PROTOCOLS.items()}
+    found = names.get(str(protocol).strip().lower())
+    if found is None:
+        raise ParameterError(f"unknown protocol {protocol!r}: use {', '.join(PROTOCOLS)} (or auto)")
+    return found
+
+
+def protocol_latency(
+    latency: np.ndarray, same_server: np.ndarray, protocol: Protocol | None
+) -> np.ndarray:
+    """Messages' latencies under ``protocol``: the larger of each one's path ``latency`` and the
+    protocol's per-message latency (within a server where ``same_server``, else across).
+
+    Examples:
+        >>> p = PROTOCOLS["LL"]
+        >>> protocol_latency(np.array([1e-6, 0.2e-6]), np.array([True, False]), p).tolist()
+        [1e-06, 2.7e-06]
+    """
+    if protocol is None:
+        return latency
+    hop = np.where(same_server, protocol.hop_intra, protocol.hop_inter)
+    return np.maximum(latency, hop)
 
 
 def launch_clock(clock: np.ndarray, launch: float) -> np.ndarray:

@@ -20,7 +20,7 @@ import numpy as np
 
 from commsim.errors import ParameterError
 from commsim.models._inputs import as_time
-from commsim.models._library import launch_clock
+from commsim.models._library import Protocol, launch_clock
 from commsim.topology import Network
 
 __all__ = ["NetworkParams"]
@@ -43,6 +43,8 @@ class NetworkParams:
         reduction_overlap: a received message is reduced while it arrives (GPU reduce-copy
             kernels): the receiver is done at the later of its transfer and its reduction,
             not after both (:func:`commsim.models._library.reduction_exposed`).
+        protocol: how messages are carried (:class:`commsim.models._library.Protocol`: a
+            per-message latency and a bandwidth efficiency), or ``None``.
 
     Examples:
         >>> from commsim.topology import as_network, switch
@@ -59,6 +61,7 @@ class NetworkParams:
     slow_ranks: Mapping[int, float] = dataclasses.field(default_factory=dict)
     launch: float = 0.0
     reduction_overlap: bool = False
+    protocol: Protocol | None = None
 
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
         """``[nranks, nsizes]`` clocks at time 0: each rank's start skew (0 without one), plus

@@ -21,7 +21,11 @@ flow-level simulation, :mod:`commsim.models._flow`). Everything else follows
 The collective library's layer (:mod:`commsim.models._library`): ``launch`` is a per-call
 cost every rank's clock starts with; with ``reduction_overlap`` the receiver reduces while the
 message arrives, :math:`c_r \leftarrow \max(c_r, e + \max(0, b_\text{red}\gamma - b/R_m))`.
-Both are off by default (a cluster's GPU presets set them).
+With a ``protocol`` (NCCL's LL, LL128, Simple: :class:`~commsim.models._library.Protocol`) a
+message's latency is the larger of its path's and the protocol's per-message latency, its rate
+the protocol's efficiency times the links' (every link carries the protocol's flags too), and
+the per-call cost is the protocol's. All are off by default (a cluster's GPU presets set
+``launch`` and ``reduction_overlap``; ``protocol`` is chosen per prediction).
 
 Stragglers, as inputs: ``start_skew`` (each rank's clock at time 0), ``slow_ranks`` (a factor
 :math:`f \ge 1` per rank on its transfers, :math:`\max(f_q, f_r)`, and its reductions) and
@@ -55,7 +59,7 @@ from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION, bottleneck_link, path_latency, rates
 from commsim.models._flow import _FlowRun, simulate
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
-from commsim.models._library import reduction_exposed
+from commsim.models._library import Protocol, as_protocol, protocol_latency, reduction_exposed
 from commsim.models._network_params import NetworkParams
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
@@ -90,6 +94,9 @@ class Topology:
         reduction_overlap: reduce a received message while it arrives (GPU reduce-copy
             kernels): charge the larger of transfer and reduction, not their sum (default
             ``False``: the serial rule of CPU/MPI reductions).
+        protocol: ``"LL"``, ``"LL128"``, ``"Simple"`` (:data:`commsim.models._library.PROTOCOLS`)
+            or ``None`` (default: messages at the links' latency and rate, the per-call cost
+            ``launch``); a protocol brings its own per-call cost.
 
     Examples:
         >>> import commsim
@@ -117,6 +124,7 @@ class Topology:
         link_factor: Mapping[tuple[Any, Any], float] | None = None,
         launch: float | str = 0.0,
         reduction_overlap: bool = False,
+        protocol: Protocol | str | None = None,
     ) -> None:
         if contention not in CONTENTION:
             close = difflib.get_close_matches(str(contention), CONTENTION, n=1)
@@ -146,6 +154,7 @@ class Topology:
                 f"reduction_overlap must be true or false, got {reduction_overlap!r}"
             )
         self.reduction_overlap = bool(reduction_overlap)
+        self.protocol = as_protocol(protocol)
         self._rounds: dict[bytes, tuple[np.ndarray, ...]] = {}
         self._last_round: tuple[np.ndarray, ...] | None = None  # (hosts, src, dst, costs...)
 
@@ -161,7 +170,9 @@ class Topology:
         """E.g. ``topology fat_tree(1024) contention=bottleneck gamma=1/(100 GB/s)``."""
         gamma = "0s/B" if self.gamma == 0 else f"1/({units.format_bandwidth(1 / self.gamma)})"
         extra = f" overhead={units.format_time(self.overhead)}" if self.overhead else ""
-        extra += f" launch={units.format_time(self.launch)}" if self.launch else ""
+        launch = self.call_cost
+        extra += f" launch={units.format_time(launch)}" if launch else ""
+        extra += f" protocol={self.protocol.name}" if self.protocol else ""
         extra += " reduction overlapped" if self.reduction_overlap else ""
         place_ = self.placement if isinstance(self.placement, str) else "explicit"
         stragglers = (
@@ -188,8 +199,9 @@ class Topology:
             else list(self.placement),
             "gamma_s_per_byte": self.gamma,
             "overhead_s": self.overhead,
-            "launch_s": self.launch,
+            "launch_s": self.call_cost,
             "reduction_overlap": self.reduction_overlap,
+            "protocol": self.protocol.name if self.protocol else None,
         }
 
     def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
@@ -231,7 +243,7 @@ class Topology:
         run = self._run(schedule, sizes)
         return Prediction.from_clocks(
             schedule, sizes, scalar, run.rank_clock, run.step_time, model=self, notes=run.notes,
-            network=run.usage,
+            network=run.usage, protocol=self.protocol.name if self.protocol else None,
         )  # fmt: skip
 
     def timeline(
@@ -270,8 +282,13 @@ class Topology:
         :class:`~commsim.models._network_params.NetworkParams`)."""
         return NetworkParams(
             self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks,
-            self.launch, self.reduction_overlap,
+            self.call_cost, self.reduction_overlap, self.protocol,
         )  # fmt: skip
+
+    @property
+    def call_cost(self) -> float:
+        """The per-call cost a prediction starts with: the protocol's, else ``launch``."""
+        return self.protocol.launch if self.protocol is not None else self.launch
 
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
         """``[nranks, nsizes]`` clocks at time 0 (:meth:`NetworkParams.initial_clock
@@ -309,10 +326,14 @@ class Topology:
             return hit[1:]
         net = self.network
         indptr, links = net.routes(hosts[src], hosts[dst])
-        lat = path_latency(indptr, links, net.latency) + self.overhead
+        same = net.host_server[hosts[src]] == net.host_server[hosts[dst]]
+        lat = protocol_latency(path_latency(indptr, links, net.latency), same, self.protocol)
+        lat = lat + self.overhead
         rate = rates(self.contention, indptr, links, net.bandwidth)
         with np.errstate(divide="ignore"):
             inv = np.where(np.isinf(rate), 0.0, 1.0 / rate)
+        if self.protocol is not None:
+            inv = inv / self.protocol.efficiency
         cls = net.link_kind[bottleneck_link(indptr, links, net.bandwidth)]
         if len(self._rounds) >= _CACHE_ROUNDS:
             self._rounds.clear()
@@ -473,7 +494,7 @@ class _Run:
         parts = self.comp[last, :, np.arange(len(last))].T  # [components, sizes]
         return NetworkUsage.of_links(
             net, link_units, self.per_unit, total, parts, self._critical_path(total),
-            launch=self.model.launch,
+            launch=self.model.call_cost,
         )  # fmt: skip
 
     def timeline(self) -> Timeline:

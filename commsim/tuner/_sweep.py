@@ -9,6 +9,12 @@ depth at each size, so no deeper one would win either (the bar skips their plann
 is a matrix ``times[candidate, size]`` (``inf`` where a candidate is not eligible, see
 :mod:`commsim.tuner._candidates`); the table is its argmin per size, and ``commsim compare --tune``
 reads the best candidate of each algorithm per size from it.
+
+Channels (``channels=(1, 2, 4)``) are a parameter of the collective library, not of the
+algorithm: each candidate is also tried as C copies on its own channels, each on 1/C of the
+buffer (:func:`commsim.algorithms.channels`, NCCL's channels), recorded as ``channels = C`` in
+its parameters (C = 1 adds nothing, so a sweep without channels is unchanged); ties go to fewer
+channels.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from commsim._progress import Progress
-from commsim.algorithms import available, info
+from commsim.algorithms import available, channels, info
 from commsim.errors import ParameterError, ResourceError, ScheduleError
 from commsim.models import Model, as_sizes, fastest
 from commsim.tuner._candidates import (
@@ -32,7 +38,25 @@ from commsim.tuner._candidates import (
     work,
 )
 
-__all__ = ["Sweep", "evaluate", "size_grid", "sweep"]
+__all__ = ["CHANNELS", "Sweep", "channel_counts", "evaluate", "size_grid", "sweep"]
+
+#: the parameter a candidate's channel count is recorded under (a library parameter: every
+#: algorithm takes it, :meth:`TunerTable.schedule <commsim.tuner.TunerTable.schedule>` applies it)
+CHANNELS = "channels"
+
+
+def channel_counts(largest: int) -> tuple[int, ...]:
+    """The channel counts the tuner tries up to ``largest``: 1, 2, 4, ... (powers of two) and
+    ``largest`` itself.
+
+    Examples:
+        >>> channel_counts(1), channel_counts(8), channel_counts(6)
+        ((1,), (1, 2, 4, 8), (1, 2, 4, 6))
+    """
+    if isinstance(largest, bool) or not isinstance(largest, int | np.integer) or largest < 1:
+        raise ParameterError(f"channels must be an integer >= 1, got {largest!r}")
+    counts = [1 << k for k in range(int(largest).bit_length()) if 1 << k < largest]
+    return (*counts, int(largest))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -89,6 +113,7 @@ def sweep(
     progress: bool | None = False,
     max_work: int = MAX_WORK,
     min_slot_bytes: float = MIN_SLOT_BYTES,
+    channels: Sequence[int] = (1,),
 ) -> Sweep:
     """Predict every candidate of ``algorithms`` (default: all of the collective's) at ``sizes``.
 
@@ -104,6 +129,8 @@ def sweep(
         progress: ``True`` a bar on stderr, ``False`` none, ``None`` one for long runs.
         max_work, min_slot_bytes: where growing ``segments`` stops (see
             :mod:`commsim.tuner._candidates`).
+        channels: the channel counts to try per candidate (default ``(1,)``; see the module
+            docstring and :func:`channel_counts`).
     """
     names = available(collective)  # UnknownNameError for an unknown collective
     chosen = tuple(dict.fromkeys(algorithms)) if algorithms is not None else tuple(names)
@@ -115,11 +142,14 @@ def sweep(
     if isinstance(nranks, bool) or not isinstance(nranks, (int, np.integer)) or nranks < 1:
         raise ParameterError(f"nranks must be an integer >= 1, got {nranks!r}")
     grid = size_grid(sizes)
+    counts = tuple(dict.fromkeys(channel_counts(c)[-1] for c in channels))
+    if not counts:
+        raise ParameterError("channels: give at least one channel count")
     planned: list[list[Candidate]] = []
     skipped: dict[str, str] = {}
     for a in chosen:
         try:
-            planned += families(
+            found = families(
                 collective,
                 nranks,
                 a,
@@ -129,6 +159,7 @@ def sweep(
                 max_work=max_work,
                 min_slot_bytes=min_slot_bytes,
             )
+            planned += [_on_channels(family, c) for family in found for c in counts]
         except (ScheduleError, ResourceError) as e:
             if given[a]:  # the user's own parameters for it: their error, not a note
                 raise
@@ -153,6 +184,17 @@ def sweep(
                     break  # deeper pipelines help nowhere either (the module docstring)
                 previous = np.minimum(previous, times) if previous is not None else times
     return Sweep(collective, nranks, model, grid, tuple(kept), np.array(rows), skipped)
+
+
+def _on_channels(family: list[Candidate], k: int) -> list[Candidate]:
+    """``family`` as ``k`` copies on their own channels (itself for ``k = 1``); a candidate's
+    smallest eligible size grows with its slots (each split ``k`` ways)."""
+    if k == 1:
+        return family
+    return [
+        Candidate(c.algorithm, {**c.params, CHANNELS: k}, channels(c.schedule, k), c.min_bytes * k)
+        for c in family
+    ]
 
 
 def _predict(model: Model, c: Candidate, grid: np.ndarray, bar: Progress) -> np.ndarray:

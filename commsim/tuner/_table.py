@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from commsim._ir import Schedule
-from commsim.algorithms import build
+from commsim.algorithms import build, channels
 from commsim.errors import ParameterError
-from commsim.tuner._sweep import Sweep, evaluate
+from commsim.tuner._sweep import CHANNELS, Sweep, evaluate
 from commsim.tuner._toml import read_table, write_table
 
 __all__ = ["Range", "TunerTable", "table_from_sweep"]
@@ -106,12 +106,15 @@ class TunerTable:
         return self.ranges[self.index(nbytes)]
 
     def schedule(self, nbytes: int) -> Schedule:
-        """The chosen algorithm for ``nbytes`` built on ``nranks`` ranks with its tuned parameters
-        (built once per range, then reused)."""
+        """The chosen algorithm for ``nbytes`` built on ``nranks`` ranks with its tuned parameters,
+        on its tuned number of channels (``channels``, :func:`commsim.algorithms.channels`;
+        built once per range, then reused)."""
         i = self.index(nbytes)
         if i not in self._built:
-            r = self.ranges[i]
-            self._built[i] = build(self.collective, r.algorithm, self.nranks, **r.params)
+            params = dict(self.ranges[i].params)
+            k = params.pop(CHANNELS, 1)
+            s = build(self.collective, self.ranges[i].algorithm, self.nranks, **params)
+            self._built[i] = channels(s, k)
         return self._built[i]
 
     def to_dict(self) -> dict[str, Any]:

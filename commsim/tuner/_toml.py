@@ -267,7 +267,7 @@ def _params(
     r: _Reader, collective: str, algorithm: str, item: Mapping[str, Any], key: str, field: str
 ) -> dict[str, Any]:
     params = r.table(item, key, field, {})
-    accepted = info(collective, algorithm).params
+    accepted = {"channels": 1, **info(collective, algorithm).params}  # channels: the library's
     for k, v in params.items():
         if k not in accepted:
             raise r.error(
