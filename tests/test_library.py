@@ -316,3 +316,34 @@ def test_cli_bad_protocol_is_one_line_and_exit_2(extra, message, capsys):
     assert commsim.cli.main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
+
+
+# -- the per-channel rate cap ------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["none", "bottleneck", "maxmin", "flow"])
+def test_a_channel_cap_is_lifted_by_more_channels(mode):
+    """Two ranks on 100 GB/s links, 25 GB/s per channel: one channel moves at 25 GB/s, two at
+    25 GB/s each (half the bytes each: half the time), eight share the link (12.5 GB/s each;
+    ``"none"`` shares nothing, so each of them runs at its cap)."""
+    from commsim.algorithms import channels
+
+    n, s = 8e6, commsim.build("allgather", "ring", nranks=2)
+    net = switch(2, bandwidth="100GB/s", latency=0)
+    capped = Topology(net, contention=mode, gamma=0, channel_bandwidth="25GB/s")
+    free = Topology(net, contention=mode, gamma=0)
+    assert capped.predict(s, n).time == pytest.approx(n / 2 / 25e9)
+    assert capped.predict(channels(s, 2), n).time == pytest.approx(n / 4 / 25e9)
+    eight = capped.predict(channels(s, 8), n).time
+    if mode == "none":  # no sharing: each channel alone on its path, at its cap
+        assert eight == pytest.approx(n / 16 / 25e9)
+    else:
+        assert eight == pytest.approx(free.predict(s, n).time)
+    assert "channel cap=25.0GB/s" in capped.describe()
+    assert capped.to_dict()["channel_bandwidth_Bps"] == 25e9
+
+
+def test_channel_cap_from_a_cluster_file():
+    c = build_cluster({**DESC, "channel_bandwidth": "60GB/s"}, "test")
+    assert c.channel_bandwidth == 60e9 and cluster_model(c).channel_bandwidth == 60e9
+    assert cluster("dgx-h100:1").channel_bandwidth is None  # presets: no cap (docs/library.md)
+    with pytest.raises(ParameterError, match="cluster test: channel_bandwidth: "):
+        build_cluster({**DESC, "channel_bandwidth": "fast"}, "test")

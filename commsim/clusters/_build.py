@@ -9,6 +9,7 @@ The description (every preset is one too, so there is one path from numbers to g
     reduction = "1.1TB/s"  # optional: how fast a GPU reduces received data (γ = 1/reduction)
     launch = "6.6us"  # optional: the collective library's per-call cost (default 0)
     reduction_overlap = true  # optional: reduce while receiving (GPU kernels; default false)
+    channel_bandwidth = "60GB/s"  # optional: the library's per-channel rate cap (default none)
 
     [intra]  # the links inside a server (GPU to NVSwitch)
     kind = "nvlink"  # the link class's name (default "nvlink")
@@ -73,6 +74,7 @@ _TOP = (
     "reduction",
     "launch",
     "reduction_overlap",
+    "channel_bandwidth",
     "intra",
     "inter",
     "topology",
@@ -227,12 +229,15 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
     overlap = d.get("reduction_overlap", False)
     if not isinstance(overlap, bool):
         raise where.error("reduction_overlap", f"must be true or false, got {overlap!r}")
+    cap = d.get("channel_bandwidth")
+    if cap is not None:
+        cap = _value(where, "channel_bandwidth", as_bandwidth, cap)
     name = d.get("name", origin)
     sources = d.get("sources", "")
     graph.graph["name"] = str(name)
     return Cluster(
         str(name), nodes, g, graph, placement, classes, profiles, str(sources), reduction,
-        launch, overlap,
+        launch, overlap, cap,
     )  # fmt: skip
 
 

@@ -65,6 +65,8 @@ class Cluster:
         reduction_overlap: whether a received message is reduced while it arrives (GPU
             reduce-copy kernels: the larger of transfer and reduction is charged, not their
             sum); ``False`` keeps the serial γ of CPU/MPI reductions.
+        channel_bandwidth: the library's per-channel rate cap, bytes/s (``None``: no cap); a
+            schedule on C channels (``--channels C``) then moves at most C times it per rank.
     """
 
     name: str
@@ -78,6 +80,7 @@ class Cluster:
     reduction: float = 100e9
     launch: float = 0.0
     reduction_overlap: bool = False
+    channel_bandwidth: float | None = None
 
     @property
     def gamma(self) -> float:
@@ -140,6 +143,7 @@ class Cluster:
             "gamma": self.gamma,
             "launch": self.launch,
             "reduction_overlap": self.reduction_overlap,
+            "channel_bandwidth": self.channel_bandwidth,
         }
 
     def describe(self) -> str:
@@ -155,6 +159,7 @@ class Cluster:
             "reduction_Bps": self.reduction,
             "launch_s": self.launch,
             "reduction_overlap": self.reduction_overlap,
+            "channel_bandwidth_Bps": self.channel_bandwidth,
             "link_classes": {
                 k: {"bandwidth_Bps": c.bandwidth, "latency_s": c.latency}
                 for k, c in self.link_classes.items()

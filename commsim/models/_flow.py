@@ -32,7 +32,7 @@ import numpy as np
 from commsim._messages import matchings, messages, port_ranks
 from commsim.errors import ResourceError
 from commsim.models._contention import bottleneck_link, path_latency
-from commsim.models._library import protocol_latency, reduction_exposed
+from commsim.models._library import protocol_latency, reduction_exposed, with_channel_cap
 from commsim.models._network_params import NetworkParams
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 
@@ -366,6 +366,8 @@ def simulate(
     init = np.repeat(params.initial_clock(p0, 1)[:, 0], K)
     last = None
     red_net_last = np.zeros(n)
+    # a per-channel rate cap: a private link per network item (local items have no route)
+    capped = with_channel_cap(indptr, links, net.bandwidth, params.channel_bandwidth, ~is_local)
     for k in range(len(sizes)):
         bytes_ = a["units"] * per_unit[k] * f / efficiency  # a protocol's flags cross too
         red_time = a["red"] * per_unit[k] * params.gamma * slow[dst]
@@ -373,8 +375,8 @@ def simulate(
         red_net = np.where(is_local, 0.0, red_time)
         c = init.copy()
         start, end, pred = _simulate(
-            src, dst, rnd, work, lat, red_net, indptr, links, net.bandwidth, seq_indptr,
-            seq_items, c, is_local, params.reduction_overlap,
+            src, dst, rnd, work, lat, red_net, *capped, seq_indptr, seq_items, c, is_local,
+            params.reduction_overlap,
         )  # fmt: skip
         clock[:, k] = c
         parts[:, k] = _chain_parts(

@@ -48,7 +48,13 @@ own (``docs/library.md``):
   LL128); :class:`~commsim.models.ProtocolChoice` picks the fastest per size, as NCCL's tuner
   picks the protocol of least predicted time.
 
-All three are parameters of the topology model (:class:`~commsim.models.Topology`'s ``launch=`` and
+* **a per-channel rate cap** (``channel_bandwidth``): one channel of a library moves at most
+  so many bytes/s however fast its links (NCCL: a thread block per channel; its topology search
+  tries per-channel speeds up to 60 GB/s within an H100 server, ``sm90SpeedArrayIntra`` in
+  ``src/graph/search.cc``). Each message then crosses a private link of that rate besides its
+  route (:func:`with_channel_cap`), so every contention mode shares the rest as before.
+
+All of them are parameters of the topology model (:class:`~commsim.models.Topology`'s ``launch=`` and
 ``reduction_overlap=``, read by its timing through
 :class:`~commsim.models._network_params.NetworkParams`), set from a cluster's ``launch`` and
 ``reduction_overlap`` fields (:mod:`commsim.clusters`); models without a cluster keep both off,
@@ -80,6 +86,7 @@ __all__ = [
     "launch_clock",
     "protocol_latency",
     "reduction_exposed",
+    "with_channel_cap",
 ]
 
 
@@ -183,3 +190,37 @@ def reduction_exposed(reduction: np.ndarray, transfer: np.ndarray, overlap: bool
     if not overlap:
         return np.asarray(reduction, dtype=np.float64)
     return np.maximum(np.asarray(reduction, dtype=np.float64) - transfer, 0.0)
+
+
+def with_channel_cap(
+    indptr: np.ndarray,
+    links: np.ndarray,
+    bandwidth: np.ndarray,
+    cap: float | None,
+    capped: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Routes (CSR ``indptr``/``links`` over links of ``bandwidth``) with a private link of rate
+    ``cap`` appended to each route where ``capped`` (default: every route): what a per-channel
+    rate cap does to a message, in the form every contention mode reads. ``cap=None`` returns
+    the routes as they are.
+
+    Examples:
+        >>> ptr, lk, bw = with_channel_cap(
+        ...     np.array([0, 1, 3]), np.array([0, 0, 1]), np.array([10.0, 20.0]), 4.0
+        ... )
+        >>> ptr.tolist(), lk.tolist(), bw.tolist()
+        ([0, 2, 5], [0, 2, 0, 1, 3], [10.0, 20.0, 4.0, 4.0])
+    """
+    if cap is None:
+        return indptr, links, bandwidth
+    n, nlinks = len(indptr) - 1, len(bandwidth)
+    lengths = np.diff(indptr)
+    extra = np.ones(n, dtype=np.int64) if capped is None else capped.astype(np.int64)
+    new_indptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(lengths + extra, out=new_indptr[1:])
+    new_links = np.empty(int(new_indptr[-1]), dtype=np.int64)
+    shift = np.repeat(new_indptr[:-1] - indptr[:-1], lengths)
+    new_links[np.arange(len(links)) + shift] = links
+    own = np.flatnonzero(extra)
+    new_links[new_indptr[own + 1] - 1] = nlinks + own
+    return new_indptr, new_links, np.concatenate([bandwidth, np.full(n, float(cap))])

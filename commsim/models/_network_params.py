@@ -45,6 +45,8 @@ class NetworkParams:
             not after both (:func:`commsim.models._library.reduction_exposed`).
         protocol: how messages are carried (:class:`commsim.models._library.Protocol`: a
             per-message latency and a bandwidth efficiency), or ``None``.
+        channel_bandwidth: the per-channel rate cap, bytes/s, or ``None`` (no cap;
+            :func:`commsim.models._library.with_channel_cap`).
 
     Examples:
         >>> from commsim.topology import as_network, switch
@@ -62,6 +64,7 @@ class NetworkParams:
     launch: float = 0.0
     reduction_overlap: bool = False
     protocol: Protocol | None = None
+    channel_bandwidth: float | None = None
 
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
         """``[nranks, nsizes]`` clocks at time 0: each rank's start skew (0 without one), plus

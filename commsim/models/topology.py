@@ -59,11 +59,17 @@ from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION, bottleneck_link, path_latency, rates
 from commsim.models._flow import _FlowRun, simulate
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
-from commsim.models._library import Protocol, as_protocol, protocol_latency, reduction_exposed
+from commsim.models._library import (
+    Protocol,
+    as_protocol,
+    protocol_latency,
+    reduction_exposed,
+    with_channel_cap,
+)
 from commsim.models._network_params import NetworkParams
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
-from commsim.topology import Network, as_network, place
+from commsim.topology import Network, as_bandwidth, as_network, place
 
 __all__ = ["CRITICAL_PATH_BUDGET", "Topology"]
 
@@ -97,6 +103,9 @@ class Topology:
         protocol: ``"LL"``, ``"LL128"``, ``"Simple"`` (:data:`commsim.models._library.PROTOCOLS`)
             or ``None`` (default: messages at the links' latency and rate, the per-call cost
             ``launch``); a protocol brings its own per-call cost.
+        channel_bandwidth: a per-channel rate cap (bytes/s or ``"60GB/s"``): each message
+            also crosses a private link of this rate
+            (:func:`~commsim.models._library.with_channel_cap`); ``None`` (default): no cap.
 
     Examples:
         >>> import commsim
@@ -125,6 +134,7 @@ class Topology:
         launch: float | str = 0.0,
         reduction_overlap: bool = False,
         protocol: Protocol | str | None = None,
+        channel_bandwidth: float | str | None = None,
     ) -> None:
         if contention not in CONTENTION:
             close = difflib.get_close_matches(str(contention), CONTENTION, n=1)
@@ -155,6 +165,9 @@ class Topology:
             )
         self.reduction_overlap = bool(reduction_overlap)
         self.protocol = as_protocol(protocol)
+        self.channel_bandwidth = (
+            None if channel_bandwidth is None else as_bandwidth(channel_bandwidth)
+        )
         self._rounds: dict[bytes, tuple[np.ndarray, ...]] = {}
         self._last_round: tuple[np.ndarray, ...] | None = None  # (hosts, src, dst, costs...)
 
@@ -173,6 +186,8 @@ class Topology:
         launch = self.call_cost
         extra += f" launch={units.format_time(launch)}" if launch else ""
         extra += f" protocol={self.protocol.name}" if self.protocol else ""
+        cap = self.channel_bandwidth
+        extra += f" channel cap={units.format_bandwidth(cap)}" if cap is not None else ""
         extra += " reduction overlapped" if self.reduction_overlap else ""
         place_ = self.placement if isinstance(self.placement, str) else "explicit"
         stragglers = (
@@ -202,6 +217,7 @@ class Topology:
             "launch_s": self.call_cost,
             "reduction_overlap": self.reduction_overlap,
             "protocol": self.protocol.name if self.protocol else None,
+            "channel_bandwidth_Bps": self.channel_bandwidth,
         }
 
     def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
@@ -282,7 +298,7 @@ class Topology:
         :class:`~commsim.models._network_params.NetworkParams`)."""
         return NetworkParams(
             self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks,
-            self.call_cost, self.reduction_overlap, self.protocol,
+            self.call_cost, self.reduction_overlap, self.protocol, self.channel_bandwidth,
         )  # fmt: skip
 
     @property
@@ -329,7 +345,8 @@ class Topology:
         same = net.host_server[hosts[src]] == net.host_server[hosts[dst]]
         lat = protocol_latency(path_latency(indptr, links, net.latency), same, self.protocol)
         lat = lat + self.overhead
-        rate = rates(self.contention, indptr, links, net.bandwidth)
+        capped = with_channel_cap(indptr, links, net.bandwidth, self.channel_bandwidth)
+        rate = rates(self.contention, *capped)
         with np.errstate(divide="ignore"):
             inv = np.where(np.isinf(rate), 0.0, 1.0 / rate)
         if self.protocol is not None:
