@@ -307,7 +307,11 @@ def test_cli_protocol_is_reported(capsys):
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
-        (["-p", "8", "--protocol", "LL"], "--protocol: protocols are carried on a network"),
+        (["-p", "8", "--protocol", "LL"], "--protocol needs the topology model, not hockney"),
+        (
+            ["--cluster", "dgx-h100:2", "--model", "hockney", "--protocol", "LL"],
+            "--protocol needs the topology model, not hockney",
+        ),
         (["--cluster", "dgx-h100:1", "--protocol", "fast"], "unknown protocol 'fast'"),
     ],
 )

@@ -173,8 +173,8 @@ def parse_model(args: argparse.Namespace, network: NetworkChoice | None = None) 
         raise UsageError("--loggp sets the LogGP model: add --model loggp")
     if protocol is not None and name != "topology":
         raise UsageError(
-            "--protocol: protocols are carried on a network: give --cluster or --topology "
-            "(the topology model)"
+            f"--protocol needs the topology model, not {name}: give --cluster or --topology "
+            "(and no --model, or --model topology)"
         )
     if name == "topology":
         if network is None:
