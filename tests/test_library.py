@@ -351,3 +351,31 @@ def test_channel_cap_from_a_cluster_file():
     assert cluster("dgx-h100:1").channel_bandwidth is None  # presets: no cap (docs/library.md)
     with pytest.raises(ParameterError, match="cluster test: channel_bandwidth: "):
         build_cluster({**DESC, "channel_bandwidth": "fast"}, "test")
+
+
+# -- the tuner: algorithm x protocol x channels ----------------------------------------------------
+def test_tuner_table_records_the_protocol_per_range(tmp_path):
+    from commsim.models import ProtocolChoice
+    from commsim.tuner import TunerTable
+
+    model = ProtocolChoice(lambda p: Topology(NET, gamma=0, protocol=p))
+    table = commsim.tune("allreduce", model, 8, "1KiB..1GiB:x16", algorithms=["ring"])
+    assert [r.protocol for r in table.ranges] == ["LL", "LL128", "Simple"][: len(table.ranges)]
+    assert table.ranges[0].protocol == "LL" and table.ranges[-1].protocol == "Simple"
+    again = TunerTable.load(table.save(tmp_path / "t.toml"))
+    assert [r.protocol for r in again.ranges] == [r.protocol for r in table.ranges]
+    text = (tmp_path / "t.toml").read_text().replace('protocol = "LL"', 'protocol = "LL64"', 1)
+    (tmp_path / "bad.toml").write_text(text)
+    with pytest.raises(ParameterError, match=r"ranges\[0\]\.protocol: must be one of LL, LL128"):
+        TunerTable.load(tmp_path / "bad.toml")
+    plain = commsim.tune("allreduce", Topology(NET), 8, "1KiB..1GiB:x16", algorithms=["ring"])
+    assert all(r.protocol is None for r in plain.ranges)
+    assert "protocol" not in plain.to_dict()["ranges"][0]
+
+
+def test_cli_tune_shows_the_protocol(capsys):
+    argv = ["tune", "-c", "allreduce", "-a", "ring", "--cluster", "dgx-h100:1"]
+    assert commsim.cli.main([*argv, "-s", "1KiB,1GiB", "--protocol", "auto"]) == 0
+    out = capsys.readouterr().out
+    assert "protocol" in out.splitlines()[3]
+    assert out.splitlines()[5].rstrip().endswith("LL")

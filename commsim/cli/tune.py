@@ -155,15 +155,18 @@ def render(table: TunerTable, as_json: bool, output: Path | None = None) -> str:
         return to_json({**table.to_dict(), "output": str(output) if output else None})
     factor = commsim.spec(table.collective).busbw_factor(table.nranks)
     rows = [_row(r, factor) for r in table.ranges]
+    headers = ["sizes", "algorithm", "params", "time", "busbw", "runner-up", "margin"]
+    align = "lllrrll"
+    if any(r.protocol is not None for r in table.ranges):
+        for row, r in zip(rows, table.ranges, strict=True):
+            row.append(r.protocol or "-")
+        headers.append("protocol")
+        align += "l"
     lines = [
         f"{table.collective} on p={table.nranks}: fastest algorithm per size range",
         f"model: {table.model_description}",
         "",
-        format_table(
-            ["sizes", "algorithm", "params", "time", "busbw", "runner-up", "margin"],
-            rows,
-            "lllrrll",
-        ),
+        format_table(headers, rows, align),
     ]
     lines += [f"note: {n}" for n in table.notes]
     if output is not None:

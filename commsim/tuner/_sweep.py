@@ -62,7 +62,9 @@ def channel_counts(largest: int) -> tuple[int, ...]:
 @dataclasses.dataclass(frozen=True, eq=False)
 class Sweep:
     """Predicted ``times[i, j]`` of ``candidates[i]`` at ``sizes[j]`` (s; ``inf``: not eligible),
-    and the algorithms ``skipped`` with why (they could not be built on ``nranks`` ranks)."""
+    and the algorithms ``skipped`` with why (they could not be built on ``nranks`` ranks);
+    ``protocols[i, j]`` the protocol each prediction used when the model chooses one per size
+    (:class:`commsim.models.ProtocolChoice`), else ``None``."""
 
     collective: str
     nranks: int
@@ -71,6 +73,7 @@ class Sweep:
     candidates: tuple[Candidate, ...]
     times: np.ndarray
     skipped: Mapping[str, str]
+    protocols: np.ndarray | None = None  # [candidate, size]: the protocol that won, if chosen
 
     def best(self, algorithms: Sequence[str] | None = None) -> np.ndarray:
         """Per size, the index of the fastest candidate (of ``algorithms`` only, if given; ties,
@@ -172,18 +175,25 @@ def sweep(
     total = sum(work(c.schedule) for family in planned for c in family)
     kept: list[Candidate] = []
     rows: list[np.ndarray] = []
+    protos: list[tuple[str, ...] | None] = []
     with Progress(total, f"tune {collective} p={nranks}", enabled=progress, count=False) as bar:
         for family in planned:
             previous = None
             for k, c in enumerate(family):
-                times = _predict(model, c, grid, bar)
+                times, used = _predict(model, c, grid, bar)
                 kept.append(c)
                 rows.append(times)
+                protos.append(used)
                 if previous is not None and not np.any(times < previous):
                     bar.update(sum(work(x.schedule) for x in family[k + 1 :]))
                     break  # deeper pipelines help nowhere either (the module docstring)
                 previous = np.minimum(previous, times) if previous is not None else times
-    return Sweep(collective, nranks, model, grid, tuple(kept), np.array(rows), skipped)
+    chosen_protocols = (
+        np.array(protos, dtype=object) if protos and all(p is not None for p in protos) else None
+    )
+    return Sweep(
+        collective, nranks, model, grid, tuple(kept), np.array(rows), skipped, chosen_protocols
+    )
 
 
 def _on_channels(family: list[Candidate], k: int) -> list[Candidate]:
@@ -197,15 +207,22 @@ def _on_channels(family: list[Candidate], k: int) -> list[Candidate]:
     ]
 
 
-def _predict(model: Model, c: Candidate, grid: np.ndarray, bar: Progress) -> np.ndarray:
-    """``c``'s times at ``grid`` (``inf`` where it is not eligible); the bar advances by its
+def _predict(
+    model: Model, c: Candidate, grid: np.ndarray, bar: Progress
+) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    """``c``'s times at ``grid`` (``inf`` where it is not eligible), and the protocol of each
+    (``None`` when the model has none); the bar advances by its
     :func:`~commsim.tuner._candidates.work` (ranks per step pulled, and at few ranks the steps'
     fixed cost up front)."""
     s = c.schedule
     bar.update(work(s) - s.nsteps * s.nranks, note=c.algorithm)
     label = f"{c.algorithm} {_short(c.params)}".rstrip()
-    times = np.asarray(model.predict(bar.track(s, label), grid).time, dtype=np.float64)
-    return np.where(grid >= c.min_bytes, np.atleast_1d(times), np.inf)
+    pred = model.predict(bar.track(s, label), grid)
+    times = np.asarray(pred.time, dtype=np.float64)
+    used = None
+    if pred.protocol is not None:
+        used = tuple(str(x) for x in np.atleast_1d(np.asarray(pred.protocol, dtype=object)))
+    return np.where(grid >= c.min_bytes, np.atleast_1d(times), np.inf), used
 
 
 def _short(params: Mapping[str, Any]) -> str:
