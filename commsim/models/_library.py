@@ -54,20 +54,23 @@ own (``docs/library.md``):
   ``src/graph/search.cc``). Each message then crosses a private link of that rate besides its
   route (:func:`with_channel_cap`), so every contention mode shares the rest as before.
 
-All of them are parameters of the topology model (:class:`~commsim.models.Topology`'s ``launch=`` and
-``reduction_overlap=``, read by its timing through
-:class:`~commsim.models._network_params.NetworkParams`), set from a cluster's ``launch`` and
-``reduction_overlap`` fields (:mod:`commsim.clusters`); models without a cluster keep both off,
-so their results do not change.
+All of them are parameters of the topology model (:class:`~commsim.models.Topology`'s
+``launch=``, ``reduction_overlap=``, ``protocol=``, ``channel_bandwidth=``, read by its timing
+through :class:`~commsim.models._network_params.NetworkParams`). A cluster sets ``launch``,
+``reduction_overlap`` and ``channel_bandwidth`` from its fields (:mod:`commsim.clusters`); the
+protocol is chosen per prediction (``--protocol``). Models without a cluster keep every part
+off, so their results do not change.
 
 References:
     NVIDIA NCCL, ``src/graph/tuning.cc`` (commit 5067397, 2026): ``baseLatencies``, the
-    per-call latency of each algorithm and protocol; ``src/device/reduce_kernel.h`` and
-    ``prims_simple.h``: the reduce-copy primitives that reduce a chunk as it is received.
+    per-call latency of each algorithm and protocol, ``hwLatencies`` per step, the protocols'
+    bandwidth factors; ``src/graph/search.cc``: per-channel speeds; ``src/device/prims_simple.h``
+    (``recvReduceCopy``, ``recvReduceSend``): the primitives that reduce a chunk as it arrives.
 
 See Also:
     :class:`commsim.models.Topology`: the model these parameters shape.
-    :func:`commsim.algorithms._parallel.channels`: a schedule as C copies on NCCL's channels.
+    :func:`commsim.algorithms.channels`: a schedule as C copies on NCCL's channels.
+    :class:`commsim.models.ProtocolChoice`: the fastest protocol per size.
 """
 
 from __future__ import annotations
