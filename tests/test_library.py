@@ -379,3 +379,16 @@ def test_cli_tune_shows_the_protocol(capsys):
     out = capsys.readouterr().out
     assert "protocol" in out.splitlines()[3]
     assert out.splitlines()[5].rstrip().endswith("LL")
+
+
+def test_json_reports_the_winners_protocol_and_the_launch_part(capsys):
+    import json
+
+    argv = ["compare", "-c", "allreduce", "-a", "ring,rabenseifner", "--cluster", "dgx-h100:1"]
+    assert commsim.cli.main([*argv, "-s", "1KiB,1GiB", "--protocol", "auto", "--json"]) == 0
+    [panel] = json.loads(capsys.readouterr().out)["results"]
+    assert panel["winner_protocol"] == ["LL", "Simple"]
+    argv = ["predict", "-c", "allreduce", "-a", "ring", "--cluster", "dgx-h100:1", "-s", "1KiB"]
+    assert commsim.cli.main([*argv, "--json"]) == 0
+    parts = json.loads(capsys.readouterr().out)["network"]["time_parts_s"]
+    assert parts["launch"] == [pytest.approx(6.6e-6)]
