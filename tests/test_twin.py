@@ -100,12 +100,23 @@ def test_vmap_over_parameter_sets_equals_one_call_each():
     np.testing.assert_allclose(np.asarray(many), one, rtol=1e-12)
 
 
+def test_launch_and_overlapped_reductions_are_replayed():
+    model = cluster_model(cluster("dgx-h100:2"), contention="bottleneck")
+    assert model.launch > 0 and model.reduction_overlap  # a GPU preset's library layer
+    s = commsim.build("allreduce", "ring", nranks=16)
+    twin = Twin.of(model, s)
+    np.testing.assert_allclose(twin.times(twin.params(), SIZES), model.predict(s, SIZES).time, 1e-9)
+    assert twin.grad(twin.params(), 1e3)["launch"] == pytest.approx(1.0)
+
+
 def test_the_twin_refuses_what_it_cannot_replay():
     s = commsim.build("allreduce", "ring", nranks=4)
     with pytest.raises(ParameterError, match="maxmin"):
         Twin.of(cluster_model(cluster("dgx-h100:1"), contention="maxmin"), s)
     with pytest.raises(ParameterError, match="single-port"):
         Twin.of(Hockney(ports=2), s)
+    with pytest.raises(ParameterError, match="protocol"):
+        Twin.of(cluster_model(cluster("dgx-h100:1"), protocol="LL"), s)
     with pytest.raises(ParameterError, match="LogGP"):
         Twin.of(LogGP(), s)
     assert Twin.of(commsim.models.Topology(switch(4)), s).classes
@@ -125,7 +136,10 @@ def test_a_class_multiplier_is_that_class_made_faster():
             g.edges[u, v]["bandwidth"] = d["bandwidth"] * 2
         if d.get("kind") == "nvlink":
             g.edges[u, v]["latency"] = d["latency"] * 2
-    faster = Topology(g, contention="bottleneck", gamma=base.gamma)
+    faster = Topology(
+        g, contention="bottleneck", gamma=base.gamma, launch=base.launch,
+        reduction_overlap=base.reduction_overlap,
+    )  # fmt: skip
     s = commsim.build("allreduce", "hierarchical", nranks=16, ranks_per_node=8)
     twin = Twin.of(base, s)
     p = twin.params()

@@ -13,11 +13,12 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule
 from commsim._progress import Progress
+from commsim.algorithms import channels
 from commsim.cli import plot
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError, one_line, quote
 from commsim.cli.memory import MemoryBudget
-from commsim.cli.model import add_model_group, parse_model
+from commsim.cli.model import add_library_group, add_model_group, parse_channels, parse_model
 from commsim.cli.network import add_network_group, parse_network
 from commsim.cli.output import add_output_group, format_ratio, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
@@ -73,6 +74,7 @@ class CompareRequest:
     files: tuple[Schedule, ...] = ()  # saved schedules, each joining the panel of its nranks
     notes: tuple[str, ...] = ()
     tune: bool = False  # grow the pipelined algorithms' segments per size (commsim tune)
+    channels: int = 1  # --channels: every schedule as C copies on its own channels
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -88,6 +90,7 @@ class Panel:
     limiting: tuple[str, ...] | None = None  # per size, the link class limiting the winner
     tuned: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # --tune
     bound_name: str = ""  # the bound that binds at this rank count (bound_of)
+    protocols: tuple[str, ...] | None = None  # per size, the winner's protocol (--protocol)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -116,6 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
     add_network_group(parser)
+    add_library_group(parser)
     output = add_output_group(parser, memory_limit=True)
     output.add_argument(
         "--plot",
@@ -134,6 +138,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse(args: argparse.Namespace) -> CompareRequest:
     budget = MemoryBudget.parse(args.memory_limit)
+    nchannels = parse_channels(args)
+    if nchannels > 1 and getattr(args, "tune", False):
+        raise UsageError("--tune sweeps segments, --channels fixes C: use commsim tune --channels")
     network = parse_network(args)
     if network is not None and args.nranks is None:
         args.nranks = str(network.default_nranks())  # every host
@@ -144,10 +151,10 @@ def parse(args: argparse.Namespace) -> CompareRequest:
         schedules, notes = network.with_network_params(schedules)
     sizes, model = parse_sizes(args.sizes), parse_model(args, network)
     plot = _plot_path(args.plot) if args.plot else None
-    files = tuple(_load(path, schedules, budget) for path in args.file)
+    files = tuple(channels(_load(path, schedules, budget), nchannels) for path in args.file)
     return CompareRequest(
         schedules, sizes, model, budget, plot, args.json, args.progress, files, tuple(notes),
-        getattr(args, "tune", False),
+        getattr(args, "tune", False), nchannels,
     )  # fmt: skip
 
 
@@ -179,7 +186,7 @@ def compute(request: CompareRequest) -> CompareResult:
     choice, sizes = request.schedules, np.array(request.sizes, dtype=np.float64)
     if request.plot is not None:
         plot.check_drawable(request.sizes, len(choice.nranks))
-    built = [_build(choice, p, request.budget, len(sizes)) for p in choice.nranks]
+    built = [_build(choice, p, request.budget, len(sizes), request.channels) for p in choice.nranks]
     for p, (schedules, _) in zip(choice.nranks, built, strict=True):
         for s in (s for s in request.files if s.nranks == p):
             name = s.algorithm if s.algorithm not in choice.algorithms else f"{s.algorithm} (file)"
@@ -210,13 +217,14 @@ def compute(request: CompareRequest) -> CompareResult:
 
 
 def _build(
-    choice: ScheduleChoice, nranks: int, budget: MemoryBudget, nsizes: int
+    choice: ScheduleChoice, nranks: int, budget: MemoryBudget, nsizes: int, nchannels: int = 1
 ) -> tuple[dict[str, Schedule], dict[str, str]]:
-    """The schedules on ``nranks`` ranks that fit, and why the others were skipped."""
+    """The schedules on ``nranks`` ranks that fit (each as ``nchannels`` copies on its own
+    channels), and why the others were skipped."""
     schedules, skipped = {}, {}
     for a in choice.algorithms:
         try:
-            s = choice.build(a, nranks, budget)
+            s = channels(choice.build(a, nranks, budget), nchannels)
             budget.check_predict(s, nsizes)
         except (ResourceError, ScheduleError) as e:
             skipped[a] = one_line(e)
@@ -280,7 +288,17 @@ def _panel(
             for j, w in enumerate(winners)
         )
     shown = {a: p for a, (_, p) in tuned.items()}
-    return Panel(nranks, times, bound, tuple(winners), dict(skipped), limiting, shown, bound_name)
+    protocols = None
+    if names and all(pr.protocol is not None for pr in preds.values()):
+        protocols = tuple(
+            str(np.atleast_1d(np.asarray(preds[w].protocol, dtype=object))[j])
+            if w in preds
+            else "-"
+            for j, w in enumerate(winners)
+        )
+    return Panel(
+        nranks, times, bound, tuple(winners), dict(skipped), limiting, shown, bound_name, protocols
+    )
 
 
 def render(result: CompareResult, as_json: bool) -> str:
@@ -299,6 +317,7 @@ def render(result: CompareResult, as_json: bool) -> str:
                         "bound": pn.bound_name or result.model.bound_name,
                         "winner": pn.winners,
                         "winner_limited_by": pn.limiting,
+                        **({"winner_protocol": pn.protocols} if pn.protocols else {}),
                         "skipped": pn.skipped,
                         "tuned_params": pn.tuned,
                     }
@@ -333,6 +352,7 @@ def _render_panel(collective: str, sizes: np.ndarray, pn: Panel, bound_name: str
             cells = [units.format_time(pn.times[a][j]) + ("*" if a == win else " ") for a in names]
             t_win, lb = pn.times[win][j], pn.lower_bound[j]
             limit = [pn.limiting[j]] if pn.limiting is not None else []
+            limit += [pn.protocols[j]] if pn.protocols is not None else []
             rows.append(
                 [
                     units.format_size(int(n)),
@@ -348,6 +368,9 @@ def _render_panel(collective: str, sizes: np.ndarray, pn: Panel, bound_name: str
         align = "r" + "r" * len(names) + "rlr"
         if pn.limiting is not None:
             headers.append("limited by")
+            align += "l"
+        if pn.protocols is not None:
+            headers.append("protocol")
             align += "l"
         headers += [f"{a} tuned" for a in pn.tuned]
         align += "l" * len(pn.tuned)

@@ -17,10 +17,27 @@ from commsim._cluster_model import cluster_model
 from commsim.cli.arguments import add_epilog, add_sizes_argument
 from commsim.cli.errors import UsageError
 from commsim.cli.network import NetworkChoice
-from commsim.models import Hockney, LogGP, Model, Topology, TwoLevelHockney
+from commsim.models import (
+    PROTOCOLS,
+    Hockney,
+    LogGP,
+    Model,
+    Protocol,
+    ProtocolChoice,
+    Topology,
+    TwoLevelHockney,
+)
 from commsim.profiles import load_profile
 
-__all__ = ["MODELS", "MODEL_EPILOG", "add_model_group", "parse_model"]
+__all__ = [
+    "MODELS",
+    "MODEL_EPILOG",
+    "add_library_group",
+    "add_model_group",
+    "parse_channels",
+    "parse_model",
+    "parse_protocol",
+]
 
 _DEFAULT = Hockney()
 
@@ -110,16 +127,71 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
 MODELS = ("hockney", "loggp", "topology")
 
 
+def add_library_group(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
+    """Add the collective library's options (``docs/library.md``). ``--channels C``: every schedule runs as C copies on its own channels, each on 1/C of
+    the buffer (NCCL's channels, :func:`commsim.algorithms.channels`); with ``sweep`` (the
+    tuner) C is the largest of the counts 1, 2, 4, ... it tries."""
+    what = (
+        "try 1, 2, 4, ... up to C channels per algorithm (NCCL's channels: C copies of the "
+        "schedule, each on 1/C of the buffer and its own channel) and keep the best"
+        if sweep
+        else "run each schedule as C copies, each on 1/C of the buffer and its own channel "
+        "(NCCL's channels); a rank drives its channels at once"
+    )
+    group = parser.add_argument_group("collective library (docs/library.md)")
+    group.add_argument("--channels", metavar="C", default=None, help=f"{what} (default: 1)")
+    group.add_argument(
+        "--protocol",
+        metavar="NAME",
+        default=None,
+        help="carry messages with NCCL's protocol LL, LL128 or Simple (its per-call cost, "
+        "per-message latency and bandwidth efficiency), or auto: the fastest per size, as "
+        "NCCL's tuner picks it; needs the topology model (--cluster or --topology) "
+        "(default: none, the links' own latency and rate)",
+    )
+
+
+def parse_channels(args: argparse.Namespace) -> int:
+    """``--channels``: an integer >= 1 (1 when not given); anything else is one line, exit 2."""
+    text = getattr(args, "channels", None)
+    if text is None:
+        return 1
+    value = str(text).strip()
+    if not (value.isascii() and value.isdigit()) or len(value) > 6 or int(value) < 1:
+        raise UsageError(f"--channels must be an integer >= 1, got {text!r}")
+    return int(value)
+
+
+def parse_protocol(args: argparse.Namespace) -> str | None:
+    """``--protocol``: ``"LL"``, ``"LL128"``, ``"Simple"`` (any case), ``"auto"``, or ``None``."""
+    text = getattr(args, "protocol", None)
+    if text is None:
+        return None
+    names = {k.lower(): k for k in (*PROTOCOLS, "auto")}
+    found = names.get(str(text).strip().lower())
+    if found is None:
+        raise UsageError(f"unknown protocol {text!r}: use {', '.join(PROTOCOLS)} or auto")
+    return found
+
+
 def parse_model(args: argparse.Namespace, network: NetworkChoice | None = None) -> Model:
     """The model of the group's options (the defaults where an option is not given): the
     topology model on ``network`` when one was chosen, else Hockney; ``--model`` overrides."""
     name = getattr(args, "model", None) or ("topology" if network is not None else "hockney")
+    protocol = parse_protocol(args)
     if name != "loggp" and getattr(args, "loggp", None):
         raise UsageError("--loggp sets the LogGP model: add --model loggp")
+    if protocol is not None and name != "topology":
+        raise UsageError(
+            f"--protocol needs the topology model, not {name}: give --cluster or --topology "
+            "(and no --model, or --model topology)"
+        )
     if name == "topology":
         if network is None:
             raise UsageError("--model topology needs a network: --topology or --cluster")
-        return _topology_model(args, network)
+        if protocol == "auto":
+            return ProtocolChoice(lambda p: _topology_model(args, network, p))
+        return _topology_model(args, network, protocol)
     if getattr(args, "profile", None):
         return _profiled(args, name, network)
     if name == "loggp":
@@ -152,7 +224,9 @@ def _flag_error(e: ValueError) -> str:
     return str(e)
 
 
-def _topology_model(args: argparse.Namespace, network: NetworkChoice) -> Model:
+def _topology_model(
+    args: argparse.Namespace, network: NetworkChoice, protocol: Protocol | str | None = None
+) -> Model:
     """The topology model: the links carry latency and bandwidth, so --alpha/--beta/--ports
     (Hockney's) would be ignored; refuse them rather than print a number they did not shape."""
     given = [
@@ -176,12 +250,14 @@ def _topology_model(args: argparse.Namespace, network: NetworkChoice) -> Model:
             placement=network.placement,
             contention=network.contention,
             gamma=gamma,
+            protocol=protocol,
         )
     return Topology(
         network.network,
         placement=network.placement,
         contention=network.contention,
         gamma=_DEFAULT.gamma if gamma is None else gamma,
+        protocol=protocol,
     )
 
 
@@ -256,4 +332,6 @@ def _per_class_hockney(args: argparse.Namespace, network: NetworkChoice) -> Mode
 
     intra = alpha_beta(0, 1) if g > 1 else alpha_beta(0, g)
     gamma = network.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
-    return TwoLevelHockney(intra, alpha_beta(0, g), ranks_per_node=g, gamma=gamma or 0.0)
+    c = network.cluster
+    library = {"launch": c.launch, "reduction_overlap": c.reduction_overlap} if c else {}
+    return TwoLevelHockney(intra, alpha_beta(0, g), ranks_per_node=g, gamma=gamma or 0.0, **library)

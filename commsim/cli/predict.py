@@ -11,10 +11,11 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._progress import Progress
+from commsim.algorithms import channels
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.memory import MemoryBudget
-from commsim.cli.model import add_model_group, parse_model
+from commsim.cli.model import add_library_group, add_model_group, parse_channels, parse_model
 from commsim.cli.network import add_network_group, parse_network
 from commsim.cli.output import (
     add_output_group,
@@ -26,7 +27,7 @@ from commsim.cli.output import (
 )
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.cli.traces import add_trace_argument, parse_trace, write_trace
-from commsim.models import Model, Prediction, bound_of, chrome_trace
+from commsim.models import Model, NetworkUsage, Prediction, bound_of, chrome_trace
 
 __all__ = [
     "DESCRIPTION",
@@ -72,6 +73,7 @@ class PredictRequest:
     progress: bool | None = None
     notes: tuple[str, ...] = ()
     trace: Path | None = None
+    channels: int = 1  # --channels: the schedule as C copies on its own channels
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -96,6 +98,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     SCHEDULES.add(parser)
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
     add_network_group(parser)
+    add_library_group(parser)
     output = add_output_group(parser, memory_limit=True)
     add_trace_argument(
         output,
@@ -108,6 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def parse(args: argparse.Namespace) -> PredictRequest:
     budget = MemoryBudget.parse(args.memory_limit)
     sizes = parse_sizes(args.sizes)
+    nchannels = parse_channels(args)
     network = parse_network(args)
     if network is not None and args.nranks is None and not args.file:
         args.nranks = str(network.default_nranks())  # every host
@@ -120,12 +124,13 @@ def parse(args: argparse.Namespace) -> PredictRequest:
     if trace is not None and getattr(model, "timeline", None) is None:
         raise UsageError(f"--trace: the {model.name} model has no timeline to trace")
     return PredictRequest(
-        schedules, sizes, model, budget, args.json, args.progress, tuple(notes), trace
+        schedules, sizes, model, budget, args.json, args.progress, tuple(notes), trace, nchannels
     )
 
 
 def compute(request: PredictRequest) -> PredictResult:
     [s] = request.schedules.build_all(request.budget)
+    s = channels(s, request.channels)
     sizes = np.array(request.sizes, dtype=np.float64)
     request.budget.check_predict(s, len(sizes))
     with Progress(s.nsteps * s.nranks, "commsim", enabled=request.progress, count=False) as bar:
@@ -161,6 +166,11 @@ def render(result: PredictResult, as_json: bool) -> str:
     s, columns = result.schedule, _columns(result)
     pred = result.prediction
     rank_time = np.asarray(pred.rank_time).reshape(s.nranks, len(result.sizes))  # [rank, size]
+    protocols = (
+        None
+        if pred.protocol is None
+        else [str(x) for x in np.atleast_1d(np.asarray(pred.protocol, dtype=object))]
+    )
     step_time = np.asarray(pred.step_time).reshape(s.nsteps, len(result.sizes))  # [step, size]
     if as_json:
         return to_json(
@@ -184,6 +194,7 @@ def render(result: PredictResult, as_json: bool) -> str:
                         "busbw_Bps": b,
                         "lower_bound_s": lb,
                         "ratio_to_bound": t / lb if lb > 0 else None,
+                        **({"protocol": protocols[j]} if protocols else {}),
                         "rank_time_s": rank_time[:, j],
                         "step_time_s": step_time[:, j],
                     }
@@ -211,6 +222,11 @@ def render(result: PredictResult, as_json: bool) -> str:
         for row, limit in zip(table, np.atleast_1d(pred.network.limiting), strict=True):
             row.append(limit)
         headers.append("limited by")
+        align += "l"
+    if protocols is not None:
+        for row, name in zip(table, protocols, strict=True):
+            row.append(name)
+        headers.append("protocol")
         align += "l"
     return (
         f"{s.collective}{root} {s.algorithm}{params}, p={s.nranks}: {s.nsteps} steps, "
@@ -243,9 +259,25 @@ def _network_lines(result: PredictResult) -> str:
         "total time)\n"
         + format_table(["class", "bytes", "busiest link busy", "utilization"], rows, "lrrr")
     )
+    text += f"\n{_breakdown(usage, j, size)}"
     if usage.critical_path is not None:
         text += f"\ncritical path at {size}: {usage.critical_path.summary()}"
     return text
+
+
+def _breakdown(usage: NetworkUsage, j: int, size: str) -> str:
+    """One line: what the last rank's time at size index ``j`` is made of (the prediction's
+    :attr:`~commsim.models.NetworkUsage.time_parts`: launch, latency, reduction, the link
+    classes, other), the parts that are not zero."""
+    parts = usage.time_parts.reshape(len(usage.part_names), -1)[:, j]
+    names = usage.part_names
+    order = ["launch", "latency", "reduction", *usage.kinds, "other"]
+    shown = [
+        f"{k} {units.format_time(float(parts[names.index(k)]))}"
+        for k in order
+        if parts[names.index(k)] > 0
+    ]
+    return f"time at {size}: " + (", ".join(shown) or "0s")
 
 
 def _columns(r: PredictResult) -> list[tuple[float, float, float, float, float]]:

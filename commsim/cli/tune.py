@@ -14,12 +14,12 @@ from commsim import units
 from commsim.algorithms import info
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, add_epilog, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError, quote
-from commsim.cli.model import add_model_group, parse_model
+from commsim.cli.model import add_library_group, add_model_group, parse_channels, parse_model
 from commsim.cli.network import add_network_group, parse_network
 from commsim.cli.output import add_output_group, format_bandwidth, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleGroup, coerce_param
 from commsim.models import Model
-from commsim.tuner import Range, TunerTable, sweep, table_from_sweep
+from commsim.tuner import Range, TunerTable, channel_counts, sweep, table_from_sweep
 
 __all__ = [
     "DESCRIPTION",
@@ -73,12 +73,14 @@ class TuneRequest:
     output: Path | None = None
     as_json: bool = False
     progress: bool | None = None
+    channels: tuple[int, ...] = (1,)  # --channels C: the counts tried, 1, 2, 4, ..., C
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     SCHEDULES.add(parser)
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
     add_network_group(parser)
+    add_library_group(parser, sweep=True)
     output = add_output_group(parser)
     output.add_argument(
         "-o",
@@ -93,6 +95,7 @@ def parse(args: argparse.Namespace) -> TuneRequest:
     if args.root is not None:
         raise UsageError("--root: the tuner builds rooted collectives at root 0; drop it")
     raw, args.param = args.param, []
+    counts = channel_counts(parse_channels(args))
     network = parse_network(args)
     if network is not None and args.nranks is None:
         args.nranks = str(network.default_nranks())  # every host
@@ -106,7 +109,7 @@ def parse(args: argparse.Namespace) -> TuneRequest:
             f"-o {quote(args.output)}: directory {quote(str(output.parent))} does not exist"
         )
     sizes, model = parse_sizes(args.sizes), parse_model(args, network)
-    return TuneRequest(choice, params, sizes, model, rpn, output, args.json, args.progress)
+    return TuneRequest(choice, params, sizes, model, rpn, output, args.json, args.progress, counts)
 
 
 def _params(items: list[str], choice: ScheduleChoice) -> dict[str, dict[str, Any]]:
@@ -139,6 +142,7 @@ def compute(request: TuneRequest) -> TunerTable:
         params=request.params,
         ranks_per_node=request.ranks_per_node,
         progress=request.progress,
+        channels=request.channels,
     )
     table = table_from_sweep(result)
     if request.output is not None:
@@ -151,15 +155,18 @@ def render(table: TunerTable, as_json: bool, output: Path | None = None) -> str:
         return to_json({**table.to_dict(), "output": str(output) if output else None})
     factor = commsim.spec(table.collective).busbw_factor(table.nranks)
     rows = [_row(r, factor) for r in table.ranges]
+    headers = ["sizes", "algorithm", "params", "time", "busbw", "runner-up", "margin"]
+    align = "lllrrll"
+    if any(r.protocol is not None for r in table.ranges):
+        for row, r in zip(rows, table.ranges, strict=True):
+            row.append(r.protocol or "-")
+        headers.append("protocol")
+        align += "l"
     lines = [
         f"{table.collective} on p={table.nranks}: fastest algorithm per size range",
         f"model: {table.model_description}",
         "",
-        format_table(
-            ["sizes", "algorithm", "params", "time", "busbw", "runner-up", "margin"],
-            rows,
-            "lllrrll",
-        ),
+        format_table(headers, rows, align),
     ]
     lines += [f"note: {n}" for n in table.notes]
     if output is not None:

@@ -6,6 +6,10 @@ The description (every preset is one too, so there is one path from numbers to g
     nodes = 16  # servers
     gpus_per_node = 8  # hosts per server, one rank each (default 1)
     placement = "linear"  # optional: linear, round_robin, random[:SEED]
+    reduction = "1.1TB/s"  # optional: how fast a GPU reduces received data (γ = 1/reduction)
+    launch = "6.6us"  # optional: the collective library's per-call cost (default 0)
+    reduction_overlap = true  # optional: reduce while receiving (GPU kernels; default false)
+    channel_bandwidth = "60GB/s"  # optional: the library's per-channel rate cap (default none)
 
     [intra]  # the links inside a server (GPU to NVSwitch)
     kind = "nvlink"  # the link class's name (default "nvlink")
@@ -69,6 +73,9 @@ _TOP = (
     "gpus_per_node",
     "placement",
     "reduction",
+    "launch",
+    "reduction_overlap",
+    "channel_bandwidth",
     "intra",
     "inter",
     "topology",
@@ -219,12 +226,20 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
     classes = {c.name: c for c in (intra, inter) if c is not None}
     profiles = _profiles(where, d, classes)
     reduction = _value(where, "reduction", as_bandwidth, d.get("reduction", 100e9))
+    launch = _value(where, "launch", as_latency, d.get("launch", 0.0))
+    overlap = d.get("reduction_overlap", False)
+    if not isinstance(overlap, bool):
+        raise where.error("reduction_overlap", f"must be true or false, got {overlap!r}")
+    cap = d.get("channel_bandwidth")
+    if cap is not None:
+        cap = _value(where, "channel_bandwidth", as_bandwidth, cap)
     name = d.get("name", origin)
     sources = d.get("sources", "")
     graph.graph["name"] = str(name)
     return Cluster(
-        str(name), nodes, g, graph, placement, classes, profiles, str(sources), reduction
-    )
+        str(name), nodes, g, graph, placement, classes, profiles, str(sources), reduction,
+        launch, overlap, cap,
+    )  # fmt: skip
 
 
 def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:

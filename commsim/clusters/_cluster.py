@@ -59,6 +59,14 @@ class Cluster:
         sources: where the numbers come from (documented in ``docs/clusters.md``).
         reduction: bytes/s at which a GPU reduces received data into its buffer (the topology
             model's γ = 1 / reduction).
+        launch: the collective library's per-call cost, seconds (kernel launch and the ranks'
+            synchronisation), paid once per collective call (0: none, as MPI on CPUs is
+            modelled; :mod:`commsim.models._library`).
+        reduction_overlap: whether a received message is reduced while it arrives (GPU
+            reduce-copy kernels: the larger of transfer and reduction is charged, not their
+            sum); ``False`` keeps the serial γ of CPU/MPI reductions.
+        channel_bandwidth: the library's per-channel rate cap, bytes/s (``None``: no cap); a
+            schedule on C channels (``--channels C``) then moves at most C times it per rank.
     """
 
     name: str
@@ -70,6 +78,9 @@ class Cluster:
     profiles: Mapping[str, Profile] = dataclasses.field(default_factory=dict)
     sources: str = ""
     reduction: float = 100e9
+    launch: float = 0.0
+    reduction_overlap: bool = False
+    channel_bandwidth: float | None = None
 
     @property
     def gamma(self) -> float:
@@ -115,8 +126,8 @@ class Cluster:
         self, placement: str | Sequence[int] | None = None, contention: str = "bottleneck"
     ) -> dict[str, Any]:
         """The keyword arguments of :class:`commsim.models.Topology` on this cluster: its compiled
-        ``network``, ``placement`` (default: the cluster's), ``contention`` and γ from its
-        reduction rate. ``commsim.tuner.cluster_model`` builds the model from them (this
+        ``network``, ``placement`` (default: the cluster's), ``contention``, γ from its
+        reduction rate, and the collective library's ``launch`` and ``reduction_overlap``. ``commsim.tuner.cluster_model`` builds the model from them (this
         package sits below the models and does not import them).
 
         Examples:
@@ -130,6 +141,9 @@ class Cluster:
             "placement": self.placement if placement is None else placement,
             "contention": contention,
             "gamma": self.gamma,
+            "launch": self.launch,
+            "reduction_overlap": self.reduction_overlap,
+            "channel_bandwidth": self.channel_bandwidth,
         }
 
     def describe(self) -> str:
@@ -143,6 +157,9 @@ class Cluster:
             "gpus_per_node": self.gpus_per_node,
             "placement": self.placement,
             "reduction_Bps": self.reduction,
+            "launch_s": self.launch,
+            "reduction_overlap": self.reduction_overlap,
+            "channel_bandwidth_Bps": self.channel_bandwidth,
             "link_classes": {
                 k: {"bandwidth_Bps": c.bandwidth, "latency_s": c.latency}
                 for k, c in self.link_classes.items()

@@ -5,6 +5,9 @@ file has, :mod:`commsim.clusters._build`); ``docs/clusters.md`` lists every numb
 source, and says which are assumptions (per-link latencies mostly are). InfiniBand fabrics
 (the DGX SuperPOD rails of dgx-h100, dgx-a100, gb200-nvl72) are routed d-mod-k, as their subnet
 manager routes them; the Ethernet preset by an ECMP hash.
+
+The GPU presets carry what NCCL adds on top of the network (:mod:`commsim.models._library`):
+a per-call ``launch`` of :data:`NCCL_LAUNCH` and ``reduction_overlap`` (reduce-copy kernels).
 """
 
 from __future__ import annotations
@@ -22,13 +25,23 @@ from commsim.clusters._build import build_cluster
 from commsim.clusters._cluster import Cluster
 from commsim.errors import ParameterError, UnknownNameError
 
-__all__ = ["PRESETS", "cluster", "load_cluster"]
+__all__ = ["NCCL_LAUNCH", "PRESETS", "cluster", "load_cluster"]
 
 
 def _count(spec: str, arg: str, what: str) -> int:
     if not re.fullmatch(r"\d+", arg.strip()) or int(arg) < 1:
         raise ParameterError(f"cluster {spec!r}: {what} must be an integer >= 1, got {arg!r}")
     return int(arg)
+
+
+#: The per-call cost of the GPU presets: NCCL's base latency of its ring algorithm with the LL
+#: protocol, the one it picks for small messages, where the per-call cost is what a user sees
+#: (``src/graph/tuning.cc``, ``baseLatencies``, NCCL commit 5067397; the same for every GPU
+#: generation). docs/library.md states the rule.
+NCCL_LAUNCH = "6.6us"
+
+#: What a GPU collective library adds to every GPU preset (docs/library.md).
+_NCCL = {"launch": NCCL_LAUNCH, "reduction_overlap": True}
 
 
 def _dgx_superpod(
@@ -45,6 +58,7 @@ def _dgx_superpod(
             "nodes": _count(spec, arg, f"the number of DGX {system} nodes"),
             "gpus_per_node": 8,
             "reduction": reduction,
+            **_NCCL,
             "intra": {"kind": "nvlink", "bandwidth": nvlink, "latency": "0.5us"},
             "inter": {"kind": "rail", "bandwidth": nic, "latency": "1us"},
             "topology": {
@@ -84,6 +98,7 @@ def _gb200_nvl72(spec: str, arg: str) -> dict[str, Any]:
         "nodes": _count(spec, arg, "the number of NVL72 racks"),
         "gpus_per_node": 72,
         "reduction": "2.7TB/s",
+        **_NCCL,
         "intra": {"kind": "nvlink", "bandwidth": "900GB/s", "latency": "0.5us"},
         "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
         "topology": {

@@ -8,7 +8,10 @@ prediction below the model's bound).
 * :class:`Hockney` — α-β-γ with per-rank clocks, single- or multi-port.
 * :class:`LogGP` — L, o, g, G with eager sends (LogGOPSim's rules).
 * :class:`TwoLevelHockney` — Hockney with intra- and inter-server α, β.
-* :class:`Topology` — a network graph, placement and link contention.
+* :class:`Topology` — a network graph, placement and link contention; with a cluster, the
+  collective library's layer too (per-call launch, overlapped reductions, protocols:
+  ``docs/library.md``).
+* :class:`ProtocolChoice` — per size, the fastest of NCCL's protocols LL, LL128, Simple.
 * :func:`lower_bound` — Chan et al. 2007 bounds no algorithm can beat; :func:`bound_of` — any
   model's bound and the name of the one that binds (the topology model's injection, cut or
   bisection bound, ``docs/bounds.md``).
@@ -25,8 +28,10 @@ prediction below the model's bound).
 from commsim.models._bounds import bound_of, lower_bound
 from commsim.models._contention import CONTENTION
 from commsim.models._inputs import as_sizes
+from commsim.models._library import PROTOCOLS, Protocol
 from commsim.models._model import Model
 from commsim.models._prediction import TIE_RTOL, Prediction, fastest, tied
+from commsim.models._protocol_choice import ProtocolChoice
 from commsim.models._trace import ChromeTrace, chrome_trace, step_trace
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
 from commsim.models.hockney import Hockney
@@ -36,6 +41,7 @@ from commsim.models.two_level import TwoLevelHockney
 
 __all__ = [
     "CONTENTION",
+    "PROTOCOLS",
     "TIE_RTOL",
     "ChromeTrace",
     "CriticalPath",
@@ -44,6 +50,8 @@ __all__ = [
     "Model",
     "NetworkUsage",
     "Prediction",
+    "Protocol",
+    "ProtocolChoice",
     "Timeline",
     "Topology",
     "Twin",

@@ -16,7 +16,8 @@ its other end). Unlike the static modes, a message ends when its bytes are throu
 actually got, so a flow slowed by a neighbour speeds up when the neighbour finishes, and a
 message of a later round can overlap an earlier one on other ranks. Its path latency is added
 after its last byte: :math:`e = t_\text{last byte} + L_m`; the receiver then reduces for
-:math:`b_\text{red}\gamma`. Local reductions are items of their rank alone, after its messages
+:math:`b_\text{red}\gamma` (with ``reduction_overlap``, while the message arrives: it is done at
+:math:`\max(e, s + L_m + b_\text{red}\gamma)`, :mod:`commsim.models._library`). Local reductions are items of their rank alone, after its messages
 of the step. With one message per link at a time, this is ``"none"`` exactly.
 
 Cost: the whole schedule's messages are materialized (arrays of ``O(messages)``), and each event
@@ -31,6 +32,7 @@ import numpy as np
 from commsim._messages import matchings, messages, port_ranks
 from commsim.errors import ResourceError
 from commsim.models._contention import bottleneck_link, path_latency
+from commsim.models._library import protocol_latency, reduction_exposed, with_channel_cap
 from commsim.models._network_params import NetworkParams
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 
@@ -120,10 +122,12 @@ def _advance(  # pragma: no cover
 
 @numba.njit(cache=True, nogil=True)
 def _simulate(  # pragma: no cover
-    src, dst, rnd, work, lat, red_time, indptr, links, bw, seq_indptr, seq_items, clock, is_local
-):
+    src, dst, rnd, work, lat, red_time, indptr, links, bw, seq_indptr, seq_items, clock, is_local,
+    overlap,
+):  # fmt: skip
     """Run the events; returns per item (start, end, pred). ``work``: bytes (network items) or
-    seconds (local items, which run at rate 1 on no link)."""
+    seconds (local items, which run at rate 1 on no link); ``overlap``: a receiver reduces
+    while the message arrives."""
     n = src.shape[0]
     p = clock.shape[0]
     state = np.zeros(n, dtype=np.int8)  # 0 waiting, 1 scheduled, 2 active, 3 done
@@ -213,6 +217,10 @@ def _simulate(  # pragma: no cover
                     clock[s] = e
                     setter[s] = m
                 e2 = e + red_time[m]
+                if overlap:
+                    e2 = start[m] + lat[m] + red_time[m]
+                    if e2 < e:
+                        e2 = e
                 if e2 > clock[d]:
                     clock[d] = e2
                     setter[d] = m
@@ -333,7 +341,12 @@ def simulate(
     np.cumsum(lengths, out=indptr[1:])
     links = r_links  # remote items keep their order, local ones add nothing
     lat = np.zeros(n)
-    lat[remote] = path_latency(r_ptr, r_links, net.latency) + params.overhead
+    same = net.host_server[hosts[src[remote]]] == net.host_server[hosts[dst[remote]]]
+    lat[remote] = (
+        protocol_latency(path_latency(r_ptr, r_links, net.latency), same, params.protocol)
+        + params.overhead
+    )
+    efficiency = params.protocol.efficiency if params.protocol is not None else 1.0
     slow = np.repeat(params.slow_factors(p0), K)
     f = np.maximum(slow[src], slow[dst])
     # per-rank sequences, in round order
@@ -353,18 +366,24 @@ def simulate(
     init = np.repeat(params.initial_clock(p0, 1)[:, 0], K)
     last = None
     red_net_last = np.zeros(n)
+    # a per-channel rate cap: a private link per network item (local items have no route)
+    capped = with_channel_cap(indptr, links, net.bandwidth, params.channel_bandwidth, ~is_local)
     for k in range(len(sizes)):
-        bytes_ = a["units"] * per_unit[k] * f
+        bytes_ = a["units"] * per_unit[k] * f / efficiency  # a protocol's flags cross too
         red_time = a["red"] * per_unit[k] * params.gamma * slow[dst]
         work = np.where(is_local, red_time, bytes_)
         red_net = np.where(is_local, 0.0, red_time)
         c = init.copy()
         start, end, pred = _simulate(
-            src, dst, rnd, work, lat, red_net, indptr, links, net.bandwidth, seq_indptr,
-            seq_items, c, is_local,
+            src, dst, rnd, work, lat, red_net, *capped, seq_indptr, seq_items, c, is_local,
+            params.reduction_overlap,
         )  # fmt: skip
         clock[:, k] = c
-        parts[:, k] = _chain_parts(c, src, dst, start, end, pred, lat, cls, is_local, nparts)
+        parts[:, k] = _chain_parts(
+            c, src, dst, start, end, pred, lat, cls, is_local, nparts, params.launch
+        )
+        if params.reduction_overlap:  # what is left of each reduction after its transfer
+            red_net = reduction_exposed(red_net, end - start - lat, True)
         if n:
             fin = end + red_net
             per_step = np.full(schedule.nsteps, -np.inf)
@@ -397,7 +416,9 @@ def simulate(
                 )
                 columns = (step, rank_src, rank_dst, start, end, lat)
                 cp = CriticalPath.of_chain(idx, columns, kinds, float(total_time[-1]))
-        return NetworkUsage.of_links(net, link_units, per_unit, total_time, parts, cp)
+        return NetworkUsage.of_links(
+            net, link_units, per_unit, total_time, parts, cp, launch=params.launch
+        )
 
     def timeline() -> Timeline:
         start, end, _ = last if last is not None else (np.zeros(0),) * 3
@@ -418,10 +439,13 @@ def simulate(
     return _FlowRun(rank_clock, step_time, usage, (), timeline)
 
 
-def _chain_parts(clock, src, dst, start, end, pred, lat, cls, is_local, nparts) -> np.ndarray:
+def _chain_parts(
+    clock, src, dst, start, end, pred, lat, cls, is_local, nparts, launch=0.0
+) -> np.ndarray:
     """The last rank's time split along its chain of messages: latency, reduction and local
-    work ("reduction"), other (0), transfer per bottleneck link class."""
+    work ("reduction"), other (the per-call ``launch``), transfer per bottleneck link class."""
     out = np.zeros(nparts)
+    out[2] = launch
     total = float(clock.max()) if len(clock) else 0.0
     rank = int(np.argmax(clock)) if len(clock) else 0
     mine = np.flatnonzero((src == rank) | (dst == rank))

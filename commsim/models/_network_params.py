@@ -4,8 +4,9 @@ The topology model times a schedule two ways: step by step with a static content
 (:mod:`commsim.models.topology`) or as one event-driven flow simulation
 (:mod:`commsim.models._flow`). Both start from the same clocks and scale the same transfers, so
 what they read of the model lives here, in one parameter object that both import: the network,
-the per-message overhead, γ, and the stragglers given as inputs (each rank's start time, each
-rank's slowdown factor). The flow simulation never sees the model itself, so the import graph
+the per-message overhead, γ, the stragglers given as inputs (each rank's start time, each
+rank's slowdown factor), and what the collective library adds (the per-call ``launch`` cost,
+a reduction overlapped with its transfer: :mod:`commsim.models._library`). The flow simulation never sees the model itself, so the import graph
 of :mod:`commsim.models` has no cycle.
 """
 
@@ -19,6 +20,7 @@ import numpy as np
 
 from commsim.errors import ParameterError
 from commsim.models._inputs import as_time
+from commsim.models._library import Protocol, launch_clock
 from commsim.topology import Network
 
 __all__ = ["NetworkParams"]
@@ -36,6 +38,15 @@ class NetworkParams:
             mapping ``{rank: seconds}``, or ``None`` (every rank at 0). Checked against the
             schedule's rank count when a schedule is timed (:meth:`initial_clock`).
         slow_ranks: ``{rank: factor >= 1}`` (factors checked by the model's constructor).
+        launch: the collective library's per-call cost, seconds: every rank's clock starts
+            there (:func:`commsim.models._library.launch_clock`).
+        reduction_overlap: a received message is reduced while it arrives (GPU reduce-copy
+            kernels): the receiver is done at the later of its transfer and its reduction,
+            not after both (:func:`commsim.models._library.reduction_exposed`).
+        protocol: how messages are carried (:class:`commsim.models._library.Protocol`: a
+            per-message latency and a bandwidth efficiency), or ``None``.
+        channel_bandwidth: the per-channel rate cap, bytes/s, or ``None`` (no cap;
+            :func:`commsim.models._library.with_channel_cap`).
 
     Examples:
         >>> from commsim.topology import as_network, switch
@@ -50,9 +61,14 @@ class NetworkParams:
     overhead: float
     start_skew: Sequence[Any] | Mapping[int, Any] | None = None
     slow_ranks: Mapping[int, float] = dataclasses.field(default_factory=dict)
+    launch: float = 0.0
+    reduction_overlap: bool = False
+    protocol: Protocol | None = None
+    channel_bandwidth: float | None = None
 
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
-        """``[nranks, nsizes]`` clocks at time 0: each rank's start skew (0 without one).
+        """``[nranks, nsizes]`` clocks at time 0: each rank's start skew (0 without one), plus
+        the per-call :attr:`launch` cost.
 
         Raises :class:`~commsim.errors.ParameterError` for a rank outside ``0..nranks-1``, a
         sequence of the wrong length, or a time that is not one.
@@ -60,15 +76,15 @@ class NetworkParams:
         clock = np.zeros((nranks, nsizes))
         skew = self.start_skew
         if skew is None:
-            return clock
+            return launch_clock(clock, self.launch)
         if isinstance(skew, Mapping):
             for r, t in skew.items():
                 clock[_rank(r, nranks, "start_skew")] = as_time(f"start_skew[{r}]", t)
-            return clock
+            return launch_clock(clock, self.launch)
         values = np.asarray([as_time("start_skew", t) for t in skew])
         if len(values) != nranks:
             raise ParameterError(f"start_skew has {len(values)} values for {nranks} ranks")
-        return clock + values[:, None]
+        return launch_clock(clock + values[:, None], self.launch)
 
     def slow_factors(self, nranks: int) -> np.ndarray:
         """``[nranks]`` factors on each rank's transfers and reductions (1 for a rank on time)."""

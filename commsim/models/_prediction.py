@@ -96,6 +96,9 @@ class Prediction:
             the lower bound: the schedule cannot compute its collective). Empty when none.
         network: what a network model adds (:class:`~commsim.models.NetworkUsage`: bytes and
             busy time per link, the busiest link class, the critical path); ``None`` otherwise.
+        protocol: the collective library's protocol that carried the messages, per size (a
+            name for one size; :class:`~commsim.models.ProtocolChoice` picks it), ``None``
+            when the model has no protocol choice.
     """
 
     algorithm: str
@@ -109,6 +112,7 @@ class Prediction:
     busbw_factor: float
     notes: tuple[str, ...] = ()
     network: Any = None
+    protocol: Any = None
 
     @property
     def algbw(self) -> Any:
@@ -136,6 +140,7 @@ class Prediction:
         model: _Rule,
         notes: Sequence[str] = (),
         network: Any = None,
+        protocol: str | None = None,
     ) -> Prediction:
         """The prediction of a model's final clocks: how every model builds its
         :class:`Prediction`.
@@ -155,6 +160,8 @@ class Prediction:
             network: what a network model adds (:class:`~commsim.models.NetworkUsage`), or a
                 function of the completion times ``[len(sizes)]`` that returns it (the link
                 usage reports the busy fraction of the time, computed here once).
+            protocol: the protocol that carried every message (its name, for every size), or
+                ``None``.
 
         Examples:
             >>> import commsim
@@ -187,6 +194,7 @@ class Prediction:
             busbw_factor=schedule.spec.busbw_factor(schedule.nranks),
             notes=(*notes, *below_bound_note(schedule, sizes, time, bound)),
             network=network,
+            protocol=protocol if protocol is None or scalar else (protocol,) * len(sizes),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -206,6 +214,7 @@ class Prediction:
             "busbw_Bps": plain(self.busbw),
             "notes": list(self.notes),
             **({"network": self.network.to_dict()} if self.network is not None else {}),
+            **({"protocol": plain(self.protocol)} if self.protocol is not None else {}),
         }
 
 

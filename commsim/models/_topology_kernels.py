@@ -4,7 +4,10 @@ numpy equivalent (sizes along the last axis, all reads of ``clock`` before any w
 
     e = max(c[src], c[dst]) + lat + units * per_unit * inv * max(slow[src], slow[dst])
     c[src] = max(c[src], e)
-    c[dst] = max(c[dst], e + red * gw * slow[dst])
+    c[dst] = max(c[dst], e + red * gw * slow[dst])  # overlap=False
+    c[dst] = max(c[dst], e + max(0, red * gw * slow[dst] - tr))  # overlap=True, tr = e - s - lat
+
+(``overlap``: the receiver reduces while the message arrives, :mod:`commsim.models._library`.)
 
 Besides the clocks it keeps, per rank and size, what its clock is made of along the chain of
 messages that set it (``comp[rank, component, size]``: latency, reduction, other, then transfer
@@ -29,7 +32,7 @@ LATENCY, REDUCTION, OTHER, TRANSFER = 0, 1, 2, 3  # TRANSFER + k: link class k
 @numba.njit(cache=True, nogil=True)
 def round_per_message(  # pragma: no cover
     clock, comp, src, dst, units, red, lat, inv, cls, slow, per_unit, gw, tmp, mcomp, kc,
-    setter, pred, first_id,
+    setter, pred, first_id, overlap,
 ):  # fmt: skip
     m = src.shape[0]
     ns = clock.shape[1]
@@ -54,6 +57,7 @@ def round_per_message(  # pragma: no cover
         s = src[j]
         d = dst[j]
         g = first_id + j
+        f = slow[s] if slow[s] > slow[d] else slow[d]
         for k in range(ns):
             e = tmp[j, k]
             if e > clock[s, k]:
@@ -63,6 +67,10 @@ def round_per_message(  # pragma: no cover
                 if k == kc:
                     setter[s] = g
             rt = red[j] * gw[k] * slow[d]
+            if overlap:
+                rt -= units[j] * per_unit[k] * inv[j] * f
+                if rt < 0.0:
+                    rt = 0.0
             e2 = e + rt
             if e2 > clock[d, k]:
                 clock[d, k] = e2

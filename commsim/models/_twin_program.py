@@ -68,6 +68,8 @@ class Program:
         start: ``[nports]`` clocks at time 0.
         classes: link class names (Hockney: ``("link",)``).
         overhead: seconds added to every message's latency (the topology model's ``overhead``).
+        overlap: a received message is reduced while it arrives (the collective library's
+            ``reduction_overlap``): only the reduction's excess over the transfer is exposed.
     """
 
     nports: int
@@ -89,6 +91,7 @@ class Program:
     start: np.ndarray
     classes: tuple[str, ...]
     overhead: float
+    overlap: bool = False
 
     @property
     def nrounds(self) -> int:
@@ -147,7 +150,9 @@ class _Builder:
                 busy = np.flatnonzero(red)
                 self.add_local(busy, red[busy])
 
-    def program(self, start: np.ndarray, classes: tuple[str, ...], overhead: float) -> Program:
+    def program(
+        self, start: np.ndarray, classes: tuple[str, ...], overhead: float, overlap: bool = False
+    ) -> Program:
         R = _bucket(len(self.rounds))
         width = _bucket(max((len(r[0]) for r in self.rounds), default=1))
         dummy = self.nports
@@ -193,7 +198,7 @@ class _Builder:
         return Program(
             self.nports, self.schedule.nranks, 1.0 / self.schedule.nbytes_units, src, dst,
             units, red, local, pattern, lat, share, hop_class, slow_msg, slow_dst, sent,
-            received, start, classes, overhead,
+            received, start, classes, overhead, overlap,
         )  # fmt: skip
 
 
@@ -224,6 +229,11 @@ def topology_program(model, schedule: Schedule) -> Program:
     them."""
     from commsim.topology import place
 
+    if model.protocol is not None or model.channel_bandwidth is not None:
+        raise ParameterError(
+            "the twin does not replay a protocol or a per-channel rate cap yet: predict "
+            "without --protocol (and without a channel_bandwidth in the cluster)"
+        )
     if model.contention not in ("none", "bottleneck"):
         raise ParameterError(
             f"the twin replays static contention ('none', 'bottleneck'), not "
@@ -234,7 +244,7 @@ def topology_program(model, schedule: Schedule) -> Program:
     net = model.network
     hosts = place(net, schedule.nranks, model.placement)
     K = schedule.nchannels
-    params = model._params
+    params = dataclasses.replace(model._params, launch=0.0)  # launch is a twin parameter
     nclasses = len(net.kinds)
 
     def cost(src: np.ndarray, dst: np.ndarray):
@@ -262,4 +272,4 @@ def topology_program(model, schedule: Schedule) -> Program:
     b = _Builder(schedule, K, nclasses, cost, slow)
     b.run()
     start = np.repeat(params.initial_clock(schedule.nranks, 1)[:, 0], K)
-    return b.program(start, tuple(net.kinds), model.overhead)
+    return b.program(start, tuple(net.kinds), model.overhead, model.reduction_overlap)

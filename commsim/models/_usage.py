@@ -111,7 +111,8 @@ class NetworkUsage:
         link_busy: seconds each link spent transmitting (bytes / bandwidth), ``[links, sizes]``.
         time: the prediction's completion time per size.
         time_parts: what the last rank's time is made of along the chain of messages that set
-            its clock, ``[3 + kinds, sizes]``: latency, reduction, other (start skew), then
+            its clock, ``[4 + kinds, sizes]``: latency, reduction, other (start skew), launch
+            (the collective library's per-call cost, :mod:`commsim.models._library`), then
             transfer time per link class (each message's time charged to its bottleneck link's
             class). Its sum over components is ``time``.
         critical_path: see :class:`CriticalPath` (``None`` when not tracked).
@@ -134,9 +135,20 @@ class NetworkUsage:
         time: np.ndarray,
         time_parts: np.ndarray,
         critical_path: CriticalPath | None,
+        *,
+        launch: float = 0.0,
     ) -> NetworkUsage:
         """Usage from the slot units each directed link of ``network`` carried: bytes per size
-        (``units × per_unit``) and busy time (bytes / bandwidth; 0 on an infinitely fast link)."""
+        (``units × per_unit``) and busy time (bytes / bandwidth; 0 on an infinitely fast link).
+
+        ``time_parts`` comes as ``[3 + kinds, sizes]`` (latency, reduction, other, link
+        classes), its "other" including the per-call ``launch`` every chain starts with; the
+        launch becomes a part of its own, after "other"."""
+        other = time_parts[2] - launch
+        launched = np.full_like(other, launch)
+        time_parts = np.concatenate(
+            [time_parts[:2], np.maximum(other, 0.0)[None], launched[None], time_parts[3:]]
+        )
         link_bytes = np.multiply.outer(link_units, per_unit)
         bw = network.bandwidth[:, None]
         with np.errstate(invalid="ignore"):
@@ -147,8 +159,9 @@ class NetworkUsage:
 
     @property
     def part_names(self) -> tuple[str, ...]:
-        """Names of :attr:`time_parts`' rows: latency, reduction, other, then the link classes."""
-        return ("latency", "reduction", "other", *self.kinds)
+        """Names of :attr:`time_parts`' rows: latency, reduction, other, launch, then the link
+        classes."""
+        return ("latency", "reduction", "other", "launch", *self.kinds)
 
     def _by_kind(self, values: np.ndarray, reduce: Any) -> np.ndarray:
         out = np.zeros((len(self.kinds), values.shape[1]))
@@ -178,7 +191,8 @@ class NetworkUsage:
     def limiting(self) -> tuple[str, ...]:
         """Per size, the largest part of the last rank's time (:attr:`time_parts`): a link class
         (its transfers dominate: faster links of that class would help most), ``"latency"``
-        (per-message latencies dominate) or ``"reduction"`` (reduction arithmetic)."""
+        (per-message latencies dominate), ``"reduction"`` (reduction arithmetic) or
+        ``"launch"`` (the library's per-call cost)."""
         names = self.part_names
         return tuple(
             names[int(np.argmax(self.time_parts[:, j]))] for j in range(self.time_parts.shape[1])

@@ -18,6 +18,15 @@ flow-level simulation, :mod:`commsim.models._flow`). Everything else follows
   sum of its links' latencies (plus ``overhead``) and :math:`R_m` its rate; then
   :math:`c_q \leftarrow \max(c_q, e)`, :math:`c_r \leftarrow \max(c_r, e + b_\text{red}\gamma)`.
 
+The collective library's layer (:mod:`commsim.models._library`): ``launch`` is a per-call
+cost every rank's clock starts with; with ``reduction_overlap`` the receiver reduces while the
+message arrives, :math:`c_r \leftarrow \max(c_r, e + \max(0, b_\text{red}\gamma - b/R_m))`.
+With a ``protocol`` (NCCL's LL, LL128, Simple: :class:`~commsim.models._library.Protocol`) a
+message's latency is the larger of its path's and the protocol's per-message latency, its rate
+the protocol's efficiency times the links' (every link carries the protocol's flags too), and
+the per-call cost is the protocol's. All are off by default (a cluster's GPU presets set
+``launch`` and ``reduction_overlap``; ``protocol`` is chosen per prediction).
+
 Stragglers, as inputs: ``start_skew`` (each rank's clock at time 0), ``slow_ranks`` (a factor
 :math:`f \ge 1` per rank on its transfers, :math:`\max(f_q, f_r)`, and its reductions) and
 ``link_factor`` (per edge a bandwidth factor in [0, 1]; 0 is a failed link: it is removed and
@@ -50,10 +59,17 @@ from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION, bottleneck_link, path_latency, rates
 from commsim.models._flow import _FlowRun, simulate
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
+from commsim.models._library import (
+    Protocol,
+    as_protocol,
+    protocol_latency,
+    reduction_exposed,
+    with_channel_cap,
+)
 from commsim.models._network_params import NetworkParams
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
-from commsim.topology import Network, as_network, place
+from commsim.topology import Network, as_bandwidth, as_network, place
 
 __all__ = ["CRITICAL_PATH_BUDGET", "Topology"]
 
@@ -79,6 +95,17 @@ class Topology:
             longer.
         link_factor: ``{(u, v): factor in [0, 1]}`` per graph edge: its bandwidth times
             ``factor``; 0 removes the link (a failed link).
+        launch: the collective library's per-call cost (seconds or ``"6.6us"``), paid once
+            by every rank before its first message (default 0).
+        reduction_overlap: reduce a received message while it arrives (GPU reduce-copy
+            kernels): charge the larger of transfer and reduction, not their sum (default
+            ``False``: the serial rule of CPU/MPI reductions).
+        protocol: ``"LL"``, ``"LL128"``, ``"Simple"`` (:data:`commsim.models._library.PROTOCOLS`)
+            or ``None`` (default: messages at the links' latency and rate, the per-call cost
+            ``launch``); a protocol brings its own per-call cost.
+        channel_bandwidth: a per-channel rate cap (bytes/s or ``"60GB/s"``): each message
+            also crosses a private link of this rate
+            (:func:`~commsim.models._library.with_channel_cap`); ``None`` (default): no cap.
 
     Examples:
         >>> import commsim
@@ -103,6 +130,10 @@ class Topology:
         start_skew: Sequence[float] | Mapping[int, float] | None = None,
         slow_ranks: Mapping[int, float] | None = None,
         link_factor: Mapping[tuple[Any, Any], float] | None = None,
+        launch: float | str = 0.0,
+        reduction_overlap: bool = False,
+        protocol: Protocol | str | None = None,
+        channel_bandwidth: float | str | None = None,
     ) -> None:
         if contention not in CONTENTION:
             close = difflib.get_close_matches(str(contention), CONTENTION, n=1)
@@ -126,6 +157,16 @@ class Topology:
                     f"slow_ranks: rank {r}'s factor must be a number >= 1, got {f!r}"
                 )
         self.link_factor = dict(link_factor or {})
+        self.launch = as_time("launch", launch)
+        if not isinstance(reduction_overlap, bool | np.bool_):
+            raise ParameterError(
+                f"reduction_overlap must be true or false, got {reduction_overlap!r}"
+            )
+        self.reduction_overlap = bool(reduction_overlap)
+        self.protocol = as_protocol(protocol)
+        self.channel_bandwidth = (
+            None if channel_bandwidth is None else as_bandwidth(channel_bandwidth)
+        )
         self._rounds: dict[bytes, tuple[np.ndarray, ...]] = {}
         self._last_round: tuple[np.ndarray, ...] | None = None  # (hosts, src, dst, costs...)
 
@@ -141,6 +182,12 @@ class Topology:
         """E.g. ``topology fat_tree(1024) contention=bottleneck gamma=1/(100 GB/s)``."""
         gamma = "0s/B" if self.gamma == 0 else f"1/({units.format_bandwidth(1 / self.gamma)})"
         extra = f" overhead={units.format_time(self.overhead)}" if self.overhead else ""
+        launch = self.call_cost
+        extra += f" launch={units.format_time(launch)}" if launch else ""
+        extra += f" protocol={self.protocol.name}" if self.protocol else ""
+        cap = self.channel_bandwidth
+        extra += f" channel cap={units.format_bandwidth(cap)}" if cap is not None else ""
+        extra += " reduction overlapped" if self.reduction_overlap else ""
         place_ = self.placement if isinstance(self.placement, str) else "explicit"
         stragglers = (
             " with stragglers"
@@ -166,6 +213,10 @@ class Topology:
             else list(self.placement),
             "gamma_s_per_byte": self.gamma,
             "overhead_s": self.overhead,
+            "launch_s": self.call_cost,
+            "reduction_overlap": self.reduction_overlap,
+            "protocol": self.protocol.name if self.protocol else None,
+            "channel_bandwidth_Bps": self.channel_bandwidth,
         }
 
     #: what :meth:`lower_bound` is, for table headers; :meth:`bound` names the one that binds
@@ -252,7 +303,7 @@ class Topology:
         run = self._run(schedule, sizes)
         return Prediction.from_clocks(
             schedule, sizes, scalar, run.rank_clock, run.step_time, model=self, notes=run.notes,
-            network=run.usage,
+            network=run.usage, protocol=self.protocol.name if self.protocol else None,
         )  # fmt: skip
 
     def timeline(
@@ -290,8 +341,14 @@ class Topology:
         network, γ, the overhead, the stragglers:
         :class:`~commsim.models._network_params.NetworkParams`)."""
         return NetworkParams(
-            self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks
-        )
+            self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks,
+            self.call_cost, self.reduction_overlap, self.protocol, self.channel_bandwidth,
+        )  # fmt: skip
+
+    @property
+    def call_cost(self) -> float:
+        """The per-call cost a prediction starts with: the protocol's, else ``launch``."""
+        return self.protocol.launch if self.protocol is not None else self.launch
 
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
         """``[nranks, nsizes]`` clocks at time 0 (:meth:`NetworkParams.initial_clock
@@ -329,10 +386,15 @@ class Topology:
             return hit[1:]
         net = self.network
         indptr, links = net.routes(hosts[src], hosts[dst])
-        lat = path_latency(indptr, links, net.latency) + self.overhead
-        rate = rates(self.contention, indptr, links, net.bandwidth)
+        same = net.host_server[hosts[src]] == net.host_server[hosts[dst]]
+        lat = protocol_latency(path_latency(indptr, links, net.latency), same, self.protocol)
+        lat = lat + self.overhead
+        capped = with_channel_cap(indptr, links, net.bandwidth, self.channel_bandwidth)
+        rate = rates(self.contention, *capped)
         with np.errstate(divide="ignore"):
             inv = np.where(np.isinf(rate), 0.0, 1.0 / rate)
+        if self.protocol is not None:
+            inv = inv / self.protocol.efficiency
         cls = net.link_kind[bottleneck_link(indptr, links, net.bandwidth)]
         if len(self._rounds) >= _CACHE_ROUNDS:
             self._rounds.clear()
@@ -445,11 +507,15 @@ class _Run:
         self.kernel(
             self.clock, self.comp, src, dst, units.astype(np.float64), red.astype(np.float64),
             lat, inv, cls, self.slow, self.per_unit, self.gw, self.tmp, self.mcomp, self.kc,
-            self.setter, pred, self.nmsg,
+            self.setter, pred, self.nmsg, self.model.reduction_overlap,
         )  # fmt: skip
         if track:
             end = self.tmp[:m, self.kc].copy()
-            red_s = red * self.per_unit[self.kc] * self.model.gamma * self.slow[dst]
+            red_s = reduction_exposed(
+                red * self.per_unit[self.kc] * self.model.gamma * self.slow[dst],
+                units * self.per_unit[self.kc] * inv * np.maximum(self.slow[src], self.slow[dst]),
+                self.model.reduction_overlap,
+            )
             self.chunks.append(
                 (np.full(m, i), src, dst, np.maximum(*start), end, lat, pred, red_s, indptr, links)
             )
@@ -488,8 +554,9 @@ class _Run:
         last = np.argmax(self.clock, axis=0)
         parts = self.comp[last, :, np.arange(len(last))].T  # [components, sizes]
         return NetworkUsage.of_links(
-            net, link_units, self.per_unit, total, parts, self._critical_path(total)
-        )
+            net, link_units, self.per_unit, total, parts, self._critical_path(total),
+            launch=self.model.call_cost,
+        )  # fmt: skip
 
     def timeline(self) -> Timeline:
         """Every message at the last size (needs the critical path's records)."""

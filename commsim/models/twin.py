@@ -19,8 +19,10 @@ Parameters (a dict, a pytree; :meth:`Twin.params` gives the model's own values):
 * from :class:`~commsim.models.Hockney`: ``alpha`` (s), ``beta`` (s/B), ``gamma`` (s/B);
 * from :class:`~commsim.models.Topology` (``"none"`` or ``"bottleneck"`` contention):
   ``latency`` and ``inv_bandwidth``, one **multiplier** per link class (1 is the network as
-  given; 0.5 halves the class's latency, or doubles its bandwidth), ``gamma`` (s/B) and
-  ``overhead`` (s).
+  given; 0.5 halves the class's latency, or doubles its bandwidth), ``gamma`` (s/B),
+  ``overhead`` (s) and ``launch`` (s, the collective library's per-call cost). A model that
+  overlaps reductions with transfers (a GPU preset's ``reduction_overlap``) is replayed with
+  that rule; a protocol or a per-channel cap is refused for now.
 
 The time is piecewise linear in these (a max of sums), hence differentiable almost everywhere;
 ``jax.grad`` returns the gradient of the active piece (the critical path's). ``"maxmin"`` and
@@ -105,6 +107,7 @@ class Twin:
                 "inv_bandwidth": np.ones(n),
                 "gamma": model.gamma,
                 "overhead": model.overhead,
+                "launch": model.call_cost,
             }
             return cls(program, "topology", defaults)
         raise ParameterError(
@@ -182,9 +185,10 @@ def _replay(c: dict[str, jax.Array], params: dict[str, Any], nbytes: jax.Array, 
     if kind == "hockney":
         lat_x = jnp.reshape(params["alpha"], (1,))
         bw_x = jnp.reshape(params["beta"], (1,))
-        overhead = 0.0
+        overhead = launch = 0.0
     else:
         lat_x, bw_x, overhead = params["latency"], params["inv_bandwidth"], params["overhead"]
+        launch = params["launch"]
     gamma = params["gamma"]
     # per pattern: latency and inverse rate per message, from the class multipliers
     lat = c["lat"] @ lat_x + overhead  # [patterns, width]
@@ -194,17 +198,19 @@ def _replay(c: dict[str, jax.Array], params: dict[str, Any], nbytes: jax.Array, 
 
     def round_(clock: jax.Array, xs: tuple) -> tuple[jax.Array, None]:
         src, dst, units, red, local, k, f, fd, sent, received = xs
-        e = jnp.maximum(clock[src], clock[dst]) + lat[k] + units * per_unit * inv[k] * f
+        transfer = units * per_unit * inv[k] * f
+        e = jnp.maximum(clock[src], clock[dst]) + lat[k] + transfer
         reduce_time = red * per_unit * gamma * fd
+        exposed = jnp.where(c["overlap"], jnp.maximum(reduce_time - transfer, 0.0), reduce_time)
         # a round is a matching: each port sends at most one message and receives at most one,
         # so its new clock is a gather (``sent``/``received`` point past the end for none)
         out = jnp.concatenate([e, never])[sent]
-        into = jnp.concatenate([e + reduce_time, never])[received]
+        into = jnp.concatenate([e + exposed, never])[received]
         msg = jnp.maximum(clock, jnp.maximum(out, into))
         add = clock + jnp.concatenate([reduce_time, jnp.zeros(1)])[sent]
         return jnp.where(local, add, msg), None
 
-    start = jnp.concatenate([c["start"], jnp.zeros(1)])
+    start = jnp.concatenate([c["start"] + launch, jnp.zeros(1)])
     xs = (
         c["src"], c["dst"], c["units"], c["red"], c["local"], c["pattern"], c["slow_msg"],
         c["slow_dst"], c["sent"], c["received"],
@@ -237,4 +243,5 @@ def _constants(program: Program) -> dict[str, jax.Array]:
         "hop_class": jnp.asarray(program.hop_class),
         "start": jnp.asarray(program.start, dtype=jnp.float64),
         "units_per_byte": jnp.asarray(program.units_per_byte, dtype=jnp.float64),
+        "overlap": jnp.asarray(program.overlap),
     }

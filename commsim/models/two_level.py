@@ -35,6 +35,9 @@ class TwoLevelHockney:
         inter: ``(alpha, beta)`` between servers.
         ranks_per_node: ranks per server (consecutive ranks).
         gamma: reduction time per byte.
+        launch: the collective library's per-call cost (default 0;
+            :mod:`commsim.models._library`).
+        reduction_overlap: reduce a received message while it arrives (default ``False``).
 
     Examples:
         >>> import commsim
@@ -54,6 +57,8 @@ class TwoLevelHockney:
         *,
         ranks_per_node: int,
         gamma: float | str = 1 / 100e9,
+        launch: float | str = 0.0,
+        reduction_overlap: bool = False,
     ) -> None:
         try:
             (ai, bi), (ae, be) = intra, inter
@@ -69,15 +74,19 @@ class TwoLevelHockney:
             raise ParameterError(f"ranks_per_node must be an integer >= 1, got {ranks_per_node!r}")
         self.ranks_per_node = ranks_per_node
         self.gamma = as_inverse_bandwidth("gamma", gamma)
+        self.launch = as_time("launch", launch)
+        self.reduction_overlap = bool(reduction_overlap)
 
     def describe(self) -> str:
         def cls(a: float, b: float) -> str:
             bw = "inf" if b == 0 else units.format_bandwidth(1 / b)
             return f"alpha={units.format_time(a)} beta=1/({bw})"
 
+        library = f", launch={units.format_time(self.launch)}" if self.launch else ""
+        library += ", reduction overlapped" if self.reduction_overlap else ""
         return (
             f"Hockney per link class: intra {cls(*self.intra)}, inter {cls(*self.inter)}, "
-            f"{self.ranks_per_node} ranks per node"
+            f"{self.ranks_per_node} ranks per node{library}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -87,12 +96,15 @@ class TwoLevelHockney:
             "inter": {"alpha_s": self.inter[0], "beta_s_per_byte": self.inter[1]},
             "ranks_per_node": self.ranks_per_node,
             "gamma_s_per_byte": self.gamma,
+            "launch_s": self.launch,
+            "reduction_overlap": self.reduction_overlap,
         }
 
     def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
         alpha = min(self.intra[0], self.inter[0])
         beta = min(self.intra[1], self.inter[1])
-        return lower_bound(collective, nranks, nbytes, alpha, beta, self.gamma)
+        gamma = 0.0 if self.reduction_overlap else self.gamma  # reductions may hide in transfers
+        return lower_bound(collective, nranks, nbytes, alpha, beta, gamma)
 
     @functools.lru_cache(maxsize=8)  # noqa: B019  (a few rank counts per model)
     def _topology(self, nranks: int) -> Topology:
@@ -106,7 +118,10 @@ class TwoLevelHockney:
         fabric = switch(
             servers * g, bandwidth=bw(self.inter[1]), latency=self.inter[0] / 2, kind="inter"
         )
-        return Topology(join(island, fabric, servers), contention="none", gamma=self.gamma)
+        return Topology(
+            join(island, fabric, servers), contention="none", gamma=self.gamma,
+            launch=self.launch, reduction_overlap=self.reduction_overlap,
+        )  # fmt: skip
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Time ``schedule`` for message size(s) ``nbytes``: the equivalent two-level network's

@@ -2,7 +2,8 @@
 
 Like NCCL's choice of algorithm and protocol per size, but read from a cost model:
 :func:`tune` predicts every candidate (each algorithm, with its pipeline depth ``segments`` tried
-at 1, 2, 4, … per size) at every size, keeps the fastest per size and merges equal choices into
+at 1, 2, 4, … per size, and with ``channels=`` on 1, 2, 4, … channels, :func:`channel_counts`)
+at every size, keeps the fastest per size and merges equal choices into
 size ranges, a :class:`TunerTable`. The table saves to TOML and loads back
 (:meth:`TunerTable.save`, :meth:`TunerTable.load`), and ``table.schedule(nbytes)`` builds the
 choice for a size: the drop-in collectives call it per message. :func:`as_model` resolves what
@@ -20,7 +21,7 @@ Examples:
 
 from commsim.tuner._candidates import GROWN
 from commsim.tuner._inputs import as_model, cluster_model
-from commsim.tuner._sweep import Sweep, sweep
+from commsim.tuner._sweep import Sweep, channel_counts, sweep
 from commsim.tuner._table import Range, TunerTable, table_from_sweep
 from commsim.tuner._tune import tune
 
@@ -30,6 +31,7 @@ __all__ = [
     "Sweep",
     "TunerTable",
     "as_model",
+    "channel_counts",
     "cluster_model",
     "sweep",
     "table_from_sweep",

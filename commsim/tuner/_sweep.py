@@ -9,6 +9,12 @@ depth at each size, so no deeper one would win either (the bar skips their plann
 is a matrix ``times[candidate, size]`` (``inf`` where a candidate is not eligible, see
 :mod:`commsim.tuner._candidates`); the table is its argmin per size, and ``commsim compare --tune``
 reads the best candidate of each algorithm per size from it.
+
+Channels (``channels=(1, 2, 4)``) are a parameter of the collective library, not of the
+algorithm: each candidate is also tried as C copies on its own channels, each on 1/C of the
+buffer (:func:`commsim.algorithms.channels`, NCCL's channels), recorded as ``channels = C`` in
+its parameters (C = 1 adds nothing, so a sweep without channels is unchanged); ties go to fewer
+channels.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from commsim._progress import Progress
-from commsim.algorithms import available, info
+from commsim.algorithms import available, channels, info
 from commsim.errors import ParameterError, ResourceError, ScheduleError
 from commsim.models import Model, as_sizes, fastest
 from commsim.tuner._candidates import (
@@ -32,13 +38,33 @@ from commsim.tuner._candidates import (
     work,
 )
 
-__all__ = ["Sweep", "evaluate", "size_grid", "sweep"]
+__all__ = ["CHANNELS", "Sweep", "channel_counts", "evaluate", "size_grid", "sweep"]
+
+#: the parameter a candidate's channel count is recorded under (a library parameter: every
+#: algorithm takes it, :meth:`TunerTable.schedule <commsim.tuner.TunerTable.schedule>` applies it)
+CHANNELS = "channels"
+
+
+def channel_counts(largest: int) -> tuple[int, ...]:
+    """The channel counts the tuner tries up to ``largest``: 1, 2, 4, ... (powers of two) and
+    ``largest`` itself.
+
+    Examples:
+        >>> channel_counts(1), channel_counts(8), channel_counts(6)
+        ((1,), (1, 2, 4, 8), (1, 2, 4, 6))
+    """
+    if isinstance(largest, bool) or not isinstance(largest, int | np.integer) or largest < 1:
+        raise ParameterError(f"channels must be an integer >= 1, got {largest!r}")
+    counts = [1 << k for k in range(int(largest).bit_length()) if 1 << k < largest]
+    return (*counts, int(largest))
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Sweep:
     """Predicted ``times[i, j]`` of ``candidates[i]`` at ``sizes[j]`` (s; ``inf``: not eligible),
-    and the algorithms ``skipped`` with why (they could not be built on ``nranks`` ranks)."""
+    and the algorithms ``skipped`` with why (they could not be built on ``nranks`` ranks);
+    ``protocols[i, j]`` the protocol each prediction used when the model chooses one per size
+    (:class:`commsim.models.ProtocolChoice`), else ``None``."""
 
     collective: str
     nranks: int
@@ -47,6 +73,7 @@ class Sweep:
     candidates: tuple[Candidate, ...]
     times: np.ndarray
     skipped: Mapping[str, str]
+    protocols: np.ndarray | None = None  # [candidate, size]: the protocol that won, if chosen
 
     def best(self, algorithms: Sequence[str] | None = None) -> np.ndarray:
         """Per size, the index of the fastest candidate (of ``algorithms`` only, if given; ties,
@@ -89,6 +116,7 @@ def sweep(
     progress: bool | None = False,
     max_work: int = MAX_WORK,
     min_slot_bytes: float = MIN_SLOT_BYTES,
+    channels: Sequence[int] = (1,),
 ) -> Sweep:
     """Predict every candidate of ``algorithms`` (default: all of the collective's) at ``sizes``.
 
@@ -104,6 +132,8 @@ def sweep(
         progress: ``True`` a bar on stderr, ``False`` none, ``None`` one for long runs.
         max_work, min_slot_bytes: where growing ``segments`` stops (see
             :mod:`commsim.tuner._candidates`).
+        channels: the channel counts to try per candidate (default ``(1,)``; see the module
+            docstring and :func:`channel_counts`).
     """
     names = available(collective)  # UnknownNameError for an unknown collective
     chosen = tuple(dict.fromkeys(algorithms)) if algorithms is not None else tuple(names)
@@ -115,11 +145,14 @@ def sweep(
     if isinstance(nranks, bool) or not isinstance(nranks, (int, np.integer)) or nranks < 1:
         raise ParameterError(f"nranks must be an integer >= 1, got {nranks!r}")
     grid = size_grid(sizes)
+    counts = tuple(dict.fromkeys(channel_counts(c)[-1] for c in channels))
+    if not counts:
+        raise ParameterError("channels: give at least one channel count")
     planned: list[list[Candidate]] = []
     skipped: dict[str, str] = {}
     for a in chosen:
         try:
-            planned += families(
+            found = families(
                 collective,
                 nranks,
                 a,
@@ -129,6 +162,7 @@ def sweep(
                 max_work=max_work,
                 min_slot_bytes=min_slot_bytes,
             )
+            planned += [_on_channels(family, c) for family in found for c in counts]
         except (ScheduleError, ResourceError) as e:
             if given[a]:  # the user's own parameters for it: their error, not a note
                 raise
@@ -141,29 +175,54 @@ def sweep(
     total = sum(work(c.schedule) for family in planned for c in family)
     kept: list[Candidate] = []
     rows: list[np.ndarray] = []
+    protos: list[tuple[str, ...] | None] = []
     with Progress(total, f"tune {collective} p={nranks}", enabled=progress, count=False) as bar:
         for family in planned:
             previous = None
             for k, c in enumerate(family):
-                times = _predict(model, c, grid, bar)
+                times, used = _predict(model, c, grid, bar)
                 kept.append(c)
                 rows.append(times)
+                protos.append(used)
                 if previous is not None and not np.any(times < previous):
                     bar.update(sum(work(x.schedule) for x in family[k + 1 :]))
                     break  # deeper pipelines help nowhere either (the module docstring)
                 previous = np.minimum(previous, times) if previous is not None else times
-    return Sweep(collective, nranks, model, grid, tuple(kept), np.array(rows), skipped)
+    chosen_protocols = (
+        np.array(protos, dtype=object) if protos and all(p is not None for p in protos) else None
+    )
+    return Sweep(
+        collective, nranks, model, grid, tuple(kept), np.array(rows), skipped, chosen_protocols
+    )
 
 
-def _predict(model: Model, c: Candidate, grid: np.ndarray, bar: Progress) -> np.ndarray:
-    """``c``'s times at ``grid`` (``inf`` where it is not eligible); the bar advances by its
+def _on_channels(family: list[Candidate], k: int) -> list[Candidate]:
+    """``family`` as ``k`` copies on their own channels (itself for ``k = 1``); a candidate's
+    smallest eligible size grows with its slots (each split ``k`` ways)."""
+    if k == 1:
+        return family
+    return [
+        Candidate(c.algorithm, {**c.params, CHANNELS: k}, channels(c.schedule, k), c.min_bytes * k)
+        for c in family
+    ]
+
+
+def _predict(
+    model: Model, c: Candidate, grid: np.ndarray, bar: Progress
+) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    """``c``'s times at ``grid`` (``inf`` where it is not eligible), and the protocol of each
+    (``None`` when the model has none); the bar advances by its
     :func:`~commsim.tuner._candidates.work` (ranks per step pulled, and at few ranks the steps'
     fixed cost up front)."""
     s = c.schedule
     bar.update(work(s) - s.nsteps * s.nranks, note=c.algorithm)
     label = f"{c.algorithm} {_short(c.params)}".rstrip()
-    times = np.asarray(model.predict(bar.track(s, label), grid).time, dtype=np.float64)
-    return np.where(grid >= c.min_bytes, np.atleast_1d(times), np.inf)
+    pred = model.predict(bar.track(s, label), grid)
+    times = np.asarray(pred.time, dtype=np.float64)
+    used = None
+    if pred.protocol is not None:
+        used = tuple(str(x) for x in np.atleast_1d(np.asarray(pred.protocol, dtype=object)))
+    return np.where(grid >= c.min_bytes, np.atleast_1d(times), np.inf), used
 
 
 def _short(params: Mapping[str, Any]) -> str:

@@ -25,9 +25,9 @@ from typing import Any
 import numpy as np
 
 from commsim._ir import Schedule
-from commsim.algorithms import build
+from commsim.algorithms import build, channels
 from commsim.errors import ParameterError
-from commsim.tuner._sweep import Sweep, evaluate
+from commsim.tuner._sweep import CHANNELS, Sweep, evaluate
 from commsim.tuner._toml import read_table, write_table
 
 __all__ = ["Range", "TunerTable", "table_from_sweep"]
@@ -43,6 +43,9 @@ class Range:
         time_s: predicted seconds at ``min_bytes`` and at ``max_bytes``.
         runner_up, runner_up_params: the closest other algorithm (``None`` if it was alone).
         margin: the runner-up's time over the winner's where it came closest (``>= 1``).
+        protocol: the protocol the winner's messages use in this range (``"LL"``, ``"LL128"``,
+            ``"Simple"``) when the model chose one per size
+            (:class:`commsim.models.ProtocolChoice`), else ``None``.
     """
 
     min_bytes: int
@@ -53,6 +56,7 @@ class Range:
     runner_up: str | None = None
     runner_up_params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     margin: float | None = None
+    protocol: str | None = None
 
     def __post_init__(self) -> None:  # tuples as lists: as a TOML file gives them back
         object.__setattr__(self, "params", _plain(self.params))
@@ -106,12 +110,15 @@ class TunerTable:
         return self.ranges[self.index(nbytes)]
 
     def schedule(self, nbytes: int) -> Schedule:
-        """The chosen algorithm for ``nbytes`` built on ``nranks`` ranks with its tuned parameters
-        (built once per range, then reused)."""
+        """The chosen algorithm for ``nbytes`` built on ``nranks`` ranks with its tuned parameters,
+        on its tuned number of channels (``channels``, :func:`commsim.algorithms.channels`;
+        built once per range, then reused)."""
         i = self.index(nbytes)
         if i not in self._built:
-            r = self.ranges[i]
-            self._built[i] = build(self.collective, r.algorithm, self.nranks, **r.params)
+            params = dict(self.ranges[i].params)
+            k = params.pop(CHANNELS, 1)
+            s = build(self.collective, self.ranges[i].algorithm, self.nranks, **params)
+            self._built[i] = channels(s, k)
         return self._built[i]
 
     def to_dict(self) -> dict[str, Any]:
@@ -130,6 +137,7 @@ class TunerTable:
                     "params": dict(r.params),
                     "time_at_min_s": r.time_s[0],
                     "time_at_max_s": r.time_s[1],
+                    **({"protocol": r.protocol} if r.protocol is not None else {}),
                     **(
                         {
                             "runner_up": r.runner_up,
@@ -161,7 +169,9 @@ def table_from_sweep(result: Sweep) -> TunerTable:
     sizes = result.sizes
     win = result.best()
     runner = result.runner_up(win)
-    starts = [0, *(j for j in range(1, sizes.size) if win[j] != win[j - 1])]
+    protocols = result.protocols
+    key = [(int(w), None if protocols is None else protocols[w, j]) for j, w in enumerate(win)]
+    starts = [0, *(j for j in range(1, sizes.size) if key[j] != key[j - 1])]
     ends = [*(j - 1 for j in starts[1:]), sizes.size - 1]
     lo = [int(sizes[0])] + [int(np.sqrt(sizes[j - 1] * sizes[j])) + 1 for j in starts[1:]]
     hi = [b - 1 for b in lo[1:]] + [int(sizes[-1])]
@@ -178,7 +188,10 @@ def table_from_sweep(result: Sweep) -> TunerTable:
             r = result.candidates[others[j]]
             extra = {"runner_up": r.algorithm, "runner_up_params": r.params}
             extra["margin"] = float(ratios[j])
-        ranges.append(Range(lo[k], hi[k], c.algorithm, c.params, at_ends[k], **extra))
+        protocol = None if protocols is None else str(protocols[win[s], s])
+        ranges.append(
+            Range(lo[k], hi[k], c.algorithm, c.params, at_ends[k], protocol=protocol, **extra)
+        )
     notes = tuple(f"skipped {a}: {why}" for a, why in result.skipped.items())
     return TunerTable(
         result.collective,

@@ -30,6 +30,7 @@ range is one ``[[ranges]]`` table::
     runner_up = "binomial"  # optional, with the two fields below
     runner_up_params = {}
     margin = 1.9
+    protocol = "LL"  # optional: the protocol of a model that chose one per size
 
 Times are seconds; a file written by hand may use unit strings (``min_bytes = "64KiB"``,
 ``time_at_min_s = "23us"``). Reading checks everything a consumer relies on: the collective and
@@ -52,6 +53,7 @@ from commsim._collectives import COLLECTIVES
 from commsim._toml import key, value, write
 from commsim.algorithms import available, info
 from commsim.errors import CommsimError, ParameterError
+from commsim.models import PROTOCOLS
 
 __all__ = ["FORMAT", "VERSION", "checked_fields", "dumps", "read_table", "write_table"]
 
@@ -77,6 +79,7 @@ _RANGE = (
     "runner_up",
     "runner_up_params",
     "margin",
+    "protocol",
 )
 
 
@@ -225,7 +228,8 @@ def checked_fields(data: Mapping[str, Any], source: str = "<dict>") -> dict[str,
 
 
 def _range(r: _Reader, collective: str, item: Any, where: str) -> tuple[Any, ...]:
-    """``(min_bytes, max_bytes, algorithm, params, times[, runner_up, its params, margin])``."""
+    """``(min_bytes, max_bytes, algorithm, params, times, runner_up, its params, margin,
+    protocol)`` (``None``, ``{}``, ``None`` without a runner-up; ``None`` without a protocol)."""
     if not isinstance(item, Mapping):
         raise r.error(where, f"must be a table, got {item!r}")
     r.unknown(item, _RANGE, f"{where}.")
@@ -239,11 +243,16 @@ def _range(r: _Reader, collective: str, item: Any, where: str) -> tuple[Any, ...
         r.seconds(item, "time_at_min_s", f"{where}.time_at_min_s"),
         r.seconds(item, "time_at_max_s", f"{where}.time_at_max_s"),
     )
+    protocol = item.get("protocol")
+    if protocol is not None and protocol not in PROTOCOLS:
+        raise r.error(
+            f"{where}.protocol", f"must be one of {', '.join(PROTOCOLS)}, got {protocol!r}"
+        )
     if "runner_up" not in item:
         for k in ("runner_up_params", "margin"):
             if k in item:
                 raise r.error(f"{where}.{k}", "given without runner_up")
-        return (lo, hi, algorithm, params, times)
+        return (lo, hi, algorithm, params, times, None, {}, None, protocol)
     runner = _algorithm(r, collective, item, "runner_up", f"{where}.runner_up")
     runner_params = _params(
         r, collective, runner, item, "runner_up_params", f"{where}.runner_up_params"
@@ -251,7 +260,7 @@ def _range(r: _Reader, collective: str, item: Any, where: str) -> tuple[Any, ...
     margin = r.get(item, "margin", f"{where}.margin")
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not margin > 0:
         raise r.error(f"{where}.margin", f"must be a number > 0, got {margin!r}")
-    return (lo, hi, algorithm, params, times, runner, runner_params, float(margin))
+    return (lo, hi, algorithm, params, times, runner, runner_params, float(margin), protocol)
 
 
 def _algorithm(r: _Reader, collective: str, item: Mapping[str, Any], key: str, field: str) -> str:
@@ -267,7 +276,7 @@ def _params(
     r: _Reader, collective: str, algorithm: str, item: Mapping[str, Any], key: str, field: str
 ) -> dict[str, Any]:
     params = r.table(item, key, field, {})
-    accepted = info(collective, algorithm).params
+    accepted = {"channels": 1, **info(collective, algorithm).params}  # channels: the library's
     for k, v in params.items():
         if k not in accepted:
             raise r.error(

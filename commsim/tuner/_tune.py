@@ -24,6 +24,7 @@ def tune(
     progress: bool | None = False,
     max_work: int = MAX_WORK,
     min_slot_bytes: float = MIN_SLOT_BYTES,
+    channels: Sequence[int] = (1,),
 ) -> TunerTable:
     """Choose the fastest algorithm and parameters per size range under a model.
 
@@ -48,6 +49,9 @@ def tune(
             value): ``{"nccl_tree": {"segments": [4, 16, 64], "ranks_per_node": 4}}``.
         progress: ``True`` a progress bar on stderr, ``False`` none, ``None`` for long runs only.
         max_work, min_slot_bytes: where growing ``segments`` stops.
+        channels: channel counts to try each candidate on (``(1, 2, 4, 8)``; default one
+            channel): the winner's count is its ``channels`` parameter, and
+            ``schedule(nbytes)`` builds it on them (:func:`commsim.algorithms.channels`).
 
     Returns:
         A :class:`TunerTable`; its ``schedule(nbytes)`` builds the choice for a size.
@@ -73,5 +77,6 @@ def tune(
         progress=progress,
         max_work=max_work,
         min_slot_bytes=min_slot_bytes,
+        channels=channels,
     )
     return table_from_sweep(result)
