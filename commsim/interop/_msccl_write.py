@@ -170,6 +170,13 @@ def msccl_program(
     lay = Layout(s, inplace)
     ranks = lower(s, lay, fuse)
     k = nchannels
+    total = s.nchannels * k  # the schedule's channels, each in k copies
+    if total > MAX_CHANNELS:
+        raise ResourceError(
+            f"{s.algorithm} p={s.nranks}: {s.nchannels} channel(s) in {k} copies need {total} "
+            f"MSCCL channels; MSCCL's executor has at most {MAX_CHANNELS} "
+            f"({total - MAX_CHANNELS} too many)"
+        )
     gpus = [_threadblocks(instrs, k) for instrs in ranks]
     label = f"{s.algorithm} p={s.nranks}"
     for r, tbs in enumerate(gpus):
@@ -178,7 +185,7 @@ def msccl_program(
     head = {
         "name": name,
         "proto": proto,
-        "nchannels": k,
+        "nchannels": total,
         "nchunksperloop": lay.nchunks * k,
         "ngpus": s.nranks,
         "coll": COLL[s.collective],
@@ -211,7 +218,7 @@ def msccl_program(
         collective=s.collective,
         nranks=s.nranks,
         proto=proto,
-        nchannels=k,
+        nchannels=total,
         nchunksperloop=lay.nchunks * k,
         nmessages=sum(len(messages(st, s).src) for st in s.steps()),
         nsends=sum(op.kind in _SENDS for tbs in gpus for tb in tbs for op, _ in tb.ops),
@@ -264,31 +271,40 @@ def _channel_copies(instrs: list[Instr], k: int) -> list[list[Instr]]:
     return out
 
 
-def _pairs(instrs: Sequence[Instr]) -> list[tuple[int, int]]:
-    """The ``(send, recv)`` peers of each thread block (module docstring), sorted."""
-    fused = {(i.send, i.recv) for i in instrs if i.send >= 0 and i.recv >= 0}
-    sends = {i.send for i in instrs if i.send >= 0} - {s for s, _ in fused}
-    recvs = {i.recv for i in instrs if i.recv >= 0} - {g for _, g in fused}
-    keys = fused | {(q, q) for q in sends & recvs}
-    keys |= {(s, -1) for s in sends - recvs} | {(-1, g) for g in recvs - sends}
-    if any(i.send < 0 and i.recv < 0 for i in instrs):
-        keys.add((-1, -1))
+def _pairs(instrs: Sequence[Instr]) -> list[tuple[int, int, int]]:
+    """The ``(channel, send, recv)`` of each thread block (module docstring), sorted."""
+    keys: set[tuple[int, int, int]] = set()
+    for c in sorted({i.chan for i in instrs}):
+        mine = [i for i in instrs if i.chan == c]
+        fused = {(i.send, i.recv) for i in mine if i.send >= 0 and i.recv >= 0}
+        sends = {i.send for i in mine if i.send >= 0} - {s for s, _ in fused}
+        recvs = {i.recv for i in mine if i.recv >= 0} - {g for _, g in fused}
+        pairs = fused | {(q, q) for q in sends & recvs}
+        pairs |= {(s, -1) for s in sends - recvs} | {(-1, g) for g in recvs - sends}
+        if any(i.send < 0 and i.recv < 0 for i in mine):
+            pairs.add((-1, -1))
+        keys |= {(c, s, g) for s, g in pairs}
     return sorted(keys)
 
 
 def _threadblocks(instrs: list[Instr], k: int) -> list[_Tb]:
-    """Thread blocks of one rank with their steps and dependencies ``(tb id, op index)``."""
+    """Thread blocks of one rank with their steps and dependencies ``(tb id, op index)``.
+
+    The schedule's channel ``c`` and copy ``j`` of ``k`` run on MSCCL channel ``c·k + j``.
+    """
     keys = _pairs(instrs)
-    by_send = {s: n for n, (s, _) in enumerate(keys) if s >= 0}
-    by_recv = {g: n for n, (_, g) in enumerate(keys) if g >= 0}
-    local = keys.index((-1, -1)) if (-1, -1) in keys else -1
+    by_send = {(c, s): n for n, (c, s, _) in enumerate(keys) if s >= 0}
+    by_recv = {(c, g): n for n, (c, _, g) in enumerate(keys) if g >= 0}
+    local = {c: n for n, (c, s, g) in enumerate(keys) if s < 0 and g < 0}
 
     def key(i: Instr) -> int:
-        return by_send[i.send] if i.send >= 0 else by_recv.get(i.recv, local)
+        if i.send >= 0:
+            return by_send[(i.chan, i.send)]
+        return by_recv[(i.chan, i.recv)] if i.recv >= 0 else local[i.chan]
 
-    tbs = [_Tb(s, g, c) for s, g in keys for c in range(k)]  # id = key index * k + channel
-    for c, chan in enumerate(_channel_copies(instrs, k)):
-        _place(chan, [key(i) * k + c for i in chan], tbs)
+    tbs = [_Tb(s, g, c * k + j) for c, s, g in keys for j in range(k)]  # id = key index·k + j
+    for j, copy in enumerate(_channel_copies(instrs, k)):
+        _place(copy, [key(i) * k + j for i in copy], tbs)
     return tbs
 
 
