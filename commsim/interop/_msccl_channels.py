@@ -116,7 +116,7 @@ def assign_channels(
     ntb = int(first[-1])
     tb_gpu = np.repeat(np.arange(len(algo.gpus), dtype=_I), np.diff(first))
     tb_chan = np.array([tb.chan for g in algo.gpus for tb in g.tbs], dtype=_I)
-    final = len(steps) and writers[-1] and writers[-1][0] == (None, None)
+    final = bool(steps) and bool(writers[-1]) and writers[-1][0] == (None, None)
     if final:
         steps = [*steps[:-1], _unit_copies(steps[-1])]
         writers = [*writers[:-1], [(None, None)] * steps[-1].ntransfers]

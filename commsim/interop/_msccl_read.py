@@ -39,6 +39,11 @@ computes, as a longest path over the constraints ``t(v) >= t(u) + w``:
   snapshots keeps exactly its transfers; a snapshot is a local copy (free in the Hockney model)
   and one more slot per send that needs it.
 
+* **Channels.** The thread blocks run concurrently on the GPU; each transfer goes on its thread
+  block's IR channel (rule 6), the thread blocks grouped as finely as the verifier's
+  channel-independence rule allows (:mod:`._msccl_channels`), so models with several links time
+  them concurrently.
+
 A cycle of waits is a **deadlock** (:mod:`._msccl_solve` finds the earliest steps or names the
 XML steps on such a cycle), and so is a receive that no send matches. Empty global steps are
 dropped. The schedule keeps, for every transfer, the XML step that wrote (and the one that sent)

@@ -12,9 +12,9 @@ The format is that of ``msccl-tools`` (``ir_to_xml`` in ``msccl/language/ir.py``
 (chunks, buffers, pieces, fusion; its docstring says where the MSCCL program sends more
 messages than the schedule and how fusion changes their timing). This module places them:
 
-* **Thread blocks.** One per send peer and one per receive peer, a receive peer and a send peer
-  sharing one when fused instructions join them or when they are the same rank (an exchange),
-  plus one for local copies. Each thus has at most one send and one receive peer, and each
+* **Thread blocks.** Per channel of the schedule (IR rule 6), one per send peer and one per
+  receive peer, a receive peer and a send peer sharing one when fused instructions join them or
+  when they are the same rank (an exchange), plus one for local copies. Each thus has at most one send and one receive peer, and each
   ``(sender, receiver, channel)`` connection has one thread block at each end, so MSCCL's FIFO
   matching pairs the ``k``-th send with the ``k``-th receive, as both follow step order.
 * **Dependencies.** A step waits (``depid``/``deps``) for the last step of another thread block
@@ -22,9 +22,13 @@ messages than the schedule and how fusion changes their timing). This module pla
   IR). Waits already implied by earlier ones (tracked with one vector clock per step) are
   dropped; a step that still needs several waits gets ``nop`` steps carrying all but one, placed
   before it as the executor requires; every step waited on has ``hasdep="1"``.
-* **Channels.** ``nchannels = k`` runs ``k`` copies of the program, channel ``c`` moving sub-chunk
-  ``c`` of every chunk (``nchunksperloop`` grows ``k``-fold); a range of ``n > 1`` chunks is then
-  ``n`` steps of one chunk each, as the sub-chunks are not contiguous.
+* **Channels.** The schedule's channel ``c`` (IR rule 6: concurrent, on data of its own) runs
+  on thread blocks of its own, so MSCCL runs them at once, and ``nchannels = k`` runs ``k``
+  copies of the program: copy ``j`` of channel ``c`` is MSCCL channel ``c·k + j`` and moves
+  sub-chunk ``j`` of every chunk (``nchunksperloop`` grows ``k``-fold); a range of ``n > 1``
+  chunks is then ``n`` steps of one chunk each, as the sub-chunks are not contiguous. Reading
+  the file back (:func:`commsim.interop.parse_msccl`) gives the schedule's channels again
+  (:mod:`._msccl_channels`).
 
 Deadlock freedom: every thread block runs its steps in the schedule's step order, sends before
 receives within a step, and every wait points to a step of an earlier schedule step or to a send
