@@ -16,7 +16,8 @@ Rooted schedules are built for root 0 (:func:`commsim.build` rotates ranks for a
 * **Double binary tree** (Sanders, Speck & Träff 2009, two-tree reduction and broadcast; NVIDIA
   NCCL's ``ncclGetBtree``/``ncclGetDtree`` trees): two binary trees in which every rank is
   interior in at most one, each carrying half of the vector, with edges 2-coloured so that every
-  step is a matching.
+  step is a matching; ``double_binary_tree_channels`` runs each tree on a channel of its own
+  (IR rule 6), as NCCL does.
 
 Exact α-β-γ costs (the per-rank-clock Hockney model of :mod:`commsim.models`) are in each factory's
 docstring; ``n`` is the vector length in bytes.
