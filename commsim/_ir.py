@@ -117,6 +117,7 @@ class Step(_StepFields):
     """The transfers of one step, struct-of-arrays; all fields have one entry per transfer.
 
     ``channel`` (IR rule 6) may be left out: every transfer is then on channel 0.
+    ``docs/writing-schedules.md`` builds a schedule from steps by hand, rule by rule.
     """
 
     __slots__ = ()
@@ -235,6 +236,8 @@ def _whole_number(name: str, value: Any, lo: int) -> int:
 @dataclasses.dataclass(frozen=True, eq=False)
 class Schedule:
     """A collective-communication schedule: metadata plus a (lazy) sequence of :class:`Step`.
+
+    To write one by hand (slots, steps, ``reduce``, channels), see ``docs/writing-schedules.md``.
 
     Immutable: :func:`dataclasses.replace` gives a changed copy (steps shared unless ``step_fn``
     is replaced; then also pass ``ntransfers_hint=None, max_step_transfers_hint=None`` unless the

@@ -11,7 +11,9 @@ a slot that holds no data yet. A schedule with several channels must also keep t
 
 When the final state is wrong, the error names the first wrong ``(rank, slot)``, the step that
 last wrote it and, for reductions on small schedules, whose contribution is missing or counted
-twice (a second pass with one counter per origin rank).
+twice (a second pass with one counter per origin rank) and the earliest step where it was first
+counted twice or lost, traced back along the transfers that wrote the slot
+(:mod:`commsim._verify_trace`).
 
 Cost: one pass over the steps; memory ``O(p · nslots)`` for the state plus ``O(transfers in a step)``.
 """
@@ -24,6 +26,8 @@ import time
 import numpy as np
 
 from commsim._ir import Schedule, Step
+from commsim._verify_trace import first_fault
+from commsim._verify_trace import per_slot as _per_slot
 from commsim.errors import ParameterError, ResourceError, ScheduleError
 
 __all__ = ["MEMORY_LIMIT", "Verified", "memory_estimate", "verify"]
@@ -152,22 +156,6 @@ class _Interpreter:
                 self._fail(msg, i, int(dst[e]), int(d_idx[e]))
 
 
-def _per_slot(st: Step) -> tuple[np.ndarray, ...]:
-    """``(src, dst, src_slot, dst_slot, reduce)`` with one entry per moved slot."""
-    if (st.count == 1).all():
-        return st.src, st.dst, st.src_slot, st.dst_slot, st.reduce
-    n = len(st.count)
-    rep = np.repeat(np.arange(n), st.count)
-    offs = np.arange(len(rep)) - (np.cumsum(st.count) - st.count)[rep]
-    return (
-        st.src[rep],
-        st.dst[rep],
-        st.src_slot[rep] + offs,
-        st.dst_slot[rep] + offs,
-        st.reduce[rep],
-    )
-
-
 def _initial_state(
     schedule: Schedule, init: np.ndarray, pre: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -289,6 +277,9 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
     Raises:
         ScheduleError: naming the step, rank and slot at fault (and, for a schedule imported
             from another format, the place in that file: see ``step_fn`` in :class:`Schedule`).
+            For a wrong result: the first wrong slot and the step that last wrote it (the
+            error's ``step``) and, for a reduction, the earliest step where a contribution was
+            counted twice or lost (:mod:`commsim._verify_trace`).
 
     Examples:
         >>> import commsim
@@ -341,7 +332,7 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
         it = _Interpreter(schedule, values.reshape(-1), defined.reshape(-1), track=True)
         for i, st in enumerate(schedule.steps()):
             it.apply(st, i, check=False)
-        _report(schedule, it, init, pre, r, j)
+        _report(schedule, it, init, pre, mask, r, j)
     seconds = time.perf_counter() - t0
     return Verified(
         schedule.algorithm, schedule.collective, p, schedule.nsteps, ntransfers, seconds
@@ -349,9 +340,21 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
 
 
 def _report(
-    schedule: Schedule, it: _Interpreter, init: np.ndarray, pre: np.ndarray, r: int, j: int
+    schedule: Schedule,
+    it: _Interpreter,
+    init: np.ndarray,
+    pre: np.ndarray,
+    mask: np.ndarray,
+    r: int,
+    j: int,
 ) -> None:
-    """Raise the error for the wrong result at rank ``r`` slot ``j``, with a diagnosis."""
+    """Raise the error for the wrong result at rank ``r`` slot ``j``, with a diagnosis.
+
+    The error names the final symptom (the step that last wrote the slot, kept as the error's
+    ``step``) and, for a reduction small enough (``p · nslots · p <= _DIAGNOSE_LIMIT``), whose
+    contribution is missing or counted twice and the earliest step where that went wrong
+    (:func:`commsim._verify_trace.first_fault`).
+    """
     p, S = schedule.nranks, schedule.nslots
     k = r * S + j
     last = int(it.last_step[k])
@@ -367,8 +370,12 @@ def _report(
     where = f"last written at step {last} by a transfer from rank {int(it.last_src[k])}"
     detail = "holds the wrong value"
     spec = schedule.spec
+    first = ""
     if spec.reduces and p * S * p <= _DIAGNOSE_LIMIT:
         detail = _count_diagnosis(schedule, pre, r, j) or detail
+        fault = first_fault(schedule, pre, mask, r, j)
+        if fault is not None:
+            first = f"; it first went wrong {fault.when()}: {fault.sentence()}"
     elif not spec.reduces and p * schedule.ndata <= 1_000_000:
         origin = {int(v): (q, s) for (q, s), v in np.ndenumerate(init) if pre[q, s]}
         got = int(it.values[k])
@@ -378,7 +385,7 @@ def _report(
         else:
             detail = "holds a value that is no rank's input (reduced where it should be copied?)"
     raise ScheduleError(
-        f"{_where(schedule)}: after the last step, rank {r} slot {j} {detail} ({where})",
+        f"{_where(schedule)}: after the last step, rank {r} slot {j} {detail} ({where}){first}",
         step=last,
         rank=r,
         slot=j,

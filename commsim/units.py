@@ -10,10 +10,15 @@ Grammar (whitespace around tokens and between a number and its unit is ignored):
 
     number    := digits ["." digits] [("e" | "E") ["+" | "-"] digits]    (also ".5", "1.")
 
-    size      := number [size-unit]                        -> int bytes, must be whole and >= 0
-    size-unit := B | kB | KiB | MB | MiB | GB | GiB | TB | TiB | PB | PiB  (case-insensitive)
+    size      := number [data-unit]                        -> int bytes, must be whole and >= 0
+    data-unit := prefix? B                                 bytes: "64MiB", "1GB", "1gB"
+               | prefix? (b | bit | bits)                  bits (divided by 8): "1Gb", "1Gbit"
                  decimal kB/KB, MB, ... are powers of 1000; binary KiB, MiB, ... powers of 1024.
-                 A bare prefix ("64K", "1M", "2Gi") is ambiguous and rejected: write KiB or KB.
+                 One rule for sizes and bandwidths: B (bytes) and b (bits) are told apart by
+                 case, the prefix is not; a bare b after a lower-case prefix other than SI's
+                 k ("1gb", "64mib") is refused as ambiguous (people write it for bytes as often
+                 as for bits): write GB or Gbit. "8kb" is 8 kilobits. A bare prefix ("64K",
+                 "1M", "2Gi") is ambiguous too: write KiB or KB.
 
     sizes     := item ("," item)*                          -> list[int], given order, no repeats
     item      := size | size ".." size [step]              (a range includes its end if reached)
@@ -23,14 +28,15 @@ Grammar (whitespace around tokens and between a number and its unit is ignored):
     time-unit := s | ms | us | µs | ns | ps                (case-insensitive; no unit = seconds)
 
     inverse-bandwidth (seconds per byte, the Hockney beta or gamma):
-              := number prefix? (B | b | bit) ("/s" | "ps") bandwidth: B = bytes, b / bit = bits
+              := number data-unit ("/s" | "ps")            bandwidth: B = bytes, b / bit = bits
                | number time-unit "/B"                     time per byte: "40ps/B", "4e-11s/B"
                | number                                    bare number: already seconds per byte
                | "inf"                                     infinitely fast: 0.0 s/B
     prefix    := k | M | G | T | P (decimal) or Ki | Mi | Gi | Ti | Pi (binary); case-insensitive,
                  but the B (bytes) / b (bits) distinction is case-sensitive: "100Gb/s" is
-                 12.5 GB/s. A zero bandwidth ("0GB/s") is an error; an infinitely fast link is
-                 written "inf", "infGB/s", "0s/B" or a bare 0.
+                 12.5 GB/s, and "25gb/s" is refused (the data-unit rule). A zero bandwidth
+                 ("0GB/s") is an error; an infinitely fast link is written "inf", "infGB/s",
+                 "0s/B" or a bare 0.
 
     ints      := like sizes, but every value is a plain integer >= 1 (rank counts): "8",
                  "2,4,8", "2..64" (powers of two), "1..16:+1", "3..243:x3".
@@ -103,12 +109,8 @@ class UnitError(CommsimError, ValueError):
 # ---------------------------------------------------------------------------------------------
 # tables
 
-_SIZE_UNITS: dict[str, int] = {"b": 1}
-for _i, _p in enumerate("kmgtp", start=1):
-    _SIZE_UNITS[f"{_p}b"] = 1000**_i
-    _SIZE_UNITS[f"{_p}ib"] = 1024**_i
 _AMBIGUOUS_PREFIXES = frozenset([*"kmgtp", *(f"{p}i" for p in "kmgtp")])
-_SIZE_ACCEPTED = "B, KB, KiB, MB, MiB, GB, GiB, TB, TiB, PB, PiB"
+_SIZE_ACCEPTED = "B, KB, KiB, MB, MiB, GB, GiB, TB, TiB, PB, PiB (bytes) or Kb, Gbit, ... (bits)"
 
 _TIME_UNITS: dict[str, Fraction] = {
     "s": Fraction(1),
@@ -231,11 +233,46 @@ def _q(text: str) -> str:
 # sizes
 
 
+def _data_unit(unit: str) -> tuple[Fraction | None, str | None]:
+    """Bytes in one ``unit`` of data (``"GB"`` -> 1e9, ``"Gb"`` / ``"Gbit"`` -> 1.25e8): the one
+    rule of sizes and bandwidths. ``(None, prefix)`` when the unit is an ambiguous bare ``b``
+    (after a lower-case prefix other than SI's ``k``: ``"gb"``, ``"mib"``), ``(None, None)``
+    when it is not a data unit at all. ``"kb"`` is SI's kilobit, a bare ``"b"`` a bit."""
+    low = unit.lower()
+    symbol = next((s for s in ("bits", "bit") if low.endswith(s)), None)
+    if symbol is not None:
+        prefix = _RATE_PREFIXES.get(low[: -len(symbol)])
+        return (None if prefix is None else Fraction(prefix, 8)), None
+    if not unit.endswith(("B", "b")):
+        return None, None
+    prefix = unit[:-1]
+    multiplier = _RATE_PREFIXES.get(prefix.lower())
+    if multiplier is None:
+        return None, None
+    if unit.endswith("B"):
+        return Fraction(multiplier), None
+    if prefix and prefix[0].islower() and prefix[0] != "k":
+        return None, prefix
+    return Fraction(multiplier, 8), None
+
+
+def _ambiguous_data(text: str, number: Fraction, prefix: str, what: str, per: str = "") -> str:
+    """The one-line refusal of an ambiguous bare ``b``: both spellings the user may mean."""
+    shown = f"{float(number):g}" if number.denominator != 1 else str(number.numerator)
+    p = prefix[:1].upper() + prefix[1:]
+    return (
+        f"ambiguous {what} {_q(text)}: write {shown}{p}B{per} (bytes) or {shown}{p}bit{per} (bits)"
+    )
+
+
 def _size_from_text(text: str) -> int:
     parsed = _split_quantity(text)
-    unit = parsed[1].lower() if parsed is not None else ""
-    if parsed is None or (unit not in _SIZE_UNITS and unit != ""):
-        if unit in _AMBIGUOUS_PREFIXES:
+    unit = re.sub(r"\s+", "", parsed[1]) if parsed is not None else ""
+    scale, ambiguous = _data_unit(unit) if unit else (Fraction(1), None)
+    if parsed is not None and ambiguous is not None:
+        raise UnitError(_ambiguous_data(text, parsed[0], ambiguous, "size"))
+    if parsed is None or scale is None:
+        if unit.lower() in _AMBIGUOUS_PREFIXES:
             p = unit[0].upper()
             raise UnitError(
                 f"ambiguous size {_q(text)}: write {p}iB (powers of 1024) or {p}B (powers of 1000)"
@@ -244,7 +281,7 @@ def _size_from_text(text: str) -> int:
             f"cannot parse size {_q(text)}: expected a number with an optional unit "
             f"{_SIZE_ACCEPTED} (e.g. 64MiB)"
         )
-    value = parsed[0] * _SIZE_UNITS.get(unit, 1)
+    value = parsed[0] * scale
     if value < 0:
         raise UnitError(f"size must be >= 0, got {_q(text)}")
     if value.denominator != 1:
@@ -278,8 +315,14 @@ def parse_size(text: str | int | float) -> int:
     Examples:
         >>> parse_size("64MiB")
         67108864
-        >>> parse_size("1GB"), parse_size("1 kib"), parse_size("1.5KiB"), parse_size(4096)
+        >>> parse_size("1GB"), parse_size("1 kiB"), parse_size("1.5KiB"), parse_size(4096)
         (1000000000, 1024, 1536, 4096)
+        >>> parse_size("1Gb"), parse_size("1Gbit")  # bits, as in a bandwidth
+        (125000000, 125000000)
+        >>> parse_size("1gb")
+        Traceback (most recent call last):
+            ...
+        commsim.units.UnitError: ambiguous size '1gb': write 1GB (bytes) or 1Gbit (bits)
         >>> parse_size("64K")
         Traceback (most recent call last):
             ...
@@ -517,32 +560,19 @@ def parse_time(text: str | float) -> float:
 
 
 def _rate_unit(unit: str) -> Fraction | None:
-    """Bytes per second of one unit of ``unit`` (``"GB/s"`` -> 1e9); ``None`` if not a rate."""
+    """Bytes per second of one unit of ``unit`` (``"GB/s"`` -> 1e9); ``None`` if not a rate
+    (or an ambiguous one: :func:`_ambiguous_bits`)."""
     if not unit.endswith(("/s", "ps")):
         return None
-    base = unit[:-2]
-    symbol = next((s for s in ("bits", "bit") if base.lower().endswith(s)), None)
-    if symbol is not None:
-        scale, prefix = Fraction(1, 8), base[: -len(symbol)]
-    elif base.endswith("B"):
-        scale, prefix = Fraction(1), base[:-1]
-    elif base.endswith("b"):
-        scale, prefix = Fraction(1, 8), base[:-1]
-    else:
-        return None
-    multiplier = _RATE_PREFIXES.get(prefix.lower())
-    return None if multiplier is None else scale * multiplier
+    return _data_unit(unit[:-2])[0]
 
 
 def _ambiguous_bits(unit: str) -> str | None:
-    """The prefix of a rate like ``gb/s`` or ``mbps`` (bare ``b`` after a lower-case prefix other
-    than SI's ``k``): people write it for bytes as often as for bits, so it is refused."""
-    if not unit.endswith(("b/s", "bps")) or unit.lower().endswith(("bit/s", "bitps")):
+    """The prefix of a rate like ``gb/s`` or ``mbps`` (bare ``b`` after a lower-case prefix or
+    none, :func:`_data_unit`): people write it for bytes as often as for bits, so it is refused."""
+    if not unit.endswith(("/s", "ps")):
         return None
-    prefix = unit[:-3]
-    if prefix and prefix[0].islower() and prefix[0] != "k" and prefix.lower() in _RATE_PREFIXES:
-        return prefix[0].upper() + prefix[1:]
-    return None
+    return _data_unit(unit[:-2])[1]
 
 
 def parse_bandwidth_or_inverse(text: str | float) -> float:
@@ -602,12 +632,7 @@ def parse_bandwidth_or_inverse(text: str | float) -> float:
         return _seconds_per_byte(number * per_byte, text)
     ambiguous = _ambiguous_bits(unit)
     if ambiguous is not None:
-        n = parsed[0]
-        shown = f"{float(n):g}" if n.denominator != 1 else str(n.numerator)
-        raise UnitError(
-            f"ambiguous bandwidth {_q(text)}: write {shown}{ambiguous}B/s (bytes) or "
-            f"{shown}{ambiguous}bit/s (bits)"
-        )
+        raise UnitError(_ambiguous_data(text, parsed[0], ambiguous, "bandwidth", "/s"))
     rate = _rate_unit(unit)
     if rate is None:
         raise UnitError(f"cannot parse bandwidth {_q(text)}: {_BANDWIDTH_ACCEPTED}")

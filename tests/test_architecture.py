@@ -170,7 +170,13 @@ FLOORS = (
     ("commsim.units", "commsim._compat", "commsim._toml", "commsim._deprecation"),
     ("commsim._collectives", "commsim.topology", "commsim.profiles"),
     ("commsim._ir", "commsim.clusters"),
-    ("commsim._messages", "commsim._progress", "commsim._verify_kernel", "commsim._serialize"),
+    (
+        "commsim._messages",
+        "commsim._progress",
+        "commsim._verify_kernel",
+        "commsim._verify_trace",
+        "commsim._serialize",
+    ),
     (
         "commsim.algorithms",
         "commsim._verify",

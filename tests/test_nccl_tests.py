@@ -188,6 +188,17 @@ def test_bad_logs_are_one_line(tmp_path):
     _one_line_error(parse_nccl_tests, broken, match="not an integer|cut short|not a number")
 
 
+def test_a_malformed_data_row_is_named_not_dropped():
+    """One bad row among 31 used to vanish ("30 sizes"); now the error names its line."""
+    sizes = [1 << k for k in range(31)]
+    text = _log_text("allreduce", 8, sizes, [1e-5 * (k + 1) for k in range(31)])
+    lines = text.splitlines()
+    row = next(i for i, line in enumerate(lines) if line.split()[:1] == [str(1 << 20)])
+    lines[row] = f"  {1 << 20}   float   sum  -1   12.3"  # the count column lost
+    msg = _one_line_error(parse_nccl_tests, "\n".join(lines), source="x.log", match="malformed")
+    assert f"x.log:{row + 1}" in msg or f"line {row + 1}" in msg
+
+
 def test_the_collective_is_checked_against_the_columns():
     ag = _log_text("allgather", 8, [1 << 20], [3e-5])
     anonymous = "\n".join(line for line in ag.splitlines() if "Collective test" not in line)

@@ -61,13 +61,16 @@ def test_error_class() -> None:
         ("4096", 4096),
         ("1e3", 1000),
         ("64MiB", 64 * MiB),
-        ("64mib", 64 * MiB),
+        ("64miB", 64 * MiB),
         ("64 MiB", 64 * MiB),
         ("  2 GiB  ", 2 * GiB),
         ("1GB", 10**9),
-        ("1gb", 10**9),
+        ("1gB", 10**9),
+        ("1Gb", 125 * 10**6),  # bits, the bandwidth parser's rule (issue #26)
+        ("1Gbit", 125 * 10**6),
+        ("8kb", 1000),  # SI's kilobit, as in 8kb/s
         ("1 KiB", KiB),
-        ("1kib", KiB),
+        ("1kiB", KiB),
         ("1kB", 1000),
         ("1KB", 1000),
         ("3MB", 3 * 10**6),
@@ -76,7 +79,7 @@ def test_error_class() -> None:
         ("1PiB", 1024**5),
         ("1PB", 10**15),
         ("7B", 7),
-        ("7b", 7),
+        ("56b", 7),
         ("1.5KiB", 1536),
         ("0.5MiB", 512 * KiB),
         (".5KiB", 512),
@@ -89,6 +92,26 @@ def test_parse_size_values(text: str, expected: int) -> None:
     value = parse_size(text)
     assert value == expected
     assert type(value) is int
+
+
+@pytest.mark.parametrize("text", ["1gb", "64mib", "2tb", "1gib"])
+def test_sizes_and_bandwidths_refuse_the_same_ambiguous_bits(text: str) -> None:
+    with pytest.raises(UnitError, match=f"ambiguous size '{text}'.*B \\(bytes\\) or .*bit"):
+        parse_size(text)
+    with pytest.raises(UnitError, match="ambiguous bandwidth"):
+        parse_bandwidth_or_inverse(f"{text}/s")
+
+
+@pytest.mark.parametrize("unit", ["B", "KB", "kB", "KiB", "Gb", "Gbit", "kb", "Mibit", "gB"])
+def test_one_data_unit_rule_for_sizes_and_bandwidths(unit: str) -> None:
+    """A size of 8000 <unit> moved in one second is a bandwidth of 8000 <unit>/s."""
+    size = parse_size(f"8000{unit}")
+    assert 1 / parse_bandwidth_or_inverse(f"8000{unit}/s") == pytest.approx(size, rel=1e-12)
+
+
+def test_bits_that_are_not_whole_bytes_are_refused() -> None:
+    with pytest.raises(UnitError, match="not a whole number of bytes"):
+        parse_size("7b")
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ Use :func:`commsim.build` (or :func:`build` here) by name; :func:`available` lis
 Each factory's docstring states its α-β-γ cost once, in a ``.. math::`` block (the table text
 :attr:`AlgorithmInfo.cost` is derived from it by :func:`cost_text`), with its references and
 its siblings under See Also.
-:data:`NCCL_ALGORITHMS` says which of them NCCL runs for each collective.
+:func:`parallel` and :func:`channels` run schedules side by side on channels of their own (IR rule
+6). :data:`NCCL_ALGORITHMS` says which of them NCCL runs for each collective.
 """
 
 # importing the algorithm modules registers their factories
@@ -22,6 +23,7 @@ from commsim.algorithms import (  # noqa: F401
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._math import cost_text, math_text
 from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS
+from commsim.algorithms._parallel import channels, parallel
 from commsim.algorithms._registry import (
     REGISTRY,
     AlgorithmInfo,
@@ -38,11 +40,13 @@ __all__ = [
     "AlgorithmInfo",
     "available",
     "build",
+    "channels",
     "concat",
     "cost_text",
     "info",
     "lazy",
     "math_text",
+    "parallel",
     "register",
     "relabel",
     "unregister",

@@ -17,6 +17,7 @@ from commsim.cli import (
     export,
     predict,
     run,
+    sensitivity,
     show,
     topology,
     tune,
@@ -43,8 +44,8 @@ class Command(Protocol):
 
 #: the commands, in the order ``commsim --help`` lists them
 COMMANDS: tuple[Command, ...] = (
-    algorithms, show, verify, predict, compare, tune, topology, calibrate, validate, run,
-    export,
+    algorithms, show, verify, predict, compare, sensitivity, tune, topology, calibrate,
+    validate, run, export,
 )  # fmt: skip
 
 

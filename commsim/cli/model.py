@@ -42,7 +42,10 @@ model:
   --beta 200Gb/s is the same: b = bits, B = bytes), gamma = 1/({_GAMMA}) (a reduction
   near memory bandwidth; --gamma inf makes it free). With --ports K, K messages per rank are
   in flight at once but share its link: more ports save latency, never bandwidth, and the
-  lower bound's latency term becomes ceil(log_(K+1) p)*alpha.
+  lower bound's latency term becomes ceil(log_(K+1) p)*alpha. With --links L, a rank has L
+  independent links, each with its own beta: a schedule's channel c runs on link c mod L (a
+  schedule with one channel uses one link), and the bound is the injection bound
+  ceil(log_(L+1) p)*alpha + f(p)*n*beta/L.
 """
 
 
@@ -73,6 +76,13 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
         help="single: a rank sends one and receives one message at a time; K (e.g. 4): K at a "
         "time, sharing the rank's link; multi: all of a step's messages at once, sharing the "
         f"link (default: {_DEFAULT.ports})",
+    )
+    g.add_argument(
+        "--links",
+        metavar="L",
+        default="1",
+        help="independent links per rank, each with its own beta: channel c of a schedule runs "
+        "on link c mod L (default: 1)",
     )
     g.add_argument(
         "--model",
@@ -124,9 +134,22 @@ def parse_model(args: argparse.Namespace, network: NetworkChoice | None = None) 
     beta = _DEFAULT.beta if args.beta is None else units.parse_bandwidth_or_inverse(args.beta)
     gamma = _DEFAULT.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
     try:
-        return Hockney(alpha=alpha, beta=beta, gamma=gamma, ports=args.ports)
+        return Hockney(alpha=alpha, beta=beta, gamma=gamma, ports=args.ports, links=_links(args))
     except ValueError as e:
-        raise UsageError(f"--ports: {e}" if "ports" in str(e) else str(e)) from None
+        raise UsageError(_flag_error(e)) from None
+
+
+def _links(args: argparse.Namespace) -> str:
+    """``--links`` as given (Hockney checks it; commands without the option mean 1)."""
+    return str(getattr(args, "links", "1"))
+
+
+def _flag_error(e: ValueError) -> str:
+    """A Hockney constructor error, prefixed with the option that caused it."""
+    for flag in ("ports", "links"):
+        if str(e).startswith(flag) or f" {flag} " in str(e):
+            return f"--{flag}: {e}"
+    return str(e)
 
 
 def _topology_model(args: argparse.Namespace, network: NetworkChoice) -> Model:
@@ -139,6 +162,8 @@ def _topology_model(args: argparse.Namespace, network: NetworkChoice) -> Model:
     ]
     if args.ports != _DEFAULT.ports:
         given.append("--ports")
+    if _links(args) != "1":
+        given.append("--links")
     if given:
         raise UsageError(
             f"{', '.join(given)} set the Hockney model; on a network (--topology) every link "
@@ -179,9 +204,9 @@ def _profiled(args: argparse.Namespace, name: str, network: NetworkChoice | None
         model: Model = LogGP.from_profile(profile)
     else:
         try:
-            model = Hockney.from_profile(profile, ports=args.ports)
+            model = Hockney.from_profile(profile, ports=args.ports, links=_links(args))
         except ValueError as e:
-            raise UsageError(f"--ports: {e}") from None
+            raise UsageError(_flag_error(e)) from None
     if args.gamma is not None:
         model.gamma = units.parse_bandwidth_or_inverse(args.gamma)  # type: ignore[attr-defined]
     return model

@@ -120,6 +120,7 @@ _STARTING = re.compile(r"#\s*Collective test starting:\s*(\S+)")
 _BINARY = re.compile(r"\b(" + "|".join(BINARIES) + r")(?:_mpi)?\b")
 _FOOT = re.compile(r"#\s*(Out of bounds values|Avg bus bandwidth)\s*:\s*(\S+)")
 _DATA = re.compile(r"^\s*\d+\s+\d+\s+\S")
+_ROW_START = re.compile(r"^\d+(?:\s|$)")  # a line that starts as a data row does (a size)
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 
 
@@ -387,6 +388,12 @@ def parse_nccl_tests(
             if columns is None:
                 raise where.error(number, "a data row before the column header line")
             rows.append(_row(where, number, stripped, columns))
+        elif columns is not None and _ROW_START.match(stripped):
+            raise where.error(
+                number,
+                f"a malformed data row {stripped[:60]!r}: expected the columns of the header at "
+                f"line {header_line} ({' '.join(columns[:4])} ...); fix or delete the row",
+            )
         elif m := _BINARY.search(stripped):
             programs.append((m.group(1), number))
     if columns is None:

@@ -14,6 +14,8 @@ prediction below the model's bound).
   the earlier candidate.
 * :func:`chrome_trace` — a prediction as a Chrome trace (Perfetto); :func:`step_trace` the same
   format for measured steps.
+* :class:`Twin` (:mod:`commsim.models.twin`, imports JAX on first use) — a model's time for
+  one schedule as a pure JAX function of its parameters: ``jit``, ``vmap``, ``grad``.
 * :func:`as_sizes` — message sizes read as every model reads ``nbytes`` (numbers, arrays, unit
   strings such as ``"1KiB..1GiB"``), for code that sweeps sizes beside a model (the tuner).
 """
@@ -42,6 +44,7 @@ __all__ = [
     "Prediction",
     "Timeline",
     "Topology",
+    "Twin",
     "TwoLevelHockney",
     "as_sizes",
     "chrome_trace",
@@ -50,3 +53,12 @@ __all__ = [
     "step_trace",
     "tied",
 ]
+
+
+def __getattr__(name: str):
+    """``Twin`` on first use: it imports JAX, which ``import commsim`` does not."""
+    if name == "Twin":
+        from commsim.models.twin import Twin
+
+        return Twin
+    raise AttributeError(f"module 'commsim.models' has no attribute {name!r}")
