@@ -324,9 +324,7 @@ def test_a_multi_channel_schedule_writes_its_channels(collective, algorithm, p, 
     """Channel ``c`` of the schedule (IR rule 6) runs on thread blocks of MSCCL channel
     ``c·copies + j``: two channels in ``copies`` copies make ``2·copies`` MSCCL channels, each
     with thread blocks of its own, and the program still computes the collective."""
-    from commsim.algorithms._parallel import channels
-
-    s = channels(commsim.build(collective, algorithm, nranks=p), 2)
+    s = commsim.algorithms.channels(commsim.build(collective, algorithm, nranks=p), 2)
     prog = msccl_program(s, nchannels=copies)
     assert prog.nchannels == 2 * copies
     check_xml(prog.xml, s, np.random.default_rng(p))
@@ -336,9 +334,7 @@ def test_a_multi_channel_schedule_writes_its_channels(collective, algorithm, p, 
 
 
 def test_too_many_channels_in_copies_are_refused():
-    from commsim.algorithms._parallel import channels
-
-    s = channels(commsim.build("allgather", "ring", nranks=4), 4)
+    s = commsim.algorithms.channels(commsim.build("allgather", "ring", nranks=4), 4)
     assert msccl_program(s, nchannels=8).nchannels == 32
     with pytest.raises(ResourceError, match=r"need 36 MSCCL channels.*at most 32 \(4 too many\)"):
         msccl_program(s, nchannels=9)

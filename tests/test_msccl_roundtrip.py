@@ -169,9 +169,7 @@ def test_a_round_trip_keeps_the_channels(collective, algorithm, exact, p):
     """``channels(s, 2)`` exported and read back: the same two channels, every message on the
     channel it had, and for the rings and the chain the same time on two independent links
     (the others are regrouped or cut into pieces as on one channel: ``docs/interop.md``)."""
-    from commsim.algorithms._parallel import channels
-
-    s = channels(commsim.build(collective, algorithm, nranks=p), 2)
+    s = commsim.algorithms.channels(commsim.build(collective, algorithm, nranks=p), 2)
     r = parse_msccl(format_msccl(s))
     commsim.verify(r)
     assert r.nchannels == 2

@@ -636,7 +636,7 @@ def _dbt_channels_exact(nranks: int, *, segments: int) -> bool:
 )
 def double_binary_tree_channels(nranks: int, segments: int = 4) -> Schedule:
     r"""The double binary tree with each tree on a channel of its own (IR rule 6), as NCCL runs
-    it: ``parallel(T_0, T_1)`` (:func:`commsim.algorithms._parallel.parallel`), tree ``t``
+    it: ``parallel(T_0, T_1)`` (:func:`commsim.algorithms.parallel`), tree ``t``
     reducing and broadcasting half ``t`` of the vector on channel ``t``.
 
     The trees, segments and per-edge times are those of :func:`double_binary_tree_allreduce`;
@@ -668,7 +668,7 @@ def double_binary_tree_channels(nranks: int, segments: int = 4) -> Schedule:
 
     See Also:
         :func:`double_binary_tree_allreduce` (both trees on one port),
-        :func:`commsim.algorithms._parallel.parallel`
+        :func:`commsim.algorithms.parallel`
 
     Examples:
         >>> s = double_binary_tree_channels(8, segments=4)
