@@ -1,16 +1,38 @@
 """The double binary tree on two channels (``double_binary_tree_channels``): verified at
 p = 1..64, each tree on its own channel, and its Hockney time on two independent links against
 its ``.. math::`` (equal at p = 2 and p = 2^H, never above the right side, never slower than the
-one-port tree); the one-port row is untouched."""
+one-port tree); the one-port row is untouched; and, registered for one test, the registry
+sweep's own checks pass on its row (verification at the sweep's p, cost on one link where the
+row says exact, the lower bound, every single-process backend).
+
+It is not a permanent registry row yet: registry-wide tests written for single-channel rows
+(``tests/test_channels.py``, ``test_two_level.py``, ``test_topology_model.py``,
+``test_topology_contention.py``) compare the topology model, whose channels are in flight
+together, with single-link Hockney."""
 
 from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import commsim
-from commsim.algorithms.trees import _dbt_cost, double_binary_tree_channels
+from commsim.algorithms import info, register, unregister
+from commsim.algorithms.trees import (
+    _dbt_channels_cost,
+    _dbt_channels_exact,
+    _dbt_cost,
+    double_binary_tree_channels,
+)
 from commsim.models import Hockney
+
+_spec = importlib.util.spec_from_file_location(
+    "registry_sweep", Path(__file__).parent / "test_registry.py"
+)
+_sweep = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_sweep)
 
 A, B, G = 1e-6, 1e-9, 3e-10
 
@@ -54,3 +76,19 @@ def test_two_channels_beat_one_port_where_the_colours_made_a_tree_wait():
 def test_the_one_port_row_is_unchanged():
     s = commsim.build("allreduce", "double_binary_tree", nranks=8)
     assert s.nchannels == 1 and s.params == {"segments": 4}
+    assert "double_binary_tree_channels" not in commsim.available("allreduce")
+
+
+def test_its_row_passes_the_registry_sweep():
+    register(
+        "allreduce",
+        "double_binary_tree_channels",
+        cost_fn=_dbt_channels_cost,
+        exact=_dbt_channels_exact,
+        constraints="one tree per channel; exact for p = 2, 2^m on one link or two",
+        reference="Sanders, Speck & Träff 2009; NCCL double binary tree, a tree per channel",
+    )(double_binary_tree_channels)
+    try:
+        _sweep.check_row(info("allreduce", "double_binary_tree_channels"))
+    finally:
+        unregister("allreduce", "double_binary_tree_channels")

@@ -20,7 +20,6 @@ SIZES = ("1KiB", "1MiB")
 #: the earliest step its thread blocks allow, so messages the schedule spreads over steps meet.
 REGROUPED = {
     ("allreduce", "direct"), ("allreduce", "binomial"), ("allreduce", "double_binary_tree"),
-    ("allreduce", "double_binary_tree_channels"),
     ("allreduce", "nccl_tree"), ("reduce_scatter", "direct"), ("broadcast", "binomial"),
     ("broadcast", "scatter_allgather"), ("reduce", "rabenseifner"),
 }  # fmt: skip

@@ -619,21 +619,14 @@ def _dbt_channels_cost(
 
 def _dbt_channels_exact(nranks: int, *, segments: int) -> bool:
     """Where :func:`_dbt_cost` is the exact time of :func:`double_binary_tree_channels` on one
-    link and on two: ``p ≤ 2`` and ``p = 2^H``."""
+    link and on two: ``p ≤ 2`` and ``p = 2^H``.
+
+    With :func:`_dbt_channels_cost`, the registry row the factory is ready for
+    (``tests/test_dbt_channels.py`` registers it and runs the registry sweep's checks on it).
+    """
     return nranks <= 2 or nranks & (nranks - 1) == 0
 
 
-@register(
-    "allreduce",
-    "double_binary_tree_channels",
-    cost_fn=_dbt_channels_cost,
-    exact=_dbt_channels_exact,
-    constraints=(
-        "one tree per channel; exact for p = 2, 2^m on one link or two (Hockney links=2); "
-        "never slower than double_binary_tree on two links"
-    ),
-    reference="Sanders, Speck & Träff 2009; NCCL double binary tree, a tree per channel",
-)
 def double_binary_tree_channels(nranks: int, segments: int = 4) -> Schedule:
     r"""The double binary tree with each tree on a channel of its own (IR rule 6), as NCCL runs
     it: ``parallel(T_0, T_1)`` (:func:`commsim.algorithms.parallel`), tree ``t``
@@ -656,8 +649,8 @@ def double_binary_tree_channels(nranks: int, segments: int = 4) -> Schedule:
               + \frac{n}{2k}\gamma\right),
 
     never more than the one-port tree's time on one link, and less where the two trees'
-    colours made one wait for the other on the shared port (:math:`p = 3`, :math:`p = 2^{H-1}
-    + 1`, ...). Two links buy no more: at an interior rank the binary fan-in (two receives per
+    colours made one wait for the other on the shared port (:math:`p = 3`,
+    :math:`p = 2^{H-1} + 1`, ...). Two links buy no more: at an interior rank the binary fan-in (two receives per
     segment) holds each tree to one segment every two steps, which is why the two trees fit one
     full-duplex port in the first place (Sanders, Speck & Träff 2009).
 

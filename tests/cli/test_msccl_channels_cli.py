@@ -9,13 +9,15 @@ from pathlib import Path
 import pytest
 
 import commsim
+from commsim.algorithms.trees import double_binary_tree_channels
 from commsim.interop import read_msccl
 
 
 def test_export_writes_a_multi_channel_schedules_channels(cli, tmp_path):
+    """The double binary tree with a tree per channel, saved, exported, read back, verified."""
+    saved = commsim.save(double_binary_tree_channels(8), tmp_path / "dbt8.json")
     path = tmp_path / "dbt8.xml"
-    rc, out, err = cli("export", "-c", "allreduce", "-a", "double_binary_tree_channels", "-p", "8",
-                       "--format", "msccl", "-o", str(path))  # fmt: skip
+    rc, out, err = cli("export", "--file", str(saved), "--format", "msccl", "-o", str(path))
     assert rc == 0, err
     root = ET.parse(path).getroot()
     assert root.get("nchannels") == "2"
