@@ -159,6 +159,19 @@ def test_hockney_links_run_channels_side_by_side(k):
     assert bound == pytest.approx(lower_bound("allreduce", p, n, A, B, 0.0, links=k))
 
 
+@pytest.mark.parametrize("k", [2, 4])
+def test_hockney_links_prediction_never_below_its_bound_with_reductions(k):
+    """Each link's receiver reduces its own share, so γ is divided by the links as well."""
+    p, n, g = 8, 8e6, 1e-10
+    c = channels(commsim.build("allreduce", "ring", nranks=p), k)
+    model = Hockney(A, B, g, links=k)
+    t = model.predict(c, n).time
+    assert t == pytest.approx(
+        2 * (p - 1) * A + (2 * (p - 1) / p * B + (p - 1) / p * g) * n / k, rel=1e-12
+    )
+    assert t >= model.lower_bound("allreduce", p, n) * (1 - 1e-12)
+
+
 def test_hockney_links_change_nothing_for_one_channel():
     s = commsim.build("allreduce", "rabenseifner", nranks=16)
     sizes = np.array([1e3, 1e6, 1e9])

@@ -28,6 +28,10 @@ EXPECTED = {
     "dgx-a100:3": (24, 3, {"nvlink", "rail", "spine"}),
     "gb200-nvl72:2": (144, 2, {"nvlink", "rail", "spine"}),
     "tpu-v5p:2x2x4": (16, 4, {"ici"}),
+    "dgx1-v100:all": (8, 1, {"nvlink", "pcie", "qpi"}),
+    "tpu-v4:4x4x8": (128, 32, {"ici"}),
+    "tpu-v5e:4x8": (32, 4, {"ici"}),
+    "tpu-v6e:2x2": (4, 1, {"ici"}),
     "dragonfly:3": (1536, 384, {"xgmi", "host", "local", "global"}),
     "ethernet:40": (40, 40, {"host", "leaf-spine"}),
 }
@@ -177,6 +181,9 @@ DOCUMENTED = {
     "dgx-a100": ({"nvlink": (300 * GB, 0.5 * us), "rail": (200 * Gb, 1 * us)}, 680e9),
     "gb200-nvl72": ({"nvlink": (900 * GB, 0.5 * us), "rail": (400 * Gb, 1 * us)}, 2.7e12),
     "tpu-v5p": ({"ici": (100 * GB, 1 * us)}, 920e9),
+    "tpu-v4": ({"ici": (45 * GB, 1 * us)}, 400e9),
+    "tpu-v5e": ({"ici": (50 * GB, 1 * us)}, 273e9),
+    "tpu-v6e": ({"ici": (100 * GB, 1 * us)}, 546e9),
     "dragonfly": (
         {"xgmi": (50 * GB, 1 * us), "host": (200 * Gb, 1 * us), "local": (200 * Gb, 1 * us)},
         1.07e12,
@@ -188,7 +195,7 @@ DOCUMENTED = {
 def _switches(spec: str) -> int:
     """docs/clusters.md, "Switch counts"."""
     name, _, arg = spec.partition(":")
-    if name == "tpu-v5p":
+    if name.startswith("tpu-"):
         return 0
     n = int(arg)
     rails = {
@@ -221,6 +228,9 @@ def _switches(spec: str) -> int:
         "gb200-nvl72:17",
         "tpu-v5p:2x2x1",
         "tpu-v5p:4x4x8",
+        "tpu-v4:4x4x4",
+        "tpu-v5e:16x16",
+        "tpu-v6e:8x16",
         "dragonfly:1",
         "dragonfly:2",
         "ethernet:1",
@@ -253,7 +263,12 @@ def test_every_documented_preset_has_a_section_in_the_doc():
 
 
 def _small(name: str) -> str:
-    return {"tpu-v5p": "tpu-v5p:2x2x1"}.get(name, f"{name}:1")
+    return {
+        "tpu-v4": "tpu-v4:2x2x1",
+        "tpu-v5p": "tpu-v5p:2x2x1",
+        "tpu-v5e": "tpu-v5e:1x1",
+        "tpu-v6e": "tpu-v6e:1x1",
+    }.get(name, f"{name}:1")
 
 
 def test_rail_fabric_is_non_blocking_at_the_leaves():
@@ -404,6 +419,9 @@ def _same_network(x, y):
         "dgx-a100:2",
         "gb200-nvl72:2",
         "tpu-v5p:2x2x4",
+        "tpu-v4:4x4x8",
+        "tpu-v5e:16x16",
+        "tpu-v6e:2x4",
         "dragonfly:2",
         "ethernet:9",
     ],
@@ -569,7 +587,11 @@ def test_the_base_of_the_error_cases_loads(tmp_path):
 @pytest.mark.parametrize(
     ("spec", "error", "message"),
     [
-        ("dgx:4", UnknownNameError, r"did you mean dgx-h100, dgx-h200, dgx-b200, dgx-a100\?"),
+        (
+            "dgx:4",
+            UnknownNameError,
+            r"did you mean dgx-h100, dgx-h200, dgx-b200, dgx-a100, dgx1-v100\?",
+        ),
         ("dgx-h20:4", UnknownNameError, r"did you mean dgx-h200\?"),
         ("dgx-b200:0", ParameterError, "DGX B200 nodes must be an integer >= 1, got '0'"),
         ("nvl72:2", UnknownNameError, r"did you mean gb200-nvl72\?"),

@@ -168,7 +168,10 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
 
 OWN = [
     *(p for pkg in PACKAGES for p in sorted((EXEC / pkg).glob("*.py"))),
-    *(EXEC / f for f in ("_backend.py", "_lowering.py", "_layout.py", "_execute.py")),
+    *(
+        EXEC / f
+        for f in ("_backend.py", "_lowering.py", "_layout.py", "_execute.py", "_channels.py")
+    ),
     EXEC / "reference.py",
 ]
 

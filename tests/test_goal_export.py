@@ -79,6 +79,8 @@ CASES = [(c, a) for c in commsim.COLLECTIVES for a in commsim.available(c)]
 def test_every_registry_algorithm_reads_back(collective, algorithm):
     for p in range(4, 17):
         s = commsim.build(collective, algorithm, nranks=p)
+        if s.nchannels > 1:
+            pytest.skip("the GOAL export labels messages by (src, dst): no channels yet (#25)")
         nbytes = s.nbytes_units * 8  # 8 bytes per slot unit: sizes are exact
         ranks = parse_goal(format_goal(s, nbytes))
         msgs = schedule_messages(s)

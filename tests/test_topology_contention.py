@@ -245,6 +245,8 @@ def test_flow_equals_none_on_a_crossbar_with_stragglers(row):
     rng = np.random.default_rng(sum(map(ord, row.algorithm + row.collective)))
     for p in (4, 6, 8):
         s = commsim.build(row.collective, row.algorithm, nranks=p)
+        if s.nchannels > 1:  # its channels share a host's link under flow, not under none
+            pytest.skip("several channels: not single-port messages")
         for _ in range(3):
             kw = {"start_skew": list(rng.uniform(0, 50e-6, p)),
                   "slow_ranks": {int(rng.integers(p)): float(rng.uniform(1, 3))}}  # fmt: skip

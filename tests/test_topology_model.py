@@ -31,6 +31,8 @@ def test_switch_equals_hockney_for_every_row(row):
     shares a link, so none, bottleneck, maxmin and flow all give Hockney's time to 1e-9."""
     for p in (1, 2, 3, 5, 8, 13):
         s = _build(row, p)
+        if s.nchannels > 1:  # its channels share a host's link at once, not one after another
+            pytest.skip("several channels: not single-port messages")
         want = Hockney().predict(s, SIZES).time
         for mode in ("none", "bottleneck", "maxmin", "flow"):
             if mode == "flow" and p > 8:
@@ -229,6 +231,10 @@ def test_a_failed_link_reroutes_and_a_cut_is_one_error():
 
 
 # -- the lower bound -------------------------------------------------------------------------------
+def _host_links(net) -> int:
+    return max(d for n, d in net.degree() if net.nodes[n].get("kind") == "host")
+
+
 @pytest.mark.parametrize(
     "net", [fat_tree(16, hosts_per_leaf=4, oversubscription=2), torus((4, 4))], ids=["fat", "torus"]
 )
@@ -237,7 +243,10 @@ def test_no_row_beats_the_lower_bound(net, mode):
     m = Topology(net, contention=mode)
     for row in ROWS:
         for p in (5, 16):
-            t = m.predict(_build(row, p), SIZES).time
+            s = _build(row, p)
+            if s.nchannels > 1 and _host_links(net) > 1:  # the bound is the single-link one:
+                continue  # a host's links at once beat it (the injection bound is issue #25's)
+            t = m.predict(s, SIZES).time
             assert (t >= m.lower_bound(row.collective, p, SIZES) * (1 - 1e-9)).all(), row
 
 

@@ -109,3 +109,26 @@ def test_the_twin_refuses_what_it_cannot_replay():
     with pytest.raises(ParameterError, match="LogGP"):
         Twin.of(LogGP(), s)
     assert Twin.of(commsim.models.Topology(switch(4)), s).classes
+
+
+def test_a_class_multiplier_is_that_class_made_faster():
+    """Twin with the rail class's inverse bandwidth x0.5 and NVLink latency x2 = the compiled
+    model on a graph whose rails are twice as fast and NVLinks twice as slow to start."""
+    import networkx as nx
+
+    from commsim.models import Topology
+
+    base = cluster_model(cluster("dgx-h100:2"), contention="bottleneck")
+    g = nx.Graph(base.network.graph)
+    for u, v, d in g.edges(data=True):
+        if d.get("kind") == "rail":
+            g.edges[u, v]["bandwidth"] = d["bandwidth"] * 2
+        if d.get("kind") == "nvlink":
+            g.edges[u, v]["latency"] = d["latency"] * 2
+    faster = Topology(g, contention="bottleneck", gamma=base.gamma)
+    s = commsim.build("allreduce", "hierarchical", nranks=16, ranks_per_node=8)
+    twin = Twin.of(base, s)
+    p = twin.params()
+    p["inv_bandwidth"][twin.classes.index("rail")] = 0.5
+    p["latency"][twin.classes.index("nvlink")] = 2.0
+    np.testing.assert_allclose(twin.times(p, SIZES), faster.predict(s, SIZES).time, rtol=1e-9)

@@ -18,6 +18,7 @@ from commsim.algorithms import (  # noqa: F401
     ring,
     swing,
     torus,
+    torus_multiport,
     trees,
 )
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root

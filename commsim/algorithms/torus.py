@@ -227,7 +227,9 @@ def torus_reduce_scatter(nranks: int, dims: Dims = "auto") -> Schedule:
         :func:`commsim.algorithms.direct.pairwise_reduce_scatter`,
         :func:`commsim.algorithms.recursive.recursive_halving_reduce_scatter`,
         :func:`commsim.algorithms.hierarchical.hierarchical_reduce_scatter`,
-        :func:`torus_allreduce`, :func:`torus_allgather`
+        :func:`torus_allreduce`, :func:`torus_allgather`,
+        :func:`commsim.algorithms.torus_multiport.torus_multiport_reduce_scatter` (every link
+        at once)
 
     Examples:
         >>> s = torus_reduce_scatter(12, "3x4")
@@ -263,7 +265,8 @@ def torus_allgather(nranks: int, dims: Dims = "auto") -> Schedule:
         :func:`commsim.algorithms.bruck.bruck_allgather`,
         :func:`commsim.algorithms.recursive.recursive_doubling_allgather`,
         :func:`commsim.algorithms.hierarchical.hierarchical_allgather`, :func:`torus_allreduce`,
-        :func:`torus_reduce_scatter`
+        :func:`torus_reduce_scatter`,
+        :func:`commsim.algorithms.torus_multiport.torus_multiport_allgather` (every link at once)
 
     Examples:
         >>> s = torus_allgather(8, "2x2x2")  # the hypercube: lg p steps
@@ -295,7 +298,8 @@ def torus_allreduce(nranks: int, dims: Dims = "auto") -> Schedule:
         :func:`commsim.algorithms.direct.direct_allreduce`,
         :func:`commsim.algorithms.nccl.snake_ring_allreduce`, :func:`torus_reduce_scatter`,
         :func:`torus_allgather`, :func:`commsim.algorithms.swing.swing_latency_allreduce`,
-        :func:`commsim.algorithms.swing.swing_bandwidth_allreduce`
+        :func:`commsim.algorithms.swing.swing_bandwidth_allreduce`,
+        :func:`commsim.algorithms.torus_multiport.torus_multiport_allreduce` (every link at once)
 
     Examples:
         >>> s = torus_allreduce(16)  # auto: 4x4

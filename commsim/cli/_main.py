@@ -23,6 +23,7 @@ from commsim.cli import (
     tune,
     validate,
     verify,
+    whatif,
 )
 from commsim.cli.arguments import HelpFormatter, Parser
 from commsim.cli.errors import EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, one_line
@@ -44,8 +45,8 @@ class Command(Protocol):
 
 #: the commands, in the order ``commsim --help`` lists them
 COMMANDS: tuple[Command, ...] = (
-    algorithms, show, verify, predict, compare, sensitivity, tune, topology, calibrate,
-    validate, run, export,
+    algorithms, show, verify, predict, compare, sensitivity, whatif, tune, topology,
+    calibrate, validate, run, export,
 )  # fmt: skip
 
 

@@ -22,7 +22,7 @@ from commsim.cli.network import add_network_group, parse_network
 from commsim.cli.output import add_output_group, format_ratio, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.errors import ResourceError, ScheduleError
-from commsim.models import Model, fastest
+from commsim.models import Model, bound_of, fastest
 from commsim.tuner import GROWN, sweep
 
 __all__ = [
@@ -87,6 +87,7 @@ class Panel:
     skipped: Mapping[str, str]
     limiting: tuple[str, ...] | None = None  # per size, the link class limiting the winner
     tuned: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # --tune
+    bound_name: str = ""  # the bound that binds at this rank count (bound_of)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -140,7 +141,7 @@ def parse(args: argparse.Namespace) -> CompareRequest:
     assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
     notes: list[str] = []
     if network is not None:
-        schedules, notes = network.with_ranks_per_node(schedules)
+        schedules, notes = network.with_network_params(schedules)
     sizes, model = parse_sizes(args.sizes), parse_model(args, network)
     plot = _plot_path(args.plot) if args.plot else None
     files = tuple(_load(path, schedules, budget) for path in args.file)
@@ -268,7 +269,8 @@ def _panel(
         a: tuned[a][0] if a in tuned else np.atleast_1d(np.asarray(preds[a].time))
         for a in schedules
     }
-    bound = np.atleast_1d(np.asarray(model.lower_bound(collective, nranks, sizes)))
+    bound, bound_name = bound_of(model, collective, nranks, sizes)
+    bound = np.atleast_1d(np.asarray(bound))
     names = list(times)
     winners = [names[i] for i in fastest([times[a] for a in names])] if names else []
     limiting = None
@@ -278,7 +280,7 @@ def _panel(
             for j, w in enumerate(winners)
         )
     shown = {a: p for a, (_, p) in tuned.items()}
-    return Panel(nranks, times, bound, tuple(winners), dict(skipped), limiting, shown)
+    return Panel(nranks, times, bound, tuple(winners), dict(skipped), limiting, shown, bound_name)
 
 
 def render(result: CompareResult, as_json: bool) -> str:
@@ -294,6 +296,7 @@ def render(result: CompareResult, as_json: bool) -> str:
                         "nranks": pn.nranks,
                         "time_s": pn.times,
                         "lower_bound_s": pn.lower_bound,
+                        "bound": pn.bound_name or result.model.bound_name,
                         "winner": pn.winners,
                         "winner_limited_by": pn.limiting,
                         "skipped": pn.skipped,
@@ -309,15 +312,19 @@ def render(result: CompareResult, as_json: bool) -> str:
         f"{result.collective}: predicted time; model: {result.model.describe()}",
         f"* marks the fastest algorithm per size; bound: {result.model.bound_name}",
     ]
-    lines += [_render_panel(result.collective, result.sizes, pn) for pn in result.panels]
+    lines += [
+        _render_panel(result.collective, result.sizes, pn, result.model.bound_name)
+        for pn in result.panels
+    ]
     lines += [f"note: {n}" for n in result.notes]
     if result.plot is not None:
         lines.append(f"\nplot written to {result.plot}")
     return "\n".join(lines)
 
 
-def _render_panel(collective: str, sizes: np.ndarray, pn: Panel) -> str:
-    lines = [f"\n{collective}, p={pn.nranks}"]
+def _render_panel(collective: str, sizes: np.ndarray, pn: Panel, bound_name: str) -> str:
+    binds = f" (bound: {pn.bound_name})" if pn.bound_name not in ("", bound_name) else ""
+    lines = [f"\n{collective}, p={pn.nranks}{binds}"]
     names = list(pn.times)
     if names:
         rows = []

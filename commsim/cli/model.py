@@ -45,7 +45,7 @@ model:
   lower bound's latency term becomes ceil(log_(K+1) p)*alpha. With --links L, a rank has L
   independent links, each with its own beta: a schedule's channel c runs on link c mod L (a
   schedule with one channel uses one link), and the bound is the injection bound
-  ceil(log_(L+1) p)*alpha + f(p)*n*beta/L.
+  ceil(log_(L+1) p)*alpha + (f(p)*n*beta + g(p)*n*gamma)/L.
 """
 
 

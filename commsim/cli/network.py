@@ -5,7 +5,8 @@
 ranks on its hosts; ``--contention`` says how messages share links. :func:`parse_network`
 resolves them into a :class:`NetworkChoice` (``None`` when neither was given), which the model
 group turns into a :class:`commsim.models.Topology`, and which supplies defaults the network
-implies: ``-p`` (every host) and the ``ranks_per_node`` of hierarchical algorithms.
+implies: ``-p`` (every host), the ``ranks_per_node`` of hierarchical algorithms and the
+``dims`` of torus algorithms (a torus's shape).
 """
 
 from __future__ import annotations
@@ -13,14 +14,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
+import math
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from commsim.cli.arguments import add_epilog
 from commsim.cli.errors import UsageError, quote
 from commsim.cli.schedules import ScheduleChoice
 from commsim.clusters import Cluster, cluster
-from commsim.errors import UnknownNameError
+from commsim.errors import ParameterError, UnknownNameError
 from commsim.models import CONTENTION
 from commsim.topology import (
     GENERATORS,
@@ -40,9 +44,11 @@ network (the topology model, chosen by --topology or --cluster):
   --cluster PRESET names a hypothetical cluster built from public specifications:
   dgx-h100:N (N DGX H100: NVLink4 inside, 8 x 400 Gb/s rails into a rail-optimized fat tree),
   dgx-h200:N, dgx-b200:N (NVLink5), dgx-a100:N, gb200-nvl72:N (N NVL72 racks),
-  tpu-v5p:AxBxC (3-D torus), dragonfly:G (Slingshot-like), ethernet:N (100 GbE, 2:1
-  leaf-spine); or a TOML file. docs/clusters.md lists the numbers and their sources.
-  Hierarchical algorithms get its ranks_per_node.
+  tpu-v4:AxBxC, tpu-v5p:AxBxC (3-D tori), tpu-v5e:AxB, tpu-v6e:AxB (2-D tori),
+  dragonfly:G (Slingshot-like), ethernet:N (100 GbE, 2:1 leaf-spine); or a TOML file.
+  docs/clusters.md lists the numbers and their sources.
+  Hierarchical algorithms get its ranks_per_node; torus algorithms its shape as dims
+  (on a torus topology or a tpu-* cluster, every chip in order).
   --topology NAME[:ARGS] names a generator: {", ".join(sorted(GENERATORS))}; e.g. torus:8x8x8,
   switch:64,bandwidth=400Gb/s,latency=1us; or a graph file (.graphml, .gml, node-link .json)
   whose edges carry bandwidth and latency. A message costs its path's latency plus its bytes
@@ -114,6 +120,60 @@ class NetworkChoice:
         note = f"ranks_per_node={g} (from the network) for {', '.join(takers)}"
         return dataclasses.replace(choice, params=params), [note]
 
+    def torus_dims(self, nranks: int) -> tuple[int, ...] | None:
+        """The torus shape of the network (``torus:AxBxC``, a ``tpu-*`` cluster) when rank ``r``
+        sits on chip ``r`` of it (every chip, placed in order); else ``None``."""
+        record = self.network.graph.graph.get("routing")
+        if not record or record[0] != "torus" or math.prod(record[1]) != nranks:
+            return None
+        hosts = place(self.network, nranks, self.placement)
+        if not np.array_equal(hosts, np.arange(nranks)):
+            return None
+        return tuple(int(d) for d in record[1])
+
+    def with_torus_dims(self, choice: ScheduleChoice) -> tuple[ScheduleChoice, list[str]]:
+        """``choice`` with ``dims`` set to the torus's shape for every algorithm that has that
+        parameter and was not given it (at the one ``p`` that fills the torus); and notes."""
+        from commsim.algorithms import info
+
+        takers = [
+            a
+            for a in choice.algorithms
+            if "dims" in info(choice.collective, a).params and "dims" not in choice.params[a]
+        ]
+        dims = [self.torus_dims(p) for p in choice.nranks]
+        if not takers or len(dims) != 1 or dims[0] is None:
+            return choice, []
+        shape, p = "x".join(map(str, dims[0])), choice.nranks[0]
+        fits = [a for a in takers if _accepts(info(choice.collective, a), p, shape)]
+        notes = []
+        if fits:
+            notes.append(f"dims={shape} (the torus's shape) for {', '.join(fits)}")
+        if len(fits) < len(takers):
+            others = ", ".join(a for a in takers if a not in fits)
+            notes.append(f"{others} take no dims={shape}: they keep their default")
+        params = {a: dict(v) for a, v in choice.params.items()}
+        for a in fits:
+            params[a]["dims"] = shape
+        return dataclasses.replace(choice, params=params), notes
+
+    def with_network_params(self, choice: ScheduleChoice) -> tuple[ScheduleChoice, list[str]]:
+        """:meth:`with_ranks_per_node`, then :meth:`with_torus_dims`: every algorithm parameter
+        the network implies, with one note per parameter set."""
+        choice, notes = self.with_ranks_per_node(choice)
+        choice, more = self.with_torus_dims(choice)
+        return choice, notes + more
+
+
+def _accepts(row: Any, nranks: int, dims: str) -> bool:
+    """Whether ``row`` takes ``dims`` at ``nranks`` (its cost formula checks the grid as its
+    factory does, without building a schedule)."""
+    try:
+        row.time(nranks, 0.0, 0.0, 0.0, 0.0, dims=dims)
+    except ParameterError:
+        return False
+    return True
+
 
 def _show(placement: str | tuple[int, ...]) -> str:
     return placement if isinstance(placement, str) else "explicit"
@@ -159,7 +219,7 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
         metavar="PRESET|FILE.toml",
         help="predict on a hypothetical cluster: dgx-h100:128, dgx-h200:N, dgx-b200:N, "
         "dgx-a100:N, gb200-nvl72:N, "
-        "tpu-v5p:4x4x8, dragonfly:G, ethernet:N, or a TOML file (docs/clusters.md)",
+        "tpu-v5p:4x4x8, tpu-v4:AxBxC, tpu-v5e:AxB, tpu-v6e:AxB, dragonfly:G, ethernet:N, or a TOML file (docs/clusters.md)",
     )
     g.add_argument(
         "--placement",

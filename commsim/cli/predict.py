@@ -26,7 +26,7 @@ from commsim.cli.output import (
 )
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.cli.traces import add_trace_argument, parse_trace, write_trace
-from commsim.models import Model, Prediction, chrome_trace
+from commsim.models import Model, Prediction, bound_of, chrome_trace
 
 __all__ = [
     "DESCRIPTION",
@@ -45,8 +45,9 @@ HELP = "predict one algorithm's time, algbw and busbw over message sizes"
 DESCRIPTION = """\
 Time one schedule under the Hockney alpha-beta-gamma model (per-rank clocks) for each
 message size. Columns: time; algbw = size/time and busbw = algbw x nccl-tests' factor
-(decimal GB/s, as nccl-tests reports); the Chan et al. 2007 lower bound no algorithm can
-beat under the same model, and the ratio to it."""
+(decimal GB/s, as nccl-tests reports); the lower bound no algorithm can beat under the
+same model (Chan et al. 2007 for Hockney; on a topology the strongest of its injection, cut
+and bisection bounds), named in the header, and the ratio to it."""
 EXAMPLES = """\
   commsim predict -c allreduce -a ring -p 64 --sizes 1KiB..1GiB
   commsim predict -c allreduce -a ring -p 64 -s 64MiB --beta 200Gb/s --alpha 1.5us
@@ -88,6 +89,7 @@ class PredictResult:
     busbw: np.ndarray
     lower_bound: np.ndarray
     notes: tuple[str, ...] = ()
+    bound_name: str = ""  # the bound that binds (the model's bound_name when it has one)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -112,7 +114,7 @@ def parse(args: argparse.Namespace) -> PredictRequest:
     schedules = SCHEDULES.parse(args)
     notes: list[str] = []
     if network is not None and isinstance(schedules, ScheduleChoice):
-        schedules, notes = network.with_ranks_per_node(schedules)
+        schedules, notes = network.with_network_params(schedules)
     model = parse_model(args, network)
     trace = parse_trace(args)
     if trace is not None and getattr(model, "timeline", None) is None:
@@ -129,7 +131,7 @@ def compute(request: PredictRequest) -> PredictResult:
     with Progress(s.nsteps * s.nranks, "commsim", enabled=request.progress, count=False) as bar:
         counted, ntransfers = _counting(bar.track(s, f"predict {s.algorithm} p={s.nranks}"))
         pred = request.model.predict(counted, sizes)
-    bound = request.model.lower_bound(s.collective, s.nranks, sizes)
+    bound, bound_name = bound_of(request.model, s.collective, s.nranks, sizes)
     with np.errstate(invalid="ignore"):  # p = 1: time 0, algbw inf, busbw factor 0
         time, algbw, busbw, bound = (
             np.atleast_1d(np.asarray(x, float)) for x in (pred.time, pred.algbw, pred.busbw, bound)
@@ -139,7 +141,7 @@ def compute(request: PredictRequest) -> PredictResult:
         doc = chrome_trace(request.model, s, sizes[-1:])
         notes = (*notes, write_trace(request.trace, doc, sizes[-1]))
     return PredictResult(
-        s, ntransfers[0], request.model, pred, sizes, time, algbw, busbw, bound, notes
+        s, ntransfers[0], request.model, pred, sizes, time, algbw, busbw, bound, notes, bound_name
     )
 
 
@@ -171,6 +173,7 @@ def render(result: PredictResult, as_json: bool) -> str:
                 "nsteps": s.nsteps,
                 "ntransfers": result.ntransfers,
                 "model": result.model.to_dict(),
+                "bound": result.bound_name or result.model.bound_name,
                 "notes": [*result.notes, *result.prediction.notes],
                 **({"network": pred.network.to_dict()} if pred.network is not None else {}),
                 "results": [
@@ -212,7 +215,8 @@ def render(result: PredictResult, as_json: bool) -> str:
     return (
         f"{s.collective}{root} {s.algorithm}{params}, p={s.nranks}: {s.nsteps} steps, "
         f"{result.ntransfers:,} transfers\n"
-        f"model: {result.model.describe()}; bound: {result.model.bound_name}\n\n"
+        f"model: {result.model.describe()}; bound: {result.bound_name or result.model.bound_name}"
+        "\n\n"
         + format_table(headers, table, align)
         + (_network_lines(result) if pred.network is not None else "")
         + "".join(f"\nnote: {n}" for n in (*result.notes, *pred.notes))

@@ -53,6 +53,7 @@ from commsim.topology import (
     as_latency,
     dragonfly,
     fat_tree,
+    hybrid_cube_mesh,
     join,
     nvlink_island,
     rail_optimized,
@@ -75,7 +76,7 @@ _TOP = (
     "sources",
 )
 _LINK = ("kind", "bandwidth", "latency", "profile")
-FABRICS = ("rail_optimized", "fat_tree", "dragonfly", "torus", "switch")
+FABRICS = ("rail_optimized", "fat_tree", "dragonfly", "torus", "switch", "hybrid_cube_mesh")
 _ROUTED = ("rail_optimized", "fat_tree")  # the fabrics that take ``routing``
 
 
@@ -233,6 +234,8 @@ def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
         nv = {"nvlink_bandwidth": intra.bandwidth, "nvlink_latency": intra.latency} if intra else {}
         graph = _call(where, rail_optimized, (nodes, g), {**link, **nv, **topo})
         return _rename(graph, {"nvlink": intra.name if intra else "nvlink", "rail": inter.name})
+    if kind == "hybrid_cube_mesh":
+        return _dgx1(where, topo, nodes, g, intra, inter)
     if kind == "torus":
         dims = topo.get("dims")
         if (
@@ -273,6 +276,28 @@ def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
     island = nvlink_island(g, bandwidth=intra.bandwidth, latency=intra.latency)
     nx.set_edge_attributes(island, intra.name, "kind")
     return join(island, fabric, nodes)
+
+
+def _dgx1(where, topo, nodes, g, intra, inter) -> nx.Graph:
+    """One DGX-1 (:func:`commsim.topology.hybrid_cube_mesh`): ``[intra]`` is one NVLink,
+    ``[inter]`` the PCIe links; ``gpus`` (default all 8) must number ``gpus_per_node``."""
+    gpus = topo.get("gpus", list(range(8)))
+    if nodes != 1 or not isinstance(gpus, list) or len(gpus) != g:
+        raise where.error(
+            "[topology] gpus",
+            f"a hybrid_cube_mesh is one server whose gpus list holds gpus_per_node = {g} GPUs, "
+            f"got nodes = {nodes}, gpus = {gpus!r}",
+        )
+    nv = intra or LinkClass("nvlink", 25e9, 0.7e-6)
+    params = {
+        "bandwidth": nv.bandwidth,
+        "latency": nv.latency,
+        "pcie_bandwidth": inter.bandwidth,
+        "pcie_latency": inter.latency,
+        **topo,
+    }
+    graph = _call(where, hybrid_cube_mesh, (), params)
+    return _rename(graph, {"nvlink": nv.name, "pcie": inter.name})
 
 
 def _rename(graph: nx.Graph, names: Mapping[str, str]) -> nx.Graph:

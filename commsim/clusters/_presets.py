@@ -10,6 +10,7 @@ manager routes them; the Ethernet preset by an ECMP hash.
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -95,29 +96,138 @@ def _gb200_nvl72(spec: str, arg: str) -> dict[str, Any]:
     }
 
 
-def _tpu_v5p(spec: str, arg: str) -> dict[str, Any]:
-    """TPU v5p: chips on a 3-D torus of ICI links, 4 chips per host."""
-    m = re.fullmatch(r"\s*(\d+)x(\d+)x(\d+)\s*", arg)
-    if not m:
+def _tpu(
+    generation: str,
+    *,
+    ndim: int,
+    chips_per_host: int,
+    ici: str,
+    reduction: str,
+    wraps: Callable[[list[int]], list[bool]],
+    small_slices: bool = False,
+) -> Callable[[str, str], dict[str, Any]]:
+    """The preset of a Cloud TPU ``generation`` slice (``"v5p"``): chips on an ``ndim``-D torus
+    of ICI links (``ici`` per link per direction), ``chips_per_host`` chips per host (with
+    ``small_slices``, one host may hold a smaller slice, as v5e's 1x1 and 2x2), wrap-around in
+    the dimensions ``wraps(dims)`` says.
+    ``docs/clusters.md#tpu-<generation>`` gives every number's source and status."""
+    shape = "x".join("ABC"[:ndim])
+    example = "x".join(["4"] * ndim)
+
+    def preset(spec: str, arg: str) -> dict[str, Any]:
+        m = re.fullmatch(r"\s*" + r"x".join([r"(\d+)"] * ndim) + r"\s*", arg)
+        if not m:
+            raise ParameterError(
+                f"cluster {spec!r}: tpu-{generation} takes a {ndim}-D shape {shape} such as "
+                f"{example}, got {arg!r}"
+            )
+        dims = [int(x) for x in m.groups()]
+        if min(dims) < 1:
+            raise ParameterError(f"cluster {spec!r}: every dimension must be >= 1, got {arg!r}")
+        chips = math.prod(dims)
+        per_host = min(chips_per_host, chips) if small_slices else chips_per_host
+        if chips % per_host:
+            raise ParameterError(
+                f"cluster {spec!r}: the shape must hold a multiple of {chips_per_host} chips "
+                f"({chips_per_host} per host), got {chips}"
+            )
+        return {
+            "name": spec,
+            "nodes": chips // per_host,
+            "gpus_per_node": per_host,
+            "reduction": reduction,
+            "inter": {"kind": "ici", "bandwidth": ici, "latency": "1us"},
+            "topology": {"kind": "torus", "dims": dims, "wrap": wraps(dims)},
+            "sources": f"docs/clusters.md#tpu-{generation}",
+        }
+
+    preset.__doc__ = (
+        f"TPU {generation}: chips on a {ndim}-D torus of ICI links ({ici} per link), "
+        f"{chips_per_host} chips per host."
+    )
+    return preset
+
+
+def _cube_wraps(dims: list[int]) -> list[bool]:
+    """v4 and v5p: slices of a full cube (64 chips) or more wrap around every dimension whose
+    size is a multiple of 4 (the cube's side); smaller slices are meshes."""
+    return [math.prod(dims) >= 64 and d % 4 == 0 for d in dims]
+
+
+def _pod_axis_wraps(dims: list[int]) -> list[bool]:
+    """v5e and v6e: an axis wraps around where it spans the pod's 16 chips."""
+    return [d == 16 for d in dims]
+
+
+# Cloud TPU v4: 6 ICI links per chip, 45 GB/s each (1.1 PB/s all-reduce per 4,096-chip pod)
+_tpu_v4 = _tpu("v4", ndim=3, chips_per_host=4, ici="45GB/s", reduction="400GB/s", wraps=_cube_wraps)
+# Cloud TPU v5p: 1,200 GB/s bidirectional ICI per chip over 6 links
+_tpu_v5p = _tpu(
+    "v5p", ndim=3, chips_per_host=4, ici="100GB/s", reduction="920GB/s", wraps=_cube_wraps
+)
+# Cloud TPU v5e and v6e (Trillium): 4 ICI ports per chip, 400 / 800 GB/s bidirectional
+_tpu_v5e = _tpu(
+    "v5e",
+    ndim=2,
+    chips_per_host=8,
+    ici="50GB/s",
+    reduction="273GB/s",
+    wraps=_pod_axis_wraps,
+    small_slices=True,
+)
+_tpu_v6e = _tpu(
+    "v6e",
+    ndim=2,
+    chips_per_host=8,
+    ici="100GB/s",
+    reduction="546GB/s",
+    wraps=_pod_axis_wraps,
+    small_slices=True,
+)
+
+
+def _gpu_subset(spec: str, arg: str) -> tuple[list[int], bool]:
+    """``all``, ``0-7``, ``0,1,2,3``, ``gpus=0-3,6`` (optionally ``:nvlink``, NVLink only):
+    the sorted GPUs of a DGX-1 and whether PCIe is kept; one line for anything else."""
+    text, _, mode = arg.strip().partition(":")
+    if mode.strip() not in ("", "nvlink"):
         raise ParameterError(
-            f"cluster {spec!r}: tpu-v5p takes a 3-D shape AxBxC such as 4x4x4, got {arg!r}"
+            f"cluster {spec!r}: after the GPUs, only ':nvlink' (NVLink only) is accepted, "
+            f"got {mode!r}"
         )
-    dims = [int(x) for x in m.groups()]
-    chips = dims[0] * dims[1] * dims[2]
-    if min(dims) < 1:
-        raise ParameterError(f"cluster {spec!r}: every dimension must be >= 1, got {arg!r}")
-    if chips % 4:
+    text = text.strip().removeprefix("gpus=").strip()
+    if text == "all":
+        return list(range(8)), not mode
+    gpus: set[int] = set()
+    for part in text.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not m or (m.group(2) is not None and int(m.group(2)) < int(m.group(1))):
+            raise ParameterError(
+                f"cluster {spec!r}: give GPUs as all, a range 0-3 or a list 0,1,2,3, got {arg!r}"
+            )
+        lo = int(m.group(1))
+        gpus.update(range(lo, int(m.group(2) or lo) + 1))
+    outside = sorted(g for g in gpus if g > 7)
+    if outside:
         raise ParameterError(
-            f"cluster {spec!r}: the shape must hold a multiple of 4 chips (4 per host), got {chips}"
+            f"cluster {spec!r}: a DGX-1 has GPUs 0..7, got GPU {outside[0]} (use a subset of 0-7)"
         )
+    return sorted(gpus), not mode
+
+
+def _dgx1_v100(spec: str, arg: str) -> dict[str, Any]:
+    """DGX-1 (V100): 8 GPUs on a hybrid cube-mesh of NVLink 2.0 links (25 GB/s each, some pairs
+    two), PCIe between the others; a GPU subset for a partial allocation."""
+    gpus, pcie = _gpu_subset(spec, arg)
     return {
         "name": spec,
-        "nodes": chips // 4,
-        "gpus_per_node": 4,
-        "reduction": "920GB/s",
-        "inter": {"kind": "ici", "bandwidth": "100GB/s", "latency": "1us"},
-        "topology": {"kind": "torus", "dims": dims},
-        "sources": "docs/clusters.md#tpu-v5p",
+        "nodes": 1,
+        "gpus_per_node": len(gpus),
+        "reduction": "300GB/s",
+        "intra": {"kind": "nvlink", "bandwidth": "25GB/s", "latency": "0.7us"},
+        "inter": {"kind": "pcie", "bandwidth": "15.75GB/s", "latency": "1us"},
+        "topology": {"kind": "hybrid_cube_mesh", "gpus": gpus, "pcie": pcie},
+        "sources": "docs/clusters.md#dgx1-v100",
     }
 
 
@@ -171,7 +281,11 @@ PRESETS: dict[str, tuple[str, Callable[[str, str], dict[str, Any]]]] = {
     "dgx-b200": ("N nodes (8 B200 each)", _dgx_b200),
     "dgx-a100": ("N nodes (8 A100 each)", _dgx_a100),
     "gb200-nvl72": ("N racks (72 GPUs each)", _gb200_nvl72),
+    "tpu-v4": ("AxBxC chips (4 per host)", _tpu_v4),
     "tpu-v5p": ("AxBxC chips (4 per host)", _tpu_v5p),
+    "dgx1-v100": ("GPUS of one DGX-1: all, 0-3 or 0,1,2,3 (:nvlink: NVLink only)", _dgx1_v100),
+    "tpu-v5e": ("AxB chips (8 per host)", _tpu_v5e),
+    "tpu-v6e": ("AxB chips (8 per host)", _tpu_v6e),
     "dragonfly": ("G groups (512 NICs each)", _dragonfly),
     "ethernet": ("N servers", _ethernet),
 }

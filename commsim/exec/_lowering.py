@@ -12,6 +12,7 @@ models use too. Those steps live here, once:
 * :func:`element_ranges`: a step's transfers as element ranges (empty ones dropped).
 * :func:`merge_segments`: a message's transfers as element segments, contiguous runs merged.
 * :func:`step_messages`: a step's messages in rounds, and its local transfers, as segments.
+* :func:`port_rounds`: the rounds of messages on several channels, as **waves** (IR rule 6).
 * :class:`CompileCache`: plans and programs per schedule (dropped with the schedule) and key.
 """
 
@@ -23,7 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 import numpy as np
 
-from commsim._messages import group
+from commsim._messages import group, matchings
 from commsim.errors import CommsimError
 
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ __all__ = [
     "checked_steps",
     "element_ranges",
     "merge_segments",
+    "port_rounds",
     "step_messages",
 ]
 
@@ -118,24 +120,72 @@ def merge_segments(
 
 
 class Segments(NamedTuple):
-    """One message's merged segments (:func:`merge_segments`), from ``src`` to ``dst``."""
+    """One message's merged segments (:func:`merge_segments`), from ``src`` to ``dst``, on
+    ``channel``."""
 
     src: int
     dst: int
     segments: list[Segment]
+    channel: int = 0
 
 
 class StepMessages(NamedTuple):
     """A step as the message-passing backends lower it.
 
     Attributes:
-        rounds: per round of :func:`commsim._messages.matchings` (in that order), its messages.
-        local: per rank with local transfers (``src == dst``, in rank order), those transfers as
-            one message from the rank to itself.
+        rounds: per round of :func:`port_rounds` (in that order), its messages: each round is
+            a matching (a rank sends at most one and receives at most one message in it), and
+            all of a round's messages are on one channel.
+        local: per rank and channel with local transfers (``src == dst``, in rank then channel
+            order), those transfers as one message from the rank to itself.
+        waves: per round, its wave: the rounds of one wave are on different channels and may
+            run at once (a rank's channels are its ports); waves run one after another.
     """
 
     rounds: list[list[Segments]]
     local: list[Segments]
+    waves: list[int]
+
+
+def port_rounds(
+    src: np.ndarray, dst: np.ndarray, channel: np.ndarray, nranks: int
+) -> tuple[list[np.ndarray], list[int]]:
+    r"""Split messages ``(src[i], dst[i], channel[i])`` into rounds, each a matching on one
+    channel, grouped into waves; returns the rounds (index arrays) and each round's wave.
+
+    On one channel this is :func:`commsim._messages.matchings` itself, a wave per round. On
+    several, each channel's messages are split by ``matchings`` on their own, and wave ``j``
+    holds the ``j``-th round of every channel (channels in increasing order): a rank then
+    sends at most one and receives at most one message **per channel** in a wave, so the wave's
+    rounds can be in flight together, one per port, while each channel keeps its own round
+    order. Every rank derives the same waves from the same step, which is what the MPI
+    backend's deadlock-freedom argument needs (:mod:`commsim.exec.mpi._plan`).
+
+    Examples:
+        >>> import numpy as np
+        >>> r = np.arange(4)
+        >>> # a ring on two channels: one round per channel, both in wave 0
+        >>> rounds, waves = port_rounds(
+        ...     np.r_[r, r], np.r_[(r + 1) % 4, (r + 1) % 4], np.repeat([0, 1], 4), 4
+        ... )
+        >>> [x.tolist() for x in rounds], waves
+        ([[0, 1, 2, 3], [4, 5, 6, 7]], [0, 0])
+    """
+    if not len(channel) or not channel.any() or (channel == channel[0]).all():
+        rounds = matchings(src, dst, nranks)
+        return rounds, list(range(len(rounds)))
+    per_channel = []
+    for c in np.unique(channel).tolist():
+        idx = np.flatnonzero(channel == c)
+        per_channel.append([idx[m] for m in matchings(src[idx], dst[idx], nranks)])
+    out: list[np.ndarray] = []
+    waves: list[int] = []
+    for j in range(max(len(rs) for rs in per_channel)):
+        for rs in per_channel:
+            if j < len(rs):
+                out.append(rs[j])
+                waves.append(j)
+    return out, waves
 
 
 def step_messages(
@@ -143,8 +193,10 @@ def step_messages(
 ) -> StepMessages:
     """``step``'s messages in rounds and its local transfers, as segments for slot offsets ``off``.
 
-    With ``ranks``, only the messages that those ranks send or receive (rounds where none of them
-    takes part stay, empty, so that every rank numbers the rounds alike).
+    Messages are one per ``(src, dst, channel)`` (:func:`commsim._messages.group`), in the
+    rounds and waves of :func:`port_rounds`. With ``ranks``, only the messages that those ranks
+    send or receive (rounds where none of them takes part stay, empty, so that every rank
+    numbers the rounds alike).
 
     Examples:
         >>> import numpy as np, commsim
@@ -153,25 +205,40 @@ def step_messages(
         >>> [[(m.src, m.dst, m.segments) for m in r] for r in sm.rounds]
         [[(0, 1, [(0, 2, 2, False)]), (1, 0, [(2, 2, 2, False)])]]
         >>> sm.local
-        [Segments(src=1, dst=1, segments=[(0, 2, 2, False)])]
+        [Segments(src=1, dst=1, segments=[(0, 2, 2, False)], channel=0)]
+        >>> # the same pair on two channels: two messages, in one wave
+        >>> two = commsim.Step.make(src=0, dst=1, src_slot=[0, 1], dst_slot=[0, 1], channel=[0, 1])
+        >>> sm = step_messages(two, np.array([0, 2, 4]), 2)
+        >>> [[(m.src, m.dst, m.channel) for m in r] for r in sm.rounds], sm.waves
+        ([[(0, 1, 0)], [(0, 1, 1)]], [0, 0])
     """
+    keep = off[step.src_slot + step.count] > off[step.src_slot]
+    chan = step.channel[keep]
     src, dst, sa, ln, da, red = element_ranges(step, off)
     wanted = None if ranks is None else set(ranks)
-    g = group(src, dst, nranks)
+    g = group(src, dst, nranks, chan)
+    first = np.array([t[0] for t in g.transfers], dtype=np.int64)  # one per message
+    mchan = chan[first] if chan.any() else np.zeros(len(first), dtype=np.int64)
     rounds = []
-    for rnd in g.rounds:
+    if len(mchan) and (mchan != mchan[0]).any():
+        split, waves = port_rounds(g.src, g.dst, mchan, nranks)
+    else:  # one channel: the rounds group() split already
+        split, waves = g.rounds, list(range(len(g.rounds)))
+    for rnd in split:
         msgs = []
         for m in rnd.tolist():
             s, d, t = int(g.src[m]), int(g.dst[m]), g.transfers[m]
             if wanted is None or s in wanted or d in wanted:
-                msgs.append(Segments(s, d, merge_segments(sa[t], ln[t], da[t], red[t])))
+                segs = merge_segments(sa[t], ln[t], da[t], red[t])
+                msgs.append(Segments(s, d, segs, int(mchan[m])))
         rounds.append(msgs)
     local = []
-    for r in np.unique(src[g.local]).tolist():
+    lsrc, lchan = src[g.local], chan[g.local]
+    for r, c in sorted(set(zip(lsrc.tolist(), lchan.tolist(), strict=True))):
         if wanted is None or r in wanted:
-            t = g.local[src[g.local] == r]
-            local.append(Segments(r, r, merge_segments(sa[t], ln[t], da[t], red[t])))
-    return StepMessages(rounds, local)
+            t = g.local[(lsrc == r) & (lchan == c)]
+            local.append(Segments(r, r, merge_segments(sa[t], ln[t], da[t], red[t]), c))
+    return StepMessages(rounds, local, waves)
 
 
 class CompileCache:

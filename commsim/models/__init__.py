@@ -9,7 +9,9 @@ prediction below the model's bound).
 * :class:`LogGP` — L, o, g, G with eager sends (LogGOPSim's rules).
 * :class:`TwoLevelHockney` — Hockney with intra- and inter-server α, β.
 * :class:`Topology` — a network graph, placement and link contention.
-* :func:`lower_bound` — Chan et al. 2007 bounds no algorithm can beat.
+* :func:`lower_bound` — Chan et al. 2007 bounds no algorithm can beat; :func:`bound_of` — any
+  model's bound and the name of the one that binds (the topology model's injection, cut or
+  bisection bound, ``docs/bounds.md``).
 * :func:`fastest` / :func:`tied` — which predictions win, ties (within :data:`TIE_RTOL`) to
   the earlier candidate.
 * :func:`chrome_trace` — a prediction as a Chrome trace (Perfetto); :func:`step_trace` the same
@@ -20,7 +22,7 @@ prediction below the model's bound).
   strings such as ``"1KiB..1GiB"``), for code that sweeps sizes beside a model (the tuner).
 """
 
-from commsim.models._bounds import lower_bound
+from commsim.models._bounds import bound_of, lower_bound
 from commsim.models._contention import CONTENTION
 from commsim.models._inputs import as_sizes
 from commsim.models._model import Model
@@ -47,6 +49,7 @@ __all__ = [
     "Twin",
     "TwoLevelHockney",
     "as_sizes",
+    "bound_of",
     "chrome_trace",
     "fastest",
     "lower_bound",

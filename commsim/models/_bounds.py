@@ -26,7 +26,7 @@ import numpy as np
 
 from commsim._collectives import spec
 
-__all__ = ["lower_bound"]
+__all__ = ["bound_of", "lower_bound"]
 
 
 def _rounds(p: int, ports: int) -> int:
@@ -57,7 +57,9 @@ def lower_bound(
     ``links = L`` independent links per rank, each with its own β (the injection bound: every
     byte a rank must send or receive goes through one of its ``L`` links), the β term is divided
     by ``L`` and the latency term is :math:`\lceil\log_{L+1} p\rceil\alpha` (Bruck et al.
-    1997's k-port model); γ is unchanged, since every rank still reduces its share. Raises
+    1997's k-port model); the γ term is divided by ``L`` too, since a model with ``L`` ports
+    reduces what arrives on each port concurrently (a GPU's reduce-copy kernels on separate
+    channels). Raises
     :class:`commsim.CommsimError` for an unknown collective, ``p < 1``, or a negative size or
     parameter.
 
@@ -80,5 +82,23 @@ def lower_bound(
         out = np.zeros_like(size)
     else:
         lat = _rounds(p, max(ports, links)) * alpha
-        out = lat + size * (sp.bound_beta(p) * beta / links + sp.bound_gamma(p) * gamma)
+        out = lat + size * (sp.bound_beta(p) * beta + sp.bound_gamma(p) * gamma) / links
     return float(out) if out.ndim == 0 else out
+
+
+def bound_of(model: Any, collective: str, nranks: int, nbytes: Any) -> tuple[Any, str]:
+    """A model's lower bound and the name of the bound that binds, for tables.
+
+    A model whose bound depends on the call (the topology model: injection, cut or bisection,
+    :meth:`commsim.models.Topology.bound`) names it per call through a ``bound`` method; any
+    other :class:`~commsim.models.Model` has one ``bound_name``.
+
+    Examples:
+        >>> from commsim.models import Hockney
+        >>> bound_of(Hockney(1.0, 0.001, 0.0), "allreduce", 4, 1000.0)
+        (3.5, 'Chan et al. 2007 lower bound')
+    """
+    per_call = getattr(model, "bound", None)
+    if callable(per_call):
+        return per_call(collective, nranks, nbytes)
+    return model.lower_bound(collective, nranks, nbytes), model.bound_name

@@ -36,7 +36,8 @@ How a schedule is timed (the IR's semantics made quantitative):
   so channels on different links progress independently and their messages are in flight at
   once. Channels that share a link take turns on it, in step order. ``L = 1`` (the default) is
   the single-link machine, whatever the schedule's channels. The bound becomes the injection
-  bound :math:`\lceil \log_{L+1} p \rceil \alpha + f_\beta(p)\,n\beta/L + f_\gamma(p)\,n\gamma`.
+  bound :math:`\lceil \log_{L+1} p \rceil \alpha + (f_\beta(p)\,n\beta + f_\gamma(p)\,n\gamma)/L`
+  (each link's receiver reduces on its own).
 
 The completion time is the largest final clock (a rank's, over its links). Under these rules the textbook algorithms
 reproduce their published closed forms exactly (each factory's docstring states its own).

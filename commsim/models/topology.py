@@ -91,7 +91,6 @@ class Topology:
     """
 
     name = "topology"
-    bound_name = "Chan et al. 2007 bound (fastest host link)"
 
     def __init__(
         self,
@@ -169,17 +168,63 @@ class Topology:
             "overhead_s": self.overhead,
         }
 
+    #: what :meth:`lower_bound` is, for table headers; :meth:`bound` names the one that binds
+    bound_name = "strongest graph bound (injection, cut, bisection; docs/bounds.md)"
+
     def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
-        r"""Chan et al.'s bound with :math:`\alpha` = the least latency any message between two
-        placed hosts can have, :math:`\beta` = 1 / the fastest link out of a placed host (a
-        message takes one path, so it never goes faster), :math:`\gamma` as given."""
+        """Seconds no schedule of ``collective`` on ``nranks`` ranks can beat on this network
+        (:meth:`bound`'s value)."""
+        return self.bound(collective, nranks, nbytes)[0]
+
+    def bound(self, collective: str, nranks: int, nbytes: Any) -> tuple[Any, str]:
+        r"""The strongest lower bound of this model's port rules and its name.
+
+        A rank drives all of its host's links at once (its channels), so the bound is the
+        largest of the graph's injection, cut and bisection bounds
+        (:mod:`commsim.models._graph_bounds`), plus one message's least latency:
+
+        .. math::
+
+            T \ge \alpha_\min + n \max_{\text{cuts } S}
+            \max\left(\frac{d_\text{in}(S)}{B_\text{in}(S)},
+            \frac{d_\text{out}(S)}{B_\text{out}(S)}\right)
+
+        With ``contention="none"`` no link is shared, so a schedule with enough channels moves
+        any number of bytes at once: only the latency term holds.
+
+        Returns:
+            ``(seconds, name)``: a float for a number ``nbytes`` (an array for an array), and
+            the bound that binds, e.g. ``"injection bound (all of a host's links)"``, followed
+            by ``"; no bisection cut on over 512 nodes (max-flow)"`` where a family was left
+            out.
+
+        Examples:
+            >>> from commsim.topology import switch
+            >>> net = switch(4, bandwidth=1e9, latency=0.0)
+            >>> Topology(net).bound("allgather", 4, 4e9)  # (p - 1)/p · n / B
+            (3.0, "injection bound (all of a host's links)")
+        """
+        from commsim.models._graph_bounds import BOUND_NAMES, cut_bound, graph_cuts
+
         if nranks > self.network.nhosts:
             place(self.network, nranks, "linear")  # raises the one-line error
-        alpha, beta = self._bound_terms(nranks)
-        return lower_bound(collective, nranks, nbytes, alpha, beta, self.gamma / self._fmin())
-
-    def _fmin(self) -> float:
-        return 1.0
+        zero = lower_bound(collective, nranks, nbytes, 0.0, 0.0, 0.0)  # checks the inputs
+        if nranks < 2:
+            return zero, "one rank: nothing to move"
+        alpha, _ = self._bound_terms(nranks)
+        if self.contention == "none":
+            return zero + alpha, "one message's latency (contention=none shares no link)"
+        cache = self.__dict__.setdefault("_bound_cuts", {})
+        cuts = cache.get(nranks)
+        if cuts is None:
+            cuts = cache[nranks] = graph_cuts(
+                self.network, place(self.network, nranks, self.placement)
+            )
+        per_byte = cut_bound(collective, cuts)
+        key = max(per_byte, key=lambda k: per_byte[k])  # the first of equals: injection
+        value = zero + alpha + np.asarray(nbytes, float) * per_byte[key]
+        name = "; ".join((BOUND_NAMES[key], *cuts.notes))
+        return (float(value) if np.ndim(value) == 0 else value), name
 
     def _bound_terms(self, nranks: int) -> tuple[float, float]:
         net = self.network

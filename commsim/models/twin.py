@@ -135,6 +135,21 @@ class Twin:
             run = jax.vmap(lambda n: _time(self._consts, params, n, self.kind))
             return np.asarray(run(jnp.asarray(sizes)))
 
+    def sweep(self, params: dict[str, Any], nbytes: float) -> np.ndarray:
+        """Times (s) of ``N`` parameter sets at one size, in one compiled, vmapped call: every
+        entry of ``params`` has a leading axis of length ``N`` (``np.broadcast_to`` the ones
+        that do not vary)."""
+        lengths = {np.shape(v)[0] if np.ndim(v) else None for v in params.values()}
+        if len(lengths) != 1 or None in lengths:
+            raise ParameterError(
+                "sweep: every parameter needs the same leading axis (one entry per set)"
+            )
+        with jax.enable_x64(True):
+            batch = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
+            return np.asarray(
+                _sweep(self._consts, batch, jnp.asarray(nbytes, dtype=jnp.float64), self.kind)
+            )
+
     def grad(self, params: dict[str, Any], nbytes: Any) -> dict[str, Any]:
         """``d time / d params`` (same structure as ``params``), as Python floats and arrays."""
         with jax.enable_x64(True):
@@ -200,6 +215,7 @@ def _replay(c: dict[str, jax.Array], params: dict[str, Any], nbytes: jax.Array, 
 
 _time = jax.jit(_replay, static_argnames="kind")
 _grad = jax.jit(jax.grad(_replay, argnums=1), static_argnames="kind")
+_sweep = jax.jit(jax.vmap(_replay, in_axes=(None, 0, None, None)), static_argnames="kind")
 
 
 def _constants(program: Program) -> dict[str, jax.Array]:

@@ -4,7 +4,8 @@ A topology is a networkx graph of hosts and switches whose edges carry ``bandwid
 ``latency``; :class:`Network` checks it and compiles it to arrays; :func:`place` puts ranks on
 hosts. Generators (networkx style, size first, ``bandwidth=``/``latency=`` everywhere):
 :func:`switch`, :func:`ring`, :func:`torus`, :func:`hypercube`, :func:`fat_tree`,
-:func:`kary_fat_tree`, :func:`dragonfly`, :func:`nvlink_island`, :func:`rail_optimized`, and
+:func:`kary_fat_tree`, :func:`dragonfly`, :func:`nvlink_island`, :func:`rail_optimized`,
+:func:`hybrid_cube_mesh` (a DGX-1's GPUs), and
 :func:`join` for an intra-server graph joined by an inter-server one. :func:`summarize` measures a
 network (links by class, diameter, bisection bandwidth); :func:`draw` pictures a small one. The topology model (:class:`commsim.models.Topology`) times schedules on it.
 """
@@ -12,6 +13,7 @@ network (links by class, diameter, bisection bandwidth); :func:`draw` pictures a
 from commsim.topology._attributes import as_bandwidth, as_latency
 from commsim.topology._basic import hypercube, ring, switch, torus
 from commsim.topology._bisection import bisection_upper_bound, exact_bisection
+from commsim.topology._dgx1 import DGX1_NVLINKS, hybrid_cube_mesh
 from commsim.topology._dragonfly import dragonfly
 from commsim.topology._draw import MAX_DRAW_NODES, draw
 from commsim.topology._fat_tree import fat_tree, kary_fat_tree
@@ -28,6 +30,7 @@ from commsim.topology._summary import (
 
 __all__ = [
     "BISECTION_METHODS",
+    "DGX1_NVLINKS",
     "GENERATORS",
     "MAX_DRAW_NODES",
     "PLACEMENTS",
@@ -42,6 +45,7 @@ __all__ = [
     "draw",
     "exact_bisection",
     "fat_tree",
+    "hybrid_cube_mesh",
     "hypercube",
     "join",
     "kary_fat_tree",

@@ -78,12 +78,16 @@ def torus(
     bandwidth: float | str = DEFAULT_BANDWIDTH,
     latency: float | str = DEFAULT_LATENCY,
     kind: str = "link",
+    wrap: bool | Sequence[bool] = True,
 ) -> nx.Graph:
     """A direct network: hosts on a ``d``-dimensional torus, joined to their grid neighbours.
 
     Host ``i`` has mixed-radix coordinates over ``dims`` (last dimension fastest). Along a
     dimension of size ``k >= 3`` each host has two links (wrap-around included); of size 2, one
-    (a hypercube dimension); of size 1, none. Routed dimension by dimension, the short way round.
+    (a hypercube dimension); of size 1, none. ``wrap`` (one flag, or one per dimension) says
+    which dimensions have the wrap-around link: a dimension without it is a line (a mesh
+    dimension, as TPU slices whose size the vendor does not wrap). Routed dimension by
+    dimension, the short way round where the dimension wraps.
 
     Examples:
         >>> g = torus((4, 4))
@@ -91,27 +95,29 @@ def torus(
         (16, 32, {4})
         >>> torus((2, 2, 2)).number_of_edges()  # the 3-cube
         12
+        >>> torus((4, 3), wrap=(True, False)).number_of_edges()  # 3 rings of 4, 4 lines of 3
+        20
     """
     dims_t = (dims,) if isinstance(dims, int | np.integer) else tuple(dims)
     if not dims_t:
         raise ParameterError("torus: dims must name at least one dimension")
     dims_t = tuple(_count(k, "torus: every dimension") for k in dims_t)
+    wraps = _wraps(wrap, len(dims_t))
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     n = check_hosts(math.prod(dims_t), "torus")
-    g = nx.Graph(
-        name=f"torus({'x'.join(map(str, dims_t))})",
-        routing=("torus", dims_t),
-    )
+    record = ("torus", dims_t) if all(wraps) else ("torus", dims_t, wraps)
+    g = nx.Graph(name=f"torus({'x'.join(map(str, dims_t))})", routing=record)
     if max(dims_t) % 2 == 0 or sum(k > 1 for k in dims_t) <= 1:  # else an odd cut: not stated
-        g.graph["bisection_bandwidth"] = _torus_bisection(dims_t, bw)
+        g.graph["bisection_bandwidth"] = _torus_bisection(dims_t, wraps, bw)
     g.add_nodes_from(range(n), kind="host")
     idx = np.arange(n)
     stride = 1
-    for k in reversed(dims_t):
+    for k, w in zip(reversed(dims_t), reversed(wraps), strict=True):
         if k >= 2:
             c = (idx // stride) % k
+            keep = c + 1 < k if not w else np.ones(n, dtype=bool)
             nxt = idx + (((c + 1) % k) - c) * stride
-            pairs = zip(idx.tolist(), nxt.tolist(), strict=True)
+            pairs = zip(idx[keep].tolist(), nxt[keep].tolist(), strict=True)
             if k == 2:
                 pairs = ((a, b) for a, b in pairs if a < b)
             g.add_edges_from(pairs, bandwidth=bw, latency=lat, kind=kind)
@@ -119,13 +125,30 @@ def torus(
     return g
 
 
-def _torus_bisection(dims: tuple[int, ...], bw: float) -> float:
-    """Cutting the longest dimension ``k`` in half cuts ``n/k`` rings: 2 links each (1 if k = 2)."""
-    k = max(dims)
+def _wraps(wrap: bool | Sequence[bool], nd: int) -> tuple[bool, ...]:
+    """One wrap-around flag per dimension, from one flag or a sequence of ``nd``."""
+    if isinstance(wrap, bool | np.bool_):
+        return (bool(wrap),) * nd
+    flags = tuple(wrap) if isinstance(wrap, Sequence) and not isinstance(wrap, str) else None
+    if flags is None or len(flags) != nd or not all(isinstance(f, bool | np.bool_) for f in flags):
+        raise ParameterError(
+            f"torus: wrap must be true, false or one flag per dimension ({nd}), got {wrap!r}"
+        )
+    return tuple(bool(f) for f in flags)
+
+
+def _torus_bisection(dims: tuple[int, ...], wraps: tuple[bool, ...], bw: float) -> float:
+    """Cutting a dimension ``k`` in half cuts ``n/k`` lines: 2 links each on a ring of ``k > 2``,
+    1 on a line or a pair; the cheapest even dimension (the longest one when all wrap)."""
     n = math.prod(dims)
-    if k == 1:
+    if max(dims) == 1:
         return 0.0
-    return (2 if k > 2 else 1) * (n // k) * bw
+    cuts = [
+        (n // k) * (2 if w and k > 2 else 1)
+        for k, w in zip(dims, wraps, strict=True)
+        if k > 1 and (k % 2 == 0 or sum(d > 1 for d in dims) == 1)
+    ]
+    return min(cuts) * bw
 
 
 def ring(

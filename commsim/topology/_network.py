@@ -214,9 +214,10 @@ class Network:
         routing = self.graph.graph.get("routing")
         if routing is not None and routing[0] == "torus" and not self.is_switch.any():
             dims = np.asarray(routing[1], dtype=np.int64)
+            wrap = np.asarray(routing[2] if len(routing) > 2 else [True] * len(dims))
             if int(np.prod(dims)) == len(self.nodes):
                 indptr, links, ok = route_torus(
-                    src, dst, dims, self.out_indptr, self.out_nbr, self.out_link
+                    src, dst, dims, wrap, self.out_indptr, self.out_nbr, self.out_link
                 )
                 if ok:
                     return indptr, links

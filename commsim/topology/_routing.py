@@ -228,10 +228,11 @@ def route_shortest(  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
-def route_torus(src, dst, dims, out_indptr, out_nbr, out_link):  # pragma: no cover
+def route_torus(src, dst, dims, wrap, out_indptr, out_nbr, out_link):  # pragma: no cover
     """Dimension-order routes on a torus whose node ``i`` has mixed-radix coordinates over
-    ``dims`` (last dimension fastest). Returns ``(indptr, links, ok)``; ``ok`` is False when a
-    needed link is missing (the graph was edited)."""
+    ``dims`` (last dimension fastest); a dimension with ``wrap[k]`` false is a line, crossed
+    the only way there is. Returns ``(indptr, links, ok)``; ``ok`` is False when a needed link
+    is missing (the graph was edited)."""
     m = src.shape[0]
     nd = dims.shape[0]
     stride = np.ones(nd, dtype=np.int64)
@@ -243,7 +244,10 @@ def route_torus(src, dst, dims, out_indptr, out_nbr, out_link):  # pragma: no co
         for k in range(nd):
             n = dims[k]
             delta = ((dst[i] // stride[k]) % n - (src[i] // stride[k]) % n) % n
-            h += min(delta, n - delta)
+            if wrap[k]:
+                h += min(delta, n - delta)
+            else:
+                h += abs((dst[i] // stride[k]) % n - (src[i] // stride[k]) % n)
         indptr[i + 1] = indptr[i] + h
     links = np.empty(indptr[m], dtype=np.int64)
     for i in range(m):
@@ -254,7 +258,10 @@ def route_torus(src, dst, dims, out_indptr, out_nbr, out_link):  # pragma: no co
             delta = ((dst[i] // stride[k]) % n - (x // stride[k]) % n) % n
             if delta == 0:
                 continue
-            up = delta < n - delta or (2 * delta == n and _mix(src[i], dst[i], k) % 2 == 0)
+            if wrap[k]:
+                up = delta < n - delta or (2 * delta == n and _mix(src[i], dst[i], k) % 2 == 0)
+            else:  # a line: towards the destination's coordinate
+                up = (dst[i] // stride[k]) % n > (x // stride[k]) % n
             steps = delta if up else n - delta
             for _ in range(steps):
                 c = (x // stride[k]) % n

@@ -8,6 +8,8 @@ same file at world size 1. Two kinds of tests:
   which a send completes only when its receiver has posted the matching receive (MPI's
   synchronous mode, the worst case for deadlocks). It must finish and leave buffers identical to
   the reference interpreter's: the lowering's order is deadlock-free and its data movement right.
+  Multi-channel schedules (IR rule 6) are replayed round by round (mpi4jax) and wave by wave
+  (the host executor's non-blocking ``Isend`` / ``Irecv`` of a wave, then ``Waitall``).
 * **Real runs** under MPI: every registry row, the MPI library's native collectives, random
   schedules; and a schedule whose p differs from the world size is refused.
 * **The host executor** (``--backend mpi4py``, :class:`commsim.exec.mpi.HostMpiBackend`): the
@@ -19,7 +21,9 @@ same file at world size 1. Two kinds of tests:
 
 from __future__ import annotations
 
+import importlib.util
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -35,6 +39,13 @@ from commsim.exec.mpi import RankPlan, plan
 pytestmark = pytest.mark.mpi
 
 ROWS = sorted(REGISTRY)
+
+_spec = importlib.util.spec_from_file_location(
+    "channel_cases", Path(__file__).parents[1] / "channel_cases.py"
+)
+assert _spec is not None and _spec.loader is not None
+channel_cases = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(channel_cases)
 
 
 def random_schedule(seed: int, p: int, units=(1, 2, 1, 3, 1, 1), nsteps: int = 4) -> Schedule:
@@ -164,6 +175,140 @@ def test_replay_of_random_schedules(seed):
     replay_matches_interpreter(random_schedule(seed, p=2 + seed % 6), per_unit=1 + seed % 3)
 
 
+def replay_waves(plans: list[RankPlan], buffers: np.ndarray) -> np.ndarray:
+    """Run every rank's program the host executor's way: per step, the rank's rounds of one wave
+    are posted together (non-blocking receives and sends), and it moves on when all of them are
+    matched. A send matches the earliest receive its peer has posted for it (same source and
+    tag, MPI's order) and completes only then (rendezvous); a size mismatch is a failure."""
+    from commsim.exec.mpi._host import _waves
+
+    p = len(plans)
+    units = [[(si, w) for si, st in enumerate(pl.steps) for w in _waves(st.rounds)] for pl in plans]
+    step = [0] * p
+    pos = [0] * p
+    old = [buffers[r].copy() for r in range(p)]
+    pending: list[list] = [[] for _ in range(p)]
+    sends: list[list] = [[] for _ in range(p)]  # (peer, tag, message) posted, not yet matched
+    recvs: list[list] = [[] for _ in range(p)]
+    posted = [False] * p
+
+    def finish_steps(r) -> bool:
+        moved = False
+        while step[r] < len(plans[r].steps) and not (
+            pos[r] < len(units[r]) and units[r][pos[r]][0] == step[r]
+        ):
+            st = plans[r].steps[step[r]]
+            for s, v in pending[r] + [(s, old[r][s.src : s.src + s.length]) for s in st.local]:
+                if s.reduce:
+                    buffers[r, s.dst : s.dst + s.length] += v
+                else:
+                    buffers[r, s.dst : s.dst + s.length] = v
+            pending[r] = []
+            step[r] += 1
+            old[r] = buffers[r].copy()
+            moved = True
+        return moved
+
+    progress = True
+    while progress:
+        progress = False
+        for r in range(p):
+            progress |= finish_steps(r)
+            if pos[r] >= len(units[r]):
+                continue
+            si, wave = units[r][pos[r]]
+            if not posted[r]:
+                tag = plans[r].steps[si].tag
+                sends[r] = [(x.send.peer, tag, x.send) for x in wave if x.send is not None]
+                recvs[r] = [(x.recv.peer, tag, x.recv) for x in wave if x.recv is not None]
+                posted[r] = progress = True
+            for k, (d, tag, msg) in enumerate(sends[r]):
+                if any(e[0] == d and e[1] == tag for e in sends[r][:k]):
+                    continue  # an earlier send to d with this tag goes first (MPI's order)
+                match = [i for i, e in enumerate(recvs[d]) if e[0] == r and e[1] == tag]
+                if not match:
+                    continue
+                _, _, want = recvs[d].pop(match[0])
+                assert want.size == msg.size, f"rank {r} -> {d}: sizes {msg.size} != {want.size}"
+                payload = np.concatenate([old[r][s.src : s.src + s.length] for s in msg.segments])
+                at = 0
+                for s in want.segments:
+                    pending[d].append((s, payload[at : at + s.length]))
+                    at += s.length
+                sends[r][k] = (-1, -1, None)
+                progress = True
+            sends[r] = [e for e in sends[r] if e[2] is not None]
+            if posted[r] and not sends[r] and not recvs[r]:
+                pos[r] += 1
+                posted[r] = False
+                progress = True
+    stuck = [r for r in range(p) if step[r] < len(plans[r].steps)]
+    assert not stuck, f"deadlock: ranks {stuck} stuck in steps {[step[r] for r in stuck]}"
+    return buffers
+
+
+def _channel_ids(p: int) -> list[str]:
+    return [name for name, _ in channel_cases.cases(p)]
+
+
+@pytest.mark.parametrize("p", [2, 3, 4, 5, 8])
+def test_replay_of_multichannel_schedules_round_by_round_and_wave_by_wave(p):
+    for _, s in channel_cases.cases(p):
+        lay = layout(s, 2 * s.nbytes_units)
+        buf = np.random.default_rng(p).integers(-50, 50, size=(p, lay.nelems)).astype(np.int64)
+        want = interpret(s, lay, buf.copy())
+        plans = plan(s, lay)
+        np.testing.assert_array_equal(replay(plans, buf.copy()), want)
+        np.testing.assert_array_equal(replay_waves(plans, buf.copy()), want)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_replay_of_random_schedules_in_parallel(seed):
+    """Two random schedules side by side (``parallel``): many channels, pairs repeated across
+    channels, unequal messages, local transfers; replayed both ways."""
+    from commsim.algorithms._parallel import parallel
+
+    p = 3 + seed % 4
+    units = (1, 1, 1, 1, 1)  # parallel cuts a transfer into one per slot: equal slots on both sides
+    a = random_schedule(300 + seed, p, units)
+    s = parallel(a, random_schedule(400 + seed, p, units, nsteps=2 + seed))
+    lay = layout(s, (1 + seed % 2) * s.nbytes_units)
+    buf = np.random.default_rng(seed).integers(-50, 50, size=(p, lay.nelems)).astype(np.int64)
+    want = interpret(s, lay, buf.copy())
+    plans = plan(s, lay)
+    assert s.nchannels == 2
+    np.testing.assert_array_equal(replay(plans, buf.copy()), want)
+    np.testing.assert_array_equal(replay_waves(plans, buf.copy()), want)
+
+
+def test_two_channels_between_one_pair_are_two_messages_in_one_wave():
+    s = channel_cases.cases(4)[0][1]  # allreduce/channels(ring,2)
+    [pl] = plan(s, layout(s, 2 * s.nbytes_units), ranks=[0])
+    st = pl.steps[0]
+    assert [(r.send.peer, r.recv.peer, r.channel, r.wave) for r in st.rounds] == [
+        (1, 3, 0, 0),
+        (1, 3, 1, 0),
+    ]
+
+
+def test_the_wave_replay_catches_a_deadlock_and_a_size_mismatch():
+    from commsim.exec.mpi._plan import Message, Round, Segment, StepPlan
+
+    one, two = (Segment(0, 1, 0, False),), (Segment(0, 2, 0, False),)
+
+    def prog(r: int, waves: tuple[int, int], segs) -> RankPlan:
+        rounds = (Round(Message(1 - r, one), None, 0, waves[0]),
+                  Round(None, Message(1 - r, segs), 1, waves[1]))  # fmt: skip
+        return RankPlan(r, 2, 2, (StepPlan(0, rounds, ()),))
+
+    buf = np.zeros((2, 2), dtype=np.int64)
+    with pytest.raises(AssertionError, match="deadlock"):  # send first, receive a wave later
+        replay_waves([prog(0, (0, 1), one), prog(1, (0, 1), one)], buf)
+    replay_waves([prog(0, (0, 0), one), prog(1, (0, 0), one)], buf)  # one wave: no deadlock
+    with pytest.raises(AssertionError, match="sizes"):
+        replay_waves([prog(0, (0, 0), two), prog(1, (0, 0), two)], buf)
+
+
 def test_plan_orders_rounds_like_the_shared_matchings():
     s = (
         commsim.build("allgather", "direct", nranks=4)
@@ -192,6 +337,20 @@ def test_every_row_matches_the_reference(backend, world, row):
     inputs = random_inputs(lay, np.float32, seed=world)
     out = execute(s, inputs, backend)  # raises, naming rank and element, if it differs
     assert out.dtype == np.float32
+
+
+@pytest.mark.parametrize("executor", ["mpi", "mpi4py"])
+def test_multichannel_schedules_match_the_reference(backend, world, executor):
+    """``channels(., 2)`` and ``parallel(., .)`` of every collective (IR rule 6): under mpi4jax
+    the channels take turns, under the host executor a wave's rounds go out at once."""
+    from commsim.exec.mpi import HostMpiBackend
+
+    be = backend if executor == "mpi" else HostMpiBackend(backend.comm)
+    for _, s in channel_cases.cases(world):
+        lay = layout(s, 2 * s.nbytes_units)
+        buf = np.random.default_rng(world).integers(-50, 50, (world, lay.nelems)).astype(np.int32)
+        c = be.compile(s, lay, np.int32)  # exact, scratch slots included
+        np.testing.assert_array_equal(c.get(c.run(c.put(buf))), interpret(s, lay, buf.copy()))
 
 
 @pytest.mark.parametrize("collective", sorted({c for c, _ in ROWS}))

@@ -92,3 +92,17 @@ def test_a_traced_run_has_a_slice_per_rank_and_step_with_traffic(backend, world,
     assert (other["backend"], other["algorithm"]) == ("mpi", name)
     assert "step-timed" in other["note"]
     assert other["clock"].startswith("one host")  # the tests' ranks share one machine
+
+
+def test_a_multichannel_trace_has_an_arrow_per_message_and_channel(backend, world):
+    """``channels(ring, 2)``: two messages between each pair per step (IR rule 6), two arrows."""
+    from commsim.algorithms._parallel import channels
+
+    s = channels(build("allreduce", "ring", world), 2)
+    rank, doc = trace_in_place(s, BenchRequest((16 * 1024,)))
+    if rank != 0:
+        assert doc is None
+        return
+    checks.check_trace(doc)
+    arrows = sum(e["ph"] == "s" for e in doc["traceEvents"])
+    assert arrows == checks.count_messages(s) == 2 * world * (world > 1) * s.nsteps

@@ -31,6 +31,9 @@ Lowering of a step (all transfers of the step become one launch, two where it mu
    step's table is ``5 × (groups + 1)`` integers plus one per source, independent of the
    message size.
 
+Channels (IR rule 6) need nothing here: a step's transfers on every channel are one launch, so
+the channels of a step run at once; steps run in order.
+
 Cost of a step, in memory traffic: every moved element is read once and written once, plus one
 read of the destination per reducing group, plus ``2 ×`` the staged elements; one launch (two
 if staged). A ring allreduce on ``p`` ranks of ``n`` elements therefore moves ``5 (p - 1) n``

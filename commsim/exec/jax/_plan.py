@@ -4,12 +4,15 @@ Rank ``r`` is device ``r`` of a 1-D mesh; its buffer is row ``r`` of a ``[p, nel
 sharded over the mesh. The device program (:mod:`commsim.exec.jax._program`) follows a
 :class:`Plan` made here, without JAX, step by step:
 
-1. The step's remote transfers are grouped into **messages** by ``(src, dst)`` and the messages
-   split into **rounds** by :func:`commsim._messages.matchings` (each rank sends ≤ 1 and receives
-   ≤ 1 message per round; :func:`commsim.exec._lowering.step_messages`): **one**
+1. The step's remote transfers are grouped into **messages** by ``(src, dst, channel)`` and the
+   messages split into **rounds** (each rank sends ≤ 1 and receives ≤ 1 message per round, all
+   of a round on one channel; :func:`commsim.exec._lowering.step_messages`): **one**
    ``lax.ppermute`` **per round**. Local transfers (``src == dst``) form one extra round without
    a ``ppermute``, placed first: its writes then come first, and XLA, which fuses a local
    payload's read into its write, sees every read of the buffer before any write of the step.
+   Channels (IR rule 6) cost nothing extra: a step's ``ppermute`` s, on every channel, all read
+   the pre-step buffer and none waits for another, so the rounds of different channels are in
+   flight together and XLA is free to overlap them (the program puts no barrier between them).
 2. A message's transfers, sorted and merged where contiguous on both sides, are its
    **segments**; segment ``k`` of every message of a round forms a segment column of static
    length ``L_k`` (the longest one). The sender's payload is the concatenation over ``k`` of
@@ -24,6 +27,15 @@ sharded over the mesh. The device program (:mod:`commsim.exec.jax._program`) fol
 Per-device values (window starts, mask bounds, reduce flags) live in one small static table
 ``[p, ncols]`` (int32, :attr:`Plan.table`) whose row the program picks once with
 ``lax.axis_index``.
+
+4. **Channels apart.** With 2 to :data:`MAX_BUFFERS` channels that keep IR rule 6's promise
+   (:class:`commsim.exec._channels.Owners`), every channel gets a copy of the buffer: its rounds
+   (``Round.channel``) read and write that copy only, so a channel's step waits for its own
+   earlier steps and never for another channel's, and the channels progress separately as the
+   IR says; :attr:`Plan.owner` says from which copy each ``(rank, slot)`` is taken at the end.
+   Cost: one buffer per channel, and one select over the buffer per channel past the first
+   when they are merged. Past :data:`MAX_BUFFERS`, or for a schedule that breaks the
+   promise, one buffer (channels then overlap within a step only).
 """
 
 from __future__ import annotations
@@ -35,10 +47,14 @@ import numpy as np
 
 from commsim._ir import Schedule, Step
 from commsim.errors import CommsimError
+from commsim.exec._channels import Owners
 from commsim.exec._layout import Layout
 from commsim.exec._lowering import Segments, check_layout, checked_steps, step_messages
 
-__all__ = ["Plan", "Round", "Segment", "plan"]
+__all__ = ["MAX_BUFFERS", "Plan", "Round", "Segment", "plan"]
+
+#: Most channels that get a buffer copy of their own (device memory grows by one buffer each).
+MAX_BUFFERS = 8
 
 Perm = tuple[tuple[int, int], ...]
 
@@ -63,11 +79,13 @@ class Segment(NamedTuple):
 
 
 class Round(NamedTuple):
-    """One ``ppermute`` (``perm`` is its ``(src, dst)`` pairs) or the local round (``None``)."""
+    """One ``ppermute`` (``perm`` is its ``(src, dst)`` pairs) or the local round (``None``),
+    and the channel its messages are on."""
 
     perm: Perm | None
     segments: tuple[Segment, ...]
     size: int  # payload elements
+    channel: int = 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +97,15 @@ class Plan:
     pad: int  # extra elements appended to the working buffer (0 unless windows do not fit)
     steps: tuple[tuple[Round, ...], ...]
     table: np.ndarray  # [p, ncols] int32: per-device window starts, mask bounds, flags
+    #: [p, nslots] int32: the channel whose buffer holds each (rank, slot) at the end, when the
+    #: channels run on buffers of their own (``None``: one buffer)
+    owner: np.ndarray | None = None
+    slot_elems: np.ndarray | None = None  # [nslots]: elements per slot (with ``owner``)
+
+    @property
+    def nbuffers(self) -> int:
+        """Buffer copies the program keeps: one per channel, or one."""
+        return 1 if self.owner is None else int(max(r.channel for st in self.steps for r in st)) + 1
 
     @property
     def nppermutes(self) -> int:
@@ -123,15 +150,20 @@ def _columns(messages: list[Segments]) -> list[_Column]:
     return cols
 
 
-def _step_rounds(step: Step, off: np.ndarray, p: int) -> list[tuple[Perm | None, list[_Column]]]:
-    """The rounds of one step (the local round first), each as its permutation and columns."""
+RawRound = tuple[Perm | None, list[_Column], int]  # permutation, columns, channel
+
+
+def _step_rounds(step: Step, off: np.ndarray, p: int) -> list[RawRound]:
+    """The rounds of one step (the local rounds first, one per channel): permutation, columns
+    and channel."""
     sm = step_messages(step, off, p)
-    rounds: list[tuple[Perm | None, list[_Column]]] = [
-        (tuple((m.src, m.dst) for m in msgs), _columns(msgs)) for msgs in sm.rounds
+    local = sorted({m.channel for m in sm.local})
+    rounds: list[RawRound] = [
+        (None, _columns([m for m in sm.local if m.channel == c]), c) for c in local
     ]
-    if sm.local:
-        rounds.insert(0, (None, _columns(sm.local)))
-    return rounds
+    return rounds + [
+        (tuple((m.src, m.dst) for m in msgs), _columns(msgs), msgs[0].channel) for msgs in sm.rounds
+    ]
 
 
 def _shifts(col: _Column, n: int) -> np.ndarray | None:
@@ -141,11 +173,11 @@ def _shifts(col: _Column, n: int) -> np.ndarray | None:
     return lo if (lo <= hi).all() else None
 
 
-def _padding(raw: list[list[tuple[Perm | None, list[_Column]]]], n: int) -> int:
+def _padding(raw: list[list[RawRound]], n: int) -> int:
     """Elements to append to the buffer so that every window fits (0 almost always)."""
     pad = 0
     for rounds in raw:
-        for _, cols in rounds:
+        for _, cols, _ in rounds:
             for c in cols:
                 if _shifts(c, n) is None:
                     pad = max(pad, int((np.maximum(c.off, c.doff) + c.length - n).max()))
@@ -194,13 +226,13 @@ def _segment(c: _Column, offset: int, n: int, receivers: set[int], table: _Table
     return Segment(c.length, offset, mode, masked, send, recv, lo, hi, red)
 
 
-def _round(perm: Perm | None, cols: list[_Column], n: int, table: _Table) -> Round:
+def _round(perm: Perm | None, cols: list[_Column], channel: int, n: int, table: _Table) -> Round:
     receivers = {r for _, r in perm} if perm is not None else set(range(table.p))
     segs, offset = [], 0
     for c in cols:
         segs.append(_segment(c, offset, n, receivers, table))
         offset += c.length
-    return Round(perm, tuple(segs), offset)
+    return Round(perm, tuple(segs), offset, channel)
 
 
 def plan(schedule: Schedule, layout: Layout) -> Plan:
@@ -216,10 +248,20 @@ def plan(schedule: Schedule, layout: Layout) -> Plan:
     """
     check_layout(schedule, layout)
     p, n = schedule.nranks, layout.nelems
-    raw = [_step_rounds(st, layout.offsets, p) for _, st in checked_steps(schedule)]
+    apart = 1 < schedule.nchannels <= MAX_BUFFERS
+    owners = Owners(p, schedule.nslots)
+    raw = []
+    for _, st in checked_steps(schedule):
+        raw.append(_step_rounds(st, layout.offsets, p))
+        if apart:
+            owners.add(st)
     pad = _padding(raw, n)
     if n + pad >= 2**31:
         raise CommsimError(f"buffers of {n + pad} elements are too large for the jax backend")
     table = _Table(p)
-    steps = tuple(tuple(_round(perm, cols, n + pad, table) for perm, cols in rs) for rs in raw)
-    return Plan(p, n, pad, steps, table.array())
+    steps = tuple(tuple(_round(*r, n + pad, table) for r in rs) for rs in raw)
+    owner = owners.table() if apart else None
+    if owner is None:
+        return Plan(p, n, pad, steps, table.array())
+    sizes = np.diff(layout.offsets)
+    return Plan(p, n, pad, steps, table.array(), owner.astype(np.int32), sizes)

@@ -74,9 +74,34 @@ def _write(b: Any, row: Any, rnd: Round, payload: Any) -> Any:
     return b
 
 
+def _step(b: Any, row: Any, rounds: tuple[Round, ...], axis: str) -> Any:
+    """Buffer ``b`` after ``rounds``: every payload sliced and sent, then every write."""
+    payloads = _payloads(b, row, rounds, axis)  # every read of the step ...
+    payloads, b = lax.optimization_barrier((payloads, b))
+    for rnd, payload in zip(rounds, payloads, strict=True):  # ... then every write
+        b = _write(b, row, rnd, payload)
+    return b
+
+
+def _merged(bufs: list[Any], pl: Plan, axis: str) -> Any:
+    """Each ``(rank, slot)`` from the buffer of the channel that owns it (:attr:`Plan.owner`)."""
+    assert pl.owner is not None and pl.slot_elems is not None
+    owner = jnp.asarray(pl.owner)[lax.axis_index(axis)]
+    per_elem = jnp.repeat(owner, pl.slot_elems, total_repeat_length=pl.nelems)[None, :]
+    out = bufs[0][:, : pl.nelems]
+    for c in range(1, len(bufs)):
+        out = jnp.where(per_elem == c, bufs[c][:, : pl.nelems], out)
+    return out
+
+
 def program(pl: Plan, axis: str, on_trace: Callable[[], None]) -> Body:
     """The per-device function of plan ``pl`` over mesh axis ``axis`` (called in ``shard_map``);
-    ``on_trace()`` is called each time JAX traces it."""
+    ``on_trace()`` is called each time JAX traces it.
+
+    With one buffer, a step's rounds (every channel's) read the pre-step buffer and are sent
+    together, then written. With a buffer per channel (:attr:`Plan.owner`), each channel's
+    rounds of a step read and write its own buffer only, so nothing orders one channel's steps
+    after another's; the buffers are merged at the end."""
 
     def body(x: Any) -> Any:
         on_trace()
@@ -84,14 +109,16 @@ def program(pl: Plan, axis: str, on_trace: Callable[[], None]) -> Body:
         if pl.pad:
             b = jnp.pad(b, ((0, 0), (0, pl.pad)))
         row = jnp.asarray(pl.table)[lax.axis_index(axis)]
+        if pl.owner is None:
+            for rounds in pl.steps:
+                if rounds:
+                    b = _step(b, row, rounds, axis)
+            return b[:, : pl.nelems] if pl.pad else b
+        bufs = [b] * pl.nbuffers
         for rounds in pl.steps:
-            if not rounds:
-                continue
-            payloads = _payloads(b, row, rounds, axis)  # every read of the step ...
-            payloads, b = lax.optimization_barrier((payloads, b))
-            for rnd, payload in zip(rounds, payloads, strict=True):  # ... then every write
-                b = _write(b, row, rnd, payload)
-        return b[:, : pl.nelems] if pl.pad else b
+            for c in sorted({r.channel for r in rounds}):
+                bufs[c] = _step(bufs[c], row, tuple(r for r in rounds if r.channel == c), axis)
+        return _merged(bufs, pl, axis)
 
     return body
 

@@ -8,7 +8,9 @@ Rank ``r`` is MPI rank ``r`` of a communicator of exactly ``p`` processes (a pri
   that MPI runs exactly ``p`` processes; :func:`missing` says, without importing anything,
   whether mpi4py, mpi4jax and ``mpirun`` are installed (:data:`INSTALL_HINT` says how).
 * **plan**: :func:`commsim.exec.mpi._plan.plan`, numpy only: this rank's rounds of
-  ``sendrecv`` / ``send`` / ``recv`` (the module states why they cannot deadlock).
+  ``sendrecv`` / ``send`` / ``recv`` (the module states why they cannot deadlock). mpi4jax has
+  no non-blocking operations, so this backend runs a rank's channels (IR rule 6) one round
+  after another; :class:`HostMpiBackend` runs them at once (``Isend`` / ``Irecv``).
 * **program**: :func:`commsim.exec.mpi._program.program`, the rank's plan as one ``jax.jit``
   function of its buffer held as chunks (cut where the plan reads or writes), donated:
   ``buf = run(buf)``; ``repeat(buf, k)`` runs it ``k`` times in one call, and :meth:`idle` is

@@ -18,6 +18,13 @@ The step's semantics are the IR's (all reads of a step before its writes, overwr
 * after the rounds, received ranges are written (copied, or added with ``numpy.add``) in the
   plan's order, then local transfers (their sources read before any write of the step).
 
+Channels (IR rule 6) run at once: the rounds of one **wave** of the plan are on different
+channels, so where a rank takes part in several rounds of a wave it posts them all with
+non-blocking ``Irecv`` then ``Isend`` (to several peers at once) and waits for them with one
+``Waitall``; a wave in which it has one round is the blocking call above. Each channel keeps
+its round order (its ``j``-th round is in wave ``j``), and the plan's module states why this
+cannot deadlock either (:mod:`commsim.exec.mpi._plan`).
+
 Scratch buffers are allocated once per program (:func:`compiled`), so a timed run allocates
 nothing. ``run`` works in place on the buffer ``put`` returns (``buf = run(buf)``, as the
 donated mpi4jax program); ``repeat(buf, k)`` is ``k`` runs, one Python loop.
@@ -31,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from commsim.exec._backend import Compiled
-from commsim.exec.mpi._plan import RankPlan, Segment, StepPlan
+from commsim.exec.mpi._plan import RankPlan, Round, Segment, StepPlan
 
 __all__ = ["compiled", "idle"]
 
@@ -60,18 +67,25 @@ def _step(st: StepPlan, comm: Any, dt: np.dtype) -> Op:
     touched = _touched(st)
     calls: list[Op] = []
     writes: list[tuple[Segment, np.ndarray | None, int]] = []  # (segment, scratch, offset)
-    for rnd in st.rounds:
-        send_segs = rnd.send.segments if rnd.send is not None else ()
-        packed = np.empty(sum(s.length for s in send_segs), dt) if len(send_segs) > 1 else None
-        direct = rnd.recv is not None and _in_place(rnd.recv.segments, touched)
-        scratch = None
-        if rnd.recv is not None and not direct:
-            scratch = np.empty(rnd.recv.size, dt)
-            at = 0
-            for s in rnd.recv.segments:
-                writes.append((s, scratch, at))
-                at += s.length
-        calls.append(_round(rnd, comm, st.tag, packed, scratch, direct))
+    for wave in _waves(st.rounds):
+        ops = []
+        for rnd in wave:
+            send_segs = rnd.send.segments if rnd.send is not None else ()
+            packed = np.empty(sum(s.length for s in send_segs), dt) if len(send_segs) > 1 else None
+            direct = rnd.recv is not None and _in_place(rnd.recv.segments, touched)
+            scratch = None
+            if rnd.recv is not None and not direct:
+                scratch = np.empty(rnd.recv.size, dt)
+                at = 0
+                for s in rnd.recv.segments:
+                    writes.append((s, scratch, at))
+                    at += s.length
+            ops.append((rnd, packed, scratch, direct))
+        if len(ops) == 1:
+            rnd, packed, scratch, direct = ops[0]
+            calls.append(_round(rnd, comm, st.tag, packed, scratch, direct))
+        else:
+            calls.append(_wave(ops, comm, st.tag))
     local = [(s, np.empty(s.length, dt)) for s in st.local]
 
     def step(buf: np.ndarray) -> None:
@@ -87,6 +101,17 @@ def _step(st: StepPlan, comm: Any, dt: np.dtype) -> Op:
     return step
 
 
+def _waves(rounds: tuple[Round, ...]) -> list[list[Round]]:
+    """This rank's rounds, grouped by wave (the plan lists them wave by wave)."""
+    out: list[list[Round]] = []
+    for rnd in rounds:
+        if out and out[-1][0].wave == rnd.wave:
+            out[-1].append(rnd)
+        else:
+            out.append([rnd])
+    return out
+
+
 def _write(buf: np.ndarray, s: Segment, value: np.ndarray) -> None:
     dst = buf[s.dst : s.dst + s.length]
     if s.reduce:
@@ -95,12 +120,8 @@ def _write(buf: np.ndarray, s: Segment, value: np.ndarray) -> None:
         np.copyto(dst, value)
 
 
-def _round(
-    rnd: Any, comm: Any, tag: int, packed: np.ndarray | None, scratch: np.ndarray | None,
-    direct: bool,
-) -> Op:  # fmt: skip
-    """The round's MPI call on the buffer: ``Sendrecv``, ``Send`` or ``Recv``."""
-    send, recv = rnd.send, rnd.recv
+def _payload(send: Any, packed: np.ndarray | None) -> Callable[[np.ndarray], np.ndarray]:
+    """The send buffer of message ``send``: a view of its one segment, or packed."""
 
     def payload(buf: np.ndarray) -> np.ndarray:
         if packed is None:
@@ -112,6 +133,12 @@ def _round(
             at += s.length
         return packed
 
+    return payload
+
+
+def _target(recv: Any, scratch: np.ndarray | None, direct: bool) -> Callable[[np.ndarray], Any]:
+    """Where message ``recv`` lands: its destination range (``direct``) or its scratch."""
+
     def target(buf: np.ndarray) -> np.ndarray:
         if direct:
             [s] = recv.segments
@@ -119,11 +146,41 @@ def _round(
         assert scratch is not None
         return scratch
 
-    if send is not None and recv is not None:
+    return target
+
+
+def _round(
+    rnd: Any, comm: Any, tag: int, packed: np.ndarray | None, scratch: np.ndarray | None,
+    direct: bool,
+) -> Op:  # fmt: skip
+    """The round's MPI call on the buffer: ``Sendrecv``, ``Send`` or ``Recv``."""
+    send, recv = rnd.send, rnd.recv
+    payload = _payload(send, packed) if send is not None else None
+    target = _target(recv, scratch, direct) if recv is not None else None
+    if payload is not None and target is not None:
         return lambda buf: comm.Sendrecv(payload(buf), send.peer, tag, target(buf), recv.peer, tag)
-    if send is not None:
+    if payload is not None:
         return lambda buf: comm.Send(payload(buf), send.peer, tag)
+    assert target is not None
     return lambda buf: comm.Recv(target(buf), recv.peer, tag)
+
+
+def _wave(
+    ops: list[tuple[Any, np.ndarray | None, np.ndarray | None, bool]], comm: Any, tag: int
+) -> Op:
+    """Several rounds of one wave (one per channel) at once: every receive posted with
+    ``Irecv``, every send with ``Isend``, in round order, then one ``Waitall``."""
+    from mpi4py import MPI
+
+    recvs = [(r.recv.peer, _target(r.recv, sc, d)) for r, _, sc, d in ops if r.recv is not None]
+    sends = [(r.send.peer, _payload(r.send, pk)) for r, pk, _, _ in ops if r.send is not None]
+
+    def wave(buf: np.ndarray) -> None:
+        reqs = [comm.Irecv(target(buf), peer, tag) for peer, target in recvs]
+        reqs += [comm.Isend(payload(buf), peer, tag) for peer, payload in sends]
+        MPI.Request.Waitall(reqs)
+
+    return wave
 
 
 def compiled(pl: RankPlan, comm: Any, dtype: np.dtype) -> Compiled:

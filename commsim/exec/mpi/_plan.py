@@ -2,17 +2,25 @@ r"""The mpi4jax backend's plan: each rank's program of rounds (numpy only), and 
 deadlock.
 
 Rank ``r`` is MPI rank ``r`` of a communicator of exactly ``p`` processes; it holds only its own
-flat buffer ``[nelems]``. For each step, every rank computes the same global decomposition the
-cost models use, :func:`commsim._messages.matchings` of the step's messages (its remote transfers
-grouped by ``(src, dst)``; :func:`commsim.exec._lowering.step_messages`), and keeps its part of
-each round: at most one message to send and one to receive. Per round its program
-(:mod:`commsim.exec.mpi._program`) issues
+flat buffer ``[nelems]``. For each step, every rank computes the same global decomposition,
+:func:`commsim.exec._lowering.step_messages`: the step's remote transfers grouped into messages
+by ``(src, dst, channel)`` and split into rounds by :func:`commsim._messages.matchings` (the
+decomposition the cost models use), per channel, the ``j``-th rounds of every channel forming
+**wave** ``j`` (:func:`commsim.exec._lowering.port_rounds`; one channel: a wave per round). The
+rank keeps its part of each round: at most one message to send and one to receive, with the
+round's channel and wave. Per round its program (:mod:`commsim.exec.mpi._program`) issues
 
 * ``mpi4jax.sendrecv`` when it both sends and receives, else ``mpi4jax.send`` or ``mpi4jax.recv``,
   tagged with the step index (mod :data:`TAG_LIMIT`);
 * the payload of a message is the concatenation of its transfers' element ranges (contiguous
   runs merged: its :class:`Segment` s), read from the **pre-step** buffer; the receiver splits it
   the same way.
+
+mpi4jax has only blocking operations, so its program runs the rounds one after another and a
+rank's channels take turns (their messages are all sent, but not at once). The host executor
+(:mod:`commsim.exec.mpi._host`) runs the rounds of a wave together, with non-blocking
+``Isend`` / ``Irecv`` to several peers and one ``Waitall``: a rank's channels are then in flight
+at once, as IR rule 6 says.
 
 After the step's last round, the received pieces and the local transfers (``src == dst``) are
 written: overwrite or add (several reductions into one place add up). All reads of a step come
@@ -29,11 +37,18 @@ receive half of its ``sendrecv``, which MPI progresses concurrently with its sen
 ``sendrecv`` never waits for its own send before receiving). A send whose matching receive is
 posted completes, even in synchronous mode, and so does the receive; hence every operation of
 the round completes, including along a cycle ``a → b → … → a`` of ``sendrecv`` s, which is what a
-blocking ``send`` then ``recv`` would deadlock on. Contradiction. Matching is also unambiguous:
-one message per ``(step, src, dst)``, and MPI does not let messages between a pair on one
-communicator overtake each other, so the receive of step ``s`` gets step ``s``'s message even
-when tags wrap. (``tests/mpi`` replays every registered schedule's rank programs with
-rendezvous sends, the worst case, and checks that they finish and compute the reference.)
+blocking ``send`` then ``recv`` would deadlock on. Contradiction. The host executor's waves
+follow the same argument with a wave in place of a round: every rank walks the same list of
+(step, wave) pairs; in the first wave with an operation that never completes, every rank has
+posted *all* of its operations of the wave (non-blocking, before it waits, or the one blocking
+``sendrecv`` of a rank with a single round in the wave), so both sides of every message of
+the wave are posted, and all of them complete. Matching is also unambiguous: messages between
+a pair are posted in the global (step, round) order on both sides (two channels between one
+pair are two rounds of one wave, posted in round order by sender and receiver alike), and MPI
+does not let messages between a pair on one communicator with one tag overtake each other, so
+every receive gets its own message even when tags wrap. (``tests/mpi`` replays every
+registered schedule's rank programs, and multi-channel ones, with rendezvous sends, the worst
+case, round by round and wave by wave, and checks that they finish and compute the reference.)
 """
 
 from __future__ import annotations
@@ -74,10 +89,13 @@ class Message(NamedTuple):
 
 
 class Round(NamedTuple):
-    """This rank's part of one round: at most one send and one receive."""
+    """This rank's part of one round: at most one send and one receive, on ``channel``; the
+    rounds of one ``wave`` are on different channels and may run at once."""
 
     send: Message | None
     recv: Message | None
+    channel: int = 0
+    wave: int = 0
 
 
 class StepPlan(NamedTuple):
@@ -117,12 +135,15 @@ def _step_plans(step: Step, off: np.ndarray, p: int, ranks: list[int], tag: int)
     """The plans of ``ranks`` for one step (the same global rounds for everyone)."""
     sm = step_messages(step, off, p, ranks)
     rounds: dict[int, list[Round]] = {r: [] for r in ranks}
-    for msgs in sm.rounds:
+    for msgs, wave in zip(sm.rounds, sm.waves, strict=True):
         send = {m.src: Message(m.dst, _segments(m)) for m in msgs if m.src in rounds}
         recv = {m.dst: Message(m.src, _segments(m)) for m in msgs if m.dst in rounds}
+        channel = msgs[0].channel if msgs else 0
         for r in send.keys() | recv.keys():
-            rounds[r].append(Round(send.get(r), recv.get(r)))
-    local = {m.src: _segments(m) for m in sm.local}
+            rounds[r].append(Round(send.get(r), recv.get(r), channel, wave))
+    local: dict[int, tuple[Segment, ...]] = {}
+    for m in sm.local:  # a rank's channels touch disjoint slots: their order does not matter
+        local[m.src] = local.get(m.src, ()) + _segments(m)
     return [StepPlan(tag, tuple(rounds[r]), local.get(r, ())) for r in ranks]
 
 

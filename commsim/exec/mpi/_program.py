@@ -8,7 +8,9 @@ chunks (a chunk as it is, or a concatenation when a message spans several), issu
 ``mpi4jax.sendrecv``, ``send`` or ``recv`` of each round in the plan's order, then writes what it
 received and its local transfers: a received range *replaces* its chunks, a reduction adds into
 them (a new array; several reductions into one place add up in order). The whole schedule is
-one function of the chunks, donated: call ``chunks = run(chunks)``. Cost per round: the MPI
+one function of the chunks, donated: call ``chunks = run(chunks)``. The rounds of a wave (one
+per channel, IR rule 6) are issued one after another too: mpi4jax's operations block, so a
+rank's channels take turns here (:mod:`commsim.exec.mpi._host` runs them at once). Cost per round: the MPI
 transfer, plus one elementwise add per reduced element; a message spanning several chunks adds
 one copy into a send buffer. There is no ``dynamic_update_slice`` and no slice of a larger
 buffer, on purpose: XLA's CPU fusion emitter (jaxlib 0.10) compiles an add into a static window

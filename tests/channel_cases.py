@@ -1,0 +1,52 @@
+"""Multi-channel schedules (IR rule 6) for the executor tests, shared by
+``tests/test_exec_channels.py`` and ``tests/mpi/test_mpi_exec.py`` (each imports it by path: the
+tests are not a package).
+
+For every collective: ``channels(s, 2)`` (two copies of one row, NCCL's channels) and
+``parallel(a, b)`` of two different schedules with the same slot layout, so that two channels
+between one pair of ranks, channels that progress at different paces (the parts have different
+step counts) and unequal messages per channel all occur.
+"""
+
+from __future__ import annotations
+
+import commsim
+from commsim import Schedule
+from commsim.algorithms._parallel import channels, parallel
+
+# per collective: a row for channels(., 2), and two schedules for parallel(., .) (same slots)
+PAIRS: dict[str, tuple[tuple[str, dict], tuple[str, dict], tuple[str, dict]]] = {
+    "allreduce": (("ring", {}), ("ring", {}), ("rabenseifner", {})),
+    "reduce_scatter": (("ring", {}), ("ring", {}), ("recursive_halving", {})),
+    "allgather": (("ring", {}), ("ring", {}), ("bruck", {})),
+    "alltoall": (("pairwise", {}), ("bruck", {}), ("pairwise", {})),
+    "broadcast": (("binomial", {}), ("scatter_allgather", {}), ("chain", {"segments": "p"})),
+    "reduce": (
+        ("binomial", {}),
+        ("rabenseifner", {"order": "far_first"}),
+        ("rabenseifner", {"order": "near_first"}),
+    ),
+}
+
+
+def _build(collective: str, algorithm: str, params: dict, p: int) -> Schedule:
+    kw = {k: (p if v == "p" else v) for k, v in params.items()}
+    if commsim.spec(collective).rooted:
+        kw["root"] = p - 1
+    return commsim.build(collective, algorithm, nranks=p, **kw)
+
+
+def _same_slots(a: Schedule, b: Schedule) -> bool:
+    return a.ndata == b.ndata and a.slot_units.tolist() == b.slot_units.tolist()
+
+
+def cases(p: int) -> list[tuple[str, Schedule]]:
+    """``(id, schedule)`` for every collective: its ``channels(., 2)``, and its ``parallel``
+    where the two schedules have the same slots at this ``p`` (always at powers of two)."""
+    out = []
+    for c, (one, a, b) in PAIRS.items():
+        out.append((f"{c}/channels({one[0]},2)", channels(_build(c, *one, p), 2)))
+        sa, sb = _build(c, *a, p), _build(c, *b, p)
+        if _same_slots(sa, sb):
+            out.append((f"{c}/parallel({a[0]},{b[0]})", parallel(sa, sb)))
+    return out
