@@ -25,6 +25,8 @@ docstring; ``n`` is the vector length in bytes.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from commsim._ir import Schedule, Step
@@ -669,6 +671,10 @@ def double_binary_tree_channels(nranks: int, segments: int = 4) -> Schedule:
         (2, 8, 112)
     """
     p, k = nranks, _check_segments(segments)
+    if p == 1:  # nothing moves: one (unused) channel, the 2k slots of the general case
+        return dataclasses.replace(
+            double_binary_tree_allreduce(1, k), algorithm="double_binary_tree_channels"
+        )
     return parallel(
         _one_tree(p, k, 0),
         _one_tree(p, k, 1),
