@@ -311,3 +311,30 @@ def test_the_checker_detects_a_wait_on_an_unpublished_step():
     assert 'hasdep="1"' in text
     with pytest.raises(Deadlock):
         check_xml(text.replace('hasdep="1"', 'hasdep="0"'), s, np.random.default_rng(0))
+
+
+@pytest.mark.parametrize(
+    ("collective", "algorithm", "p"),
+    [("allreduce", "ring", 4), ("allreduce", "rabenseifner", 6), ("allgather", "ring", 5),
+     ("reduce_scatter", "ring", 4), ("alltoall", "bruck", 4), ("broadcast", "chain", 5),
+     ("allreduce", "double_binary_tree", 7)],
+)  # fmt: skip
+@pytest.mark.parametrize("copies", [1, 2])
+def test_a_multi_channel_schedule_writes_its_channels(collective, algorithm, p, copies):
+    """Channel ``c`` of the schedule (IR rule 6) runs on thread blocks of MSCCL channel
+    ``c·copies + j``: two channels in ``copies`` copies make ``2·copies`` MSCCL channels, each
+    with thread blocks of its own, and the program still computes the collective."""
+    s = commsim.algorithms.channels(commsim.build(collective, algorithm, nranks=p), 2)
+    prog = msccl_program(s, nchannels=copies)
+    assert prog.nchannels == 2 * copies
+    check_xml(prog.xml, s, np.random.default_rng(p))
+    tree = parse(prog.xml)
+    used = {tb["chan"] for g in tree["gpus"].values() for tb in g["tbs"]}
+    assert used == set(range(2 * copies))
+
+
+def test_too_many_channels_in_copies_are_refused():
+    s = commsim.algorithms.channels(commsim.build("allgather", "ring", nranks=4), 4)
+    assert msccl_program(s, nchannels=8).nchannels == 32
+    with pytest.raises(ResourceError, match=r"need 36 MSCCL channels.*at most 32 \(4 too many\)"):
+        msccl_program(s, nchannels=9)

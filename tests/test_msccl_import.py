@@ -93,7 +93,16 @@ def test_a_broadcasts_root_is_the_gpu_that_never_receives():
 def test_in_place_alltoall_is_copied_to_the_output_half():
     s = read_msccl(DATA / "alltoall_in_place_p4_LL128.xml")
     last = s.step(s.nsteps - 1)  # o = i sits on the input half; the last step moves it out
-    assert (last.src_slot == 0).all() and (last.dst_slot == 4).all() and (last.count == 4).all()
+    # ... chunk by chunk on the channel of the thread block that received it (runs of one
+    # channel as one copy): every rank's slots 0..3 go to 4..7, each exactly once
+    assert (last.src == last.dst).all() and (last.dst_slot - last.src_slot == 4).all()
+    for r in range(s.nranks):
+        mine = last.src == r
+        copied = np.concatenate(
+            [np.arange(a, a + n) for a, n in zip(last.src_slot[mine], last.count[mine])]
+        )
+        assert sorted(copied.tolist()) == [0, 1, 2, 3]
+    assert s.nchannels == 3  # the p - 1 = 3 peers' thread blocks, each on a port of its own
     commsim.verify(s)
 
 

@@ -16,7 +16,8 @@ Rooted schedules are built for root 0 (:func:`commsim.build` rotates ranks for a
 * **Double binary tree** (Sanders, Speck & Träff 2009, two-tree reduction and broadcast; NVIDIA
   NCCL's ``ncclGetBtree``/``ncclGetDtree`` trees): two binary trees in which every rank is
   interior in at most one, each carrying half of the vector, with edges 2-coloured so that every
-  step is a matching.
+  step is a matching; ``double_binary_tree_channels`` runs each tree on a channel of its own
+  (IR rule 6), as NCCL does.
 
 Exact α-β-γ costs (the per-rank-clock Hockney model of :mod:`commsim.models`) are in each factory's
 docstring; ``n`` is the vector length in bytes.
@@ -24,10 +25,13 @@ docstring; ``n`` is the vector length in bytes.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from commsim._ir import Schedule, Step
 from commsim.algorithms._combinators import concat, lazy
+from commsim.algorithms._parallel import parallel
 from commsim.algorithms._registry import FloatOrArray, register
 from commsim.algorithms.bruck import _nsteps as _lg
 from commsim.algorithms.ring import ring_allgather
@@ -39,6 +43,7 @@ __all__ = [
     "binomial_reduce",
     "chain_broadcast",
     "double_binary_tree_allreduce",
+    "double_binary_tree_channels",
     "scatter_allgather_broadcast",
 ]
 
@@ -484,9 +489,11 @@ def _pipelined_phase(
     offset: np.ndarray,
     reduce: bool,
     name: str,
+    nslots: int | None = None,
 ) -> Schedule:
     """Edge ``e`` carries segment ``j`` (slot ``slot0[e] + j``) at time ``offset[e] + 2j``; the
-    occupied times, in order, are the steps (times no edge uses are dropped)."""
+    occupied times, in order, are the steps (times no edge uses are dropped). ``nslots``:
+    ``2k`` (both trees' halves) unless given."""
     times = (offset[:, None] + 2 * np.arange(k)[None, :]).ravel()
     used, per_step = np.unique(times, return_counts=True)
 
@@ -504,7 +511,7 @@ def _pipelined_phase(
         p,
         len(used),
         step,
-        slot_units=2 * k,
+        slot_units=2 * k if nslots is None else nslots,
         algorithm=name,
         ntransfers_hint=len(times),
         max_step_transfers_hint=int(per_step.max(initial=0)),
@@ -569,7 +576,8 @@ def double_binary_tree_allreduce(nranks: int, segments: int = 4) -> Schedule:
     See Also:
         :func:`binomial_broadcast`, :func:`chain_broadcast`,
         :func:`scatter_allgather_broadcast`, :func:`binomial_allreduce`,
-        :func:`commsim.algorithms.nccl.nccl_tree_allreduce`
+        :func:`commsim.algorithms.nccl.nccl_tree_allreduce`,
+        :func:`double_binary_tree_channels` (a tree per channel)
 
     Examples:
         >>> s = double_binary_tree_allreduce(8, segments=4)
@@ -585,4 +593,91 @@ def double_binary_tree_allreduce(nranks: int, segments: int = 4) -> Schedule:
     )
     return concat(
         up, down, collective="allreduce", algorithm="double_binary_tree", params={"segments": k}
+    )
+
+
+def _one_tree(p: int, k: int, t: int) -> Schedule:
+    """Tree ``t`` of :func:`double_binary_tree_allreduce` alone, on the whole vector (``k``
+    slots): its edges at the times they have there."""
+    e = _dbt_edges(p)
+    on = e["tree"] == t
+    child, parent, colour = e["child"][on], e["parent"][on], e["colour"][on]
+    zero = np.zeros(len(child), dtype=np.int64)
+    up = _pipelined_phase(p, k, child, parent, zero, 2 * e["height"][on] + colour, True, "up", k)
+    down = _pipelined_phase(
+        p, k, parent, child, zero, 2 * e["pdepth"][on] + colour, False, "down", k
+    )
+    return concat(up, down, collective="allreduce", algorithm=f"tree{t}")
+
+
+def _dbt_channels_cost(
+    nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *, segments: int
+) -> FloatOrArray:
+    """The right side of :func:`double_binary_tree_channels`' first ``.. math::`` (its time on
+    one link and on two for ``p = 2^H``; ``p = 2`` as :func:`_dbt_cost`), exact where
+    :func:`_dbt_channels_exact` says."""
+    return _dbt_cost(nranks, nbytes, alpha, beta, gamma, segments=segments)
+
+
+def _dbt_channels_exact(nranks: int, *, segments: int) -> bool:
+    """Where :func:`_dbt_cost` is the exact time of :func:`double_binary_tree_channels` on one
+    link and on two: ``p ≤ 2`` and ``p = 2^H``.
+
+    With :func:`_dbt_channels_cost`, the registry row the factory is ready for
+    (``tests/test_dbt_channels.py`` registers it and runs the registry sweep's checks on it).
+    """
+    return nranks <= 2 or nranks & (nranks - 1) == 0
+
+
+def double_binary_tree_channels(nranks: int, segments: int = 4) -> Schedule:
+    r"""The double binary tree with each tree on a channel of its own (IR rule 6), as NCCL runs
+    it: ``parallel(T_0, T_1)`` (:func:`commsim.algorithms.parallel`), tree ``t``
+    reducing and broadcasting half ``t`` of the vector on channel ``t``.
+
+    The trees, segments and per-edge times are those of :func:`double_binary_tree_allreduce`;
+    only the one port the trees shared becomes a port per tree. Each tree alone still sends one
+    message of :math:`m = n/(2k)` bytes per edge and step, so for :math:`p = 2^H \ge 4`, on one
+    link (the channels take turns) and on two independent links
+    (:class:`commsim.models.Hockney` ``links=2``, a tree per link) alike,
+
+    .. math:: T = S\left(2\alpha + \frac{n}{k}\beta + \frac{n}{2k}\gamma\right),
+              \qquad S = 2k + 2\lceil \lg p \rceil - 3, \qquad k = \text{segments},
+
+    and :math:`p = 2` takes :math:`2k\alpha + n\beta + \frac{n}{2}\gamma` (checked for
+    :math:`p \le 128` and every :math:`k` the registry sweeps). For every :math:`p \ge 3`, two
+    links give
+
+    .. math:: T_{\text{links}=2} \le S\left(2\alpha + \frac{n}{k}\beta
+              + \frac{n}{2k}\gamma\right),
+
+    never more than the one-port tree's time on one link, and less where the two trees'
+    colours made one wait for the other on the shared port (:math:`p = 3`,
+    :math:`p = 2^{H-1} + 1`, ...). Two links buy no more: at an interior rank the binary fan-in (two receives per
+    segment) holds each tree to one segment every two steps, which is why the two trees fit one
+    full-duplex port in the first place (Sanders, Speck & Träff 2009).
+
+    References:
+        Sanders, Speck & Träff, "Two-tree algorithms for full bandwidth broadcast, reduction and
+        scan", Parallel Computing 35(12), 2009.
+        NVIDIA NCCL 2.4: the double binary tree, each tree on its own channels.
+
+    See Also:
+        :func:`double_binary_tree_allreduce` (both trees on one port),
+        :func:`commsim.algorithms.parallel`
+
+    Examples:
+        >>> s = double_binary_tree_channels(8, segments=4)
+        >>> s.nchannels, s.nslots, s.ntransfers  # both trees' 4(p-1)k transfers, on 2k slots
+        (2, 8, 112)
+    """
+    p, k = nranks, _check_segments(segments)
+    if p == 1:  # nothing moves: one (unused) channel, the 2k slots of the general case
+        return dataclasses.replace(
+            double_binary_tree_allreduce(1, k), algorithm="double_binary_tree_channels"
+        )
+    return parallel(
+        _one_tree(p, k, 0),
+        _one_tree(p, k, 1),
+        algorithm="double_binary_tree_channels",
+        params={"segments": k},
     )

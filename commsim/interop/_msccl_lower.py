@@ -69,7 +69,9 @@ class Instr:
     """One MSCCL step of one rank before thread blocks are assigned.
 
     ``step`` is the schedule step it comes from (``nsteps`` for the final output copies);
-    ``send``/``recv`` the peers (-1: none); ``src``/``dst`` the chunk ranges it reads/writes.
+    ``send``/``recv`` the peers (-1: none); ``src``/``dst`` the chunk ranges it reads/writes;
+    ``chan`` the schedule's channel it runs on (IR rule 6; a final copy: the channel that used
+    the chunk).
     """
 
     kind: str
@@ -78,6 +80,7 @@ class Instr:
     recv: int = -1
     src: Loc | None = None
     dst: Loc | None = None
+    chan: int = 0
 
     def reads(self) -> Iterator[tuple[str, int]]:
         """The ``(buffer, chunk)`` locations it reads."""
@@ -208,6 +211,7 @@ def lower(schedule: Schedule, layout: Layout, fuse: bool) -> list[list[Instr]]:
     """Every rank's MSCCL instructions in order (see the module docstring)."""
     p, lay, off = schedule.nranks, layout, layout.offsets
     written = np.zeros((p, lay.ndata), dtype=bool)
+    touched = np.zeros((p, lay.ndata), dtype=np.int64)  # the channel that last used a chunk
     ranks: list[list[Instr]] = [[] for _ in range(p)]
     for k, st in enumerate(schedule.steps()):
         schedule.check_step(st, k)
@@ -217,7 +221,8 @@ def lower(schedule: Schedule, layout: Layout, fuse: bool) -> list[list[Instr]]:
         recvs: list[list[Instr]] = [[] for _ in range(p)]
         sa, sb = off[st.src_slot], off[st.src_slot + st.count]
         da, db = off[st.dst_slot], off[st.dst_slot + st.count]
-        grp = group(st.src, st.dst, p)
+        grp = group(st.src, st.dst, p, st.channel)
+        ch = st.channel.tolist()
         by_rank: dict[int, list[int]] = {}
         for t in grp.local.tolist():
             by_rank.setdefault(int(st.src[t]), []).append(t)
@@ -232,28 +237,32 @@ def lower(schedule: Schedule, layout: Layout, fuse: bool) -> list[list[Instr]]:
                     if st.reduce[t]:
                         if _loc(old, a, b) != _loc(work, a, b):
                             local[r].append(Instr("cpy", k, src=_loc(old, a, b),
-                                                  dst=_loc(work, a, b)))  # fmt: skip
-                        local[r].append(Instr("re", k, src=_loc(src, a, b), dst=_loc(work, a, b)))
+                                                  dst=_loc(work, a, b), chan=ch[t]))  # fmt: skip
+                        local[r].append(Instr("re", k, src=_loc(src, a, b), dst=_loc(work, a, b),
+                                              chan=ch[t]))  # fmt: skip
                     else:
-                        local[r].append(Instr("cpy", k, src=_loc(src, a, b), dst=_loc(work, a, b)))
+                        local[r].append(Instr("cpy", k, src=_loc(src, a, b), dst=_loc(work, a, b),
+                                              chan=ch[t]))  # fmt: skip
                 _mark(written[r], v, lay.ndata)
+                _touch(touched, (r, u), (r, v), chan=ch[t], ndata=lay.ndata)
         for g, r, ts in zip(grp.src.tolist(), grp.dst.tolist(), grp.transfers, strict=True):
             for t in ts.tolist():
                 u, v = np.arange(sa[t], sb[t]), np.arange(da[t], db[t])
                 src, work = lay.read(g, u, pre[g]), lay.work(r, v)
                 old = lay.read(r, v, written[r])
                 for a, b in _cuts(src, work, old):
-                    sends[g].append(Instr("s", k, send=r, src=_loc(src, a, b)))
+                    sends[g].append(Instr("s", k, send=r, src=_loc(src, a, b), chan=ch[t]))
                     if st.reduce[t]:
                         recvs[r].append(Instr("rrc", k, recv=g, src=_loc(old, a, b),
-                                              dst=_loc(work, a, b)))  # fmt: skip
+                                              dst=_loc(work, a, b), chan=ch[t]))  # fmt: skip
                     else:
-                        recvs[r].append(Instr("r", k, recv=g, dst=_loc(work, a, b)))
+                        recvs[r].append(Instr("r", k, recv=g, dst=_loc(work, a, b), chan=ch[t]))
                 _mark(written[r], v, lay.ndata)
+                _touch(touched, (g, u), (r, v), chan=ch[t], ndata=lay.ndata)
         for r in range(p):
             ranks[r] += sends[r] + local[r] + recvs[r]
     if not lay.inplace:
-        _final_copies(ranks, lay, written, schedule.nsteps)
+        _final_copies(ranks, lay, written, touched, schedule.nsteps)
     if fuse:
         for r, instrs in enumerate(ranks):
             ranks[r] = _fuse(instrs, r, lay)
@@ -264,8 +273,16 @@ def _mark(written: np.ndarray, v: np.ndarray, ndata: int) -> None:
     written[v[v < ndata]] = True
 
 
-def _final_copies(ranks: list[list[Instr]], lay: Layout, written: np.ndarray, end: int) -> None:
-    """Copy from ``i`` the output chunks of checked ranks that no step wrote."""
+def _touch(touched: np.ndarray, *ends: tuple[int, np.ndarray], chan: int, ndata: int) -> None:
+    for r, u in ends:
+        touched[r, u[u < ndata]] = chan
+
+
+def _final_copies(
+    ranks: list[list[Instr]], lay: Layout, written: np.ndarray, touched: np.ndarray, end: int
+) -> None:
+    """Copy from ``i`` the output chunks of checked ranks that no step wrote, each on the
+    channel that used the chunk (so an imported file keeps the schedule's channels apart)."""
     for r in sorted(lay.checked):
         u = lay.out_off[r] + np.arange(lay.out_len)
         todo = u[~written[r, u]]
@@ -274,8 +291,10 @@ def _final_copies(ranks: list[list[Instr]], lay: Layout, written: np.ndarray, en
         if not len(todo):
             continue
         src, dst = lay.read(r, todo, written[r]), lay.work(r, todo)
-        for a, b in _cuts(src, dst, (np.zeros(len(todo), dtype=np.int64), todo)):
-            ranks[r].append(Instr("cpy", end, src=_loc(src, a, b), dst=_loc(dst, a, b)))
+        chan = touched[r, todo]
+        for a, b in _cuts(src, dst, (chan, np.arange(len(todo)))):
+            ranks[r].append(Instr("cpy", end, src=_loc(src, a, b), dst=_loc(dst, a, b),
+                                  chan=int(chan[a])))  # fmt: skip
 
 
 def _overlaps(x: Loc, y: Loc | None) -> bool:
@@ -284,8 +303,9 @@ def _overlaps(x: Loc, y: Loc | None) -> bool:
 
 def _fuse(instrs: list[Instr], rank: int, lay: Layout) -> list[Instr]:
     """Fuse each receive with the send that forwards its chunks next (module docstring)."""
-    pair_recv: dict[int, int] = {}  # recv peer -> the send peer sharing its thread block
-    pair_send: dict[int, int] = {}
+    # (recv peer, channel) -> the send peer sharing its thread block, and the other way
+    pair_recv: dict[tuple[int, int], int] = {}
+    pair_send: dict[tuple[int, int], int] = {}
     removed: set[int] = set()
     for i, rcv in enumerate(instrs):
         if rcv.kind not in ("r", "rrc") or i in removed:
@@ -299,16 +319,16 @@ def _fuse(instrs: list[Instr], rank: int, lay: Layout) -> list[Instr]:
             if _overlaps(x, ins.dst):
                 break
             if ins.kind == "s":
-                if ins.src == x and ins.send not in peers:
+                if ins.src == x and ins.chan == rcv.chan and ins.send not in peers:
                     j = jj
                     break
                 peers.add(ins.send)
         if j is None:
             continue
-        g, s = rcv.recv, instrs[j].send
-        if pair_recv.get(g, s) != s or pair_send.get(s, g) != g:
+        g, s, c = rcv.recv, instrs[j].send, rcv.chan
+        if pair_recv.get((g, c), s) != s or pair_send.get((s, c), g) != g:
             continue
-        pair_recv[g], pair_send[s] = s, g
+        pair_recv[(g, c)], pair_send[(s, c)] = s, g
         removed.add(j)
         rcv.send = s
         if rcv.kind == "r":

@@ -23,12 +23,19 @@ Writer = tuple[
 
 
 class Steps:
-    """The schedule's steps (``steps[i]``) and, per transfer, the XML steps it came from."""
+    """The schedule's steps (``steps[i]``), their channel count and, per transfer, the XML
+    steps it came from."""
 
     def __init__(
-        self, steps: list[Step], writers: list[list[Writer]], layout: Layout, source: str
+        self,
+        steps: list[Step],
+        writers: list[list[Writer]],
+        layout: Layout,
+        source: str,
+        nchannels: int = 1,
     ) -> None:
         self.steps, self.writers, self.layout, self.source = steps, writers, layout, source
+        self.nchannels = nchannels  # the channels the steps' transfers use
 
     def __call__(self, i: int) -> Step:
         return self.steps[i]

@@ -39,6 +39,11 @@ computes, as a longest path over the constraints ``t(v) >= t(u) + w``:
   snapshots keeps exactly its transfers; a snapshot is a local copy (free in the Hockney model)
   and one more slot per send that needs it.
 
+* **Channels.** The thread blocks run concurrently on the GPU; each transfer goes on its thread
+  block's IR channel (rule 6), the thread blocks grouped as finely as the verifier's
+  channel-independence rule allows (:mod:`._msccl_channels`), so models with several links time
+  them concurrently.
+
 A cycle of waits is a **deadlock** (:mod:`._msccl_solve` finds the earliest steps or names the
 XML steps on such a cycle), and so is a receive that no send matches. Empty global steps are
 dropped. The schedule keeps, for every transfer, the XML step that wrote (and the one that sent)
@@ -58,6 +63,7 @@ import numpy as np
 from commsim._collectives import spec
 from commsim._ir import Schedule, Step
 from commsim.errors import ParameterError, ResourceError, ScheduleError
+from commsim.interop._msccl_channels import assign_channels
 from commsim.interop._msccl_layout import Layout
 from commsim.interop._msccl_origin import Steps
 from commsim.interop._msccl_parse import MAX_BYTES, STEP_TYPES, Algo, Op, Tb, parse, too_large
@@ -138,6 +144,7 @@ def read_msccl(source: str | os.PathLike[str] | bytes) -> Schedule:
         nsteps=len(steps.steps),
         step_fn=steps,
         ndata=layout.ndata,
+        nchannels=steps.nchannels,
         root=_root(algo),
         algorithm=algo.name,
         params={"format": "msccl-ir", "proto": algo.proto, "nchannels": algo.nchannels,
@@ -366,7 +373,8 @@ class _Plan:
 
     def steps(self) -> Steps:
         """The transfers grouped by their earliest step (empty steps dropped), then the final
-        copy the buffer mapping needs."""
+        copy the buffer mapping needs, each on its thread block's channel
+        (:mod:`._msccl_channels`)."""
         t = earliest_steps(self.label, self.edges, self.weak, self.algo.source)
         by_step: dict[int, list[_Transfer]] = collections.defaultdict(list)
         for tr in self.transfers:
@@ -381,7 +389,8 @@ class _Plan:
         if final is not None:
             steps.append(final)
             writers.append([(None, None)] * final.ntransfers)
-        return Steps(steps, writers, self.layout, self.algo.source)
+        steps, writers, nchannels = assign_channels(self.algo, steps, writers, self.layout.nslots)
+        return Steps(steps, writers, self.layout, self.algo.source, nchannels)
 
     def _final_copy(self) -> Step | None:
         L = self.layout

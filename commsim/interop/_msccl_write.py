@@ -12,9 +12,9 @@ The format is that of ``msccl-tools`` (``ir_to_xml`` in ``msccl/language/ir.py``
 (chunks, buffers, pieces, fusion; its docstring says where the MSCCL program sends more
 messages than the schedule and how fusion changes their timing). This module places them:
 
-* **Thread blocks.** One per send peer and one per receive peer, a receive peer and a send peer
-  sharing one when fused instructions join them or when they are the same rank (an exchange),
-  plus one for local copies. Each thus has at most one send and one receive peer, and each
+* **Thread blocks.** Per channel of the schedule (IR rule 6), one per send peer and one per
+  receive peer, a receive peer and a send peer sharing one when fused instructions join them or
+  when they are the same rank (an exchange), plus one for local copies. Each thus has at most one send and one receive peer, and each
   ``(sender, receiver, channel)`` connection has one thread block at each end, so MSCCL's FIFO
   matching pairs the ``k``-th send with the ``k``-th receive, as both follow step order.
 * **Dependencies.** A step waits (``depid``/``deps``) for the last step of another thread block
@@ -22,9 +22,13 @@ messages than the schedule and how fusion changes their timing). This module pla
   IR). Waits already implied by earlier ones (tracked with one vector clock per step) are
   dropped; a step that still needs several waits gets ``nop`` steps carrying all but one, placed
   before it as the executor requires; every step waited on has ``hasdep="1"``.
-* **Channels.** ``nchannels = k`` runs ``k`` copies of the program, channel ``c`` moving sub-chunk
-  ``c`` of every chunk (``nchunksperloop`` grows ``k``-fold); a range of ``n > 1`` chunks is then
-  ``n`` steps of one chunk each, as the sub-chunks are not contiguous.
+* **Channels.** The schedule's channel ``c`` (IR rule 6: concurrent, on data of its own) runs
+  on thread blocks of its own, so MSCCL runs them at once, and ``nchannels = k`` runs ``k``
+  copies of the program: copy ``j`` of channel ``c`` is MSCCL channel ``c·k + j`` and moves
+  sub-chunk ``j`` of every chunk (``nchunksperloop`` grows ``k``-fold); a range of ``n > 1``
+  chunks is then ``n`` steps of one chunk each, as the sub-chunks are not contiguous. Reading
+  the file back (:func:`commsim.interop.parse_msccl`) gives the schedule's channels again
+  (:mod:`._msccl_channels`).
 
 Deadlock freedom: every thread block runs its steps in the schedule's step order, sends before
 receives within a step, and every wait points to a step of an earlier schedule step or to a send
@@ -170,6 +174,13 @@ def msccl_program(
     lay = Layout(s, inplace)
     ranks = lower(s, lay, fuse)
     k = nchannels
+    total = s.nchannels * k  # the schedule's channels, each in k copies
+    if total > MAX_CHANNELS:
+        raise ResourceError(
+            f"{s.algorithm} p={s.nranks}: {s.nchannels} channel(s) in {k} copies need {total} "
+            f"MSCCL channels; MSCCL's executor has at most {MAX_CHANNELS} "
+            f"({total - MAX_CHANNELS} too many)"
+        )
     gpus = [_threadblocks(instrs, k) for instrs in ranks]
     label = f"{s.algorithm} p={s.nranks}"
     for r, tbs in enumerate(gpus):
@@ -178,7 +189,7 @@ def msccl_program(
     head = {
         "name": name,
         "proto": proto,
-        "nchannels": k,
+        "nchannels": total,
         "nchunksperloop": lay.nchunks * k,
         "ngpus": s.nranks,
         "coll": COLL[s.collective],
@@ -211,7 +222,7 @@ def msccl_program(
         collective=s.collective,
         nranks=s.nranks,
         proto=proto,
-        nchannels=k,
+        nchannels=total,
         nchunksperloop=lay.nchunks * k,
         nmessages=sum(len(messages(st, s).src) for st in s.steps()),
         nsends=sum(op.kind in _SENDS for tbs in gpus for tb in tbs for op, _ in tb.ops),
@@ -264,31 +275,40 @@ def _channel_copies(instrs: list[Instr], k: int) -> list[list[Instr]]:
     return out
 
 
-def _pairs(instrs: Sequence[Instr]) -> list[tuple[int, int]]:
-    """The ``(send, recv)`` peers of each thread block (module docstring), sorted."""
-    fused = {(i.send, i.recv) for i in instrs if i.send >= 0 and i.recv >= 0}
-    sends = {i.send for i in instrs if i.send >= 0} - {s for s, _ in fused}
-    recvs = {i.recv for i in instrs if i.recv >= 0} - {g for _, g in fused}
-    keys = fused | {(q, q) for q in sends & recvs}
-    keys |= {(s, -1) for s in sends - recvs} | {(-1, g) for g in recvs - sends}
-    if any(i.send < 0 and i.recv < 0 for i in instrs):
-        keys.add((-1, -1))
+def _pairs(instrs: Sequence[Instr]) -> list[tuple[int, int, int]]:
+    """The ``(channel, send, recv)`` of each thread block (module docstring), sorted."""
+    keys: set[tuple[int, int, int]] = set()
+    for c in sorted({i.chan for i in instrs}):
+        mine = [i for i in instrs if i.chan == c]
+        fused = {(i.send, i.recv) for i in mine if i.send >= 0 and i.recv >= 0}
+        sends = {i.send for i in mine if i.send >= 0} - {s for s, _ in fused}
+        recvs = {i.recv for i in mine if i.recv >= 0} - {g for _, g in fused}
+        pairs = fused | {(q, q) for q in sends & recvs}
+        pairs |= {(s, -1) for s in sends - recvs} | {(-1, g) for g in recvs - sends}
+        if any(i.send < 0 and i.recv < 0 for i in mine):
+            pairs.add((-1, -1))
+        keys |= {(c, s, g) for s, g in pairs}
     return sorted(keys)
 
 
 def _threadblocks(instrs: list[Instr], k: int) -> list[_Tb]:
-    """Thread blocks of one rank with their steps and dependencies ``(tb id, op index)``."""
+    """Thread blocks of one rank with their steps and dependencies ``(tb id, op index)``.
+
+    The schedule's channel ``c`` and copy ``j`` of ``k`` run on MSCCL channel ``c·k + j``.
+    """
     keys = _pairs(instrs)
-    by_send = {s: n for n, (s, _) in enumerate(keys) if s >= 0}
-    by_recv = {g: n for n, (_, g) in enumerate(keys) if g >= 0}
-    local = keys.index((-1, -1)) if (-1, -1) in keys else -1
+    by_send = {(c, s): n for n, (c, s, _) in enumerate(keys) if s >= 0}
+    by_recv = {(c, g): n for n, (c, _, g) in enumerate(keys) if g >= 0}
+    local = {c: n for n, (c, s, g) in enumerate(keys) if s < 0 and g < 0}
 
     def key(i: Instr) -> int:
-        return by_send[i.send] if i.send >= 0 else by_recv.get(i.recv, local)
+        if i.send >= 0:
+            return by_send[(i.chan, i.send)]
+        return by_recv[(i.chan, i.recv)] if i.recv >= 0 else local[i.chan]
 
-    tbs = [_Tb(s, g, c) for s, g in keys for c in range(k)]  # id = key index * k + channel
-    for c, chan in enumerate(_channel_copies(instrs, k)):
-        _place(chan, [key(i) * k + c for i in chan], tbs)
+    tbs = [_Tb(s, g, c * k + j) for c, s, g in keys for j in range(k)]  # id = key index·k + j
+    for j, copy in enumerate(_channel_copies(instrs, k)):
+        _place(copy, [key(i) * k + j for i in copy], tbs)
     return tbs
 
 
