@@ -248,3 +248,12 @@ def test_cli_runs_a_saved_multichannel_schedule(cuda_backend, tmp_path, capsys, 
     assert main([*argv, "--backend", "cuda", "--no-progress"]) == 0
     [m] = json.loads(capsys.readouterr().out)["measurements"]
     assert (m["backend"], m["check"], m["nranks"]) == ("cuda", "ok", P)
+
+
+def test_jax_mesh_runs_a_multi_channel_schedule_with_no_steps(jax_backend):
+    """p = 1: every part has nothing to send; the plan keeps one buffer, not max() of nothing."""
+    one = commsim.build("allreduce", "ring", nranks=1)
+    s = commsim.algorithms.parallel(one, one)
+    assert (s.nchannels, s.nsteps) == (2, 0)
+    lay = layout(s, 2 * s.nbytes_units)
+    execute(s, random_inputs(lay, np.float32, seed=1), jax_backend)

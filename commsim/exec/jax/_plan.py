@@ -105,7 +105,9 @@ class Plan:
     @property
     def nbuffers(self) -> int:
         """Buffer copies the program keeps: one per channel, or one."""
-        return 1 if self.owner is None else int(max(r.channel for st in self.steps for r in st)) + 1
+        if self.owner is None:
+            return 1
+        return int(max((r.channel for st in self.steps for r in st), default=0)) + 1
 
     @property
     def nppermutes(self) -> int:
