@@ -300,6 +300,9 @@ def _loggp(args: argparse.Namespace) -> Model:
     for flag, value in (("--alpha", args.alpha), ("--beta", args.beta)):
         if value is not None:
             raise UsageError(f"{flag} is Hockney's; LogGP takes --loggp L=..,o=..,g=..,G=..")
+    if args.ports != _DEFAULT.ports or _links(args) != "1":
+        flag = "--ports" if args.ports != _DEFAULT.ports else "--links"
+        raise UsageError(f"{flag} is Hockney's: LogGP sends one message at a time per rank")
     return LogGP(**values)
 
 
@@ -316,6 +319,17 @@ def _per_class_hockney(args: argparse.Namespace, network: NetworkChoice) -> Mode
     if network.contention_given:
         raise UsageError(
             "--model hockney shares no link: drop --contention, or use --model topology"
+        )
+    given = [f for f, v in (("--alpha", args.alpha), ("--beta", args.beta)) if v is not None]
+    if args.ports != _DEFAULT.ports:
+        given.append("--ports")
+    if _links(args) != "1":
+        given.append("--links")
+    if given:  # the cluster's link classes set alpha and beta: refuse, never ignore (issue #26)
+        raise UsageError(
+            f"{', '.join(given)}: with --cluster/--topology, --model hockney takes alpha and "
+            "beta per link class from the network; drop them, or drop the network for a bare "
+            "Hockney model"
         )
     g = network.ranks_per_node
     net = network.network
