@@ -172,7 +172,10 @@ class Topology:
 
     # -- the Model protocol -------------------------------------------------------------------
     def __repr__(self) -> str:
-        return f"Topology({self._graph_name()}, contention={self.contention!r})"
+        """Says which γ it took: a bare network brings none, and 1/(100 GB/s) is the default
+        (a cluster's model, ``commsim.tuner.cluster_model``, takes the cluster's)."""
+        gamma = "0s/B" if self.gamma == 0 else f"1/({units.format_bandwidth(1 / self.gamma)})"
+        return f"Topology({self._graph_name()}, contention={self.contention!r}, gamma={gamma})"
 
     def _graph_name(self) -> str:
         g = self.network.graph
