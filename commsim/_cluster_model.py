@@ -13,6 +13,7 @@ cluster (re-exported as :func:`commsim.tuner.cluster_model`) and the cluster fit
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from commsim.clusters import Cluster
 from commsim.models import Protocol, Topology
@@ -27,11 +28,13 @@ def cluster_model(
     contention: str = "bottleneck",
     gamma: float | None = None,
     protocol: Protocol | str | None = None,
+    **stragglers: Any,
 ) -> Topology:
     """The topology model of cluster ``c``: its graph, its placement (or ``placement``), γ from
     its reduction rate (or ``gamma``), from :meth:`~commsim.clusters.Cluster.topology_inputs`;
     messages carried by ``protocol`` (``"LL"``, ``"LL128"``, ``"Simple"``, or ``None``: the
     links' latency and rate, the cluster's ``launch``; :mod:`commsim.models._library`).
+    ``stragglers`` (``start_skew``, ``slow_ranks``, ``link_factor``) go to the model as given.
 
     Examples:
         >>> from commsim.clusters import cluster
@@ -41,4 +44,4 @@ def cluster_model(
     inputs = c.topology_inputs(placement, contention)
     if gamma is not None:
         inputs["gamma"] = gamma
-    return Topology(inputs.pop("network"), protocol=protocol, **inputs)
+    return Topology(inputs.pop("network"), protocol=protocol, **inputs, **stragglers)

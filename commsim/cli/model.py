@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from typing import Any
 
 from commsim import units
 from commsim._cluster_model import cluster_model
@@ -100,6 +101,18 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
         default="1",
         help="independent links per rank, each with its own beta: channel c of a schedule runs "
         "on link c mod L (default: 1)",
+    )
+    g.add_argument(
+        "--slow-rank",
+        metavar="R=F,...",
+        help="stragglers (topology model): rank R's transfers and reductions take F times "
+        "longer, e.g. 7=2x or 3=1.5,7=2",
+    )
+    g.add_argument(
+        "--skew",
+        metavar="R=TIME,...|random:TIME",
+        help="start skew (topology model): rank R starts TIME late (7=50us), or every rank at a "
+        "seeded uniform time in [0, TIME] (random:50us or random:50us,seed=1)",
     )
     g.add_argument(
         "--model",
@@ -192,6 +205,8 @@ def parse_model(args: argparse.Namespace, network: NetworkChoice | None = None) 
         if protocol == "auto":
             return ProtocolChoice(lambda p: _topology_model(args, network, p))
         return _topology_model(args, network, protocol)
+    if name != "topology":
+        _no_stragglers(args, "the Hockney model" if name == "hockney" else "LogGP")
     if getattr(args, "profile", None):
         return _profiled(args, name, network)
     if name == "loggp":
@@ -244,6 +259,7 @@ def _topology_model(
             "carries its own latency and bandwidth: drop them"
         )
     gamma = None if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
+    stragglers = _stragglers(args)
     if network.cluster is not None:
         return cluster_model(
             network.cluster,
@@ -251,6 +267,7 @@ def _topology_model(
             contention=network.contention,
             gamma=gamma,
             protocol=protocol,
+            **stragglers,
         )
     return Topology(
         network.network,
@@ -258,7 +275,59 @@ def _topology_model(
         contention=network.contention,
         gamma=_DEFAULT.gamma if gamma is None else gamma,
         protocol=protocol,
+        **stragglers,
     )
+
+
+def _stragglers(args: argparse.Namespace) -> dict[str, Any]:
+    """``--slow-rank`` and ``--skew`` as the topology model's ``slow_ranks`` and ``start_skew``
+    (each a one-line error when malformed; a rank outside the schedule is named when it runs)."""
+    out: dict[str, Any] = {}
+    slow = getattr(args, "slow_rank", None)
+    if slow:
+        factors: dict[int, float] = {}
+        for item in slow.split(","):
+            rank, eq, factor = item.partition("=")
+            try:
+                value = float(factor.strip().removesuffix("x"))
+                r = int(rank)
+            except ValueError:
+                value, r = float("nan"), -1
+            if not eq or r < 0 or not value >= 1:
+                raise UsageError(
+                    f"--slow-rank {item!r}: expected RANK=FACTOR with a factor >= 1, e.g. 7=2x"
+                )
+            factors[r] = value
+        out["slow_ranks"] = factors
+    skew = getattr(args, "skew", None)
+    if skew:
+        if skew.strip().startswith("random:"):
+            out["start_skew"] = skew.strip()
+        else:
+            times: dict[int, float] = {}
+            for item in skew.split(","):
+                rank, eq, when = item.partition("=")
+                try:
+                    r, t = int(rank), units.parse_time(when)
+                except (ValueError, units.UnitError):
+                    r, t = -1, 0.0
+                if not eq or r < 0:
+                    raise UsageError(
+                        f"--skew {item!r}: expected RANK=TIME (7=50us) or random:TIME[,seed=N]"
+                    )
+                times[r] = t
+            out["start_skew"] = times
+    return out
+
+
+def _no_stragglers(args: argparse.Namespace, model: str) -> None:
+    """Refuse --slow-rank/--skew on a model that cannot express them (one line)."""
+    for flag, value in (("--slow-rank", "slow_rank"), ("--skew", "skew")):
+        if getattr(args, value, None):
+            raise UsageError(
+                f"{flag} needs the topology model (per-rank clocks on a network): {model} "
+                "cannot express it; add --topology or --cluster"
+            )
 
 
 def _profiled(args: argparse.Namespace, name: str, network: NetworkChoice | None) -> Model:

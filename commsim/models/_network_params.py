@@ -23,7 +23,30 @@ from commsim.models._inputs import as_time
 from commsim.models._library import Protocol, launch_clock
 from commsim.topology import Network
 
-__all__ = ["NetworkParams"]
+__all__ = ["NetworkParams", "random_skew"]
+
+
+def random_skew(text: str) -> tuple[float, int]:
+    """``"random:T[,seed=S]"``: every rank starts at a time drawn uniformly from ``[0, T]``
+    (seeded, so a prediction is reproducible); returns ``(T, S)``, ``S`` 0 by default.
+
+    Examples:
+        >>> random_skew("random:50us,seed=3")
+        (5e-05, 3)
+    """
+    head, _, rest = text.partition(":")
+    top_text, _, seed_text = rest.partition(",")
+    key, _, seed_value = seed_text.partition("=")
+    if head.strip() != "random" or not top_text.strip() or (seed_text and key.strip() != "seed"):
+        raise ParameterError(
+            f"start_skew {text!r}: expected random:TIME or random:TIME,seed=N (e.g. random:50us)"
+        )
+    seed = 0
+    if seed_text:
+        if not seed_value.strip().isdigit():
+            raise ParameterError(f"start_skew {text!r}: the seed must be an integer >= 0")
+        seed = int(seed_value)
+    return as_time("start_skew", top_text.strip()), seed
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +58,8 @@ class NetworkParams:
         gamma: reduction time per byte, seconds/byte.
         overhead: software time added to every message's path latency, seconds.
         start_skew: per rank, the time it starts: ``p`` seconds (numbers or time strings), a
-            mapping ``{rank: seconds}``, or ``None`` (every rank at 0). Checked against the
+            mapping ``{rank: seconds}``, ``"random:T[,seed=S]"`` (uniform in ``[0, T]``,
+            :func:`random_skew`), or ``None`` (every rank at 0). Checked against the
             schedule's rank count when a schedule is timed (:meth:`initial_clock`).
         slow_ranks: ``{rank: factor >= 1}`` (factors checked by the model's constructor).
         launch: the collective library's per-call cost, seconds: every rank's clock starts
@@ -59,7 +83,7 @@ class NetworkParams:
     network: Network
     gamma: float
     overhead: float
-    start_skew: Sequence[Any] | Mapping[int, Any] | None = None
+    start_skew: Sequence[Any] | Mapping[int, Any] | str | None = None
     slow_ranks: Mapping[int, float] = dataclasses.field(default_factory=dict)
     launch: float = 0.0
     reduction_overlap: bool = False
@@ -77,6 +101,10 @@ class NetworkParams:
         skew = self.start_skew
         if skew is None:
             return launch_clock(clock, self.launch)
+        if isinstance(skew, str):  # "random:50us" or "random:50us,seed=1"
+            top, seed = random_skew(skew)
+            values = np.random.default_rng(seed).uniform(0.0, top, nranks)
+            return launch_clock(clock + values[:, None], self.launch)
         if isinstance(skew, Mapping):
             for r, t in skew.items():
                 clock[_rank(r, nranks, "start_skew")] = as_time(f"start_skew[{r}]", t)

@@ -66,7 +66,7 @@ from commsim.models._library import (
     reduction_exposed,
     with_channel_cap,
 )
-from commsim.models._network_params import NetworkParams
+from commsim.models._network_params import NetworkParams, random_skew
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 from commsim.topology import Network, as_bandwidth, as_network, place
@@ -89,7 +89,8 @@ class Topology:
         contention: ``"none"``, ``"bottleneck"`` (default), ``"maxmin"`` or ``"flow"``.
         gamma: reduction time per byte (seconds/byte or a bandwidth string).
         overhead: software time added to every message's path latency (seconds or ``"1us"``).
-        start_skew: per rank, the time it starts (a sequence of ``p`` seconds, or a mapping
+        start_skew: per rank, the time it starts (``"random:50us[,seed=1]"``: uniform in
+            ``[0, 50 µs]``; a sequence of ``p`` seconds, or a mapping
             ``{rank: seconds}``).
         slow_ranks: ``{rank: factor >= 1}``: its transfers and reductions take ``factor`` times
             longer.
@@ -127,7 +128,7 @@ class Topology:
         contention: str = "bottleneck",
         gamma: float | str = 1 / 100e9,
         overhead: float | str = 0.0,
-        start_skew: Sequence[float] | Mapping[int, float] | None = None,
+        start_skew: Sequence[float] | Mapping[int, float] | str | None = None,
         slow_ranks: Mapping[int, float] | None = None,
         link_factor: Mapping[tuple[Any, Any], float] | None = None,
         launch: float | str = 0.0,
@@ -149,6 +150,8 @@ class Topology:
         self.contention = contention
         self.gamma = as_inverse_bandwidth("gamma", gamma)
         self.overhead = as_time("overhead", overhead)
+        if isinstance(start_skew, str):
+            random_skew(start_skew)  # a bad spec is one line now, not at the first prediction
         self.start_skew = start_skew
         self.slow_ranks = dict(slow_ranks or {})
         for r, f in self.slow_ranks.items():
