@@ -28,6 +28,7 @@ Examples:
 """
 
 from commsim.bench._any import measure_any
+from commsim.bench._honesty import ERROR_BOUND, validation_warnings
 from commsim.bench._launch import DEFAULT_TIMEOUT, measure_mpi
 from commsim.bench._local import measure
 from commsim.bench._loop import layout_for_size
@@ -47,6 +48,7 @@ from commsim.bench._validate import (
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "ERROR_BOUND",
     "AlgorithmAccuracy",
     "BenchRequest",
     "LocalTimer",
@@ -69,4 +71,5 @@ __all__ = [
     "under_mpirun",
     "validate",
     "validate_tuned",
+    "validation_warnings",
 ]

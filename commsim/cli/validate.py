@@ -30,6 +30,7 @@ from commsim.bench import (
     summarize,
     validate,
     validate_tuned,
+    validation_warnings,
 )
 from commsim.cli import nccl_tests
 from commsim.cli.arguments import DEFAULT_VALIDATE_SIZES, parse_sizes
@@ -40,7 +41,7 @@ from commsim.cli.model import add_model_group, parse_model
 from commsim.cli.output import add_output_group, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleGroup
 from commsim.models import Model
-from commsim.profiles import load_profile
+from commsim.profiles import Profile, load_profile
 from commsim.tuner import GROWN, sweep
 
 __all__ = [
@@ -97,6 +98,7 @@ class ValidateRequest:
     overhead: float = 0.0  # the executor's per-call overhead from the profile (0: unknown)
     plot: str | None = None
     tune: bool = False  # each algorithm with the tuner's parameters per size, judged as the tuner
+    profile: Profile | None = None  # --profile, for the warnings' likely causes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,6 +115,7 @@ class ValidateResult:
     overhead: float = 0.0
     notes: tuple[str, ...] = ()  # what was left out and why (--tune: algorithms not built)
     tuned: bool = False  # --tune: each algorithm with the tuner's parameters, the tuner's pick
+    warnings: tuple[str, ...] = ()  # errors above the documented bound, and likely causes
 
     @property
     def summary(self) -> ValidationSummary:
@@ -162,12 +165,13 @@ def parse(args: argparse.Namespace) -> ValidateRequest:
     assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
     bench = EXECUTION.parse(args, parse_sizes(args.sizes))
     model = parse_model(args)
-    overhead = 0.0
+    overhead, profile = 0.0, None
     if getattr(args, "profile", None):
-        overhead = load_profile(args.profile).call_overhead.get(args.backend, 0.0)
+        profile = load_profile(args.profile)
+        overhead = profile.call_overhead.get(args.backend, 0.0)
     return ValidateRequest(
         schedules, model, args.backend, bench, not args.winners_only, float(args.timeout),
-        args.json, args.progress, overhead, args.plot, getattr(args, "tune", False),
+        args.json, args.progress, overhead, args.plot, getattr(args, "tune", False), profile,
     )  # fmt: skip
 
 
@@ -193,9 +197,11 @@ def compute(request: ValidateRequest) -> ValidateResult:
             schedules, request.model, request.backend, request.bench, run_all=request.run_all,
             timeout=request.timeout, progress=request.progress, overhead=request.overhead,
         )  # fmt: skip
+    summary = summarize(tuple(validations))
+    warnings = validation_warnings(summary, nranks, request.profile)
     return ValidateResult(
         choice.collective, nranks, request.backend, request.model, request.bench,
-        tuple(validations), tuple(measurements), request.overhead, notes, request.tune,
+        tuple(validations), tuple(measurements), request.overhead, notes, request.tune, warnings,
     )  # fmt: skip
 
 
@@ -213,6 +219,7 @@ def render(result: ValidateResult, as_json: bool) -> str:
                 "summary": summary.to_dict(),
                 "tuned": result.tuned,
                 "notes": list(result.notes),
+                "warnings": list(result.warnings),
             }
         )
     native = next((m.native for m in result.measurements if m.native), None)
@@ -242,6 +249,7 @@ def render(result: ValidateResult, as_json: bool) -> str:
     align = "rlrrrr" + "r" * ovh + "r" + "r" * (host is not None) + "ll"
     lines += [format_table(headers, table, align), ""]
     lines += _summary_lines(summary, ovh, result.tuned)
+    lines += [f"warning: {w}" for w in result.warnings]
     lines += [f"note: {n}" for n in result.notes]
     lines += [f"note: {n}" for n in dict.fromkeys(n for m in result.measurements for n in m.notes)]
     return "\n".join(lines)
