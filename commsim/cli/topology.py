@@ -59,12 +59,14 @@ class TopologyRequest:
     spec: str
     draw: Path | None = None
     as_json: bool = False
+    toml: Path | None = None  # write the cluster as a TOML file
 
 
 @dataclasses.dataclass(frozen=True)
 class TopologyResult:
     summary: TopologySummary
     drawing: Path | None
+    toml: Path | None = None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,6 +81,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help=f"also draw it (.png, .pdf or .svg; networks of at most {MAX_DRAW_NODES} nodes)",
     )
+    parser.add_argument(
+        "--toml",
+        metavar="FILE",
+        help="write a cluster (a preset such as dgx-h100:64, or a cluster file) as a TOML "
+        "cluster file to edit; --cluster FILE reads it back",
+    )
     add_output_group(parser, memory_limit=False)
 
 
@@ -90,7 +98,14 @@ def parse(args: argparse.Namespace) -> TopologyRequest:
             raise UsageError(f"--draw {quote(args.draw)}: the name must end in .png, .pdf or .svg")
         if not path.parent.is_dir():
             raise UsageError(f"--draw {quote(args.draw)}: its directory does not exist")
-    return TopologyRequest(args.spec, path, args.json)
+    toml = None
+    if getattr(args, "toml", None):
+        toml = Path(args.toml)
+        if toml.suffix.lower() != ".toml":
+            raise UsageError(f"--toml {quote(args.toml)}: the name must end in .toml")
+        if not toml.parent.is_dir():
+            raise UsageError(f"--toml {quote(args.toml)}: its directory does not exist")
+    return TopologyRequest(args.spec, path, args.json, toml)
 
 
 def compute(request: TopologyRequest) -> TopologyResult:
@@ -101,13 +116,39 @@ def compute(request: TopologyRequest) -> TopologyResult:
         drawing = draw(network, request.draw, title=name) if request.draw else None
     except OSError as e:
         raise UsageError(f"--draw {request.draw}: cannot write ({e.strerror or e})") from None
-    return TopologyResult(summary, drawing)
+    toml = _write_toml(request.spec, request.toml) if request.toml else None
+    return TopologyResult(summary, drawing, toml)
+
+
+def _write_toml(spec: str, path: Path) -> Path:
+    """The cluster of ``spec`` as a TOML cluster file at ``path`` (a bare graph has none)."""
+    from commsim.clusters import PRESETS, description, to_toml
+
+    name = spec.partition(":")[0].strip().lower()
+    if name not in PRESETS and not spec.strip().endswith(".toml"):
+        raise UsageError(
+            f"--toml writes a cluster (a preset such as dgx-h100:4, or a .toml file), and "
+            f"{quote(spec)} is a bare network"
+        )
+    d, origin, _ = description(spec)
+    text = f"# written by commsim topology {spec} --toml (from {origin})\n" + to_toml(d)
+    try:
+        path.write_text(text)
+    except OSError as e:
+        raise UsageError(f"--toml {path}: cannot write ({e.strerror or e})") from None
+    return path
 
 
 def render(result: TopologyResult, as_json: bool) -> str:
     s = result.summary
     if as_json:
-        return to_json({**s.to_dict(), "drawing": str(result.drawing) if result.drawing else None})
+        return to_json(
+            {
+                **s.to_dict(),
+                "drawing": str(result.drawing) if result.drawing else None,
+                "toml": str(result.toml) if result.toml else None,
+            }
+        )
     rows = [
         [
             c.kind,
@@ -136,6 +177,8 @@ def render(result: TopologyResult, as_json: bool) -> str:
     ]
     if result.drawing is not None:
         lines.append(f"drawing written to {result.drawing}")
+    if result.toml is not None:
+        lines.append(f"cluster file written to {result.toml} (edit it; --cluster {result.toml})")
     return "\n".join(lines)
 
 

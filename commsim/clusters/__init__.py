@@ -7,6 +7,7 @@ documents every preset's numbers and their sources, and the file format.
 
 from commsim.clusters._build import FABRICS, build_cluster
 from commsim.clusters._cluster import Cluster, LinkClass, Profile
+from commsim.clusters._description import description, to_toml
 from commsim.clusters._presets import PRESETS, cluster, load_cluster
 
 __all__ = [
@@ -17,5 +18,7 @@ __all__ = [
     "Profile",
     "build_cluster",
     "cluster",
+    "description",
     "load_cluster",
+    "to_toml",
 ]

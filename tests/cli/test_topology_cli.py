@@ -93,3 +93,24 @@ def test_errors_are_one_line_and_exit_2(cli, tmp_path, setup, argv, message):
     rc, out, err = cli("topology", *argv)
     assert rc == 2 and out == ""
     assert message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("preset", ["dgx-h100:2", "tpu-v5p:4x4x4", "dgx1-v100:0-3", "ethernet:8"])
+def test_a_preset_written_as_toml_is_the_same_cluster(cli, tmp_path, preset):
+    """``--toml`` writes a preset out as a file to edit; reading it back predicts the same."""
+    import commsim
+    from commsim.clusters import cluster
+    from commsim.tuner import cluster_model
+
+    path = tmp_path / "c.toml"
+    code, out, _ = cli("topology", preset, "--toml", str(path))
+    assert code == 0 and str(path) in out
+    a, b = cluster(preset), cluster(str(path))
+    assert (a.nodes, a.gpus_per_node, a.ngpus) == (b.nodes, b.gpus_per_node, b.ngpus)
+    s = commsim.build("allreduce", "ring", nranks=a.ngpus)
+    assert cluster_model(b).predict(s, "64MiB").time == cluster_model(a).predict(s, "64MiB").time
+
+
+def test_toml_of_a_bare_network_is_one_line(cli, tmp_path):
+    code, _, err = cli("topology", "torus:4x4", "--toml", str(tmp_path / "t.toml"))
+    assert code == 2 and "bare network" in err and len(err.strip().splitlines()) == 1

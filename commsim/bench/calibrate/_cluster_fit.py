@@ -46,13 +46,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import tomllib
 
 from commsim import units
 from commsim._cluster_model import cluster_model
 from commsim._ir import Schedule
-from commsim._toml import key, value
-from commsim.clusters import PRESETS, Cluster, build_cluster
+from commsim.clusters import Cluster, build_cluster, description, to_toml
 from commsim.errors import CommsimError, ParameterError
 from commsim.interop import NcclTestsLog
 
@@ -170,25 +168,13 @@ class ClusterFit:
                         f"#   [{x.table}] latency {units.format_time(x.small_latency)}/link, "
                         f"efficiency {x.small_efficiency:.3f}"
                     )
-        return "\n".join(head) + "\n" + _toml(self.description)
+        return "\n".join(head) + "\n" + to_toml(self.description)
 
 
 # -- the cluster as a description ---------------------------------------------------------------
-def cluster_description(spec: str | Path) -> tuple[dict[str, Any], str, Path | None]:
-    """The description (a TOML file's tables) of a preset (``dgx-h100:4``) or a TOML file, its
-    origin name, and the directory its relative file names start from (a link's ``profile``);
-    :func:`commsim.clusters.cluster` checks it."""
-    from commsim.clusters import cluster
-
-    built = cluster(spec)  # every error the CLI's --cluster gives, worded once
-    text = str(spec).strip()
-    if text.endswith(".toml") or Path(text).is_file():
-        path = Path(text)
-        return tomllib.loads(path.read_text()), path.name, path.resolve().parent
-    name, _, arg = text.partition(":")
-    d = PRESETS[name.strip().lower()][1](text, arg)
-    d.setdefault("name", built.name)
-    return d, text, None
+#: A preset's or a file's description (:func:`commsim.clusters.description`), under the name
+#: this package has always exported it by.
+cluster_description = description
 
 
 def check_ranks(log: NcclTestsLog, c: Cluster, spec: str) -> None:
@@ -517,25 +503,6 @@ def _bic(cost: float, n: int, k: int) -> float:
     """Schwarz's criterion on the robust loss: a breakpoint (``k`` grows from ``2m`` to
     ``4m + 1``) must pay for its parameters, so noise alone does not split the rows."""
     return n * np.log(max(2 * cost, 1e-300) / n) + k * np.log(n)
-
-
-# -- TOML ---------------------------------------------------------------------------------------
-def _toml(d: Mapping[str, Any]) -> str:
-    """A cluster description as TOML (scalars and lists at the top, then its tables)."""
-    lines = [f"{key(k)} = {value(v)}" for k, v in d.items() if not isinstance(v, Mapping)]
-    for k, v in d.items():
-        if isinstance(v, Mapping):
-            scalars = {kk: vv for kk, vv in v.items() if not isinstance(vv, Mapping)}
-            lines += [
-                "",
-                f"[{key(k)}]",
-                *(f"{key(kk)} = {value(vv)}" for kk, vv in scalars.items()),
-            ]
-            for kk, vv in v.items():
-                if isinstance(vv, Mapping):
-                    lines += ["", f"[{key(k)}.{key(kk)}]"]
-                    lines += [f"{key(a)} = {value(b)}" for a, b in vv.items()]
-    return "\n".join(lines) + "\n"
 
 
 def predict_rows(log: NcclTestsLog, cluster_spec: str | Path, schedule: Schedule) -> np.ndarray:
