@@ -670,3 +670,17 @@ def test_the_docs_python_example_runs():
     exec(compile(code, "docs/clusters.md", "exec"), scope)
     c = scope["c"]
     assert (c.ngpus, c.nodes, c.ranks_per_node) == (1024, 128, 8)  # as the example's comment says
+
+
+def test_a_fat_tree_file_gives_its_spine_a_bandwidth_and_latency_of_its_own(tmp_path):
+    """Issue #26: a fat_tree cluster file could not give the spine its own numbers."""
+    path = tmp_path / "ft.toml"
+    path.write_text(
+        'name = "ft"\nnodes = 32\ngpus_per_node = 1\n\n'
+        '[inter]\nkind = "nic"\nbandwidth = "400Gb/s"\nlatency = "1us"\n\n'
+        '[topology]\nkind = "fat_tree"\nhosts_per_leaf = 8\nspines = 4\n'
+        'spine_bandwidth = "800Gb/s"\nspine_latency = "3us"\n'
+    )
+    net = cluster(str(path)).network
+    spine = net.link_kind == net.kinds.index("leaf-spine")
+    assert set(net.bandwidth[spine]) == {100e9} and set(net.latency[spine]) == {3e-6}

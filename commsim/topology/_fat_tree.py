@@ -45,6 +45,8 @@ def fat_tree(
     bandwidth: float | str = DEFAULT_BANDWIDTH,
     latency: float | str = DEFAULT_LATENCY,
     routing: str = "ecmp",
+    spine_bandwidth: float | str | None = None,
+    spine_latency: float | str | None = None,
 ) -> nx.Graph:
     r"""``n`` hosts on a leaf–spine fat tree of two or three levels.
 
@@ -58,6 +60,11 @@ def fat_tree(
 
     Bisection bandwidth (``graph.graph["bisection_bandwidth"]``, bytes/s per direction, for
     full leaves and an even number of them; not stated otherwise): :math:`\frac{n}{2} B / o`.
+
+    ``spine_bandwidth`` gives every leaf–spine (and spine–core) edge a bandwidth of its own
+    instead of :math:`h B / (o S)` (a file whose spine runs at 800 Gb/s beside 400 Gb/s NICs), and
+    ``spine_latency`` their latency instead of ``latency``; the stated bisection is then left to
+    :func:`commsim.topology.summarize`.
 
     ``routing``: ``"ecmp"`` (a hash of the pair picks the uplink) or ``"dmodk"`` (destination
     ``d`` leaves its source leaf by spine ``d mod S``, and a pod spine by core
@@ -76,6 +83,10 @@ def fat_tree(
         >>> net = Network(fat_tree(32, hosts_per_leaf=8, spines=8, routing="dmodk"))
         >>> net.link_label(net.route(0, 13)[1])  # to host 13: up by spine 13 mod 8
         (('leaf', 0), ('spine', 5))
+        >>> g = fat_tree(32, hosts_per_leaf=8, spine_bandwidth="800Gb/s", spine_latency="2us")
+        >>> up = g.edges[("leaf", 0), ("spine", 0)]
+        >>> up["bandwidth"], up["latency"], g.edges[0, ("leaf", 0)]["latency"]  # host link as given
+        (100000000000.0, 2e-06, 1e-06)
     """
     n = check_hosts(_count(n, "fat_tree: the number of hosts"), "fat_tree")
     h = _count(hosts_per_leaf, "fat_tree: hosts_per_leaf")
@@ -85,10 +96,11 @@ def fat_tree(
     s = max(1, round(h / o)) if spines is None else _count(spines, "fat_tree: spines")
     routing = check_routing(routing, "fat_tree")
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
-    up_bw = h * bw / (o * s)
+    up_bw = h * bw / (o * s) if spine_bandwidth is None else as_bandwidth(spine_bandwidth)
+    up_lat = lat if spine_latency is None else as_latency(spine_latency)
     nleaves = -(-n // h)
     g = nx.Graph(name=f"fat_tree({n})")
-    if n % h == 0 and nleaves % 2 == 0:  # else summarize() computes it
+    if n % h == 0 and nleaves % 2 == 0 and spine_bandwidth is None:  # else summarize() does
         g.graph["bisection_bandwidth"] = n / 2 * bw / o
     if routing == "dmodk":
         lpp = _count(leaves_per_pod, "fat_tree: leaves_per_pod")
@@ -109,7 +121,7 @@ def fat_tree(
         g.add_edges_from(
             ((leaf, sp) for leaf in leaves for sp in spine_nodes),
             bandwidth=up_bw,
-            latency=lat,
+            latency=up_lat,
             kind="leaf-spine",
         )
         return g
@@ -124,13 +136,13 @@ def fat_tree(
         g.add_edges_from(
             ((leaf, sp) for leaf in pod_leaves for sp in pod_spines),
             bandwidth=up_bw,
-            latency=lat,
+            latency=up_lat,
             kind="leaf-spine",
         )
         g.add_edges_from(
             ((sp, c) for sp in pod_spines for c in cores),
             bandwidth=len(pod_leaves) * up_bw / s,
-            latency=lat,
+            latency=up_lat,
             kind="spine-core",
         )
     g.graph["name"] = f"fat_tree({n},levels=3)"
