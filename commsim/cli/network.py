@@ -237,6 +237,14 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
         help=f"how messages share links: {', '.join(CONTENTION)} (default: bottleneck; flow "
         "simulates once per size, so give it few sizes at large p)",
     )
+    g.add_argument(
+        "--set",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="change one field of the --cluster preset or file, as its TOML file names it: "
+        "inter.bandwidth=800Gb/s, nodes=32, topology.oversubscription=2, launch=5us "
+        "(repeatable; 'commsim topology PRESET --toml FILE' shows the fields)",
+    )
     add_epilog(parser, NETWORK_EPILOG)
 
 
@@ -249,8 +257,11 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     contention = contention_given or "bottleneck"
     if text is not None and preset is not None:
         raise UsageError("give --topology or --cluster, not both")
+    sets = getattr(args, "set", None) or []
+    if sets and preset is None:
+        raise UsageError("--set changes a cluster's fields: add --cluster PRESET or FILE.toml")
     if preset is not None:
-        c = cluster(preset)
+        c = _with_fields(preset, sets) if sets else cluster(preset)
         placement = placement_given or c.placement
         return NetworkChoice(
             preset, c.network, placement, contention, c, contention_given is not None
@@ -265,6 +276,43 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
         text, network, placement_given or "linear", contention,
         contention_given=contention_given is not None,
     )  # fmt: skip
+
+
+def _with_fields(spec: str, sets: list[str]) -> Cluster:
+    """The cluster ``spec`` with each ``FIELD=VALUE`` of ``--set`` written into its description
+    (dotted fields name tables: ``inter.bandwidth``); the cluster's own checks word the errors."""
+    from commsim.clusters import build_cluster, description
+
+    d, origin, base = description(spec)
+    for item in sets:
+        field, eq, raw = item.partition("=")
+        path = [k.strip() for k in field.split(".")]
+        if not eq or not all(path) or not raw.strip():
+            raise UsageError(
+                f"--set {quote(item)}: expected FIELD=VALUE, e.g. inter.bandwidth=800Gb/s"
+            )
+        table = d
+        for k in path[:-1]:
+            inner = table.get(k)
+            if inner is None:
+                inner = table[k] = {}
+            if not isinstance(inner, dict):
+                raise UsageError(f"--set {quote(item)}: {k!r} is a value, not a table")
+            table = inner
+        table[path[-1]] = _toml_value(raw.strip())
+    return build_cluster(d, f"{origin} with --set {', '.join(sets)}", base)
+
+
+def _toml_value(raw: str) -> Any:
+    """``VALUE`` as a TOML file would hold it: an integer, a number, true/false, else text."""
+    if raw.lower() in ("true", "false"):
+        return raw.lower() == "true"
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
 
 
 def _graph(text: str) -> Any:

@@ -190,3 +190,29 @@ def test_unreadable_graph_and_unwritable_outputs(cli, tmp_path):
     assert rc == 2 and "cannot read the graph" in err
     rc, _, err = cli("topology", "switch:4", "--draw", "/proc/x.png")
     assert rc == 2 and "cannot write" in err
+
+
+def test_set_changes_a_presets_field_as_a_file_would(cli_json, cli, tmp_path):
+    """Issue #26: ``--set inter.bandwidth=800Gb/s`` = the preset written out and edited."""
+    args = ["predict", "-c", "allreduce", "-a", "ring", "-s", "1GiB", "--json"]
+    fast = cli_json(*args, "--cluster", "dgx-h100:2", "--set", "inter.bandwidth=800Gb/s")
+    path = tmp_path / "c.toml"
+    assert cli("topology", "dgx-h100:2", "--toml", str(path))[0] == 0
+    path.write_text(path.read_text().replace('bandwidth = "400Gb/s"', 'bandwidth = "800Gb/s"'))
+    edited = cli_json(*args, "--cluster", str(path))
+    slow = cli_json(*args, "--cluster", "dgx-h100:2")
+    t = fast["results"][0]["time_s"]
+    assert t == edited["results"][0]["time_s"] < slow["results"][0]["time_s"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "match"),
+    [
+        (["--cluster", "dgx-h100:2", "--set", "inter.bandwith=1Gb/s"], "did you mean bandwidth"),
+        (["--cluster", "dgx-h100:2", "--set", "nope"], "FIELD=VALUE"),
+        (["-p", "4", "--set", "nodes=2"], "add --cluster"),
+    ],
+)
+def test_a_bad_set_is_one_line(cli, extra, match):
+    code, _, err = cli("predict", "-c", "allreduce", "-a", "ring", "-s", "1MiB", *extra)
+    assert code == 2 and match in err and len(err.strip().splitlines()) == 1
