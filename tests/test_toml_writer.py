@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from commsim._toml import key, value
-from commsim.bench.calibrate._cluster_fit import _toml as cluster_toml
+from commsim.clusters import to_toml as cluster_toml
 from commsim.errors import ParameterError
 
 _TEXT = st.text(st.characters(exclude_categories=["Cs"]), max_size=12)  # no lone surrogates
