@@ -38,6 +38,7 @@ __all__ = [
     "group",
     "matchings",
     "messages",
+    "port_messages",
     "port_ranks",
 ]
 
@@ -112,6 +113,29 @@ def messages(step: Step, schedule: Schedule) -> Messages:
     mred = np.add.reduceat(red_units[order], starts)
     unique = _max_count(msrc) <= 1 and _max_count(mdst) <= 1
     return Messages(msrc, mdst, munits, mred, local_rank, local_red, unique, mchan, local_chan)
+
+
+def port_messages(step: Step, schedule: Schedule, ports: int) -> tuple[Messages, list[np.ndarray]]:
+    """``step``'s :func:`messages` on ``ports`` ports per rank, and their rounds: senders,
+    receivers and local reducers renamed to their ports (:func:`port_ranks`), the rounds the
+    :func:`matchings` of those ports (one round when no port is used twice). What every model
+    that keeps a clock per port runs on.
+
+    Examples:
+        >>> import commsim
+        >>> s = commsim.algorithms.channels(commsim.build("allreduce", "ring", nranks=4), 2)
+        >>> msg, rounds = port_messages(s.step(0), s, 2)
+        >>> sorted(msg.src.tolist()), len(rounds)  # rank r's channels are ports 2r and 2r + 1
+        ([0, 1, 2, 3, 4, 5, 6, 7], 1)
+    """
+    msg = messages(step, schedule)
+    if ports > 1:
+        src, dst = port_ranks(msg, ports)
+        local = msg.local_rank * ports + msg.local_channel % ports
+        msg = msg._replace(src=src, dst=dst, local_rank=local)
+    if msg.unique_ports:
+        return msg, [np.arange(len(msg.src))]
+    return msg, matchings(msg.src, msg.dst, schedule.nranks * ports)
 
 
 def port_ranks(msg: Messages, ports: int) -> tuple[np.ndarray, np.ndarray]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from commsim._messages import matchings, messages, port_ranks
+from commsim._messages import port_messages
 from commsim.errors import ResourceError
 from commsim.models._contention import bottleneck_link, path_latency
 from commsim.models._library import protocol_latency, reduction_exposed, with_channel_cap
@@ -291,10 +291,7 @@ def simulate(
         if not len(st.src):
             continue
         schedule.check_step(st, i)
-        msg = messages(st, schedule)
-        vsrc, vdst = port_ranks(msg, K)
-        msg = msg._replace(src=vsrc, dst=vdst, local_rank=msg.local_rank * K + msg.local_channel)
-        rounds = [np.arange(len(msg.src))] if msg.unique_ports else matchings(msg.src, msg.dst, p)
+        msg, rounds = port_messages(st, schedule, K)
         for idx in rounds:
             _append(
                 cols,

@@ -36,7 +36,7 @@ import hashlib
 import numpy as np
 
 from commsim._ir import Schedule
-from commsim._messages import matchings, messages, port_ranks
+from commsim._messages import port_messages
 from commsim.errors import ParameterError, ResourceError
 
 __all__ = ["MAX_PROGRAM_MESSAGES", "Program", "hockney_program", "topology_program"]
@@ -137,16 +137,11 @@ class _Builder:
             if not len(st.src):
                 continue
             schedule.check_step(st, i)
-            msg = messages(st, schedule)
-            vsrc, vdst = port_ranks(msg, K)
-            rounds = (
-                [np.arange(len(vsrc))] if msg.unique_ports else matchings(vsrc, vdst, self.nports)
-            )
+            msg, rounds = port_messages(st, schedule, K)
             for idx in rounds:
-                self.add_round(vsrc[idx], vdst[idx], msg.units[idx], msg.reduce_units[idx])
+                self.add_round(msg.src[idx], msg.dst[idx], msg.units[idx], msg.reduce_units[idx])
             if len(msg.local_rank):
-                port = msg.local_rank * K + msg.local_channel % K
-                red = np.bincount(port, msg.local_reduce_units, minlength=self.nports)
+                red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=self.nports)
                 busy = np.flatnonzero(red)
                 self.add_local(busy, red[busy])
 

@@ -59,7 +59,7 @@ import numpy as np
 
 from commsim import units
 from commsim._ir import Schedule, Step
-from commsim._messages import matchings, messages, port_ranks
+from commsim._messages import port_messages
 from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
 from commsim.models._inputs import (
@@ -350,11 +350,7 @@ class _Clocks:
 
     def _general(self, st: Step) -> None:
         """Messages, their rounds (k at a time with k ports), local reductions, the step's end."""
-        msg = messages(st, self.schedule)
-        vsrc, vdst = port_ranks(msg, self.links)
-        msg = msg._replace(src=vsrc, dst=vdst)
-        every = [np.arange(len(msg.src))]
-        rounds = every if msg.unique_ports else matchings(msg.src, msg.dst, self.p)
+        msg, rounds = port_messages(st, self.schedule, self.links)
         for j in range(0, len(rounds), self.ports):
             if self.ports == 1:
                 idx = rounds[j]
@@ -363,8 +359,6 @@ class _Clocks:
             else:
                 self._shared_round(msg, np.concatenate(rounds[j : j + self.ports]))
         if len(msg.local_rank):
-            local = msg.local_rank * self.links + msg.local_channel % self.links
-            msg = msg._replace(local_rank=local)
             red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=self.p)
             before = self.clock.copy() if self.recorder is not None else None
             self.clock += np.multiply.outer(red, self.gw)

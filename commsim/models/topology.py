@@ -52,7 +52,7 @@ import numpy as np
 
 from commsim import units
 from commsim._ir import Schedule, Step
-from commsim._messages import matchings, messages, port_ranks
+from commsim._messages import port_messages
 from commsim.errors import ParameterError, ResourceError
 from commsim.models import _topology_kernels
 from commsim.models._bounds import lower_bound
@@ -469,16 +469,7 @@ class _Run:
     def step(self, i: int, st: Step) -> None:
         if len(st.src):
             self.schedule.check_step(st, i)
-            msg = messages(st, self.schedule)
-            if self.K > 1:
-                vsrc, vdst = port_ranks(msg, self.K)
-                local = msg.local_rank * self.K + msg.local_channel
-                msg = msg._replace(src=vsrc, dst=vdst, local_rank=local)
-            rounds = (
-                [np.arange(len(msg.src))]
-                if msg.unique_ports
-                else matchings(msg.src, msg.dst, self.p)
-            )
+            msg, rounds = port_messages(st, self.schedule, self.K)
             for idx in rounds:
                 self._round(i, msg.src[idx], msg.dst[idx], msg.units[idx], msg.reduce_units[idx])
             if len(msg.local_rank):
