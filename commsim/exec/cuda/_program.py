@@ -221,4 +221,15 @@ def copy_bandwidth(nbytes: int, iters: int, kernel: bool, g: Geometry) -> float:
     else:
         dst = cuda.device_array(n, dtype=np.float32)
         copy = lambda: dst.copy_to_device(src)
+    if not g.simulated:  # an idle GPU runs at low clocks: keep it busy until they have risen
+        end = time.perf_counter() + _CLOCK_RAMP_S
+        while time.perf_counter() < end:
+            copy()
+            cuda.synchronize()
     return 4 * n / statistics.median(time_calls(copy, iters, 2, g.simulated))
+
+
+# Seconds of back-to-back copies before a copy rate is timed. An H200 idles at 345 MHz SM clock
+# and reaches 1980 MHz under load (nvidia-smi on a lent H200, docs/benchmarks.md); a cold
+# 20-copy measurement there read 1.14 TB/s where a warm one reads more (bench_cuda, 2026-11-26).
+_CLOCK_RAMP_S = 0.5
