@@ -88,17 +88,33 @@ def _maxmin(indptr: np.ndarray, links: np.ndarray, bandwidth: np.ndarray) -> np.
 
 
 def bottleneck_link(
-    indptr: np.ndarray, links: np.ndarray, bandwidth: np.ndarray, *, shared: bool = True
+    indptr: np.ndarray,
+    links: np.ndarray,
+    bandwidth: np.ndarray,
+    *,
+    group: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Per message, the link with the smallest equal share ``B_l / n_l`` along its route (its
-    first such link; with ``shared=False`` the slowest link): the link class a message's transfer
-    time is charged to."""
+    """Per message, the link its transfer time is charged to: the link with the smallest equal
+    share ``B_l / n_l`` along its route, ``n_l`` the messages that cross link ``l`` at the same
+    time (those of one round: all messages given, or those with the same ``group`` id); the
+    first such link on the route at a tie.
+
+    This is the one definition of "limited by" for every contention mode (docs/models.md,
+    "Limited by"): the link a message's time is most sensitive to is the one whose fair share
+    is smallest. Under ``bottleneck`` that share *is* the message's rate; under ``maxmin`` and
+    ``flow`` the rate can be higher (other messages leave spare capacity) but the smallest
+    share still marks the link that binds first when every message pushes at once."""
     m = len(indptr) - 1
     if m == 0:
         return np.zeros(0, dtype=np.int64)
-    count = np.bincount(links, minlength=len(bandwidth)) if shared else np.ones(len(bandwidth))
-    share = bandwidth[links] / count[links]
     owner = np.repeat(np.arange(m), np.diff(indptr))
+    if group is None:
+        count = np.bincount(links, minlength=len(bandwidth))[links]
+    else:  # messages crossing the same link in the same group
+        key = group[owner].astype(np.int64) * len(bandwidth) + links
+        _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        count = counts[inverse]
+    share = bandwidth[links] / count
     low = share == np.repeat(_segment_min(share, indptr), np.diff(indptr))
     idx = np.flatnonzero(low)
     _, first = np.unique(owner[idx], return_index=True)

@@ -355,7 +355,9 @@ def simulate(
     per_unit = sizes / schedule.nbytes_units
     cls = np.zeros(n, dtype=np.int64)
     if len(remote):
-        cls[remote] = net.link_kind[bottleneck_link(r_ptr, r_links, net.bandwidth, shared=False)]
+        cls[remote] = net.link_kind[
+            bottleneck_link(r_ptr, r_links, net.bandwidth, group=rnd[remote])
+        ]
     nparts = 3 + len(net.kinds)
     parts = np.zeros((nparts, len(sizes)))
     clock = np.zeros((p, len(sizes)))
