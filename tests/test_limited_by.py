@@ -1,4 +1,4 @@
-""" "Limited by" is one definition for every contention mode (issue #26).
+"""One definition of "limited by" for every contention mode (issue #26).
 
 A message's transfer time is charged to the link with the smallest fair share ``B_l / n_l`` among
 the messages of its round (:func:`commsim.models._contention.bottleneck_link`); the prediction is
