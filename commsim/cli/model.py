@@ -115,6 +115,13 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
         "seeded uniform time in [0, TIME] (random:50us or random:50us,seed=1)",
     )
     g.add_argument(
+        "--slow-link",
+        metavar="HOST[:CLASS]=F,...",
+        help="degraded links (topology model): the links of host HOST (a GPU, numbered as in "
+        "`commsim topology`), or only those of link class CLASS, at F times their bandwidth, "
+        "F in [0, 1]; 0 is a failed link, routed around, e.g. 7:rail=0.5 or 3=0.25x",
+    )
+    g.add_argument(
         "--model",
         choices=MODELS,
         metavar="NAME",
@@ -202,6 +209,8 @@ def parse_model(args: argparse.Namespace, network: NetworkChoice | None = None) 
     if name == "topology":
         if network is None:
             raise UsageError("--model topology needs a network: --topology or --cluster")
+        if getattr(args, "profile", None):
+            return _profiled(args, name, network)  # refuses: a profile is not a network
         if protocol == "auto":
             return ProtocolChoice(lambda p: _topology_model(args, network, p))
         return _topology_model(args, network, protocol)
@@ -260,6 +269,9 @@ def _topology_model(
         )
     gamma = None if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
     stragglers = _stragglers(args)
+    slow_links = getattr(args, "slow_link", None)
+    if slow_links:
+        stragglers["link_factor"] = _link_factors(slow_links, network.network.graph)
     if network.cluster is not None:
         return cluster_model(
             network.cluster,
@@ -320,9 +332,43 @@ def _stragglers(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _link_factors(spec: str, graph: Any) -> dict[tuple[Any, Any], float]:
+    """``--slow-link HOST[:CLASS]=F,...`` as the topology model's ``link_factor``: every edge of
+    host ``HOST`` (only those of class ``CLASS`` if given) at ``F`` times its bandwidth."""
+    out: dict[tuple[Any, Any], float] = {}
+    for item in spec.split(","):
+        where, eq, factor = item.partition("=")
+        host, _, kind = where.partition(":")
+        try:
+            f = float(factor.strip().removesuffix("x"))
+            h = int(host)
+        except ValueError:
+            f, h = float("nan"), -1
+        if not eq or h < 0 or not 0 <= f <= 1:
+            raise UsageError(
+                f"--slow-link {item!r}: expected HOST[:CLASS]=FACTOR with a factor in [0, 1], "
+                "e.g. 7:rail=0.5"
+            )
+        if h not in graph:
+            raise UsageError(f"--slow-link {item!r}: the network has no host {h}")
+        edges = [(u, v, k) for u, v, k in graph.edges(h, data="kind")]
+        chosen = [(u, v) for u, v, k in edges if not kind or k == kind.strip()]
+        if not chosen:
+            classes = ", ".join(sorted({str(k) for _, _, k in edges}))
+            raise UsageError(
+                f"--slow-link {item!r}: host {h} has no {kind!r} link (it has: {classes})"
+            )
+        out.update(dict.fromkeys(chosen, f))
+    return out
+
+
 def _no_stragglers(args: argparse.Namespace, model: str) -> None:
-    """Refuse --slow-rank/--skew on a model that cannot express them (one line)."""
-    for flag, value in (("--slow-rank", "slow_rank"), ("--skew", "skew")):
+    """Refuse --slow-rank/--skew/--slow-link on a model that cannot express them (one line)."""
+    for flag, value in (
+        ("--slow-rank", "slow_rank"),
+        ("--skew", "skew"),
+        ("--slow-link", "slow_link"),
+    ):
         if getattr(args, value, None):
             raise UsageError(
                 f"{flag} needs the topology model (per-rank clocks on a network): {model} "
