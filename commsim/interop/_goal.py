@@ -28,9 +28,13 @@ that is the model's single CPU clock per rank (``n`` operations: ``n - 1`` requi
 Conventions:
 
 * **tags**: a message's tag is its step index, so a send and its receive match by
-  ``(sender, receiver, step)``, the IR's one message per ``(step, src, dst)``.
+  ``(sender, receiver, step)``, the IR's one message per ``(step, src, dst)``. A schedule of
+  ``C > 1`` channels has one message per ``(step, src, dst, channel)``: its tag is
+  ``step · C + channel``.
 * **labels**: ``s<step>t<peer>`` (send to), ``r<step>f<peer>`` (receive from), ``c<step>f<peer>``
-  (its reduction), ``l<step>`` (the step's local reductions).
+  (its reduction), ``l<step>`` (the step's local reductions); with ``C > 1`` channels the
+  message labels end in ``c<channel>`` (``s3t1c2``). The chain stays one per rank: the LogGP
+  model has one CPU clock per rank whatever the channels (they share its overhead ``o``).
 * **sizes**: a message of ``u`` slot units carries ``u · nbytes / nbytes_units`` bytes, rounded to
   the nearest integer and at least 1 (LogGOPSim charges ``(s - 1)G``, commsim ``max(s - 1, 0)G``).
 * **calc**: GOAL's ``calc`` is a time, not bytes: reducing ``b`` bytes is ``calc round(b·gamma)``
@@ -139,6 +143,11 @@ def goal_program(schedule: Schedule, nbytes: int | str, *, gamma: float = 0.0) -
             counts["requires"] += 1
         last[r] = label
 
+    nch = s.nchannels
+
+    def tag(k: int, channel: int) -> tuple[int, str]:  # a message's tag, its labels' suffix
+        return (k, "") if nch == 1 else (k * nch + channel, f"c{channel}")
+
     for k, st in enumerate(s.steps()):
         s.check_step(st, k)
         msg = messages(st, s)
@@ -146,12 +155,15 @@ def goal_program(schedule: Schedule, nbytes: int | str, *, gamma: float = 0.0) -
         for idx in rounds:
             for j in idx.tolist():
                 q, r = int(msg.src[j]), int(msg.dst[j])
-                emit(q, f"s{k}t{r}", f"send {_bytes(msg.units[j], per_unit)}b to {r} tag {k}")
+                t, c = tag(k, int(msg.channel[j]))
+                emit(q, f"s{k}t{r}{c}", f"send {_bytes(msg.units[j], per_unit)}b to {r} tag {t}")
             for j in idx.tolist():
                 q, r = int(msg.src[j]), int(msg.dst[j])
-                emit(r, f"r{k}f{q}", f"recv {_bytes(msg.units[j], per_unit)}b from {q} tag {k}")
+                t, c = tag(k, int(msg.channel[j]))
+                emit(r, f"r{k}f{q}{c}", f"recv {_bytes(msg.units[j], per_unit)}b from {q} tag {t}")
                 if msg.reduce_units[j]:
-                    emit(r, f"c{k}f{q}", f"calc {_round(msg.reduce_units[j] * per_unit * gamma)}")
+                    calc = _round(msg.reduce_units[j] * per_unit * gamma)
+                    emit(r, f"c{k}f{q}{c}", f"calc {calc}")
         local = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=p)
         for r in np.flatnonzero(local).tolist():
             emit(r, f"l{k}", f"calc {_round(local[r] * per_unit * gamma)}")
