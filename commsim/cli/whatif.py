@@ -9,6 +9,7 @@ Each algorithm's schedule is recorded once as the model's JAX twin
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import itertools
 import re
@@ -36,7 +37,9 @@ __all__ = [
     "WhatifResult",
     "add_arguments",
     "compute",
+    "compute_over_nodes",
     "main",
+    "node_counts",
     "parse",
     "parse_vary",
     "render",
@@ -52,13 +55,17 @@ of the model's JAX twin. Names: per link class CLASS.bandwidth and CLASS.latency
 the --cluster or --topology; 'commsim topology NAME' lists them), gamma and overhead; without a
 network, Hockney's alpha, beta (or bandwidth) and gamma. Values are multipliers of the model's
 own: 2x, 0.5x..4x (powers of two), 1x..8x:x4, or a list 0.5x,1x,2x. CLASS.bandwidth=2x makes the
-class twice as fast. Models: Hockney (single port) and the topology model with --contention
-none or bottleneck."""
+class twice as fast. With --cluster, nodes=16..256 (counts, not factors: 16..256 doubles,
+16..256:x4, or a list 16,48) rebuilds the cluster, its ranks and the schedules at each node
+count; the other --vary axes are evaluated in one call per node count. Models: Hockney (single
+port) and the topology model with --contention none or bottleneck."""
 EXAMPLES = """\
   commsim whatif -c allreduce --cluster dgx-h100:4 -s 1GiB --vary rail.bandwidth=0.5x..4x
   commsim whatif -c allreduce -a ring,hierarchical --cluster dgx-h100:16 -s 64MiB \\
       --vary rail.bandwidth=1x,2x --vary nvlink.latency=0.5x,1x,2x
-  commsim whatif -c allreduce -p 64 -s 1MiB --vary alpha=0.25x..4x --json"""
+  commsim whatif -c allreduce -p 64 -s 1MiB --vary alpha=0.25x..4x --json
+  commsim whatif -c allreduce -a ring,hierarchical --cluster dgx-h100:16 -s 1GiB \
+      --vary nodes=4..64 --vary rail.bandwidth=1x,2x"""
 
 SCHEDULES = ScheduleGroup("whatif", many_algorithms=True)
 #: Grid points one call evaluates at most (the product of the --vary lists).
@@ -104,11 +111,14 @@ class WhatifResult:
     time: np.ndarray
     skipped: dict[str, str]
     notes: tuple[str, ...] = ()
+    #: ranks at each grid point when ``nodes`` is varied (``None``: ``nranks`` everywhere)
+    point_nranks: np.ndarray | None = None
 
     @property
     def winner(self) -> np.ndarray:
-        """``[G, sizes]`` index of the fastest algorithm (the first on ties)."""
-        return np.argmin(self.time, axis=0)
+        """``[G, sizes]`` index of the fastest algorithm (the first on ties; an algorithm
+        that cannot run at a point, NaN there, never wins)."""
+        return np.argmin(np.where(np.isnan(self.time), np.inf, self.time), axis=0)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -203,6 +213,82 @@ def parse_vary(text: str, twin_kind: str, classes: tuple[str, ...]) -> Vary:
     raise UsageError(f"--vary: unknown parameter {quote(name)}; known: {', '.join(known)}")
 
 
+def node_counts(texts: list[str] | tuple[str, ...]) -> tuple[tuple[int, ...] | None, list[str]]:
+    """The ``nodes=`` axis of ``--vary`` (``None`` if absent) and the other ``--vary`` texts.
+
+    Examples:
+        >>> node_counts(["nodes=16..128", "rail.bandwidth=2x"])
+        ((16, 32, 64, 128), ['rail.bandwidth=2x'])
+        >>> node_counts(["nodes=4..64:x4"])[0], node_counts(["nodes=3,5"])[0]
+        ((4, 16, 64), (3, 5))
+    """
+    counts: tuple[int, ...] | None = None
+    rest = []
+    for text in texts:
+        name, _, values = text.partition("=")
+        if name.strip() != "nodes":
+            rest.append(text)
+            continue
+        if counts is not None:
+            raise UsageError("--vary: a parameter is given twice")
+        out: list[int] = []
+        for item in values.split(","):
+            span, _, step = item.partition(":")
+            lo_text, dots, hi_text = span.partition("..")
+            try:
+                lo, hi = int(lo_text), int(hi_text) if dots else int(lo_text)
+                ratio = int(step.strip().removeprefix("x")) if step else 2
+            except ValueError:
+                lo, hi, ratio = 0, 0, 0
+            if lo < 1 or hi < lo or ratio < 2:
+                raise UsageError(
+                    f"--vary {quote(text)}: node counts are whole numbers >= 1: 16..256, "
+                    "16..256:x4 or 16,48"
+                )
+            while lo <= hi:
+                out.append(lo)
+                lo *= ratio
+        counts = tuple(dict.fromkeys(out))
+        if len(counts) > 64:
+            raise UsageError(f"--vary {quote(text)}: more than 64 node counts")
+    return counts, rest
+
+
+def compute_over_nodes(args: argparse.Namespace, counts: tuple[int, ...]) -> WhatifResult:
+    """:func:`compute` once per node count (the cluster rebuilt with ``--set nodes=N``, its
+    ranks and schedules with it), stacked into one grid whose first axis is ``nodes``."""
+    if getattr(args, "cluster", None) is None:
+        raise UsageError("--vary nodes needs --cluster (a preset or file whose nodes can change)")
+    if args.nranks is not None:
+        raise UsageError("--vary nodes sets the rank count at each point: drop -p")
+    _, rest = node_counts(args.vary)
+    parts = []
+    for n in counts:
+        each = copy.copy(args)
+        each.set, each.vary, each.nranks = [*(args.set or []), f"nodes={n}"], rest, None
+        parts.append(compute(parse(each)))
+    names = tuple(dict.fromkeys(a for r in parts for a in r.algorithms))
+    first = parts[0]
+    rows, times, ranks = [], [], []
+    for n, r in zip(counts, parts, strict=True):
+        rows.append(np.column_stack([np.full(len(r.points), float(n)), r.points]))
+        t = np.full((len(names), len(r.points), len(r.sizes)), np.nan)
+        for a, name in enumerate(r.algorithms):
+            t[names.index(name)] = r.time[a]
+        times.append(t)
+        ranks.append(np.full(len(r.points), r.nranks))
+    skipped = {}
+    for n, r in zip(counts, parts, strict=True):
+        for a, why in r.skipped.items():
+            skipped.setdefault(a, f"at nodes={n}: {why}")
+    nodes = Vary("nodes", "nodes", None, False, tuple(float(n) for n in counts))
+    return WhatifResult(
+        first.collective, first.nranks, first.model, (nodes, *first.vary), np.concatenate(rows),
+        first.sizes, names, np.concatenate(times, axis=1), skipped,
+        tuple(dict.fromkeys(n for r in parts for n in r.notes)), np.concatenate(ranks),
+    )  # fmt: skip
+
+
 def compute(request: WhatifRequest) -> WhatifResult:
     from commsim.models.twin import Twin
 
@@ -246,12 +332,16 @@ def compute(request: WhatifRequest) -> WhatifResult:
 
 
 def _label(vary: tuple[Vary, ...], point: np.ndarray) -> str:
-    return ", ".join(f"{v.name}={f:g}x" for v, f in zip(vary, point, strict=True))
+    return ", ".join(
+        f"{v.name}={f:g}" if v.key == "nodes" else f"{v.name}={f:g}x"
+        for v, f in zip(vary, point, strict=True)
+    )
 
 
 def _changes(result: WhatifResult) -> list[str]:
     """Per size, the grid points whose winner differs from the 1x point's (or the first's)."""
-    ones = np.flatnonzero(np.all(np.isclose(result.points, 1.0), axis=1))
+    factors = [j for j, v in enumerate(result.vary) if v.key != "nodes"]
+    ones = np.flatnonzero(np.all(np.isclose(result.points[:, factors], 1.0), axis=1))
     ref = int(ones[0]) if len(ones) else 0
     out = []
     win = result.winner
@@ -290,10 +380,12 @@ def render(result: WhatifResult, as_json: bool) -> str:
                         "point": dict(
                             zip((v.name for v in result.vary), map(float, pt), strict=True)
                         ),
+                        "nranks": _nranks(result, g),
                         "nbytes": int(n),
-                        "time_s": dict(
-                            zip(result.algorithms, map(float, result.time[:, g, k]), strict=True)
-                        ),
+                        "time_s": {
+                            a: None if np.isnan(t) else float(t)
+                            for a, t in zip(result.algorithms, result.time[:, g, k], strict=True)
+                        },
                         "winner": result.algorithms[result.winner[g, k]],
                     }
                     for g, pt in enumerate(result.points)
@@ -305,15 +397,18 @@ def render(result: WhatifResult, as_json: bool) -> str:
         [
             _label(result.vary, pt),
             units.format_size(int(n)),
-            *(units.format_time(float(t)) for t in result.time[:, g, k]),
+            *("-" if np.isnan(t) else units.format_time(float(t)) for t in result.time[:, g, k]),
             result.algorithms[result.winner[g, k]],
         ]
         for g, pt in enumerate(result.points)
         for k, n in enumerate(result.sizes)
     ]
     headers = ["what if", "size", *result.algorithms, "winner"]
+    ranks = f"p={result.nranks}"
+    if result.point_nranks is not None:
+        ranks = f"p={int(result.point_nranks.min())}..{int(result.point_nranks.max())}"
     text = (
-        f"{result.collective}, p={result.nranks}: {len(result.points)} grid points x "
+        f"{result.collective}, {ranks}: {len(result.points)} grid points x "
         f"{len(result.sizes)} sizes\nmodel: {result.model.describe()}\n\n"
         + format_table(headers, rows, "lr" + "r" * len(result.algorithms) + "l")
     )
@@ -321,7 +416,15 @@ def render(result: WhatifResult, as_json: bool) -> str:
     return text + "".join(f"\nnote: {n}" for n in notes)
 
 
+def _nranks(result: WhatifResult, g: int) -> int:
+    return result.nranks if result.point_nranks is None else int(result.point_nranks[g])
+
+
 def main(args: argparse.Namespace) -> int:
+    counts, _ = node_counts(args.vary)
+    if counts is not None:
+        print(render(compute_over_nodes(args, counts), args.json))
+        return EXIT_OK
     request = parse(args)
     print(render(compute(request), request.as_json))
     return EXIT_OK

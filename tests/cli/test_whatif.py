@@ -40,3 +40,39 @@ def test_the_winner_change_is_reported(cli):
 def test_bad_vary_is_one_line(cli, vary, match):
     code, _, err = cli("whatif", "-c", "allreduce", "-a", "ring", "-p", "4", "--vary", vary)
     assert code == 2 and match in err and len(err.strip().splitlines()) == 1
+
+
+def test_node_counts_rebuild_the_cluster_and_match_predict(cli_json):
+    """--vary nodes=2,4: each point is the cluster at that node count, its ranks and schedule
+    rebuilt; the twin's time equals `predict --set nodes=N` (the compiled model) to 1e-9."""
+    doc = cli_json(
+        "whatif", "-c", "allreduce", "-a", "ring,hierarchical", "--cluster", "dgx-h100:2",
+        "-s", "64MiB", "--vary", "nodes=2,4", "--vary", "nvlink.bandwidth=1x,2x",
+    )  # fmt: skip
+    assert [(r["point"]["nodes"], r["nranks"]) for r in doc["results"]] == [
+        (2, 16), (2, 16), (4, 32), (4, 32)
+    ]  # fmt: skip
+    for row in doc["results"]:
+        if row["point"]["nvlink.bandwidth"] != 1:
+            continue
+        nodes = int(row["point"]["nodes"])
+        want = cli_json(
+            "predict", "-c", "allreduce", "-a", "ring", "--cluster", "dgx-h100:2",
+            "--set", f"nodes={nodes}", "-s", "64MiB",
+        )["results"][0]["time_s"]  # fmt: skip
+        assert row["time_s"]["ring"] == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    ("args", "match"),
+    [
+        (["--cluster", "dgx-h100:2", "--vary", "nodes=0..4"], "whole numbers >= 1"),
+        (["--cluster", "dgx-h100:2", "--vary", "nodes=8..2"], "whole numbers >= 1"),
+        (["--cluster", "dgx-h100:2", "--vary", "nodes=2x"], "whole numbers >= 1"),
+        (["-p", "8", "--vary", "nodes=2,4"], "needs --cluster"),
+        (["--cluster", "dgx-h100:2", "-p", "16", "--vary", "nodes=2,4"], "drop -p"),
+    ],
+)
+def test_bad_node_counts_are_one_line(cli, args, match):
+    code, _, err = cli("whatif", "-c", "allreduce", "-a", "ring", *args)
+    assert code == 2 and match in err and len(err.strip().splitlines()) == 1
