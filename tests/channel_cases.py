@@ -5,7 +5,8 @@ tests are not a package).
 For every collective: ``channels(s, 2)`` (two copies of one row, NCCL's channels) and
 ``parallel(a, b)`` of two different schedules with the same slot layout, so that two channels
 between one pair of ranks, channels that progress at different paces (the parts have different
-step counts) and unequal messages per channel all occur.
+step counts) and unequal messages per channel all occur. And ``packed_rings`` with two rings in
+opposite directions (each rank sends to both neighbours at once, on two channels).
 """
 
 from __future__ import annotations
@@ -49,4 +50,7 @@ def cases(p: int) -> list[tuple[str, Schedule]]:
         sa, sb = _build(c, *a, p), _build(c, *b, p)
         if _same_slots(sa, sb):
             out.append((f"{c}/parallel({a[0]},{b[0]})", parallel(sa, sb)))
+    both_ways = "-".join(map(str, range(p))) + "," + "-".join(map(str, [0, *range(p - 1, 0, -1)]))
+    for c in ("allreduce", "reduce_scatter", "allgather"):
+        out.append((f"{c}/packed_rings(2)", _build(c, "packed_rings", {"rings": both_ways}, p)))
     return out

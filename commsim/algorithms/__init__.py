@@ -14,6 +14,7 @@ from commsim.algorithms import (  # noqa: F401
     direct,
     hierarchical,
     nccl,
+    packed_rings,
     recursive,
     ring,
     swing,

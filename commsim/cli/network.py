@@ -157,12 +157,45 @@ class NetworkChoice:
             params[a]["dims"] = shape
         return dataclasses.replace(choice, params=params), notes
 
+    def with_packed_rings(self, choice: ScheduleChoice) -> tuple[ScheduleChoice, list[str]]:
+        """``choice`` with ``rings`` packed into the network's direct links
+        (:func:`commsim.topology.pack_rings`, ranks on their placed hosts) for every algorithm
+        that has that parameter and was not given it, at one ``p``; and a note saying how many."""
+        from commsim.algorithms import info
+        from commsim.algorithms.packed_rings import format_rings
+        from commsim.topology import pack_rings
+
+        takers = [
+            a
+            for a in choice.algorithms
+            if "rings" in info(choice.collective, a).params and "rings" not in choice.params[a]
+        ]
+        if not takers or len(choice.nranks) != 1:
+            return choice, []
+        p = choice.nranks[0]
+        net = self.network
+        hosts = [net.nodes[net.hosts[h]] for h in place(net, p, self.placement)]
+        try:
+            orders = pack_rings(net.graph, hosts)
+        except ParameterError as e:
+            return choice, [f"{', '.join(takers)} keep rings=auto: {e}"]
+        if not orders:
+            return choice, [
+                f"{', '.join(takers)} keep rings=auto: the hosts have no ring of direct links"
+            ]
+        params = {a: dict(v) for a, v in choice.params.items()}
+        for a in takers:
+            params[a]["rings"] = format_rings(orders)
+        note = f"{len(orders)} rings packed into the direct links for {', '.join(takers)}"
+        return dataclasses.replace(choice, params=params), [note]
+
     def with_network_params(self, choice: ScheduleChoice) -> tuple[ScheduleChoice, list[str]]:
-        """:meth:`with_ranks_per_node`, then :meth:`with_torus_dims`: every algorithm parameter
-        the network implies, with one note per parameter set."""
+        """:meth:`with_ranks_per_node`, :meth:`with_torus_dims`, then :meth:`with_packed_rings`:
+        every algorithm parameter the network implies, with one note per parameter set."""
         choice, notes = self.with_ranks_per_node(choice)
         choice, more = self.with_torus_dims(choice)
-        return choice, notes + more
+        choice, rings = self.with_packed_rings(choice)
+        return choice, notes + more + rings
 
 
 def _accepts(row: Any, nranks: int, dims: str) -> bool:

@@ -6,7 +6,8 @@ hosts. Generators (networkx style, size first, ``bandwidth=``/``latency=`` every
 :func:`switch`, :func:`ring`, :func:`torus`, :func:`hypercube`, :func:`fat_tree`,
 :func:`kary_fat_tree`, :func:`dragonfly`, :func:`nvlink_island`, :func:`rail_optimized`,
 :func:`hybrid_cube_mesh` (a DGX-1's GPUs), and
-:func:`join` for an intra-server graph joined by an inter-server one. :func:`summarize` measures a
+:func:`join` for an intra-server graph joined by an inter-server one. :func:`pack_rings` finds
+the rings a mesh of direct links carries at once. :func:`summarize` measures a
 network (links by class, diameter, bisection bandwidth); :func:`draw` pictures a small one. The topology model (:class:`commsim.models.Topology`) times schedules on it.
 """
 
@@ -20,6 +21,7 @@ from commsim.topology._fat_tree import fat_tree, kary_fat_tree
 from commsim.topology._gpu import join, nvlink_island, rail_optimized
 from commsim.topology._network import Network, as_network
 from commsim.topology._placement import PLACEMENTS, place, ranks_per_server
+from commsim.topology._ring_packing import pack_rings
 from commsim.topology._spec import GENERATORS, load_topology, parse_topology, register_generator
 from commsim.topology._summary import (
     BISECTION_METHODS,
@@ -51,6 +53,7 @@ __all__ = [
     "kary_fat_tree",
     "load_topology",
     "nvlink_island",
+    "pack_rings",
     "parse_topology",
     "place",
     "rail_optimized",
