@@ -290,3 +290,16 @@ def test_measure_mpi_runs_the_one_sided_backend(backend):
     ring = commsim.build("allreduce", "ring", nranks=2)
     [m] = measure_mpi([ring], BenchRequest((65536,), iters=2, warmup=1), backend="shmem")
     assert (m.backend, m.check, m.native) == ("shmem", "ok", "MPI_Allreduce (mpi4py)")
+
+
+@launcher_only
+def test_cli_run_on_the_one_sided_backend(backend, capsys):
+    import json
+
+    from commsim import cli
+
+    argv = ["run", "-c", "allgather", "-a", "ring", "-p", "2", "--backend", "shmem", "-s",
+            "4KiB", "--iters", "2", "--warmup", "1", "--json", "--no-progress"]  # fmt: skip
+    assert cli.main(argv) == 0
+    [m] = json.loads(capsys.readouterr().out)["measurements"]
+    assert (m["backend"], m["check"], m["native"]) == ("shmem", "ok", "MPI_Allgather (mpi4py)")
