@@ -303,3 +303,15 @@ def test_cli_run_on_the_one_sided_backend(backend, capsys):
     assert cli.main(argv) == 0
     [m] = json.loads(capsys.readouterr().out)["measurements"]
     assert (m["backend"], m["check"], m["native"]) == ("shmem", "ok", "MPI_Allgather (mpi4py)")
+
+
+@pytest.mark.parametrize("name", ["ring", "rabenseifner"])
+def test_results_equal_the_two_sided_host_executor_bit_for_bit(shmem, world, name):
+    """Reductions in the target, in the plan's order: the same float sums as ``mpi4py``."""
+    from commsim.exec.mpi import HostMpiBackend
+
+    s = commsim.build("allreduce", name, nranks=world)
+    lay = layout(s, 5 * s.nbytes_units)
+    buf = np.random.default_rng(7).standard_normal((world, lay.nelems)).astype(np.float32)
+    a, b = shmem.compile(s, lay, np.float32), HostMpiBackend(shmem.comm).compile(s, lay, np.float32)
+    np.testing.assert_array_equal(a.get(a.run(a.put(buf))), b.get(b.run(b.put(buf))))

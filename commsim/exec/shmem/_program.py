@@ -105,12 +105,11 @@ class Signals:
         comm.Barrier()  # zeroed everywhere before anyone signals
         self._seen = np.zeros(2 * self.nranks, dtype=np.int64)
         self._none = np.zeros(2 * self.nranks, dtype=np.int64)
-        self._one = np.zeros(1, dtype=np.int64)
 
-    def add(self, peer: int, slot: int, value: int) -> None:
-        """Add ``value`` to counter ``slot`` of ``peer`` (completed by :meth:`flush`)."""
-        self._one[0] = value
-        self.win.Accumulate(self._one, peer, target=(slot,), op=MPI.SUM)
+    def add(self, peer: int, slot: int, value: np.ndarray) -> None:
+        """Add ``value`` (a one-element ``int64`` array, left untouched until :meth:`flush`:
+        MPI reads it after the call) to counter ``slot`` of ``peer``."""
+        self.win.Accumulate(value, peer, target=(slot,), op=MPI.SUM)
 
     def flush(self) -> None:
         self.win.Flush_all()
@@ -179,6 +178,8 @@ def _step(
     counts = np.array([c for _, c in st.waits], dtype=np.int64)
     per_run = pl.per_run[senders] if len(senders) else np.zeros(0, np.int64)
     local = [(s, np.empty(s.length, dt)) for s in st.local]
+    signals = [(t, np.array([n], dtype=np.int64)) for t, n in st.signals]
+    one = np.ones(1, dtype=np.int64)
 
     def step(buf: np.ndarray, run: int) -> None:
         for m in st.puts:
@@ -190,7 +191,7 @@ def _step(
                 at += s.length
         if st.puts:
             win.Flush_all()
-            for t, n in st.signals:
+            for t, n in signals:
                 sig.add(t, r, n)
             sig.flush()
         sig.wait(senders, run * per_run + counts, k, "the signal")
@@ -205,7 +206,7 @@ def _step(
             _write(buf, s, tmp)
         if st.credits:
             for s in st.credits:
-                sig.add(s, p + r, 1)
+                sig.add(s, p + r, one)
             sig.flush()
 
     return step
