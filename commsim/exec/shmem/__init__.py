@@ -7,7 +7,7 @@
 ``signal_wait_until``), beside the MPI library's own two-sided collectives.
 """
 
-from commsim.exec.shmem._backend import ShmemBackend
+from commsim.exec.shmem._backend import DTYPES, ShmemBackend
 from commsim.exec.shmem._plan import Put, RankPuts, StepPuts, plan
 
-__all__ = ["Put", "RankPuts", "ShmemBackend", "StepPuts", "plan"]
+__all__ = ["DTYPES", "Put", "RankPuts", "ShmemBackend", "StepPuts", "plan"]

@@ -32,16 +32,39 @@ from commsim._ir import Schedule
 from commsim.exec._backend import Compiled
 from commsim.exec._layout import Layout
 from commsim.exec._lowering import CompileCache, check_layout
-from commsim.exec.mpi import HostMpiBackend
+from commsim.exec.mpi import DTYPES, HostMpiBackend
 from commsim.exec.shmem._plan import RankPuts, plan
 
-__all__ = ["ShmemBackend"]
+__all__ = ["DTYPES", "ShmemBackend"]
+
+
+# -- validate --------------------------------------------------------------------------------------
+# the MPI backend's checks (DTYPES, the layout, p == the number of processes), inherited
 
 
 # -- plan ------------------------------------------------------------------------------------------
 # commsim.exec.shmem._plan.plan (numpy only, all ranks at once), made once per (schedule, count)
 def _planned(cache: CompileCache, schedule: Schedule, layout: Layout, rank: int) -> RankPuts:
     return cache.get(schedule, ("puts", layout.count), lambda: plan(schedule, layout))[rank]
+
+
+# -- program ---------------------------------------------------------------------------------------
+# commsim.exec.shmem._program (mpi4py RMA), built once per (schedule, count, dtype): collective
+def _compiled(
+    cache: CompileCache, schedule: Schedule, layout: Layout, dt: np.dtype, comm: Any,
+    timeout: float | None,
+) -> Compiled:  # fmt: skip
+    from commsim.exec.shmem import _program as prog
+
+    def make() -> Compiled:
+        pl = _planned(cache, schedule, layout, comm.Get_rank())
+        return prog.compiled(pl, comm, dt, timeout)
+
+    return cache.get(schedule, ("shmem program", layout.count, dt.str), make)
+
+
+# -- native collective -----------------------------------------------------------------------------
+# the MPI library's two-sided collective through mpi4py on numpy buffers (HostMpiBackend.native)
 
 
 # -- register --------------------------------------------------------------------------------------
@@ -57,9 +80,37 @@ class ShmemBackend(HostMpiBackend):
 
     name = "shmem"
 
+    @staticmethod
+    def prepare(nranks: int) -> None:
+        """Nothing: ``mpirun`` starts the ``nranks`` processes (:func:`commsim.bench.measure_mpi`)."""
+
+    check_dtype = staticmethod(HostMpiBackend.check_dtype)
+
     def __init__(self, comm: Any = None, timeout: float | None = None) -> None:
         super().__init__(comm)
         self.timeout = timeout
+
+    def unavailable(self) -> str | None:
+        """Why not here (mpi4py cannot be imported), else ``None``; MPI-3 RMA is in every MPI
+        library mpi4py 4 builds against."""
+        return super().unavailable()
+
+    @staticmethod
+    def native_name(collective: str) -> str:
+        """The two-sided library collective :meth:`native` runs, e.g. ``"MPI_Allreduce
+        (mpi4py)"``."""
+        return HostMpiBackend.native_name(collective)
+
+    def compile(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled:
+        """This rank's puts with signals for ``schedule`` (collective: every rank compiles the
+        same schedules in the same order, since the windows are made here). ``put`` copies this
+        rank's row, ``run`` runs in place, ``repeat(buf, k)`` runs ``k`` times back to back,
+        ``get`` gathers every rank's buffer (``[p, nelems]``)."""
+        return super().compile(schedule, layout, dtype)
+
+    def native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
+        """The MPI library's two-sided collective through mpi4py on numpy buffers."""
+        return super().native(schedule, layout, dtype)
 
     def plan(self, schedule: Schedule, layout: Layout) -> RankPuts:  # type: ignore[override]
         """This rank's one-sided program, the one :meth:`compile` runs (cached)."""
@@ -68,13 +119,7 @@ class ShmemBackend(HostMpiBackend):
 
     def _program(self, schedule: Schedule, layout: Layout, dt: np.dtype) -> Compiled:
         """The plan as puts with signals on numpy buffers (collective: makes its windows)."""
-        from commsim.exec.shmem import _program as prog
-
-        def make() -> Compiled:
-            pl = _planned(self._cache, schedule, layout, self.rank)
-            return prog.compiled(pl, self.comm, dt, self.timeout)
-
-        return self._cache.get(schedule, ("shmem program", layout.count, dt.str), make)
+        return _compiled(self._cache, schedule, layout, dt, self.comm, self.timeout)
 
     def _idle(self, dt: np.dtype) -> Compiled:
         """One atomic read of this rank's signals (:func:`commsim.exec.shmem._program.idle`)."""
