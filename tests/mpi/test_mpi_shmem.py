@@ -315,3 +315,16 @@ def test_results_equal_the_two_sided_host_executor_bit_for_bit(shmem, world, nam
     buf = np.random.default_rng(7).standard_normal((world, lay.nelems)).astype(np.float32)
     a, b = shmem.compile(s, lay, np.float32), HostMpiBackend(shmem.comm).compile(s, lay, np.float32)
     np.testing.assert_array_equal(a.get(a.run(a.put(buf))), b.get(b.run(b.put(buf))))
+
+
+@launcher_only
+def test_cli_validate_on_the_one_sided_backend(backend, capsys):
+    import json
+
+    from commsim import cli
+
+    argv = ["validate", "-c", "allreduce", "-a", "ring", "-p", "2", "-s", "64KiB",
+            "--backend", "shmem", "--iters", "2", "--warmup", "1", "--json", "--no-progress"]  # fmt: skip
+    assert cli.main(argv) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["backend"] == "shmem"
