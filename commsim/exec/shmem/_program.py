@@ -173,7 +173,7 @@ def _step(
 ) -> Step:
     """Step ``k`` of the plan as a function of the rank's buffer and the run's index."""
     p, r = pl.nranks, pl.rank
-    first = set(st.first)
+    credit = {t: np.array([p + t], dtype=np.int64) for t in st.first}  # slots waited on
     senders = np.array([s for s, _ in st.waits], dtype=np.int64)
     counts = np.array([c for _, c in st.waits], dtype=np.int64)
     per_run = pl.per_run[senders] if len(senders) else np.zeros(0, np.int64)
@@ -183,8 +183,8 @@ def _step(
 
     def step(buf: np.ndarray, run: int) -> None:
         for m in st.puts:
-            if run and m.peer in first:  # the target has read our previous run's data
-                sig.wait(np.array([p + m.peer]), np.array([run]), k, "the credit")
+            if run and m.peer in credit:  # the target has read our previous run's data
+                sig.wait(credit[m.peer], np.array([run]), k, "the credit")
             at = m.offset
             for s in m.segments:
                 win.Put(buf[s.src : s.src + s.length], m.peer, target=(at,))
