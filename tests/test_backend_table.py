@@ -128,7 +128,7 @@ def test_the_launcher_decides_where_ranks_start(toy):
     request = BenchRequest(sizes=(64,), iters=1, warmup=0)
     [m] = measure(s, "toy", request)
     assert m.check == "ok"
-    with pytest.raises(CommsimError, match="measure_mpi runs mpi or mpi4py, not 'toy'"):
+    with pytest.raises(CommsimError, match="measure_mpi runs mpi, mpi4py or shmem, not 'toy'"):
         measure_mpi([s], request, backend="toy")
     with pytest.raises(CommsimError, match=r"measure\(\) runs single-process backends"):
         measure(s, "mpi4py", request)
@@ -172,7 +172,7 @@ def test_a_bad_row_is_refused():
 def test_mpi_backends_is_deprecated():
     with pytest.warns(DeprecationWarning, match="MPI_BACKENDS is deprecated"):
         from commsim.exec import MPI_BACKENDS
-    assert MPI_BACKENDS == ("mpi", "mpi4py")
+    assert MPI_BACKENDS == ("mpi", "mpi4py", "shmem")
 
 
 def test_the_table_of_strings_still_works_for_one_release():

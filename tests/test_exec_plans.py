@@ -1,6 +1,6 @@
 """The device backends' plans, without any device: one anatomy for every backend.
 
-Each backend package (``commsim.exec.jax``, ``.mpi``, ``.cuda``) splits at the same seam: a
+Each backend package (``commsim.exec.jax``, ``.mpi``, ``.cuda``, ``.shmem``) splits at the same seam: a
 numpy-only ``_plan`` (which rounds, segments, launches), a ``_program`` that builds the device
 program, and a ``_backend`` whose sections run validate → plan → program → native collective →
 register. These tests need neither JAX devices, MPI nor CUDA: they import the plans alone, check
@@ -28,9 +28,10 @@ from commsim.exec import backend_info, layout
 from commsim.exec.cuda import plan as cuda_plan
 from commsim.exec.jax import plan as jax_plan
 from commsim.exec.mpi import plan as mpi_plan
+from commsim.exec.shmem import plan as shmem_plan
 
 EXEC = Path(commsim.__file__).parent / "exec"
-PACKAGES = ("jax", "mpi", "cuda")
+PACKAGES = ("jax", "mpi", "cuda", "shmem")
 HEAVY = ("jax", "mpi4py", "mpi4jax", "numba.cuda")
 ROWS = [
     ("allreduce", "ring", 5),
@@ -110,7 +111,7 @@ def test_every_plan_has_a_summary():
     }
 
 
-@pytest.mark.parametrize("plan", [jax_plan, mpi_plan, cuda_plan], ids=PACKAGES)
+@pytest.mark.parametrize("plan", [jax_plan, mpi_plan, cuda_plan, shmem_plan], ids=PACKAGES)
 def test_every_plan_refuses_another_schedules_layout(plan):
     s3 = commsim.build("allreduce", "ring", nranks=3)
     s4 = commsim.build("allreduce", "ring", nranks=4)

@@ -30,7 +30,7 @@ def measure_any(
 ) -> list[Measurement]:
     """Time ``schedules`` (one ``nranks``) on the backend named ``backend``; schedule-major.
 
-    An ``mpirun`` backend (``"mpi"``, ``"mpi4py"``) runs them on ``p`` processes of one
+    An ``mpirun`` backend (``"mpi"``, ``"mpi4py"``, ``"shmem"``) runs them on ``p`` processes of one
     ``mpirun`` (``timeout`` seconds at most); an in-process one is prepared for ``p`` ranks
     first (``"jax"`` asks XLA for ``p`` CPU devices when JAX has not started).
     """

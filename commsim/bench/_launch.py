@@ -57,8 +57,9 @@ def measure_mpi(
 ) -> list[Measurement]:
     """Time ``schedules`` on ``p`` MPI processes started by one ``mpirun -n p``.
 
-    ``backend`` is the executor on the ranks: ``"mpi"`` (mpi4jax inside ``jax.jit``) or
-    ``"mpi4py"`` (mpi4py on numpy buffers, :class:`commsim.exec.mpi.HostMpiBackend`).
+    ``backend`` is the executor on the ranks: ``"mpi"`` (mpi4jax inside ``jax.jit``),
+    ``"mpi4py"`` (mpi4py on numpy buffers, :class:`commsim.exec.mpi.HostMpiBackend`) or
+    ``"shmem"`` (one-sided puts with signals, :class:`commsim.exec.shmem.ShmemBackend`).
 
     All schedules must have the same ``nranks`` (``p``). Bad requests (mixed rank counts, a dtype
     MPI does not run, a size too small for a schedule) are refused before any process starts;
@@ -71,7 +72,8 @@ def measure_mpi(
     """
     schedules = list(schedules)
     if not backend_info(backend).multiprocess:
-        mpirun = " or ".join(n for n, row in BACKENDS.items() if row.multiprocess)
+        able = [n for n, row in BACKENDS.items() if row.multiprocess]
+        mpirun = ", ".join(able[:-1]) + f" or {able[-1]}" if len(able) > 1 else "".join(able)
         raise CommsimError(f"measure_mpi runs {mpirun}, not {backend!r}")
     check_mpi_request(schedules, request)
     return run_worker(schedules, request, timeout=timeout, progress=progress, backend=backend)

@@ -90,7 +90,7 @@ def measure_in_place(
     Every rank calls it with the same arguments; it returns ``(this rank, the results)``, the
     same results on every rank (so every rank can decide an exit status; print on rank 0). Each
     schedule's ``nranks`` must equal the number of processes; ``backend`` is the executor
-    (``"mpi"`` or ``"mpi4py"``). A request every rank would refuse
+    (``"mpi"``, ``"mpi4py"`` or ``"shmem"``). A request every rank would refuse
     raises :class:`CommsimError` on every rank; an error on one rank alone ends them all
     (``MPI_Abort``) after printing it, rather than leaving the others waiting.
     """

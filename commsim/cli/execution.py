@@ -72,8 +72,8 @@ class ExecutionGroup:
             type=int_type("timeout", 1),
             default=int(DEFAULT_TIMEOUT),
             metavar="SECONDS",
-            help="--backend mpi: end mpirun with an error after this long, e.g. on a deadlock "
-            f"or a hung rank (default: {DEFAULT_TIMEOUT:g})",
+            help="mpirun backends (mpi, mpi4py, shmem): end mpirun with an error after this "
+            f"long, e.g. on a deadlock or a hung rank (default: {DEFAULT_TIMEOUT:g})",
         )
         return g
 

@@ -141,6 +141,12 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
         help="LogGP parameters for --model loggp, e.g. L=1.5us,o=0.3us,g=0.5us,G=25GB/s "
         "(defaults: those of commsim.models.LogGP)",
     )
+    g.add_argument(
+        "--one-sided",
+        action="store_true",
+        help="--model loggp: one-sided messages (puts with a signal, as NVSHMEM or MPI-3 RMA): "
+        "the receiver pays no overhead o, only the sender",
+    )
     add_epilog(parser, MODEL_EPILOG)
 
 
@@ -201,6 +207,8 @@ def parse_model(args: argparse.Namespace, network: NetworkChoice | None = None) 
     protocol = parse_protocol(args)
     if name != "loggp" and getattr(args, "loggp", None):
         raise UsageError("--loggp sets the LogGP model: add --model loggp")
+    if name != "loggp" and getattr(args, "one_sided", False):
+        raise UsageError("--one-sided is LogGP's option: add --model loggp")
     if protocol is not None and name != "topology":
         raise UsageError(
             f"--protocol needs the topology model, not {name}: give --cluster or --topology "
@@ -392,7 +400,7 @@ def _profiled(args: argparse.Namespace, name: str, network: NetworkChoice | None
         raise UsageError(f"{', '.join(given)} and --profile both set the model: choose one")
     profile = load_profile(args.profile)
     if name == "loggp":
-        model: Model = LogGP.from_profile(profile)
+        model: Model = LogGP.from_profile(profile, one_sided=getattr(args, "one_sided", False))
     else:
         try:
             model = Hockney.from_profile(profile, ports=args.ports, links=_links(args))
@@ -418,7 +426,7 @@ def _loggp(args: argparse.Namespace) -> Model:
     if args.ports != _DEFAULT.ports or _links(args) != "1":
         flag = "--ports" if args.ports != _DEFAULT.ports else "--links"
         raise UsageError(f"{flag} is Hockney's: LogGP sends one message at a time per rank")
-    return LogGP(**values)
+    return LogGP(**values, one_sided=getattr(args, "one_sided", False))  # type: ignore[arg-type]
 
 
 def _per_class_hockney(args: argparse.Namespace, network: NetworkChoice) -> Model:

@@ -62,7 +62,9 @@ divide evenly (the bytes that ran are shown). Backends: numpy (the reference int
 (one device per rank; on CPU the device count is set from -p unless XLA_FLAGS sets it), cuda
 (p simulated ranks on one GPU), mpi (one process per rank under mpirun, mpi4jax inside
 jax.jit), mpi4py (the same rank programs by mpi4py on numpy buffers: no JAX between the
-schedule and MPI; its baseline is the library called the same way). With --backend mpi,
+schedule and MPI; its baseline is the library called the same way), shmem (one process per
+rank, every transfer a put with a signal into MPI-3 RMA windows, one-sided as NVSHMEM; its
+baseline is the two-sided library collective through mpi4py). With --backend mpi,
 --trace FILE.json also writes a Chrome trace of the largest size from one more run, timed
 step by step on every rank (a track per rank, a slice per step, an arrow per message); that
 run is not one of the timed runs: reading the clock between steps slows it down."""

@@ -58,10 +58,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """The backend packages (``commsim.exec.jax``, ``.mpi``, ``.cuda``) load on first use, so
+    """The backend packages (``commsim.exec.jax``, ``.mpi``, ``.shmem``, ``.cuda``) load on first use, so
     ``commsim.exec.jax.collective`` works after ``import commsim`` and importing commsim needs
     neither JAX nor MPI; ``MPI_BACKENDS`` is deprecated (read a row's launcher)."""
-    if name in ("jax", "mpi", "cuda"):
+    if name in ("jax", "mpi", "cuda", "shmem"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -198,6 +198,12 @@ for _row in (
         summary="the same rank programs by mpi4py on numpy buffers, no JAX",
     ),
     BackendInfo(
+        "shmem",
+        "commsim.exec.shmem:ShmemBackend",
+        MPIRUN,
+        summary="one process per rank under mpirun, puts with signals into MPI-3 RMA windows",
+    ),
+    BackendInfo(
         "cuda",
         "commsim.exec.cuda:CudaBackend",
         summary="p ranks on one GPU, numba-CUDA kernels",

@@ -16,8 +16,9 @@ __all__ = ["eager_round", "fast_eager_step"]
 
 @numba.njit(cache=True, nogil=True)
 def eager_round(  # pragma: no cover
-    cpu, gap_s, gap_r, src, dst, nbytes_unit, red_unit, per_unit, L, o, g, G, gamma, times, last
-):
+    cpu, gap_s, gap_r, src, dst, nbytes_unit, red_unit, per_unit, L, o, g, G, gamma, times, last,
+    o_r,
+):  # fmt: skip
     """One round (a matching) of eager LogGP messages; updates ``cpu``, ``gap_s``, ``gap_r``
     ``[p, S]`` and ``last`` ``[S]`` in place. ``nbytes_unit``/``red_unit``: slot units per
     message (all of it / the reducing part); ``per_unit``: bytes per unit, one per size.
@@ -31,8 +32,9 @@ def eager_round(  # pragma: no cover
 
     numpy equivalent (every send before any receive): ``t = max(cpu[q], gap_s[q]);
     cpu[q] = t + o; gap_s[q] = t + g + inj; a = max(t + o + L, gap_r[r], cpu[r]);
-    gap_r[r] = a + g + inj; cpu[r] = a + o + inj + red*gamma`` with
-    ``inj = max(s - 1, 0) * G``.
+    gap_r[r] = a + g + inj; cpu[r] = a + o_r + inj + red*gamma`` with
+    ``inj = max(s - 1, 0) * G``; ``o_r`` is the receiver's overhead (``o``, or 0 for
+    one-sided messages).
     """
     m = src.shape[0]
     ns = cpu.shape[1]
@@ -59,7 +61,7 @@ def eager_round(  # pragma: no cover
             if cpu[r, k] > a:
                 a = cpu[r, k]
             gap_r[r, k] = a + g + inj
-            received = a + o + inj
+            received = a + o_r + inj
             done = received + red_unit[j] * per_unit[k] * gamma
             if keep:
                 times[1, j, k] = a
@@ -72,7 +74,7 @@ def eager_round(  # pragma: no cover
 @numba.njit(cache=True, nogil=True)
 def fast_eager_step(  # pragma: no cover
     cpu, gap_s, gap_r, src, dst, src_slot, dst_slot, count, reduce, offsets, per_unit,
-    L, o, g, G, gamma, units, tmp, seen_s, seen_d, tag, last,
+    L, o, g, G, gamma, units, tmp, seen_s, seen_d, tag, last, o_r,
 ):  # fmt: skip
     """A whole step whose transfers are distinct messages on distinct ports: one
     :func:`eager_round`, without grouping the transfers into messages first.
@@ -130,7 +132,7 @@ def fast_eager_step(  # pragma: no cover
             if cpu[r, k] > a:
                 a = cpu[r, k]
             gap_r[r, k] = a + g + inj
-            done = a + o + inj + s * red
+            done = a + o_r + inj + s * red
             cpu[r, k] = done
             if done > last[k]:
                 last[k] = done

@@ -22,6 +22,22 @@ next start a send and a receive. A message of :math:`s` bytes from ``q`` to ``r`
 One message alone thus takes :math:`L + 2o + (s-1)G`, and a rank sends a new message every
 :math:`\max(o, g + (s-1)G)`.
 
+**One-sided messages** (``one_sided=True``; ``--one-sided``): a put into the receiver's memory
+with a signal, as NVSHMEM's ``nvshmem_putmem_signal`` and MPI-3 RMA's ``MPI_Put`` then
+``MPI_Accumulate`` on a flag (the ``shmem`` backend, :mod:`commsim.exec.shmem`): nobody posts a
+receive, so the receiver pays no overhead: the receive completes at :math:`a + (s-1)G` instead
+of :math:`a + o + (s-1)G` (one term; the sender's :math:`o`, the gaps and the arrival rule are
+unchanged). The receiver's CPU still gates :math:`a` (it reads the data after its signal wait,
+in program order). One message alone takes :math:`L + o + (s-1)G`; for exchanges in lockstep
+(ring, recursive doubling) with :math:`g \le L + o`, each message on the critical path is one
+:math:`o` shorter, so ring allreduce of :math:`n` bytes on :math:`p` ranks takes
+
+.. math::
+
+    T_\text{one-sided} = 2(p-1)\Big(L + o + \big(\tfrac{n}{p} - 1\big)G\Big)
+        + (p-1)\tfrac{n}{p}\gamma
+        = T_\text{two-sided} - 2(p-1)\,o .
+
 Sends are **eager** (LogGOPSim below its rendezvous threshold ``S``): a sender never waits for its
 receiver, whereas Hockney's messages start when both ends are ready (rendezvous). The IR's
 matching send and receive are the one message above; its receive waits for the receiver's CPU,
@@ -80,6 +96,8 @@ class LogGP:
         g: gap between consecutive messages of one NIC direction.
         G: time per byte (seconds/byte or a bandwidth string: ``"25GB/s"``).
         gamma: time per byte reduced.
+        one_sided: messages are one-sided puts: the receiver pays no overhead ``o`` (module
+            docstring); ``False`` (default) is LogGP's two-sided message.
 
     Examples:
         >>> import commsim
@@ -99,15 +117,19 @@ class LogGP:
         g: float | str = 0.5e-6,
         G: float | str = 1 / 25e9,
         gamma: float | str = 1 / 100e9,
+        one_sided: bool = False,
     ) -> None:
         self.L = as_time("L", L)
         self.o = as_time("o", o)
         self.g = as_time("g", g)
         self.G = as_inverse_bandwidth("G", G)
         self.gamma = as_inverse_bandwidth("gamma", gamma)
+        self.one_sided = bool(one_sided)
+        if self.one_sided:
+            self.bound_name = "one message's L + o (one-sided), plus the reductions"
 
     @classmethod
-    def from_profile(cls, profile: Profile) -> LogGP:
+    def from_profile(cls, profile: Profile, *, one_sided: bool = False) -> LogGP:
         """LogGP's L, o, g, G as ``commsim calibrate`` measured them, and the profile's γ."""
         p = profile.loggp
         if p is None:
@@ -115,11 +137,13 @@ class LogGP:
                 f"profile {profile.source or profile.backend} has no LogGP parameters (it was "
                 "measured without the burst and overhead benchmarks)"
             )
-        return cls(L=p.L, o=p.o, g=p.g, G=p.G, gamma=profile.gamma)
+        return cls(L=p.L, o=p.o, g=p.g, G=p.G, gamma=profile.gamma, one_sided=one_sided)
 
     def __repr__(self) -> str:
+        one = ", one_sided=True" if self.one_sided else ""
         return (
-            f"LogGP(L={self.L:g}, o={self.o:g}, g={self.g:g}, G={self.G:g}, gamma={self.gamma:g})"
+            f"LogGP(L={self.L:g}, o={self.o:g}, g={self.g:g}, G={self.G:g}, gamma={self.gamma:g}"
+            f"{one})"
         )
 
     def describe(self) -> str:
@@ -129,7 +153,7 @@ class LogGP:
         t = units.format_time
         return (
             f"LogGP L={t(self.L)} o={t(self.o)} g={t(self.g)} G={inv(self.G)} "
-            f"gamma={inv(self.gamma)}"
+            f"gamma={inv(self.gamma)}" + (" one-sided" if self.one_sided else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -140,15 +164,17 @@ class LogGP:
             "g_s": self.g,
             "G_s_per_byte": self.G,
             "gamma_s_per_byte": self.gamma,
-        }
+        } | ({"one_sided": True} if self.one_sided else {})
 
     def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
-        r"""A valid bound under LogGP: one message (:math:`L + 2o`) when :math:`p > 1`, plus
-        the reductions every reducing collective needs (Chan et al.'s γ term). Many small eager
-        messages can beat Hockney's bandwidth term under LogGP (each saves a :math:`G`), so no
-        bandwidth term is claimed, and no ⌈lg p⌉ latencies: eager sends overlap them."""
+        r"""A valid bound under LogGP: one message (:math:`L + 2o`; one-sided :math:`L + o`)
+        when :math:`p > 1`, plus the reductions every reducing collective needs (Chan et al.'s
+        γ term). Many small eager messages can beat Hockney's bandwidth term under LogGP (each
+        saves a :math:`G`), so no bandwidth term is claimed, and no ⌈lg p⌉ latencies: eager
+        sends overlap them."""
         reductions = lower_bound(collective, nranks, nbytes, 0.0, 0.0, self.gamma)
-        return reductions + (self.L + 2 * self.o if nranks > 1 else 0.0)
+        one = self.L + (1 if self.one_sided else 2) * self.o
+        return reductions + (one if nranks > 1 else 0.0)
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Time ``schedule`` for message size(s) ``nbytes`` (a number, an array or a size
@@ -201,6 +227,7 @@ class LogGP:
         # the round kernel's t, a and receive end per message (t alone when not recording)
         times = np.empty((1 if recorder is None else 3, 0, ns))
         params = (self.L, self.o, self.g, self.G, self.gamma)
+        o_r = 0.0 if self.one_sided else self.o  # the receiver's overhead
         seen_s, seen_d = np.zeros(p, dtype=np.int64), np.zeros(p, dtype=np.int64)
         units = np.empty(0, dtype=np.int64)
         offsets = schedule.slot_offsets
@@ -213,7 +240,7 @@ class LogGP:
                 or not _loggp_kernels.fast_eager_step(
                     cpu, gap_s, gap_r, st.src, st.dst, st.src_slot, st.dst_slot, st.count,
                     st.reduce, offsets, per_unit, *params, units, tmp, seen_s, seen_d, i + 1,
-                    last,
+                    last, o_r,
                 )
             ):  # fmt: skip
                 schedule.check_step(st, i)  # the general path: a malformed step is named here
@@ -225,7 +252,7 @@ class LogGP:
                     src, dst = msg.src[idx], msg.dst[idx]
                     _loggp_kernels.eager_round(
                         cpu, gap_s, gap_r, src, dst, msg.units[idx], msg.reduce_units[idx],
-                        per_unit, *params, times, last,
+                        per_unit, *params, times, last, o_r,
                     )  # fmt: skip
                     if recorder is not None:
                         self._record(recorder, i, src, dst, times[:, : len(src), 0], cpu)

@@ -30,6 +30,7 @@ OPTIONS = {
     "skew": ["--skew", "1=1ms"],
     "slow-link": ["--slow-link", "1=0.5"],
     "profile": ["--profile", "PROFILE"],
+    "one-sided": ["--one-sided"],
 }
 
 
