@@ -74,9 +74,11 @@ def score(name: str, preset: str) -> str:
     )
     times = np.array(list(cmp["results"][0]["time_s"].values()), dtype=float)
     best = np.nanmin(times, axis=0) / measured - 1
+    res = cmp["results"][0]
+    picks = sorted({f"{w}/{p}" for w, p in zip(res["winner"], res["winner_protocol"], strict=True)})
     parts = [f"{name} on {preset} ({len(sizes)} rows, {doc['log']['nranks']} ranks)",
              f"  spec default: {_worst(sizes, default)}",
-             f"  spec best (compare --protocol auto): {_worst(sizes, best)}"]  # fmt: skip
+             f"  spec best (compare --protocol auto): {_worst(sizes, best)}; picks {', '.join(picks)}"]  # fmt: skip
     fit, held = sizes <= FIT_UP_TO, sizes >= HELD_OUT_FROM
     if fit.sum() >= 3 and held.any():
         with tempfile.TemporaryDirectory() as tmp:
