@@ -37,7 +37,10 @@ PRESETS = {
     "oci-h200-2node-all_reduce.log": "dgx-h200:2",
     "oci-a100-1node-all_reduce.log": "dgx-a100:1",
     "oci-a100-2node-all_reduce.log": "dgx-a100:2",
+    "coreweave-gb200-nvl72-all_reduce.log": "gb200-nvl72:1",
 }
+#: logs that do not name their binary (their headers say how the collective is known)
+EXTRA = {"coreweave-gb200-nvl72-all_reduce.log": ("--collective", "allreduce")}
 FIT_UP_TO = 16 << 20
 HELD_OUT_FROM = 64 << 20
 
@@ -63,7 +66,8 @@ def _worst(sizes: np.ndarray, err: np.ndarray) -> str:
 def score(name: str, preset: str) -> str:
     """One log's three scores, as one line."""
     log = str(HERE / name)
-    doc = _commsim("validate", "--from-nccl-tests", log, "--cluster", preset)
+    extra = EXTRA.get(name, ())
+    doc = _commsim("validate", "--from-nccl-tests", log, "--cluster", preset, *extra)
     rows = doc["rows"]
     sizes = np.array([r["size"] for r in rows])
     measured = np.array([r["measured_s"] for r in rows])
@@ -83,8 +87,12 @@ def score(name: str, preset: str) -> str:
     if fit.sum() >= 3 and held.any():
         with tempfile.TemporaryDirectory() as tmp:
             fitted = str(Path(tmp) / "fit.toml")
-            _commsim("calibrate", "--from-nccl-tests", log, "--cluster", preset, "-o", fitted)
-            rows = _commsim("validate", "--from-nccl-tests", log, "--cluster", fitted)["rows"]
+            _commsim(
+                "calibrate", "--from-nccl-tests", log, "--cluster", preset, "-o", fitted, *extra
+            )
+            rows = _commsim("validate", "--from-nccl-tests", log, "--cluster", fitted, *extra)[
+                "rows"
+            ]
         err = np.array([r["error"] for r in rows])[held]
         parts.append(f"  calibrated (fit <= 16MiB, held out >= 64MiB): {_worst(sizes[held], err)}")
     else:
