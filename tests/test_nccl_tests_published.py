@@ -23,6 +23,7 @@ LOGS = {
     ),
     "gcp-a3mega-h100-2node-all_reduce.log": ("dgx-h100:2", 16, 2, 31, (1073741824, 6759.0, 297.86)),
     "oci-h200-2node-all_reduce.log": ("dgx-h200:2", 16, 2, 5, (17179869184, 66214, 486.49)),
+    "oci-h100-2node-all_reduce.log": ("dgx-h100:2", 16, 2, 5, (2147483648, 8825.9, 456.22)),
     "oci-a100-1node-all_reduce.log": ("dgx-a100:1", 8, 1, 28, (67108864, 589.5, 199.23)),
     "oci-a100-2node-all_reduce.log": ("dgx-a100:2", 16, 2, 28, (8589934592, 225083, 71.56)),
     "coreweave-gb200-nvl72-all_reduce.log": ("gb200-nvl72:1", 72, 0, 5, (4294967296, 10094, 839.16)),

@@ -35,6 +35,7 @@ PRESETS = {
     "nccl-tests-290-h100-2node-ring-all_reduce.log": "dgx-h100:2",
     "gcp-a3mega-h100-2node-all_reduce.log": "dgx-h100:2",
     "oci-h200-2node-all_reduce.log": "dgx-h200:2",
+    "oci-h100-2node-all_reduce.log": "dgx-h100:2",
     "oci-a100-1node-all_reduce.log": "dgx-a100:1",
     "oci-a100-2node-all_reduce.log": "dgx-a100:2",
     "coreweave-gb200-nvl72-all_reduce.log": "gb200-nvl72:1",
