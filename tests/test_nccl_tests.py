@@ -106,6 +106,10 @@ def test_reads_tagged_per_iteration_and_cputime_output():
     text = _log_text("reduce_scatter", 4, [4096, 8192], [20e-6, 22e-6])
     tagged = "\n".join(f"[1,0]<stdout>:{line}" for line in text.splitlines())
     assert [r.time_oop_s for r in parse_nccl_tests(tagged).rows] == pytest.approx([20e-6, 22e-6])
+    # srun --label right-aligns the task id to the widest: " 0: " with 10 or more tasks (the
+    # published log of NVIDIA/nccl-tests issue #290, examples/nccl-tests/published/)
+    padded = "\n".join(f" 0: {line}" for line in text.splitlines())
+    assert [r.time_oop_s for r in parse_nccl_tests(padded).rows] == pytest.approx([20e-6, 22e-6])
     # MPICH -prepend-rank tags every write: "[0]" at the start and before each half of a row
     mpich = "\n".join(
         "[0] " + line.replace("     -1    ", "     -1[0]    ").replace("0    2", "0[0]    2")

@@ -45,8 +45,9 @@ What the parser accepts, and how it decides:
   and is kept but not checked.
 * Lines that are not part of the table (``NCCL INFO`` debug output, launcher noise) are skipped;
   a launcher's tag (``[1,0]<stdout>:`` from Open MPI ``--tag-output``, ``0: `` from
-  ``srun --label``, ``[0]`` from MPICH's ``-prepend-rank``, which tags every write, so
-  mid-line too) is removed first. A log holding two tables (two runs pasted together) is
+  ``srun --label``, which right-aligns it to the widest task id, `` 0: `` with 10 or more
+  tasks; ``[0]`` from MPICH's ``-prepend-rank``, which tags every write, so mid-line too) is
+  removed first. A log holding two tables (two runs pasted together) is
   refused: split it.
 
 ``size`` is commsim's ``nbytes`` (both follow nccl-tests' conventions: the vector for allreduce,
@@ -109,7 +110,8 @@ TYPE_SIZES: dict[str, int] = {
     "int64": 8, "uint64": 8, "double": 8,
 }  # fmt: skip
 
-_TAG = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\d+: )")
+# srun --label right-aligns the task id to the widest one (" 0: " with 10 or more tasks)
+_TAG = re.compile(r"^(?:\[\d+,\d+\]<std(?:out|err)>:|\s*\d+: )")
 _RANK_TAG = re.compile(r"^\[\d+\] ?|(?<=\S)\[\d+\]")
 _RANK = re.compile(
     r"#\s+Rank\s+(\d+)\s+(?:Group\s+(\d+)\s+)?Pid\s+(\d+)\s+on\s+(\S+)\s+device\s+(\d+)"
