@@ -121,7 +121,8 @@ def _turns(nranks: int, rings: Rings, links: int) -> tuple[int, int]:
 
 def _rs_cost(nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *,
              rings: Rings = "auto", links: int = 1) -> FloatOrArray:  # fmt: skip
-    """:func:`packed_rings_reduce_scatter`'s ``.. math::`` on ``links`` links."""
+    """:func:`packed_rings_reduce_scatter`'s ``.. math::`` on ``links`` links: exact on ``k`` links or more,
+    and on one link for one ring (:func:`one_ring`)."""
     k, turns = _turns(nranks, rings, links)
     f = (nranks - 1) / nranks
     return turns * (nranks - 1) * alpha + f * nbytes * (beta + gamma) / (k if turns == 1 else 1)
@@ -129,7 +130,8 @@ def _rs_cost(nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma
 
 def _ag_cost(nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *,
              rings: Rings = "auto", links: int = 1) -> FloatOrArray:  # fmt: skip
-    """:func:`packed_rings_allgather`'s ``.. math::`` on ``links`` links."""
+    """:func:`packed_rings_allgather`'s ``.. math::`` on ``links`` links: exact on ``k`` links or more,
+    and on one link for one ring (:func:`one_ring`)."""
     k, turns = _turns(nranks, rings, links)
     f = (nranks - 1) / nranks
     return turns * (nranks - 1) * alpha + f * nbytes * beta / (k if turns == 1 else 1)
@@ -137,7 +139,8 @@ def _ag_cost(nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma
 
 def _ar_cost(nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *,
              rings: Rings = "auto", links: int = 1) -> FloatOrArray:  # fmt: skip
-    """:func:`packed_rings_allreduce`'s ``.. math::`` on ``links`` links."""
+    """:func:`packed_rings_allreduce`'s ``.. math::`` on ``links`` links: exact on ``k`` links or more,
+    and on one link for one ring (:func:`one_ring`)."""
     k, turns = _turns(nranks, rings, links)
     f = (nranks - 1) / nranks
     share = k if turns == 1 else 1
@@ -158,7 +161,7 @@ def packed_rings_reduce_scatter(nranks: int, rings: Rings = "auto") -> Schedule:
     and the ``i``-th ``1/k`` of every block (module docstring). On ``k`` links / one link:
 
     .. math::
-        T = (p-1)\alpha + \frac{p-1}{p}\,\frac{n}{k}(\beta + \gamma) \quad (k\ \text{links}),
+        T = (p-1)\alpha + \frac{p-1}{p}\,\frac{n}{k}(\beta + \gamma) \quad (\text{k links}),
         \qquad T = k(p-1)\alpha + \frac{p-1}{p}\,n(\beta + \gamma) \quad (\text{one link})
 
     References:
@@ -166,7 +169,7 @@ def packed_rings_reduce_scatter(nranks: int, rings: Rings = "auto") -> Schedule:
 
     See Also:
         :func:`commsim.algorithms.ring.ring_reduce_scatter`, :func:`packed_rings_allgather`,
-        :func:`commsim.topology.pack_rings`
+        :func:`packed_rings_allreduce`, :func:`commsim.topology.pack_rings`
 
     Examples:
         >>> s = packed_rings_reduce_scatter(4, "0-1-2-3,0-3-2-1")
@@ -183,15 +186,15 @@ def packed_rings_allgather(nranks: int, rings: Rings = "auto") -> Schedule:
     the ``i``-th ``1/k`` of every block. On ``k`` links / one link:
 
     .. math::
-        T = (p-1)\alpha + \frac{p-1}{p}\,\frac{n}{k}\beta \quad (k\ \text{links}),
+        T = (p-1)\alpha + \frac{p-1}{p}\,\frac{n}{k}\beta \quad (\text{k links}),
         \qquad T = k(p-1)\alpha + \frac{p-1}{p}\,n\beta \quad (\text{one link})
 
     References:
         Jeaugey, "NCCL 2.0", GTC 2017; Wang et al., "Blink", MLSys 2020.
 
     See Also:
-        :func:`commsim.algorithms.ring.ring_allgather`, :func:`packed_rings_allreduce`,
-        :func:`commsim.topology.pack_rings`
+        :func:`commsim.algorithms.ring.ring_allgather`, :func:`packed_rings_reduce_scatter`,
+        :func:`packed_rings_allreduce`, :func:`commsim.topology.pack_rings`
 
     Examples:
         >>> packed_rings_allgather(8, "auto").nchannels
@@ -207,7 +210,7 @@ def packed_rings_allreduce(nranks: int, rings: Rings = "auto") -> Schedule:
     the ``i``-th ``1/k`` of every slot. On ``k`` links / one link:
 
     .. math::
-        T = 2(p-1)\alpha + \frac{p-1}{p}\,\frac{n}{k}(2\beta + \gamma) \quad (k\ \text{links}),
+        T = 2(p-1)\alpha + \frac{p-1}{p}\,\frac{n}{k}(2\beta + \gamma) \quad (\text{k links}),
         \qquad T = 2k(p-1)\alpha + \frac{p-1}{p}\,n(2\beta + \gamma) \quad (\text{one link})
 
     References:
@@ -215,7 +218,7 @@ def packed_rings_allreduce(nranks: int, rings: Rings = "auto") -> Schedule:
 
     See Also:
         :func:`commsim.algorithms.ring.ring_allreduce`, :func:`packed_rings_reduce_scatter`,
-        :func:`commsim.topology.pack_rings`
+        :func:`packed_rings_allgather`, :func:`commsim.topology.pack_rings`
 
     Examples:
         >>> s = packed_rings_allreduce(4, "0-1-2-3,0-3-2-1")

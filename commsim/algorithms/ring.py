@@ -84,7 +84,8 @@ def ring_reduce_scatter(nranks: int) -> Schedule:
         :func:`commsim.algorithms.recursive.recursive_halving_reduce_scatter`,
         :func:`commsim.algorithms.torus.torus_reduce_scatter`,
         :func:`commsim.algorithms.hierarchical.hierarchical_reduce_scatter`,
-        :func:`ring_allreduce`, :func:`ring_allgather`
+        :func:`ring_allreduce`, :func:`ring_allgather`,
+        :func:`commsim.algorithms.packed_rings.packed_rings_reduce_scatter`
 
     Examples:
         >>> s = ring_reduce_scatter(4)
@@ -125,7 +126,8 @@ def ring_allgather(nranks: int) -> Schedule:
         :func:`commsim.algorithms.recursive.recursive_doubling_allgather`,
         :func:`commsim.algorithms.torus.torus_allgather`,
         :func:`commsim.algorithms.hierarchical.hierarchical_allgather`, :func:`ring_allreduce`,
-        :func:`ring_reduce_scatter`
+        :func:`ring_reduce_scatter`,
+        :func:`commsim.algorithms.packed_rings.packed_rings_allgather`
 
     Examples:
         >>> s = ring_allgather(5)
@@ -164,7 +166,8 @@ def ring_allreduce(nranks: int) -> Schedule:
         :func:`commsim.algorithms.direct.direct_allreduce`,
         :func:`commsim.algorithms.nccl.snake_ring_allreduce`,
         :func:`commsim.algorithms.torus.torus_allreduce`, :func:`ring_reduce_scatter`,
-        :func:`ring_allgather`
+        :func:`ring_allgather`,
+        :func:`commsim.algorithms.packed_rings.packed_rings_allreduce`
 
     Examples:
         >>> s = ring_allreduce(4)
