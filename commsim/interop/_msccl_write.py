@@ -56,7 +56,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import quoteattr
 
 from commsim._ir import Schedule
 from commsim._messages import messages
@@ -251,6 +250,8 @@ def _check_options(proto: str, nchannels: int, min_bytes: int, max_bytes: int) -
 
 
 def _attrs(d: dict[str, Any]) -> str:
+    from xml.sax.saxutils import quoteattr  # imports urllib and http: 50 ms, only to write XML
+
     return " ".join(f"{k}={quoteattr(str(v))}" for k, v in d.items())
 
 

@@ -20,13 +20,20 @@ neighbour GPU): a cross-rail message crosses a spine. Which spine: the ``routing
 
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from commsim._lazy import lazy_module
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
 from commsim.topology._basic import _count, check_hosts
 from commsim.topology._dmodk import check_routing, rail_record
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["join", "nvlink_island", "rail_optimized"]
 
