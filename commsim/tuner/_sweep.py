@@ -20,11 +20,12 @@ channels.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from commsim._ir import Schedule
 from commsim._progress import Progress
 from commsim.algorithms import available, channels, info
 from commsim.errors import ParameterError, ResourceError, ScheduleError
@@ -117,6 +118,7 @@ def sweep(
     max_work: int = MAX_WORK,
     min_slot_bytes: float = MIN_SLOT_BYTES,
     channels: Sequence[int] = (1,),
+    check: Callable[[Schedule], None] | None = None,
 ) -> Sweep:
     """Predict every candidate of ``algorithms`` (default: all of the collective's) at ``sizes``.
 
@@ -134,6 +136,9 @@ def sweep(
             :mod:`commsim.tuner._candidates`).
         channels: the channel counts to try per candidate (default ``(1,)``; see the module
             docstring and :func:`channel_counts`).
+        check: called on every candidate's schedule before anything is predicted (the CLI's
+            memory budget); a candidate it refuses (:class:`~commsim.errors.ResourceError`) is
+            left out, and an algorithm with none left is skipped with its sentence as the note.
     """
     names = available(collective)  # UnknownNameError for an unknown collective
     chosen = tuple(dict.fromkeys(algorithms)) if algorithms is not None else tuple(names)
@@ -162,7 +167,8 @@ def sweep(
                 max_work=max_work,
                 min_slot_bytes=min_slot_bytes,
             )
-            planned += [_on_channels(family, c) for family in found for c in counts]
+            mine = [_on_channels(family, c) for family in found for c in counts]
+            planned += _checked(mine, check)
         except (ScheduleError, ResourceError) as e:
             if given[a]:  # the user's own parameters for it: their error, not a note
                 raise
@@ -194,6 +200,31 @@ def sweep(
     return Sweep(
         collective, nranks, model, grid, tuple(kept), np.array(rows), skipped, chosen_protocols
     )
+
+
+def _checked(
+    planned: list[list[Candidate]], check: Callable[[Schedule], None] | None
+) -> list[list[Candidate]]:
+    """``planned`` without the candidates ``check`` refuses; the first refusal is raised when
+    none is left (the algorithm is then skipped with that sentence)."""
+    if check is None:
+        return planned
+    kept: list[list[Candidate]] = []
+    first: ResourceError | None = None
+    for family in planned:
+        fits = []
+        for c in family:
+            try:
+                check(c.schedule)
+            except ResourceError as e:
+                first = first or e
+                break  # a family grows: the members after this one need more
+            fits.append(c)
+        if fits:
+            kept.append(fits)
+    if not kept and first is not None:
+        raise first
+    return kept
 
 
 def _on_channels(family: list[Candidate], k: int) -> list[Candidate]:
