@@ -199,16 +199,7 @@ def msccl_program(
     }
     lines = [f"<algo {_attrs(head)}>"]
     for r, tbs in enumerate(gpus):
-        sizes = {b: lay.nbuf[b] * k for b in (INPUT, OUTPUT)}
-        used = [op.src for tb in tbs for op, _ in tb.ops if op.src is not None]
-        used += [op.dst for tb in tbs for op, _ in tb.ops if op.dst is not None]
-        sizes[SCRATCH] = max((o + n for b, o, n in used if b == SCRATCH), default=0)
-        for b, o, n in used:
-            if o + n > MAX_OFFSET + 1:
-                raise ResourceError(
-                    f"{label}: rank {r} uses chunk {o + n - 1} of buffer {b!r}; MSCCL's chunk "
-                    f"offsets are int16 (at most {MAX_OFFSET}): use fewer slots or channels"
-                )
+        sizes = _chunk_counts(tbs, lay, k, r, label)
         gpu = {"id": r, "i_chunks": sizes[INPUT], "o_chunks": sizes[OUTPUT],
                "s_chunks": sizes[SCRATCH]}  # fmt: skip
         lines.append(f"  <gpu {_attrs(gpu)}>")
@@ -230,6 +221,22 @@ def msccl_program(
         nthreadblocks=max(len(tbs) for tbs in gpus),
         max_tb_steps=max((_nsteps(tb) for tbs in gpus for tb in tbs), default=0),
     )
+
+
+def _chunk_counts(tbs: list, lay: Layout, k: int, r: int, label: str) -> dict[str, int]:
+    """Rank ``r``'s chunks per buffer (input and output from the layout, scratch as far as its
+    thread blocks ``tbs`` reach); an error past MSCCL's int16 chunk offsets."""
+    sizes = {b: lay.nbuf[b] * k for b in (INPUT, OUTPUT)}
+    used = [op.src for tb in tbs for op, _ in tb.ops if op.src is not None]
+    used += [op.dst for tb in tbs for op, _ in tb.ops if op.dst is not None]
+    sizes[SCRATCH] = max((o + n for b, o, n in used if b == SCRATCH), default=0)
+    for b, o, n in used:
+        if o + n > MAX_OFFSET + 1:
+            raise ResourceError(
+                f"{label}: rank {r} uses chunk {o + n - 1} of buffer {b!r}; MSCCL's chunk "
+                f"offsets are int16 (at most {MAX_OFFSET}): use fewer slots or channels"
+            )
+    return sizes
 
 
 def _check_options(proto: str, nchannels: int, min_bytes: int, max_bytes: int) -> None:
