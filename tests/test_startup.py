@@ -102,3 +102,72 @@ def test_the_ir_imports_nothing_built_on_it():
     mine = {m for m in _imported_modules(PACKAGE / "_ir.py") if m.startswith("commsim")}
     assert mine <= floor, sorted(mine - floor)
     assert "commsim._ir" not in _imported_modules(PACKAGE / "_collectives.py")
+
+
+#: the modules of compiled kernels (numba), each imported only where its kernels run
+KERNEL_MODULES = (
+    "commsim._verify_kernel",
+    "commsim.models._kernels",
+    "commsim.models._loggp_kernels",
+    "commsim.models._topology_kernels",
+    "commsim.models._flow",
+    "commsim.topology._routing",
+    "commsim.topology._dmodk_kernels",
+)
+
+
+def test_every_kernel_is_cached_on_disk():
+    """``cache=True`` on every ``@numba.njit``: a second process loads the machine code
+    instead of compiling it again (seconds per kernel)."""
+    missing = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text()
+        if "njit" not in text:
+            continue
+        for node in ast.walk(ast.parse(text, filename=str(path))):
+            if not isinstance(node, ast.FunctionDef):
+                continue
+            for d in node.decorator_list:
+                deco = ast.unparse(d)
+                if "njit" in deco and "cache=True" not in deco:
+                    missing.append(f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+    assert missing == []
+
+
+def test_importing_the_kernels_compiles_nothing():
+    """No work at import: every kernel module imports without compiling (no signature yet)."""
+    code = (
+        "import importlib, json\n"
+        "from numba.core.registry import CPUDispatcher\n"
+        f"mods = [importlib.import_module(m) for m in {KERNEL_MODULES!r}]\n"
+        "compiled = [f'{m.__name__}.{k}' for m in mods for k, v in vars(m).items()\n"
+        "            if isinstance(v, CPUDispatcher) and v.signatures]\n"
+        "print(json.dumps(compiled))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_second_process_loads_the_verifier_kernel_without_compiling(tmp_path):
+    code = (
+        "import json, commsim\n"
+        "from commsim import _verify_kernel as k\n"
+        "commsim.verify(commsim.build('allreduce', 'ring', nranks=4))\n"
+        "st = k.apply_step.stats\n"
+        "print(json.dumps([sum(st.cache_hits.values()), sum(st.cache_misses.values())]))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = []
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600
+        )
+        assert out.returncode == 0, out.stderr
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    (_, first_misses), (second_hits, second_misses) = runs
+    assert first_misses >= 1  # compiled, and written to the cache
+    assert second_misses == 0 and second_hits >= 1
