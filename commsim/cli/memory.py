@@ -14,7 +14,6 @@ import os
 
 from commsim import units
 from commsim._ir import MAX_NRANKS, Schedule
-from commsim._verify import MEMORY_LIMIT, memory_estimate
 from commsim.cli.errors import UsageError
 from commsim.errors import ResourceError
 
@@ -71,6 +70,8 @@ class MemoryBudget:
 
     def check_verify(self, schedule: Schedule) -> None:
         """What :func:`commsim.verify` holds for ``schedule``."""
+        from commsim._verify import MEMORY_LIMIT, memory_estimate
+
         p, need = schedule.nranks, memory_estimate(schedule)
         what = f"{p} ranks x {schedule.nslots} slots of verifier state"
         self.check(p, need, what, MEMORY_LIMIT)
