@@ -278,6 +278,7 @@ FLOOR_MODULES = (
     "commsim._compat",
     "commsim._progress",
     "commsim._toml",
+    "commsim._lazy",  # package __init__s that import on first use
     "commsim._cluster_model",
 )
 

@@ -27,24 +27,29 @@ Examples:
     (996, 'ok')
 """
 
-from commsim.bench._any import measure_any
-from commsim.bench._honesty import ERROR_BOUND, validation_warnings
-from commsim.bench._launch import DEFAULT_TIMEOUT, measure_mpi
-from commsim.bench._local import measure
-from commsim.bench._loop import layout_for_size
-from commsim.bench._measurement import Measurement, format_table, timing_stats
-from commsim.bench._ranks import measure_in_place, under_mpirun
-from commsim.bench._request import BenchRequest
-from commsim.bench._timer import LocalTimer, MpiTimer, Timer
-from commsim.bench._trace import check_traceable, trace_in_place, trace_mpi
-from commsim.bench._validate import (
-    AlgorithmAccuracy,
-    Validation,
-    ValidationSummary,
-    summarize,
-    validate,
-    validate_tuned,
-)
+from typing import TYPE_CHECKING
+
+from commsim._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from commsim.bench._any import measure_any
+    from commsim.bench._honesty import ERROR_BOUND, validation_warnings
+    from commsim.bench._launch import DEFAULT_TIMEOUT, measure_mpi
+    from commsim.bench._local import measure
+    from commsim.bench._loop import layout_for_size
+    from commsim.bench._measurement import Measurement, format_table, timing_stats
+    from commsim.bench._ranks import measure_in_place, under_mpirun
+    from commsim.bench._request import BenchRequest
+    from commsim.bench._timer import LocalTimer, MpiTimer, Timer
+    from commsim.bench._trace import check_traceable, trace_in_place, trace_mpi
+    from commsim.bench._validate import (
+        AlgorithmAccuracy,
+        Validation,
+        ValidationSummary,
+        summarize,
+        validate,
+        validate_tuned,
+    )
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -73,3 +78,27 @@ __all__ = [
     "validate_tuned",
     "validation_warnings",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "commsim.bench._any": ("measure_any",),
+        "commsim.bench._honesty": ("ERROR_BOUND", "validation_warnings"),
+        "commsim.bench._launch": ("DEFAULT_TIMEOUT", "measure_mpi"),
+        "commsim.bench._local": ("measure",),
+        "commsim.bench._loop": ("layout_for_size",),
+        "commsim.bench._measurement": ("Measurement", "format_table", "timing_stats"),
+        "commsim.bench._ranks": ("measure_in_place", "under_mpirun"),
+        "commsim.bench._request": ("BenchRequest",),
+        "commsim.bench._timer": ("LocalTimer", "MpiTimer", "Timer"),
+        "commsim.bench._trace": ("check_traceable", "trace_in_place", "trace_mpi"),
+        "commsim.bench._validate": (
+            "AlgorithmAccuracy",
+            "Validation",
+            "ValidationSummary",
+            "summarize",
+            "validate",
+            "validate_tuned",
+        ),
+    },
+)

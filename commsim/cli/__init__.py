@@ -37,7 +37,10 @@ a number that is not finite. A progress bar goes to stderr for long runs (``--pr
 
 Memory: before a schedule is iterated, its footprint is estimated (:mod:`commsim.cli.memory`)
 against ``--memory-limit`` (default 75% of physical RAM). ``verify`` and ``predict`` refuse a
-``p`` that would not fit; ``compare`` skips that algorithm with a note.
+``p`` that would not fit; ``compare`` and ``tune`` skip that algorithm with a note; ``export``
+refuses a file whose text would not fit (at least 100 bytes a transfer), ``run`` a size whose
+buffers would not, before its backend starts. Every refusal is one line and exit 2, and costs
+what its estimate costs, never the work refused (``tests/cli/test_refusals.py``, p = 65,536).
 
 Exit status: 0 success; 1 a schedule failed verification or a run its check (a result, not a
 usage error); 2 bad input (unknown name, unparsable value, malformed schedule file, a ``p`` that

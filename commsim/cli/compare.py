@@ -24,7 +24,6 @@ from commsim.cli.output import add_output_group, format_ratio, format_table, to_
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.errors import ResourceError, ScheduleError
 from commsim.models import Model, bound_of, fastest
-from commsim.tuner import GROWN, sweep
 
 __all__ = [
     "DESCRIPTION",
@@ -239,6 +238,8 @@ def _tuned(
     """With ``--tune``, each algorithm with a grown parameter (``segments``) not set by
     ``--param``: its best time per size over the tuner's candidates, and the winning values;
     the panel predicts its fixed-parameter schedule no more."""
+    from commsim.tuner import GROWN, sweep
+
     choice, out = request.schedules, {}
     for a in choice.algorithms if request.tune else ():
         given = choice.params[a]

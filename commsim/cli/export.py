@@ -148,7 +148,9 @@ def parse(args: argparse.Namespace) -> ExportRequest:
 def compute(request: ExportRequest) -> tuple[Schedule, Any]:
     """The schedule and its export (an :class:`~commsim.interop.MscclProgram` or
     :class:`~commsim.interop.GoalProgram`); the executor's refusals raise ResourceError."""
-    (schedule,) = request.schedules.build_all(MemoryBudget.parse(None))
+    budget = MemoryBudget.parse(None)
+    (schedule,) = request.schedules.build_all(budget)
+    budget.check_export(schedule, request.fmt)  # before a gigabyte of text is built
     if request.fmt == "msccl":
         return schedule, interop.msccl_program(schedule, **request.options)
     return schedule, interop.goal_program(schedule, **request.options)

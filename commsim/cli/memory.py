@@ -14,17 +14,20 @@ import os
 
 from commsim import units
 from commsim._ir import MAX_NRANKS, Schedule
-from commsim._verify import MEMORY_LIMIT, memory_estimate
 from commsim.cli.errors import UsageError
 from commsim.errors import ResourceError
 
-__all__ = ["RAM_FRACTION", "MemoryBudget", "about"]
+__all__ = ["EXPORT_BYTES_PER_TRANSFER", "RAM_FRACTION", "MemoryBudget", "about"]
 
 #: share of physical RAM a command may use when ``--memory-limit`` is not given
 RAM_FRACTION = 0.75
 _BYTES_PER_RANK = 64  # any schedule holds a few O(p) arrays
 _PREDICT_BYTES_PER_TRANSFER = 100  # one step's transfer and message arrays in the model
 _SMALL_MACHINE = 8 * 2**30  # assumed RAM where the system does not say (not POSIX)
+#: bytes of text per transfer in an exported file, at least: measured on ring allreduce p = 16
+#: (MSCCL-IR 125 B, GOAL at 1 MiB 123 B per transfer; GOAL at p = 64 132 B); the file is built
+#: in memory before it is written, so this is a lower bound of what ``export`` holds
+EXPORT_BYTES_PER_TRANSFER = 100
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,9 +70,22 @@ class MemoryBudget:
 
     def check_verify(self, schedule: Schedule) -> None:
         """What :func:`commsim.verify` holds for ``schedule``."""
+        from commsim._verify import MEMORY_LIMIT, memory_estimate
+
         p, need = schedule.nranks, memory_estimate(schedule)
         what = f"{p} ranks x {schedule.nslots} slots of verifier state"
         self.check(p, need, what, MEMORY_LIMIT)
+
+    def check_export(self, schedule: Schedule, fmt: str) -> None:
+        """What ``export`` holds writing ``schedule`` as ``fmt``: its text, at least
+        :data:`EXPORT_BYTES_PER_TRANSFER` bytes a transfer (from the schedule's transfer count,
+        never by iterating it)."""
+        hint = schedule.ntransfers_hint
+        if hint is None:
+            return
+        need = float(hint) * EXPORT_BYTES_PER_TRANSFER
+        what = f"{hint:,} transfers as {fmt} text, {EXPORT_BYTES_PER_TRANSFER} B or more each"
+        self.check(schedule.nranks, need, what)
 
     def check_predict(self, schedule: Schedule, nsizes: int) -> None:
         """What a model holds predicting ``schedule`` at ``nsizes`` sizes: one step, the clocks."""

@@ -14,20 +14,10 @@ import re
 from typing import Any
 
 from commsim import units
-from commsim._cluster_model import cluster_model
 from commsim.cli.arguments import add_epilog, add_sizes_argument
 from commsim.cli.errors import UsageError
 from commsim.cli.network import NetworkChoice
-from commsim.models import (
-    PROTOCOLS,
-    Hockney,
-    LogGP,
-    Model,
-    Protocol,
-    ProtocolChoice,
-    Topology,
-    TwoLevelHockney,
-)
+from commsim.models import PROTOCOLS, Hockney, Model, Protocol, ProtocolChoice
 from commsim.profiles import load_profile
 
 __all__ = [
@@ -261,6 +251,9 @@ def _topology_model(
 ) -> Model:
     """The topology model: the links carry latency and bandwidth, so --alpha/--beta/--ports
     (Hockney's) would be ignored; refuse them rather than print a number they did not shape."""
+    from commsim._cluster_model import cluster_model
+    from commsim.models import Topology
+
     given = [
         flag
         for flag, value in (("--alpha", args.alpha), ("--beta", args.beta))
@@ -387,6 +380,8 @@ def _no_stragglers(args: argparse.Namespace, model: str) -> None:
 def _profiled(args: argparse.Namespace, name: str, network: NetworkChoice | None) -> Model:
     """The model of ``--profile FILE``: Hockney (or LogGP) with the measured parameters; the
     options that would set those parameters again are refused, not silently overridden."""
+    from commsim.models import LogGP
+
     if network is not None:
         raise UsageError(
             "--profile describes one measured transport, not a network: drop --topology/"
@@ -412,6 +407,8 @@ def _profiled(args: argparse.Namespace, name: str, network: NetworkChoice | None
 
 
 def _loggp(args: argparse.Namespace) -> Model:
+    from commsim.models import LogGP
+
     values: dict[str, str] = {}
     for item in filter(None, (x.strip() for x in (args.loggp or "").split(","))):
         key, eq, value = item.partition("=")
@@ -434,6 +431,8 @@ def _per_class_hockney(args: argparse.Namespace, network: NetworkChoice) -> Mode
     route to GPU 1 (intra-server) and to GPU 0 of the next server (inter-server). It places
     ranks linearly and shares no link, so it refuses --placement and --contention rather than
     ignore them."""
+    from commsim.models import TwoLevelHockney
+
     if network.placement != "linear":
         raise UsageError(
             "--model hockney places ranks linearly (consecutive ranks share a server): drop "

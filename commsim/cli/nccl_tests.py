@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -28,18 +28,12 @@ import commsim
 from commsim import units
 from commsim._deprecation import deprecated_aliases
 from commsim.algorithms import NCCL_ALGORITHMS, info
-from commsim.bench.calibrate import (
-    DEFAULT_FIT_UP_TO,
-    HELD_OUT_FROM,
-    ClusterFit,
-    cluster_description,
-    fit_cluster,
-    predict_rows,
-)
 from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.output import format_table, to_json
-from commsim.clusters import build_cluster
-from commsim.interop import NcclTestsLog, read_nccl_tests
+
+if TYPE_CHECKING:  # imported where used: `commsim --help` needs neither
+    from commsim.bench.calibrate import ClusterFit
+    from commsim.interop import NcclTestsLog
 
 __all__ = [
     "NcclTestsRequest",
@@ -148,6 +142,9 @@ def _one(value: Any, flag: str) -> str | None:
 def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> NcclTestsRequest:
     """The request of ``commsim calibrate|validate --from-nccl-tests``: the log read, the
     cluster checked, the schedule built; every problem a one-line error."""
+    from commsim.bench.calibrate import DEFAULT_FIT_UP_TO
+    from commsim.interop import read_nccl_tests
+
     path = getattr(args, "from_nccl_tests", None)
     if not path:
         raise UsageError("give the log: --from-nccl-tests LOG")
@@ -185,6 +182,9 @@ def _schedule(
 ) -> commsim.Schedule:
     """The schedule the model runs for ``log`` on ``cluster``: ``algorithm``, else the one NCCL
     runs; ``ranks_per_node`` from the cluster where it takes one, the log's root where rooted."""
+    from commsim.bench.calibrate import cluster_description
+    from commsim.clusters import build_cluster
+
     desc, origin, base = cluster_description(cluster)
     c = build_cluster(desc, origin, base)
     algorithm = algorithm or NCCL_ALGORITHMS[log.collective]
@@ -212,6 +212,8 @@ def _size(value: Any, flag: str) -> int:
 def compute(request: NcclTestsRequest) -> NcclTestsResult:
     """Fit the cluster (calibrate; ``-o`` gets the fitted file) or predict every row with it as
     given (validate); ``--plot`` gets measured against predicted."""
+    from commsim.bench.calibrate import fit_cluster, predict_rows
+
     r = request
     if r.mode == "calibrate":
         fit = fit_cluster(r.log, r.cluster, r.schedule, fit_up_to=r.fit_up_to)
@@ -235,6 +237,8 @@ def compute(request: NcclTestsRequest) -> NcclTestsResult:
 def _summary(sizes: np.ndarray, err: np.ndarray, fit_up_to: int) -> dict[str, Any]:
     """Median |error| over every row, the fit range, and the held-out rows (>= 64 MiB and
     beyond the fit range)."""
+    from commsim.bench.calibrate import HELD_OUT_FROM
+
     out: dict[str, Any] = {"median_abs_error": float(np.median(np.abs(err)))}
     for key, mask in (
         ("fit_rows", sizes <= fit_up_to),
@@ -318,6 +322,8 @@ def _pct(e: float) -> str:
 
 
 def _held_out_label(fit_up_to: int) -> str:
+    from commsim.bench.calibrate import HELD_OUT_FROM
+
     if fit_up_to < HELD_OUT_FROM:
         return f"{units.format_size(HELD_OUT_FROM)} and up"
     return f"above {units.format_size(fit_up_to)}"
@@ -343,6 +349,8 @@ def _summary_lines(s: dict[str, Any], fit_up_to: int) -> list[str]:
 def _rows_table(
     log: NcclTestsLog, predicted: np.ndarray, fit_up_to: int, in_fit: np.ndarray | None
 ) -> str:
+    from commsim.bench.calibrate import HELD_OUT_FROM
+
     sizes, measured = log.sizes, log.times
     err = predicted / measured - 1
     rows = []
@@ -412,6 +420,8 @@ def _plot(
     """Measured points over the predicted curve (log-log), the fit range shaded."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+
+    from commsim.bench.calibrate import HELD_OUT_FROM
 
     sizes, measured = log.sizes, log.times
     ok = sizes > 0

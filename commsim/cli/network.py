@@ -16,14 +16,13 @@ import dataclasses
 import difflib
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from commsim.cli.arguments import add_epilog
 from commsim.cli.errors import UsageError, quote
 from commsim.cli.schedules import ScheduleChoice
-from commsim.clusters import Cluster, cluster
 from commsim.errors import ParameterError, UnknownNameError
 from commsim.models import CONTENTION
 from commsim.topology import (
@@ -34,6 +33,9 @@ from commsim.topology import (
     place,
     ranks_per_server,
 )
+
+if TYPE_CHECKING:  # imported where used: a cluster builds its graph
+    from commsim.clusters import Cluster
 
 __all__ = ["NETWORK_EPILOG", "NetworkChoice", "add_network_group", "parse_network", "resolve"]
 
@@ -284,6 +286,8 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
 def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     """The network of ``--topology`` or ``--cluster`` (``None`` if neither), checked and
     compiled."""
+    from commsim.clusters import cluster
+
     text, preset = getattr(args, "topology", None), getattr(args, "cluster", None)
     placement_given = _placement(getattr(args, "placement", None))
     contention_given = getattr(args, "contention", None)
@@ -360,7 +364,7 @@ def resolve(text: str) -> tuple[str, Network]:
     """A network named any way the command line accepts: a cluster preset or ``.toml`` file, a
     graph file, or a generator spec (a name both a preset and a generator, ``dragonfly``, is
     the generator when given more than one argument or a keyword)."""
-    from commsim.clusters import PRESETS
+    from commsim.clusters import PRESETS, cluster
 
     name, _, args = text.strip().partition(":")
     generator = name.replace("-", "_") in GENERATORS and ("," in args or "=" in args)

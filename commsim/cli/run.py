@@ -21,6 +21,7 @@ from commsim.bench import (
     Measurement,
     check_traceable,
     format_table,
+    layout_for_size,
     measure_any,
     measure_in_place,
     trace_in_place,
@@ -140,6 +141,8 @@ def parse(args: argparse.Namespace) -> RunRequest:
 def compute(request: RunRequest) -> RunResult:
     [schedule] = request.schedules.build_all(MemoryBudget.parse(None))
     rank, bench, progress = 0, request.bench, request.progress
+    for size in bench.sizes:  # every size's buffers fit, checked before a backend starts
+        layout_for_size(schedule, size, bench.dtype)
     if backend_info(request.backend).multiprocess and under_mpirun():
         rank, ms = measure_in_place([schedule], bench, backend=request.backend)
     else:

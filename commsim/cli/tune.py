@@ -14,6 +14,7 @@ from commsim import units
 from commsim.algorithms import info
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, add_epilog, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError, quote
+from commsim.cli.memory import MemoryBudget
 from commsim.cli.model import add_library_group, add_model_group, parse_channels, parse_model
 from commsim.cli.network import add_network_group, parse_network
 from commsim.cli.output import add_output_group, format_bandwidth, format_table, to_json
@@ -132,7 +133,7 @@ def _params(items: list[str], choice: ScheduleChoice) -> dict[str, dict[str, Any
 
 
 def compute(request: TuneRequest) -> TunerTable:
-    choice = request.schedules
+    choice, budget = request.schedules, MemoryBudget.parse(None)
     result = sweep(
         choice.collective,
         request.model,
@@ -143,6 +144,7 @@ def compute(request: TuneRequest) -> TunerTable:
         ranks_per_node=request.ranks_per_node,
         progress=request.progress,
         channels=request.channels,
+        check=lambda s: budget.check_predict(s, len(request.sizes)),
     )
     table = table_from_sweep(result)
     if request.output is not None:

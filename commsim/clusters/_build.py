@@ -43,12 +43,12 @@ import inspect
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from commsim import units
+from commsim._lazy import lazy_module
 from commsim.clusters._cluster import Cluster, LinkClass, Profile
 from commsim.errors import CommsimError, ParameterError
 from commsim.profiles import load_profile
@@ -64,6 +64,11 @@ from commsim.topology import (
     switch,
     torus,
 )
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["FABRICS", "build_cluster"]
 

@@ -9,13 +9,18 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from commsim import units
+from commsim._lazy import lazy_module
 from commsim.topology import Network, place, ranks_per_server
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["Cluster", "LinkClass", "Profile"]
 

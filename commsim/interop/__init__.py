@@ -29,43 +29,48 @@ Examples:
     ['npz', 'goal']
 """
 
-from commsim._deprecation import deprecated_aliases
-from commsim.interop._files import load, save
-from commsim.interop._formats import (
-    DEFAULT_SCHEDULE_FORMAT,
-    FORMATS,
-    VERBS,
-    Format,
-    format_of,
-    schedule_format,
-)
-from commsim.interop._goal import GoalProgram, format_goal, goal_program, write_goal
-from commsim.interop._msccl_read import parse_msccl, read_msccl
-from commsim.interop._msccl_write import (
-    PROTOCOLS,
-    MscclProgram,
-    format_msccl,
-    msccl_program,
-    write_msccl,
-)
-from commsim.interop._native import (
-    format_json,
-    parse_json,
-    read_json,
-    read_npz,
-    write_json,
-    write_npz,
-)
-from commsim.interop._nccl_tests import (
-    BINARIES,
-    TYPE_SIZES,
-    NcclTestsLog,
-    NcclTestsRow,
-    parse_nccl_tests,
-    read_nccl_tests,
-)
-from commsim.interop._nccl_tests_write import format_nccl_tests, write_nccl_tests
-from commsim.interop._nccl_tests_write import format_nccl_tests_log as _format_nccl_tests_log
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from commsim._deprecation import warn_deprecated
+from commsim._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from commsim.interop._files import load, save
+    from commsim.interop._formats import (
+        DEFAULT_SCHEDULE_FORMAT,
+        FORMATS,
+        VERBS,
+        Format,
+        format_of,
+        schedule_format,
+    )
+    from commsim.interop._goal import GoalProgram, format_goal, goal_program, write_goal
+    from commsim.interop._msccl_read import parse_msccl, read_msccl
+    from commsim.interop._msccl_write import (
+        PROTOCOLS,
+        MscclProgram,
+        format_msccl,
+        msccl_program,
+        write_msccl,
+    )
+    from commsim.interop._native import (
+        format_json,
+        parse_json,
+        read_json,
+        read_npz,
+        write_json,
+        write_npz,
+    )
+    from commsim.interop._nccl_tests import (
+        BINARIES,
+        TYPE_SIZES,
+        NcclTestsLog,
+        NcclTestsRow,
+        parse_nccl_tests,
+        read_nccl_tests,
+    )
+    from commsim.interop._nccl_tests_write import format_nccl_tests, write_nccl_tests
 
 __all__ = [
     "BINARIES",
@@ -104,16 +109,75 @@ __all__ = [
 ]
 
 
-__getattr__ = deprecated_aliases(
+#: old names, for one release (commsim._deprecation): old → (the replacement, as the user should
+#: write it; the module and the name that serve it)
+_DEPRECATED = {
+    "to_msccl_xml": (
+        "commsim.interop.format_msccl",
+        "commsim.interop._msccl_write",
+        "format_msccl",
+    ),
+    "export_msccl": (
+        "commsim.interop.msccl_program",
+        "commsim.interop._msccl_write",
+        "msccl_program",
+    ),
+    "to_goal": ("commsim.interop.format_goal", "commsim.interop._goal", "format_goal"),
+    "export_goal": ("commsim.interop.goal_program", "commsim.interop._goal", "goal_program"),
+    "format_nccl_tests_log": (
+        "commsim.interop.format_nccl_tests(NcclTestsLog.from_times(...))",
+        "commsim.interop._nccl_tests_write",
+        "format_nccl_tests_log",
+    ),
+}
+
+
+def _deprecated(name: str) -> Any:
+    if name not in _DEPRECATED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    new, module, attribute = _DEPRECATED[name]
+    warn_deprecated(f"{__name__}.{name}", new, stacklevel=4)
+    return getattr(importlib.import_module(module), attribute)
+
+
+__getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "to_msccl_xml": ("commsim.interop.format_msccl", format_msccl),
-        "export_msccl": ("commsim.interop.msccl_program", msccl_program),
-        "to_goal": ("commsim.interop.format_goal", format_goal),
-        "export_goal": ("commsim.interop.goal_program", goal_program),
-        "format_nccl_tests_log": (
-            "commsim.interop.format_nccl_tests(NcclTestsLog.from_times(...))",
-            _format_nccl_tests_log,
+        "commsim.interop._files": ("load", "save"),
+        "commsim.interop._formats": (
+            "DEFAULT_SCHEDULE_FORMAT",
+            "FORMATS",
+            "VERBS",
+            "Format",
+            "format_of",
+            "schedule_format",
         ),
+        "commsim.interop._goal": ("GoalProgram", "format_goal", "goal_program", "write_goal"),
+        "commsim.interop._msccl_read": ("parse_msccl", "read_msccl"),
+        "commsim.interop._msccl_write": (
+            "PROTOCOLS",
+            "MscclProgram",
+            "format_msccl",
+            "msccl_program",
+            "write_msccl",
+        ),
+        "commsim.interop._native": (
+            "format_json",
+            "parse_json",
+            "read_json",
+            "read_npz",
+            "write_json",
+            "write_npz",
+        ),
+        "commsim.interop._nccl_tests": (
+            "BINARIES",
+            "TYPE_SIZES",
+            "NcclTestsLog",
+            "NcclTestsRow",
+            "parse_nccl_tests",
+            "read_nccl_tests",
+        ),
+        "commsim.interop._nccl_tests_write": ("format_nccl_tests", "write_nccl_tests"),
     },
+    fallback=_deprecated,
 )

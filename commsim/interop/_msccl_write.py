@@ -56,7 +56,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import quoteattr
 
 from commsim._ir import Schedule
 from commsim._messages import messages
@@ -200,16 +199,7 @@ def msccl_program(
     }
     lines = [f"<algo {_attrs(head)}>"]
     for r, tbs in enumerate(gpus):
-        sizes = {b: lay.nbuf[b] * k for b in (INPUT, OUTPUT)}
-        used = [op.src for tb in tbs for op, _ in tb.ops if op.src is not None]
-        used += [op.dst for tb in tbs for op, _ in tb.ops if op.dst is not None]
-        sizes[SCRATCH] = max((o + n for b, o, n in used if b == SCRATCH), default=0)
-        for b, o, n in used:
-            if o + n > MAX_OFFSET + 1:
-                raise ResourceError(
-                    f"{label}: rank {r} uses chunk {o + n - 1} of buffer {b!r}; MSCCL's chunk "
-                    f"offsets are int16 (at most {MAX_OFFSET}): use fewer slots or channels"
-                )
+        sizes = _chunk_counts(tbs, lay, k, r, label)
         gpu = {"id": r, "i_chunks": sizes[INPUT], "o_chunks": sizes[OUTPUT],
                "s_chunks": sizes[SCRATCH]}  # fmt: skip
         lines.append(f"  <gpu {_attrs(gpu)}>")
@@ -233,6 +223,22 @@ def msccl_program(
     )
 
 
+def _chunk_counts(tbs: list, lay: Layout, k: int, r: int, label: str) -> dict[str, int]:
+    """Rank ``r``'s chunks per buffer (input and output from the layout, scratch as far as its
+    thread blocks ``tbs`` reach); an error past MSCCL's int16 chunk offsets."""
+    sizes = {b: lay.nbuf[b] * k for b in (INPUT, OUTPUT)}
+    used = [op.src for tb in tbs for op, _ in tb.ops if op.src is not None]
+    used += [op.dst for tb in tbs for op, _ in tb.ops if op.dst is not None]
+    sizes[SCRATCH] = max((o + n for b, o, n in used if b == SCRATCH), default=0)
+    for b, o, n in used:
+        if o + n > MAX_OFFSET + 1:
+            raise ResourceError(
+                f"{label}: rank {r} uses chunk {o + n - 1} of buffer {b!r}; MSCCL's chunk "
+                f"offsets are int16 (at most {MAX_OFFSET}): use fewer slots or channels"
+            )
+    return sizes
+
+
 def _check_options(proto: str, nchannels: int, min_bytes: int, max_bytes: int) -> None:
     if proto not in PROTOCOLS:
         raise ParameterError(f"MSCCL protocol must be one of {', '.join(PROTOCOLS)}, got {proto!r}")
@@ -251,6 +257,8 @@ def _check_options(proto: str, nchannels: int, min_bytes: int, max_bytes: int) -
 
 
 def _attrs(d: dict[str, Any]) -> str:
+    from xml.sax.saxutils import quoteattr  # imports urllib and http: 50 ms, only to write XML
+
     return " ".join(f"{k}={quoteattr(str(v))}" for k, v in d.items())
 
 

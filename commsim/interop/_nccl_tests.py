@@ -349,72 +349,17 @@ def parse_nccl_tests(
     where = _Where(source)
     if not text.strip():
         raise where.error(None, "the file is empty")
-    ranks: list[tuple[int, str, str]] = []
-    columns: list[str] | None = None
-    header_line = 0
-    rows: list[NcclTestsRow] = []
-    foot: dict[str, tuple[str, int]] = {}
-    programs: list[tuple[str, int]] = []
-    settings: dict[str, str] = {}
-    notes: list[str] = []
-    version: str | None = None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        line = _TAG.sub("", raw).rstrip()
-        if _RANK_TAG.match(line):  # MPICH -prepend-rank tags every write, mid-line too
-            line = _RANK_TAG.sub("", line)
-        stripped = line.strip()
-        if not stripped:
-            continue
-        if stripped.startswith("#"):
-            body = stripped.lstrip("#").strip()
-            if m := _RANK.match(stripped):
-                ranks.append((int(m.group(1)), m.group(4), m.group(7).strip()))
-            elif m := _STARTING.match(stripped):
-                programs.append((m.group(1), number))
-            elif m := _VERSION.match(stripped):
-                version = m.group(1)
-            elif body.startswith("nThread"):
-                settings = _settings(body)
-            elif m := _FOOT.match(stripped):
-                foot[m.group(1)] = (m.group(2), number)
-            elif body.split()[:2] == ["size", "count"]:
-                if columns is not None:
-                    raise where.error(
-                        number,
-                        f"a second table (the first starts at line {header_line}): this file "
-                        "holds two runs; split it into one file per run",
-                    )
-                columns, header_line = body.split(), number
-            continue
-        if _DATA.match(stripped):
-            if columns is None:
-                raise where.error(number, "a data row before the column header line")
-            rows.append(_row(where, number, stripped, columns))
-        elif columns is not None and _ROW_START.match(stripped):
-            raise where.error(
-                number,
-                f"a malformed data row {stripped[:60]!r}: expected the columns of the header at "
-                f"line {header_line} ({' '.join(columns[:4])} ...); fix or delete the row",
-            )
-        elif m := _BINARY.search(stripped):
-            programs.append((m.group(1), number))
+    scan = _scan(where, text)
+    columns, rows, programs = scan.columns, scan.rows, scan.programs
     if columns is None:
         raise where.error(
             None, "not an nccl-tests log: no column header line ('#  size  count  type ...')"
         )
     if not rows:
-        raise where.error(header_line, "not an nccl-tests log: a header but no data rows")
+        raise where.error(scan.header_line, "not an nccl-tests log: a header but no data rows")
     wrong_column = "error" if "error" in columns else "#wrong"
     if not allow_wrong and wrong_column == "#wrong":
-        for r in rows:
-            for label, w in (("out-of-place", r.wrong_oop), ("in-place", r.wrong_ip)):
-                if w is not None and w > 0:
-                    raise where.error(
-                        r.line,
-                        f"size {r.size} has {w:g} wrong elements {label} (#wrong): the run "
-                        "computed a wrong result, so its times are not the collective's; fix "
-                        "the run or delete the row",
-                    )
+        _check_wrong(where, rows)
     program = programs[0][0] if programs else None
     named = {
         BINARIES[p.removesuffix("_mpi")] for p, _ in programs if p.removesuffix("_mpi") in BINARIES
@@ -423,6 +368,8 @@ def parse_nccl_tests(
         raise where.error(
             programs[1][1], f"names two binaries ({', '.join(p for p, _ in programs)}): split it"
         )
+    notes: list[str] = []
+    ranks, foot, settings, version = scan.ranks, scan.foot, scan.settings, scan.version
     nranks, hosts, devices = _ranks(where, ranks)
     coll, coll_from, nranks = _collective(where, rows, collective, named, program, nranks, notes)
     if not hosts:
@@ -434,6 +381,86 @@ def parse_nccl_tests(
         "cputime" if "cputime" in columns else "time", wrong_column, source, coll_from,
         tuple(notes), version,
     )  # fmt: skip
+
+
+@dataclasses.dataclass
+class _Scanned:
+    """What one pass over a log's lines found (:func:`_scan`)."""
+
+    ranks: list[tuple[int, str, str]] = dataclasses.field(default_factory=list)
+    columns: list[str] | None = None
+    header_line: int = 0
+    rows: list[NcclTestsRow] = dataclasses.field(default_factory=list)
+    foot: dict[str, tuple[str, int]] = dataclasses.field(default_factory=dict)
+    programs: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    settings: dict[str, str] = dataclasses.field(default_factory=dict)
+    version: str | None = None
+
+
+def _scan(where: _Where, text: str) -> _Scanned:
+    """The rank lines, the header, the data rows, the footer, the binaries named, the settings
+    and the version of ``text``, line by line; a malformed or second table is an error."""
+    out = _Scanned()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = _TAG.sub("", raw).rstrip()
+        if _RANK_TAG.match(line):  # MPICH -prepend-rank tags every write, mid-line too
+            line = _RANK_TAG.sub("", line)
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("#"):
+            _comment(where, out, stripped, number)
+            continue
+        if _DATA.match(stripped):
+            if out.columns is None:
+                raise where.error(number, "a data row before the column header line")
+            out.rows.append(_row(where, number, stripped, out.columns))
+        elif out.columns is not None and _ROW_START.match(stripped):
+            raise where.error(
+                number,
+                f"a malformed data row {stripped[:60]!r}: expected the columns of the header at "
+                f"line {out.header_line} ({' '.join(out.columns[:4])} ...); fix or delete the row",
+            )
+        elif m := _BINARY.search(stripped):
+            out.programs.append((m.group(1), number))
+    return out
+
+
+def _comment(where: _Where, out: _Scanned, stripped: str, number: int) -> None:
+    """One ``#`` line of the log into ``out``: a rank, the program, the version, the settings,
+    a footer value or the column header."""
+    body = stripped.lstrip("#").strip()
+    if m := _RANK.match(stripped):
+        out.ranks.append((int(m.group(1)), m.group(4), m.group(7).strip()))
+    elif m := _STARTING.match(stripped):
+        out.programs.append((m.group(1), number))
+    elif m := _VERSION.match(stripped):
+        out.version = m.group(1)
+    elif body.startswith("nThread"):
+        out.settings = _settings(body)
+    elif m := _FOOT.match(stripped):
+        out.foot[m.group(1)] = (m.group(2), number)
+    elif body.split()[:2] == ["size", "count"]:
+        if out.columns is not None:
+            raise where.error(
+                number,
+                f"a second table (the first starts at line {out.header_line}): this file "
+                "holds two runs; split it into one file per run",
+            )
+        out.columns, out.header_line = body.split(), number
+
+
+def _check_wrong(where: _Where, rows: list[NcclTestsRow]) -> None:
+    """Refuse a row whose ``#wrong`` is above 0: its times are not the collective's."""
+    for r in rows:
+        for label, w in (("out-of-place", r.wrong_oop), ("in-place", r.wrong_ip)):
+            if w is not None and w > 0:
+                raise where.error(
+                    r.line,
+                    f"size {r.size} has {w:g} wrong elements {label} (#wrong): the run "
+                    "computed a wrong result, so its times are not the collective's; fix "
+                    "the run or delete the row",
+                )
 
 
 def _settings(body: str) -> dict[str, str]:
@@ -539,6 +566,65 @@ def _ratio_row(rows: Sequence[NcclTestsRow]) -> NcclTestsRow | None:
     return max(good, key=lambda r: r.algbw_oop) if good else None
 
 
+def _contradiction(
+    c: str, p: int | None, first: NcclTestsRow, ratio_row: NcclTestsRow | None
+) -> str | None:
+    """Why collective ``c`` on ``p`` ranks contradicts the columns (``None``: it doesn't)."""
+    s = spec(c)
+    if (first.redop == "none") == s.reduces:
+        return f"redop is {first.redop!r}, and {c} {'reduces' if s.reduces else 'does not reduce'}"
+    if first.root >= 0 and not s.rooted:
+        return f"root is {first.root}, and {c} has no root"
+    if p is None:
+        return None
+    ratio = ratio_row.busbw_oop / ratio_row.algbw_oop if ratio_row else None
+    if ratio is not None and abs(ratio - s.busbw_factor(p)) > 0.03 * s.busbw_factor(p) + 0.005:
+        return (
+            f"busbw/algbw is {ratio:.3f} at size {ratio_row.size} (line {ratio_row.line}), but "
+            f"{c} on {p} ranks has {s.busbw_factor(p):.3f}"
+        )
+    wsize = TYPE_SIZES.get(first.type)
+    if wsize and first.count and first.size:
+        per_rank = _PER_RANK_COUNT.get(c, False)
+        expect = first.count * wsize * (p if per_rank else 1)
+        if expect != first.size:
+            return (
+                f"count {first.count} x {wsize} B{f' x {p} ranks' if per_rank else ''} "
+                f"= {expect} B is not size {first.size} (line {first.line}), as {c} has it"
+            )
+    return None
+
+
+def _ranks_from_ratio(c: str, ratio_row: NcclTestsRow | None) -> int | None:
+    """The rank count whose busbw factor for ``c`` is the ratio printed (``None`` when there is
+    no ratio, or neighbouring counts are within the ratio's rounding)."""
+    if ratio_row is None:
+        return None
+    ratio = ratio_row.busbw_oop / ratio_row.algbw_oop
+    factors = np.array([spec(c).busbw_factor(p) for p in range(2, 4098)])
+    best = int(np.argmin(np.abs(factors[:-1] - ratio)))
+    rounding = ratio * (0.005 / ratio_row.busbw_oop + 0.005 / ratio_row.algbw_oop)
+    gap = min(
+        abs(factors[best + 1 : best + 2] - factors[max(best - 1, 0) : best + 1]).max(),
+        abs(factors[best + 1] - factors[best]),
+    )
+    if abs(factors[best] - ratio) > 0.03 * ratio or gap <= 2 * rounding:
+        return None
+    return best + 2
+
+
+def _candidates(given: str | None, named: set[str]) -> tuple[str, list[str]]:
+    """How the collective is decided, and the collectives to try: the one given, the one the
+    binary names, else every one."""
+    if given is not None:
+        spec(given)  # unknown name → one line with suggestions
+        return f"--collective {given}", [given]
+    if named:
+        (c,) = named
+        return f"the binary {BINARY_OF[c]}", [c]
+    return "the columns", list(COLLECTIVES)
+
+
 def _collective(
     where: _Where,
     rows: Sequence[NcclTestsRow],
@@ -551,64 +637,14 @@ def _collective(
     """Which collective the log holds, how that was decided, and the rank count."""
     first = rows[0]
     ratio_row = _ratio_row(rows)
-    ratio = ratio_row.busbw_oop / ratio_row.algbw_oop if ratio_row else None
-
-    def consistent(c: str, p: int | None) -> str | None:
-        """Why collective ``c`` on ``p`` ranks contradicts the columns (``None``: it doesn't)."""
-        s = spec(c)
-        if (first.redop == "none") == s.reduces:
-            return (
-                f"redop is {first.redop!r}, and {c} {'reduces' if s.reduces else 'does not reduce'}"
-            )
-        if first.root >= 0 and not s.rooted:
-            return f"root is {first.root}, and {c} has no root"
-        if p is None:
-            return None
-        if ratio is not None and abs(ratio - s.busbw_factor(p)) > 0.03 * s.busbw_factor(p) + 0.005:
-            return (
-                f"busbw/algbw is {ratio:.3f} at size {ratio_row.size} (line {ratio_row.line}), but "
-                f"{c} on {p} ranks has {s.busbw_factor(p):.3f}"
-            )
-        wsize = TYPE_SIZES.get(first.type)
-        if wsize and first.count and first.size:
-            per_rank = _PER_RANK_COUNT.get(c, False)
-            expect = first.count * wsize * (p if per_rank else 1)
-            if expect != first.size:
-                return (
-                    f"count {first.count} x {wsize} B{f' x {p} ranks' if per_rank else ''} "
-                    f"= {expect} B is not size {first.size} (line {first.line}), as {c} has it"
-                )
-        return None
 
     def ranks_for(c: str) -> int | None:
-        """The rank count: the '# Rank' lines', else the one whose busbw factor is the ratio
-        printed (``None`` when neighbouring counts are within the ratio's rounding)."""
-        if nranks is not None:
-            return nranks
-        if ratio is None:
-            return None
-        factors = np.array([spec(c).busbw_factor(p) for p in range(2, 4098)])
-        best = int(np.argmin(np.abs(factors[:-1] - ratio)))
-        rounding = ratio * (0.005 / ratio_row.busbw_oop + 0.005 / ratio_row.algbw_oop)
-        gap = min(
-            abs(factors[best + 1 : best + 2] - factors[max(best - 1, 0) : best + 1]).max(),
-            abs(factors[best + 1] - factors[best]),
-        )
-        if abs(factors[best] - ratio) > 0.03 * ratio or gap <= 2 * rounding:
-            return None
-        return best + 2
+        return nranks if nranks is not None else _ranks_from_ratio(c, ratio_row)
 
-    if given is not None:
-        spec(given)  # unknown name → one line with suggestions
-        how = f"--collective {given}"
-        candidates = [given]
-    elif named:
-        (c,) = named
-        how = f"the binary {BINARY_OF[c]}"
-        candidates = [c]
-    else:
-        how = "the columns"
-        candidates = list(COLLECTIVES)
+    def consistent(c: str, p: int | None) -> str | None:
+        return _contradiction(c, p, first, ratio_row)
+
+    how, candidates = _candidates(given, named)
     verdicts = {c: consistent(c, ranks_for(c)) for c in candidates}
     fits = [c for c, why in verdicts.items() if why is None]
     if not fits:

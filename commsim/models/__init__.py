@@ -25,19 +25,24 @@ prediction below the model's bound).
   strings such as ``"1KiB..1GiB"``), for code that sweeps sizes beside a model (the tuner).
 """
 
-from commsim.models._bounds import bound_of, lower_bound
-from commsim.models._contention import CONTENTION
-from commsim.models._inputs import as_sizes
-from commsim.models._library import PROTOCOLS, Protocol
-from commsim.models._model import Model
-from commsim.models._prediction import TIE_RTOL, Prediction, fastest, tied
-from commsim.models._protocol_choice import ProtocolChoice
-from commsim.models._trace import ChromeTrace, chrome_trace, step_trace
-from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
-from commsim.models.hockney import Hockney
-from commsim.models.loggp import LogGP
-from commsim.models.topology import Topology
-from commsim.models.two_level import TwoLevelHockney
+from typing import TYPE_CHECKING
+
+from commsim._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from commsim.models._bounds import bound_of, lower_bound
+    from commsim.models._contention import CONTENTION
+    from commsim.models._inputs import as_sizes
+    from commsim.models._library import PROTOCOLS, Protocol
+    from commsim.models._model import Model
+    from commsim.models._prediction import TIE_RTOL, Prediction, fastest, tied
+    from commsim.models._protocol_choice import ProtocolChoice
+    from commsim.models._trace import ChromeTrace, chrome_trace, step_trace
+    from commsim.models._usage import CriticalPath, NetworkUsage, Timeline
+    from commsim.models.hockney import Hockney
+    from commsim.models.loggp import LogGP
+    from commsim.models.topology import Topology
+    from commsim.models.two_level import TwoLevelHockney
 
 __all__ = [
     "CONTENTION",
@@ -66,10 +71,22 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str):
-    """``Twin`` on first use: it imports JAX, which ``import commsim`` does not."""
-    if name == "Twin":
-        from commsim.models.twin import Twin
-
-        return Twin
-    raise AttributeError(f"module 'commsim.models' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "commsim.models._bounds": ("bound_of", "lower_bound"),
+        "commsim.models._contention": ("CONTENTION",),
+        "commsim.models._inputs": ("as_sizes",),
+        "commsim.models._library": ("PROTOCOLS", "Protocol"),
+        "commsim.models._model": ("Model",),
+        "commsim.models._prediction": ("TIE_RTOL", "Prediction", "fastest", "tied"),
+        "commsim.models._protocol_choice": ("ProtocolChoice",),
+        "commsim.models._trace": ("ChromeTrace", "chrome_trace", "step_trace"),
+        "commsim.models._usage": ("CriticalPath", "NetworkUsage", "Timeline"),
+        "commsim.models.hockney": ("Hockney",),
+        "commsim.models.loggp": ("LogGP",),
+        "commsim.models.topology": ("Topology",),
+        "commsim.models.two_level": ("TwoLevelHockney",),
+        "commsim.models.twin": ("Twin",),  # imports JAX
+    },
+)

@@ -78,12 +78,18 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
 from commsim._collectives import spec
+from commsim._lazy import lazy_module
 from commsim.topology import Network
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = [
     "BOUND_NAMES",

@@ -45,19 +45,17 @@ from __future__ import annotations
 import difflib
 import hashlib
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
 from commsim import units
 from commsim._ir import Schedule, Step
+from commsim._lazy import lazy_module
 from commsim._messages import port_messages
 from commsim.errors import ParameterError, ResourceError
-from commsim.models import _topology_kernels
 from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION, bottleneck_link, path_latency, rates
-from commsim.models._flow import _FlowRun, simulate
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
 from commsim.models._library import (
     Protocol,
@@ -70,6 +68,13 @@ from commsim.models._network_params import NetworkParams, random_skew
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 from commsim.topology import Network, as_bandwidth, as_network, place
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from commsim.models._flow import _FlowRun
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["CRITICAL_PATH_BUDGET", "Topology"]
 
@@ -334,6 +339,8 @@ class Topology:
         schedule.spec.check_layout(schedule.nranks, schedule.ndata)
         hosts = place(self.network, schedule.nranks, self.placement)
         if self.contention == "flow":
+            from commsim.models._flow import simulate  # numba: imported on first use
+
             return simulate(self._params, schedule, sizes, hosts, max_messages=max_messages)
         run = _Run(self, schedule, sizes, hosts, max_messages=max_messages)
         for i, st in enumerate(schedule.steps()):
@@ -440,6 +447,9 @@ class _Run:
         *,
         max_messages: int | None = None,
     ) -> None:
+        from commsim.models import _topology_kernels as kern  # numba: imported on first use
+
+        self.kern = kern
         ns, K = len(sizes), schedule.nchannels
         p = schedule.nranks * K  # one clock per port: virtual rank r·K + channel (port_ranks)
         self.K = K
@@ -449,9 +459,9 @@ class _Run:
         self.gw = model.gamma * self.per_unit
         params = model._params
         self.clock = np.repeat(params.initial_clock(schedule.nranks, ns), K, axis=0)
-        ncomp = _topology_kernels.TRANSFER + len(model.network.kinds)
+        ncomp = kern.TRANSFER + len(model.network.kinds)
         self.comp = np.zeros((p, ncomp, ns))
-        self.comp[:, _topology_kernels.OTHER, :] = self.clock  # start skew
+        self.comp[:, kern.OTHER, :] = self.clock  # start skew
         self.mcomp = np.empty((max(p, 1), ncomp, ns))
         self.slow = np.repeat(params.slow_factors(schedule.nranks), K)
         self.step_time = np.zeros((schedule.nsteps, ns))
@@ -464,7 +474,7 @@ class _Run:
         self.max_messages = max_messages  # a timeline: refuse past it, before timing the rest
         self.chunks: list[tuple[np.ndarray, ...]] = []
         self.units_by_round: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self.kernel = _topology_kernels.round_per_message
+        self.kernel = kern.round_per_message
 
     def step(self, i: int, st: Step) -> None:
         if len(st.src):
@@ -476,7 +486,7 @@ class _Run:
                 red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=self.p)
                 work = np.multiply.outer(red * self.slow, self.gw)
                 self.clock += work
-                self.comp[:, _topology_kernels.REDUCTION, :] += work
+                self.comp[:, self.kern.REDUCTION, :] += work
                 self.last = np.maximum(self.last, self.clock[msg.local_rank].max(axis=0))
             if len(msg.src):
                 self.last = np.maximum(

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
+from commsim._lazy import lazy_module
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["DEFAULT_BANDWIDTH", "DEFAULT_LATENCY", "hypercube", "ring", "switch", "torus"]
 

@@ -24,11 +24,18 @@ Networks* (2004), §3.3; the problem is NP-hard in general (Garey, Johnson & Sto
 
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING
+
 import numpy as np
 
+from commsim._lazy import lazy_module
 from commsim.errors import ParameterError
 from commsim.topology._network import Network
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = [
     "EXACT_BISECTION_NODES",

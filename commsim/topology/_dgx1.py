@@ -30,12 +30,18 @@ References:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
+from commsim._lazy import lazy_module
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["DGX1_NVLINKS", "hybrid_cube_mesh"]
 

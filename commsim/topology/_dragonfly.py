@@ -14,12 +14,17 @@ consecutive arrangement). Hosts attach by ``"host"`` links. Global links have ``
 from __future__ import annotations
 
 import itertools
+from typing import TYPE_CHECKING
 
-import networkx as nx
-
+from commsim._lazy import lazy_module
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
 from commsim.topology._basic import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, _count, check_hosts
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["dragonfly"]
 

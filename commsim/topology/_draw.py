@@ -5,12 +5,18 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
+from commsim._lazy import lazy_module
 from commsim.errors import ParameterError
 from commsim.topology._network import Network
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["MAX_DRAW_NODES", "draw"]
 

@@ -16,14 +16,20 @@ center network architecture", SIGCOMM 2008 (the k-ary fat tree).
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
-import networkx as nx
 import numpy as np
 
+from commsim._lazy import lazy_module
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
 from commsim.topology._basic import DEFAULT_BANDWIDTH, DEFAULT_LATENCY, _count, check_hosts
 from commsim.topology._dmodk import check_routing, fat_tree_record
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["fat_tree", "kary_fat_tree"]
 
@@ -105,8 +111,19 @@ def fat_tree(
     if routing == "dmodk":
         lpp = _count(leaves_per_pod, "fat_tree: leaves_per_pod")
         g.graph["routing"] = ("dmodk", fat_tree_record(n, h, s, levels, lpp))
+    leaves = _leaves(g, n, h, bw, lat)
+    if levels == 2:
+        _spines(g, leaves, s, up_bw, up_lat)
+        return g
+    _pods(g, leaves, s, _count(leaves_per_pod, "fat_tree: leaves_per_pod"), up_bw, up_lat)
+    g.graph["name"] = f"fat_tree({n},levels=3)"
+    return g
+
+
+def _leaves(g: nx.Graph, n: int, h: int, bw: float, lat: float) -> list[tuple[str, int]]:
+    """Hosts ``0..n-1`` and their leaves, ``h`` hosts a leaf; the leaves' nodes."""
     g.add_nodes_from(range(n), kind="host")
-    leaves = [("leaf", i) for i in range(nleaves)]
+    leaves = [("leaf", i) for i in range(-(-n // h))]
     g.add_nodes_from(leaves, kind="switch")
     hosts = np.arange(n)
     g.add_edges_from(
@@ -115,18 +132,25 @@ def fat_tree(
         latency=lat,
         kind="host",
     )
-    if levels == 2:
-        spine_nodes = [("spine", j) for j in range(s)]
-        g.add_nodes_from(spine_nodes, kind="switch")
-        g.add_edges_from(
-            ((leaf, sp) for leaf in leaves for sp in spine_nodes),
-            bandwidth=up_bw,
-            latency=up_lat,
-            kind="leaf-spine",
-        )
-        return g
-    lpp = _count(leaves_per_pod, "fat_tree: leaves_per_pod")
-    npods = -(-nleaves // lpp)
+    return leaves
+
+
+def _spines(g: nx.Graph, leaves: list, s: int, up_bw: float, up_lat: float) -> None:
+    """Two levels: ``s`` spines, every leaf joined to every spine."""
+    spine_nodes = [("spine", j) for j in range(s)]
+    g.add_nodes_from(spine_nodes, kind="switch")
+    g.add_edges_from(
+        ((leaf, sp) for leaf in leaves for sp in spine_nodes),
+        bandwidth=up_bw,
+        latency=up_lat,
+        kind="leaf-spine",
+    )
+
+
+def _pods(g: nx.Graph, leaves: list, s: int, lpp: int, up_bw: float, up_lat: float) -> None:
+    """Three levels: pods of ``lpp`` leaves with ``s`` spines each, every pod spine joined to
+    every one of ``s`` cores with the pod's leaf-to-spine capacity."""
+    npods = -(-len(leaves) // lpp)
     cores = [("core", j) for j in range(s)]
     g.add_nodes_from(cores, kind="switch")
     for pod in range(npods):
@@ -145,8 +169,6 @@ def fat_tree(
             latency=up_lat,
             kind="spine-core",
         )
-    g.graph["name"] = f"fat_tree({n},levels=3)"
-    return g
 
 
 def kary_fat_tree(

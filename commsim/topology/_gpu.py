@@ -20,13 +20,20 @@ neighbour GPU): a cross-rail message crosses a spine. Which spine: the ``routing
 
 from __future__ import annotations
 
-import networkx as nx
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 
+from commsim._lazy import lazy_module
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
 from commsim.topology._basic import _count, check_hosts
 from commsim.topology._dmodk import check_routing, rail_record
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["join", "nvlink_island", "rail_optimized"]
 
@@ -128,6 +135,17 @@ def _island(intra: nx.Graph, hosts: list) -> dict:
     return {"island": switches[0], "gpus_per_server": len(hosts)}
 
 
+def _check_oversubscription(oversubscription: Any) -> None:
+    if (
+        isinstance(oversubscription, bool)
+        or not isinstance(oversubscription, int | float)
+        or oversubscription < 1
+    ):
+        raise ParameterError(
+            f"rail_optimized: oversubscription must be >= 1, got {oversubscription!r}"
+        )
+
+
 def rail_optimized(
     nodes: int,
     gpus_per_node: int = 8,
@@ -167,14 +185,7 @@ def rail_optimized(
     g_ = _count(gpus_per_node, "rail_optimized: gpus_per_node")
     unit = _count(nodes_per_unit, "rail_optimized: nodes_per_unit")
     check_hosts(nodes * g_, "rail_optimized")
-    if (
-        isinstance(oversubscription, bool)
-        or not isinstance(oversubscription, int | float)
-        or oversubscription < 1
-    ):
-        raise ParameterError(
-            f"rail_optimized: oversubscription must be >= 1, got {oversubscription!r}"
-        )
+    _check_oversubscription(oversubscription)
     routing = check_routing(routing, "rail_optimized")
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     slat = as_latency(spine_latency, "spine_latency")

@@ -20,15 +20,20 @@ from __future__ import annotations
 
 import difflib
 import functools
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 import numpy as np
 
+from commsim._lazy import lazy_module
 from commsim.errors import ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
-from commsim.topology._dmodk import DmodkTables, dmodk_tables, route_dmodk
-from commsim.topology._routing import RouteCache, forwarding_distances, route_shortest, route_torus
+from commsim.topology._dmodk import DmodkTables, dmodk_tables
+from commsim.topology._route_cache import RouteCache
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["MAX_FORWARDING_NODES", "Network", "as_network"]
 
@@ -211,6 +216,9 @@ class Network:
         return links[indptr[0] : indptr[1]].tolist()
 
     def _route_nodes(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        from commsim.topology._dmodk_kernels import route_dmodk  # numba: imported on first use
+        from commsim.topology._routing import route_shortest, route_torus
+
         routing = self.graph.graph.get("routing")
         if routing is not None and routing[0] == "torus" and not self.is_switch.any():
             dims = np.asarray(routing[1], dtype=np.int64)
@@ -250,6 +258,8 @@ class Network:
 
     def _distances(self) -> tuple[np.ndarray, np.ndarray]:
         if self._dist is None:
+            from commsim.topology._routing import forwarding_distances  # numba: on first use
+
             fwd = self.is_switch if self.is_switch.any() else np.ones(len(self.nodes), bool)
             fwd_nodes = np.flatnonzero(fwd)
             if len(fwd_nodes) > MAX_FORWARDING_NODES:

@@ -24,15 +24,19 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
-
+from commsim._lazy import lazy_module
 from commsim.errors import ParameterError, UnknownNameError
 from commsim.topology._basic import hypercube, ring, switch, torus
 from commsim.topology._dragonfly import dragonfly
 from commsim.topology._fat_tree import fat_tree, kary_fat_tree
 from commsim.topology._gpu import nvlink_island, rail_optimized
+
+if TYPE_CHECKING:
+    import networkx as nx
+else:
+    nx = lazy_module("networkx")
 
 __all__ = ["GENERATORS", "load_topology", "parse_topology", "register_generator"]
 

@@ -19,11 +19,16 @@ Examples:
     64
 """
 
-from commsim.tuner._candidates import GROWN
-from commsim.tuner._inputs import as_model, cluster_model
-from commsim.tuner._sweep import Sweep, channel_counts, sweep
-from commsim.tuner._table import Range, TunerTable, table_from_sweep
-from commsim.tuner._tune import tune
+from typing import TYPE_CHECKING
+
+from commsim._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from commsim.tuner._candidates import GROWN
+    from commsim.tuner._inputs import as_model, cluster_model
+    from commsim.tuner._sweep import Sweep, channel_counts, sweep
+    from commsim.tuner._table import Range, TunerTable, table_from_sweep
+    from commsim.tuner._tune import tune
 
 __all__ = [
     "GROWN",
@@ -37,3 +42,14 @@ __all__ = [
     "table_from_sweep",
     "tune",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "commsim.tuner._candidates": ("GROWN",),
+        "commsim.tuner._inputs": ("as_model", "cluster_model"),
+        "commsim.tuner._sweep": ("Sweep", "channel_counts", "sweep"),
+        "commsim.tuner._table": ("Range", "TunerTable", "table_from_sweep"),
+        "commsim.tuner._tune": ("tune",),
+    },
+)

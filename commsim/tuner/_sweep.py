@@ -20,11 +20,12 @@ channels.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from commsim._ir import Schedule
 from commsim._progress import Progress
 from commsim.algorithms import available, channels, info
 from commsim.errors import ParameterError, ResourceError, ScheduleError
@@ -117,6 +118,7 @@ def sweep(
     max_work: int = MAX_WORK,
     min_slot_bytes: float = MIN_SLOT_BYTES,
     channels: Sequence[int] = (1,),
+    check: Callable[[Schedule], None] | None = None,
 ) -> Sweep:
     """Predict every candidate of ``algorithms`` (default: all of the collective's) at ``sizes``.
 
@@ -134,16 +136,11 @@ def sweep(
             :mod:`commsim.tuner._candidates`).
         channels: the channel counts to try per candidate (default ``(1,)``; see the module
             docstring and :func:`channel_counts`).
+        check: called on every candidate's schedule before anything is predicted (the CLI's
+            memory budget); a candidate it refuses (:class:`~commsim.errors.ResourceError`) is
+            left out, and an algorithm with none left is skipped with its sentence as the note.
     """
-    names = available(collective)  # UnknownNameError for an unknown collective
-    chosen = tuple(dict.fromkeys(algorithms)) if algorithms is not None else tuple(names)
-    for a in chosen:
-        info(collective, a)  # UnknownNameError with the closest names
-    if not chosen:
-        raise ParameterError(f"no {collective} algorithm to tune")
-    given = check_params(collective, chosen, params)
-    if isinstance(nranks, bool) or not isinstance(nranks, (int, np.integer)) or nranks < 1:
-        raise ParameterError(f"nranks must be an integer >= 1, got {nranks!r}")
+    chosen, given = _chosen(collective, algorithms, params, nranks)
     grid = size_grid(sizes)
     counts = tuple(dict.fromkeys(channel_counts(c)[-1] for c in channels))
     if not counts:
@@ -162,7 +159,8 @@ def sweep(
                 max_work=max_work,
                 min_slot_bytes=min_slot_bytes,
             )
-            planned += [_on_channels(family, c) for family in found for c in counts]
+            mine = [_on_channels(family, c) for family in found for c in counts]
+            planned += _checked(mine, check)
         except (ScheduleError, ResourceError) as e:
             if given[a]:  # the user's own parameters for it: their error, not a note
                 raise
@@ -172,11 +170,49 @@ def sweep(
             f"no {collective} algorithm can be built on {nranks} ranks: "
             + "; ".join(f"{a}: {why}" for a, why in skipped.items())
         )
+    label = f"tune {collective} p={nranks}"
+    kept, rows, protos = _predict_families(model, planned, grid, label, progress)
+    chosen_protocols = (
+        np.array(protos, dtype=object) if protos and all(p is not None for p in protos) else None
+    )
+    return Sweep(
+        collective, nranks, model, grid, tuple(kept), np.array(rows), skipped, chosen_protocols
+    )
+
+
+def _chosen(
+    collective: str,
+    algorithms: Sequence[str] | None,
+    params: Mapping[str, Mapping[str, Any]] | None,
+    nranks: Any,
+) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
+    """The algorithms to tune (each known) and their checked parameters; ``nranks`` checked."""
+    names = available(collective)  # UnknownNameError for an unknown collective
+    chosen = tuple(dict.fromkeys(algorithms)) if algorithms is not None else tuple(names)
+    for a in chosen:
+        info(collective, a)  # UnknownNameError with the closest names
+    if not chosen:
+        raise ParameterError(f"no {collective} algorithm to tune")
+    given = check_params(collective, chosen, params)
+    if isinstance(nranks, bool) or not isinstance(nranks, (int, np.integer)) or nranks < 1:
+        raise ParameterError(f"nranks must be an integer >= 1, got {nranks!r}")
+    return chosen, given
+
+
+def _predict_families(
+    model: Model,
+    planned: list[list[Candidate]],
+    grid: np.ndarray,
+    label: str,
+    progress: bool | None,
+) -> tuple[list[Candidate], list[np.ndarray], list[tuple[str, ...] | None]]:
+    """Predict each family's members in order, stopping a family at the first member that
+    improves no size; the candidates predicted, their times and their protocols."""
     total = sum(work(c.schedule) for family in planned for c in family)
     kept: list[Candidate] = []
     rows: list[np.ndarray] = []
     protos: list[tuple[str, ...] | None] = []
-    with Progress(total, f"tune {collective} p={nranks}", enabled=progress, count=False) as bar:
+    with Progress(total, label, enabled=progress, count=False) as bar:
         for family in planned:
             previous = None
             for k, c in enumerate(family):
@@ -188,12 +224,32 @@ def sweep(
                     bar.update(sum(work(x.schedule) for x in family[k + 1 :]))
                     break  # deeper pipelines help nowhere either (the module docstring)
                 previous = np.minimum(previous, times) if previous is not None else times
-    chosen_protocols = (
-        np.array(protos, dtype=object) if protos and all(p is not None for p in protos) else None
-    )
-    return Sweep(
-        collective, nranks, model, grid, tuple(kept), np.array(rows), skipped, chosen_protocols
-    )
+    return kept, rows, protos
+
+
+def _checked(
+    planned: list[list[Candidate]], check: Callable[[Schedule], None] | None
+) -> list[list[Candidate]]:
+    """``planned`` without the candidates ``check`` refuses; the first refusal is raised when
+    none is left (the algorithm is then skipped with that sentence)."""
+    if check is None:
+        return planned
+    kept: list[list[Candidate]] = []
+    first: ResourceError | None = None
+    for family in planned:
+        fits = []
+        for c in family:
+            try:
+                check(c.schedule)
+            except ResourceError as e:
+                first = first or e
+                break  # a family grows: the members after this one need more
+            fits.append(c)
+        if fits:
+            kept.append(fits)
+    if not kept and first is not None:
+        raise first
+    return kept
 
 
 def _on_channels(family: list[Candidate], k: int) -> list[Candidate]:

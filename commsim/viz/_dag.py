@@ -157,16 +157,31 @@ def message_graph(schedule: Schedule) -> nx.DiGraph:
             f"{schedule.algorithm} (p={schedule.nranks}) has {schedule.ntransfers:,} transfers; "
             f"a networkx graph is built for at most {MAX_DAG_TRANSFERS:,} (use a smaller p)"
         )
-    p = schedule.nranks
-    graph = nx.DiGraph(**schedule.summary())
-    keys: list[tuple[int, int, int]] = []  # message id -> node key
-    writers = _Writers(p * schedule.nslots)
-    latest: list[list[int]] = [[] for _ in range(p)]  # per rank: its latest step's message ids
+    builder = _DagBuilder(schedule, nx.DiGraph(**schedule.summary()))
     for k, st in enumerate(schedule.steps()):
         if len(st.src) == 0:
             continue
         schedule.check_step(st, k)
-        g = group(st.src, st.dst, p)
+        builder.add_step(k, st)
+    return builder.graph
+
+
+class _DagBuilder:
+    """The DAG of :func:`message_graph`, grown one step at a time: the message keys so far, who
+    wrote each ``(rank, slot)`` last, and each rank's latest step's messages."""
+
+    def __init__(self, schedule: Schedule, graph: nx.DiGraph) -> None:
+        p = schedule.nranks
+        self.schedule, self.graph = schedule, graph
+        self.keys: list[tuple[int, int, int]] = []  # message id -> node key
+        self.writers = _Writers(p * schedule.nslots)
+        self.latest: list[list[int]] = [[] for _ in range(p)]  # per rank: latest step's ids
+
+    def add_step(self, k: int, st: Step) -> None:
+        """Step ``k``'s messages as nodes, their edges from what they wait for, and the writers
+        and latest messages after it."""
+        schedule, keys, nslots = self.schedule, self.keys, self.schedule.nslots
+        g = group(st.src, st.dst, schedule.nranks)
         ids = list(range(len(keys), len(keys) + len(g.src)))
         keys += [(k, int(s), int(d)) for s, d in zip(g.src, g.dst, strict=True)]
         owner = np.full(len(st.src), -1, dtype=np.int64)  # transfer -> its message id
@@ -174,11 +189,31 @@ def message_graph(schedule: Schedule) -> nx.DiGraph:
             owner[tr] = m
         t, s_idx, d_idx = _per_slot(st, np.flatnonzero(owner >= 0))
         msg, red = owner[t], st.reduce[t]
-        src_key = st.src[t] * schedule.nslots + s_idx
-        dst_key = st.dst[t] * schedule.nslots + d_idx
-        data = writers.read(
+        src_key = st.src[t] * nslots + s_idx
+        dst_key = st.dst[t] * nslots + d_idx
+        data = self.writers.read(
             np.concatenate([src_key, dst_key[red]]), np.concatenate([msg, msg[red]])
         )
+        self._add_messages(k, st, g, ids, data)
+        lt, ls, ld = _per_slot(st, g.local)
+        copy = ~st.reduce[lt]  # local reductions keep the destination's writer
+        self.writers.write(
+            dst_key,
+            msg,
+            st.dst[lt][copy] * nslots + ld[copy],
+            st.src[lt][copy] * nslots + ls[copy],
+        )
+        step_ranks: dict[int, list[int]] = {}
+        for m, s, d in zip(ids, g.src.tolist(), g.dst.tolist(), strict=True):
+            step_ranks.setdefault(s, []).append(m)
+            step_ranks.setdefault(d, []).append(m)
+        for r, ms in step_ranks.items():
+            self.latest[r] = ms
+
+    def _add_messages(self, k: int, st: Step, g: Any, ids: list[int], data: set) -> None:
+        """The nodes of step ``k``'s messages ``ids``; program-order edges from both ranks'
+        latest messages, data edges from the messages that wrote what they read."""
+        schedule, graph, keys, latest = self.schedule, self.graph, self.keys, self.latest
         for m, s, d, tr in zip(ids, g.src.tolist(), g.dst.tolist(), g.transfers, strict=True):
             units = schedule.range_units(st.src_slot[tr], st.count[tr])
             graph.add_node(
@@ -196,21 +231,6 @@ def message_graph(schedule: Schedule) -> nx.DiGraph:
         for u, m in data:
             if not graph.has_edge(keys[u], keys[m]):
                 graph.add_edge(keys[u], keys[m], order=False, data=True)
-        lt, ls, ld = _per_slot(st, g.local)
-        copy = ~st.reduce[lt]  # local reductions keep the destination's writer
-        writers.write(
-            dst_key,
-            msg,
-            st.dst[lt][copy] * schedule.nslots + ld[copy],
-            st.src[lt][copy] * schedule.nslots + ls[copy],
-        )
-        step_ranks: dict[int, list[int]] = {}
-        for m, s, d in zip(ids, g.src.tolist(), g.dst.tolist(), strict=True):
-            step_ranks.setdefault(s, []).append(m)
-            step_ranks.setdefault(d, []).append(m)
-        for r, ms in step_ranks.items():
-            latest[r] = ms
-    return graph
 
 
 def critical_path(

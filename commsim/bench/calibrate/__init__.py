@@ -24,29 +24,34 @@ Examples:
     (1.0, 5.0)
 """
 
-from commsim.bench.calibrate._calibrate import (
-    DEFAULT_SIZES,
-    SUITES,
-    Suite,
-    calibrate,
-    cuda_device_samples,
-    jax_device_samples,
-    machine,
-    mpi_samples,
-    profile_from_samples,
-    suite_of,
-)
-from commsim.bench.calibrate._cluster_fit import (
-    DEFAULT_FIT_UP_TO,
-    HELD_OUT_FROM,
-    ClusterFit,
-    LinkFit,
-    cluster_description,
-    fit_cluster,
-    predict_rows,
-)
-from commsim.bench.calibrate._fit import fit_curve, fit_pieces
-from commsim.bench.calibrate._samples import KINDS, Samples
+from typing import TYPE_CHECKING
+
+from commsim._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from commsim.bench.calibrate._calibrate import (
+        DEFAULT_SIZES,
+        SUITES,
+        Suite,
+        calibrate,
+        cuda_device_samples,
+        jax_device_samples,
+        machine,
+        mpi_samples,
+        profile_from_samples,
+        suite_of,
+    )
+    from commsim.bench.calibrate._cluster_fit import (
+        DEFAULT_FIT_UP_TO,
+        HELD_OUT_FROM,
+        ClusterFit,
+        LinkFit,
+        cluster_description,
+        fit_cluster,
+        predict_rows,
+    )
+    from commsim.bench.calibrate._fit import fit_curve, fit_pieces
+    from commsim.bench.calibrate._samples import KINDS, Samples
 
 __all__ = [
     "DEFAULT_FIT_UP_TO",
@@ -71,3 +76,32 @@ __all__ = [
     "profile_from_samples",
     "suite_of",
 ]
+
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "commsim.bench.calibrate._calibrate": (
+            "DEFAULT_SIZES",
+            "SUITES",
+            "Suite",
+            "calibrate",
+            "cuda_device_samples",
+            "jax_device_samples",
+            "machine",
+            "mpi_samples",
+            "profile_from_samples",
+            "suite_of",
+        ),
+        "commsim.bench.calibrate._cluster_fit": (
+            "DEFAULT_FIT_UP_TO",
+            "HELD_OUT_FROM",
+            "ClusterFit",
+            "LinkFit",
+            "cluster_description",
+            "fit_cluster",
+            "predict_rows",
+        ),
+        "commsim.bench.calibrate._fit": ("fit_curve", "fit_pieces"),
+        "commsim.bench.calibrate._samples": ("KINDS", "Samples"),
+    },
+)

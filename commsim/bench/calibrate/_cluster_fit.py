@@ -356,70 +356,15 @@ def fit_cluster(
         raise ParameterError(
             f"the schedule is {schedule.spec.name} but {log.source} is {log.collective}"
         )
-    tables = [t for t in _TABLES if isinstance(desc.get(t), Mapping)]
-    notes: list[str] = []
-    used = []
-    for t in tables:
-        if t == "intra" and c.gpus_per_node == 1:
-            notes.append("[intra]: one GPU per server, no intra-server links: left as configured")
-        elif t == "inter" and c.nodes == 1 and "intra" in tables:
-            notes.append(
-                "[inter]: a one-server log never crosses the fabric: left as configured "
-                "(latency as given, efficiency 1.0)"
-            )
-        else:
-            used.append(t)
-    if not used:
-        raise CommsimError(f"{log.source}: no link of {cluster_spec} carries this log's traffic")
+    tables, used, notes = _fitted_tables(desc, c, log, cluster_spec)
     model = _Model(desc, origin, schedule, used, base)
     sizes, measured = log.sizes, log.times
-    order = np.argsort(sizes, kind="stable")
-    in_fit = sizes <= fit_up_to
-    fit_idx = order[in_fit[order]]
-    need = 2 * len(used) + 1
-    if len(fit_idx) < need:
-        raise CommsimError(
-            f"{log.source}: {len(fit_idx)} rows up to {units.format_size(fit_up_to)}, a fit of "
-            f"{2 * len(used)} parameters needs at least {need}"
-        )
-    if (sizes[fit_idx] == 0).any():
-        fit_idx = fit_idx[sizes[fit_idx] > 0]
+    fit_idx = _fit_rows(log, len(used), fit_up_to)
     x0 = model.start()
     rows = (sizes[fit_idx], measured[fit_idx])
-    # an efficiency is fitted when it moves the predicted times at the configured values (the
-    # NVLink bandwidth of a multi-server ring never does: the NICs are every step's
-    # bottleneck); a latency always is (which latency a step waits for depends on the fit)
-    base = model.times(x0, rows[0])
-    jac = _jacobian(model, x0, rows[0], base, np.ones(len(x0), dtype=bool)) / rows[1][:, None]
-    start_z = np.where(np.arange(len(x0)) % 2 == 0, x0, 1 / x0)
-    moves = np.abs(jac).max(axis=0) * np.maximum(np.abs(start_z), 0.1) > _UNDETERMINED
-    free = moves | (np.arange(len(x0)) % 2 == 0)
-    whole = _fit(model, *rows, x0, free)
-    n, k = len(fit_idx), int(free.sum())
-    best = (_bic(whole.cost, n, k), None, whole, whole)
-    if regimes:
-        for b in _breakpoints(model, rows, whole, free):
-            hi, lo = rows[0] >= b, rows[0] < b
-            large = _fit(model, rows[0][hi], rows[1][hi], whole.x, free)
-            small = _fit(model, rows[0][lo], rows[1][lo], whole.x, free)
-            score = _bic(large.cost + small.cost, n, 2 * k + 1)
-            if score < best[0]:
-                best = (score, b, large, small)
-    _, breakpoint, large, small = best
-    x_large, x_small = large.x.copy(), small.x.copy()
-    determined = large.sensitive.copy()
-    # a parameter the solution does not depend on goes back to its configured value, where
-    # that changes no prediction (else it stays, as determined after all)
-    at = model.times(x_large, rows[0])
-    for j in np.flatnonzero(~determined):
-        trial = x_large.copy()
-        trial[j] = x0[j]
-        if np.abs(model.times(trial, rows[0]) / at - 1).max() < _UNDETERMINED:
-            x_large = trial
-            if breakpoint is None:
-                x_small = trial
-        else:
-            determined[j] = True
+    free = _free_parameters(model, x0, rows)
+    breakpoint, large, small = _best_regimes(model, rows, x0, free, regimes)
+    x_large, x_small, determined = _settle_undetermined(model, rows, x0, large, small, breakpoint)
     for j in np.flatnonzero(~determined):
         what = "latency" if j % 2 == 0 else "bandwidth efficiency"
         notes.append(
@@ -435,6 +380,132 @@ def fit_cluster(
     fit_rows[fit_idx] = True
     lm, lp = np.log(measured[fit_rows]), np.log(predicted[fit_rows])
     r2 = float(1 - np.sum((lm - lp) ** 2) / max(np.sum((lm - lm.mean()) ** 2), 1e-300))
+    links = _link_fits(model, tables, used, x_large, x_small, determined)
+    fitted = model.described(x_large)
+    fitted["name"] = f"{desc.get('name', origin)}-fitted"
+    fitted["sources"] = f"fitted to {Path(log.source).name} (commsim calibrate --from-nccl-tests)"
+    return ClusterFit(
+        str(cluster_spec), schedule.algorithm, log.collective, log.nranks, int(fit_up_to),
+        tuple(links), sizes, measured, predicted, fit_rows, breakpoint, r2, fitted,
+        log.source, tuple(notes),
+    )  # fmt: skip
+
+
+def _fitted_tables(
+    desc: Mapping[str, Any], c: Any, log: NcclTestsLog, cluster_spec: str | Path
+) -> tuple[list[str], list[str], list[str]]:
+    """The description's link tables, those this log's traffic crosses (fitted), and a note
+    for each one it does not."""
+    tables = [t for t in _TABLES if isinstance(desc.get(t), Mapping)]
+    notes: list[str] = []
+    used = []
+    for t in tables:
+        if t == "intra" and c.gpus_per_node == 1:
+            notes.append("[intra]: one GPU per server, no intra-server links: left as configured")
+        elif t == "inter" and c.nodes == 1 and "intra" in tables:
+            notes.append(
+                "[inter]: a one-server log never crosses the fabric: left as configured "
+                "(latency as given, efficiency 1.0)"
+            )
+        else:
+            used.append(t)
+    if not used:
+        raise CommsimError(f"{log.source}: no link of {cluster_spec} carries this log's traffic")
+    return tables, used, notes
+
+
+def _fit_rows(log: NcclTestsLog, nused: int, fit_up_to: int) -> np.ndarray:
+    """The indices of the rows fitted (up to ``fit_up_to`` bytes, by size, none of 0 bytes);
+    an error when fewer than the ``2 · nused`` parameters need."""
+    sizes = log.sizes
+    order = np.argsort(sizes, kind="stable")
+    in_fit = sizes <= fit_up_to
+    fit_idx = order[in_fit[order]]
+    need = 2 * nused + 1
+    if len(fit_idx) < need:
+        raise CommsimError(
+            f"{log.source}: {len(fit_idx)} rows up to {units.format_size(fit_up_to)}, a fit of "
+            f"{2 * nused} parameters needs at least {need}"
+        )
+    if (sizes[fit_idx] == 0).any():
+        fit_idx = fit_idx[sizes[fit_idx] > 0]
+    return fit_idx
+
+
+def _free_parameters(
+    model: _Model, x0: np.ndarray, rows: tuple[np.ndarray, np.ndarray]
+) -> np.ndarray:
+    """Which parameters are fitted: an efficiency when it moves the predicted times at the
+    configured values (the NVLink bandwidth of a multi-server ring never does: the NICs are
+    every step's bottleneck); a latency always (which latency a step waits for depends on the
+    fit)."""
+    base = model.times(x0, rows[0])
+    jac = _jacobian(model, x0, rows[0], base, np.ones(len(x0), dtype=bool)) / rows[1][:, None]
+    start_z = np.where(np.arange(len(x0)) % 2 == 0, x0, 1 / x0)
+    moves = np.abs(jac).max(axis=0) * np.maximum(np.abs(start_z), 0.1) > _UNDETERMINED
+    return moves | (np.arange(len(x0)) % 2 == 0)
+
+
+def _best_regimes(
+    model: _Model,
+    rows: tuple[np.ndarray, np.ndarray],
+    x0: np.ndarray,
+    free: np.ndarray,
+    regimes: bool,
+) -> tuple[float | None, Any, Any]:
+    """``(breakpoint, fit above it, fit below it)``: one regime for every row (breakpoint
+    ``None``, both fits the same), or the protocol breakpoint with the best BIC."""
+    whole = _fit(model, *rows, x0, free)
+    n, k = len(rows[0]), int(free.sum())
+    best = (_bic(whole.cost, n, k), None, whole, whole)
+    if regimes:
+        for b in _breakpoints(model, rows, whole, free):
+            hi, lo = rows[0] >= b, rows[0] < b
+            large = _fit(model, rows[0][hi], rows[1][hi], whole.x, free)
+            small = _fit(model, rows[0][lo], rows[1][lo], whole.x, free)
+            score = _bic(large.cost + small.cost, n, 2 * k + 1)
+            if score < best[0]:
+                best = (score, b, large, small)
+    _, breakpoint, large, small = best
+    return breakpoint, large, small
+
+
+def _settle_undetermined(
+    model: _Model,
+    rows: tuple[np.ndarray, np.ndarray],
+    x0: np.ndarray,
+    large: Any,
+    small: Any,
+    breakpoint: float | None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(x_large, x_small, determined)``: a parameter the solution does not depend on goes
+    back to its configured value, where that changes no prediction (else it stays, as
+    determined after all)."""
+    x_large, x_small = large.x.copy(), small.x.copy()
+    determined = large.sensitive.copy()
+    at = model.times(x_large, rows[0])
+    for j in np.flatnonzero(~determined):
+        trial = x_large.copy()
+        trial[j] = x0[j]
+        if np.abs(model.times(trial, rows[0]) / at - 1).max() < _UNDETERMINED:
+            x_large = trial
+            if breakpoint is None:
+                x_small = trial
+        else:
+            determined[j] = True
+    return x_large, x_small, determined
+
+
+def _link_fits(
+    model: _Model,
+    tables: list[str],
+    used: list[str],
+    x_large: np.ndarray,
+    x_small: np.ndarray,
+    determined: np.ndarray,
+) -> list[LinkFit]:
+    """One :class:`LinkFit` per link table: fitted, or as configured when the log does not
+    cross it."""
     links = []
     index = {t: i for i, t in enumerate(used)}
     for t in tables:
@@ -455,14 +526,7 @@ def fit_cluster(
                     t, cls.name, cls.bandwidth, cls.latency, 1.0, cls.latency, 1.0, False, False
                 )
             )
-    fitted = model.described(x_large)
-    fitted["name"] = f"{desc.get('name', origin)}-fitted"
-    fitted["sources"] = f"fitted to {Path(log.source).name} (commsim calibrate --from-nccl-tests)"
-    return ClusterFit(
-        str(cluster_spec), schedule.algorithm, log.collective, log.nranks, int(fit_up_to),
-        tuple(links), sizes, measured, predicted, fit_rows, breakpoint, r2, fitted,
-        log.source, tuple(notes),
-    )  # fmt: skip
+    return links
 
 
 def _breakpoints(
