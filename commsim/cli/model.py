@@ -92,25 +92,7 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
         help="independent links per rank, each with its own beta: channel c of a schedule runs "
         "on link c mod L (default: 1)",
     )
-    g.add_argument(
-        "--slow-rank",
-        metavar="R=F,...",
-        help="stragglers (topology model): rank R's transfers and reductions take F times "
-        "longer, e.g. 7=2x or 3=1.5,7=2",
-    )
-    g.add_argument(
-        "--skew",
-        metavar="R=TIME,...|random:TIME",
-        help="start skew (topology model): rank R starts TIME late (7=50us), or every rank at a "
-        "seeded uniform time in [0, TIME] (random:50us or random:50us,seed=1)",
-    )
-    g.add_argument(
-        "--slow-link",
-        metavar="HOST[:CLASS]=F,...",
-        help="degraded links (topology model): the links of host HOST (a GPU, numbered as in "
-        "`commsim topology`), or only those of link class CLASS, at F times their bandwidth, "
-        "F in [0, 1]; 0 is a failed link, routed around, e.g. 7:rail=0.5 or 3=0.25x",
-    )
+    _add_straggler_options(g)
     g.add_argument(
         "--model",
         choices=MODELS,
@@ -141,6 +123,29 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
 
 
 MODELS = ("hockney", "loggp", "topology")
+
+
+def _add_straggler_options(g: argparse._ArgumentGroup) -> None:
+    """``--slow-rank``, ``--skew`` and ``--slow-link``: stragglers of the topology model."""
+    g.add_argument(
+        "--slow-rank",
+        metavar="R=F,...",
+        help="stragglers (topology model): rank R's transfers and reductions take F times "
+        "longer, e.g. 7=2x or 3=1.5,7=2",
+    )
+    g.add_argument(
+        "--skew",
+        metavar="R=TIME,...|random:TIME",
+        help="start skew (topology model): rank R starts TIME late (7=50us), or every rank at a "
+        "seeded uniform time in [0, TIME] (random:50us or random:50us,seed=1)",
+    )
+    g.add_argument(
+        "--slow-link",
+        metavar="HOST[:CLASS]=F,...",
+        help="degraded links (topology model): the links of host HOST (a GPU, numbered as in "
+        "`commsim topology`), or only those of link class CLASS, at F times their bandwidth, "
+        "F in [0, 1]; 0 is a failed link, routed around, e.g. 7:rail=0.5 or 3=0.25x",
+    )
 
 
 def add_library_group(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:

@@ -120,15 +120,7 @@ def goal_program(schedule: Schedule, nbytes: int | str, *, gamma: float = 0.0) -
         }
         <BLANKLINE>
     """
-    size = _size(nbytes)
-    if (
-        isinstance(gamma, bool)
-        or not isinstance(gamma, numbers.Real)
-        or not (math.isfinite(gamma) and gamma >= 0)
-    ):
-        raise ParameterError(
-            f"gamma must be a finite number >= 0 (seconds per byte), got {gamma!r}"
-        )
+    size, gamma = _size(nbytes), _gamma(gamma)
     s, p = schedule, schedule.nranks
     per_unit = size / s.nbytes_units
     body: list[list[str]] = [[] for _ in range(p)]
@@ -179,6 +171,18 @@ def goal_program(schedule: Schedule, nbytes: int | str, *, gamma: float = 0.0) -
         ncalcs=counts["calc"],
         nrequires=counts["requires"],
     )
+
+
+def _gamma(gamma: Any) -> float:
+    if (
+        isinstance(gamma, bool)
+        or not isinstance(gamma, numbers.Real)
+        or not (math.isfinite(gamma) and gamma >= 0)
+    ):
+        raise ParameterError(
+            f"gamma must be a finite number >= 0 (seconds per byte), got {gamma!r}"
+        )
+    return float(gamma)
 
 
 def _size(nbytes: int | str) -> int:
