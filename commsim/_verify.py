@@ -234,9 +234,11 @@ def _check_fields(schedule: Schedule, st: Step, i: int) -> None:
 
 
 def _run_compiled(schedule: Schedule, values: np.ndarray, stamp: np.ndarray) -> int:
-    """Every step through the compiled kernel; a fault is worded by the numpy interpreter.
+    """Every step through the compiled kernels; a fault is worded by the numpy interpreter.
 
-    The kernel checks the ranges itself; :meth:`Schedule.check_step` runs in numpy only where
+    A step goes through the one-pass kernel first and, when it cannot take it (a transfer
+    reads what an earlier one of the step wrote, or a fault), through the three-pass one. The
+    kernels check the ranges themselves; :meth:`Schedule.check_step` runs in numpy only where
     it checks more (field shapes, channels, slots of different sizes) or to word a fault.
     """
     from commsim import _verify_kernel as kern
@@ -246,8 +248,8 @@ def _run_compiled(schedule: Schedule, values: np.ndarray, stamp: np.ndarray) -> 
     owners = _ChannelOwners(schedule) if schedule.nchannels > 1 else None
     numpy_check = owners is not None or not schedule.uniform_slots
     p, S = schedule.nranks, schedule.nslots
-    ntransfers = 0
-    tag = 0
+    ntransfers = tag = 0
+    one_pass = 0  # one-pass failures in a row; past _ONE_PASS_TRIES the schedule stops trying
     for i, st in enumerate(schedule.steps()):
         n = len(st.src)
         if n == 0:
@@ -261,7 +263,12 @@ def _run_compiled(schedule: Schedule, values: np.ndarray, stamp: np.ndarray) -> 
             kern.retag(flat_stamp)
             tag = 1
         args = (st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce, p, S, tag)
-        code = kern.apply_step(flat_values, flat_stamp, *args, buf, old)
+        code = kern.FAIL
+        if one_pass < _ONE_PASS_TRIES:
+            code = kern.apply_step_fused(flat_values, flat_stamp, *args, buf, old)
+            one_pass = 0 if code == kern.OK else one_pass + 1
+        if code != kern.OK:
+            code = kern.apply_step(flat_values, flat_stamp, *args, buf, old)
         if code < 0:  # more slots than ever before: grow the scratch and apply
             buf, old = np.empty(-code, dtype=np.uint64), np.empty(-code, dtype=np.uint16)
             code = kern.apply_step(flat_values, flat_stamp, *args, buf, old)
@@ -360,6 +367,7 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
     )
 
 
+_ONE_PASS_TRIES = 16  # one-pass attempts that fail in a row before a schedule stops trying
 _ROWS_BYTES = 64 * 2**20  # rows of the state handled at once when filling or comparing it
 
 
@@ -391,12 +399,13 @@ def _start_state(schedule: Schedule, pre: np.ndarray, seed: int) -> tuple[np.nda
     from commsim import _verify_kernel as kern
 
     p, S, D = schedule.nranks, schedule.nslots, schedule.ndata
-    values = np.zeros((p, S), dtype=np.uint64)
+    values = kern.zeros((p, S), np.uint64)
     _inputs(schedule, seed, out=values[:, :D])
-    stamp = np.zeros((p, S), dtype=np.uint16)
+    stamp = kern.zeros((p, S), np.uint16)
     for rows in _row_blocks(p, D):
-        values[rows, :D][~pre[rows]] = 0
-        stamp[rows, :D] = kern.scratch(pre[rows])
+        stamp[rows, :D] = pre[rows]
+        if not pre[rows].all():
+            values[rows, :D][~pre[rows]] = 0
     return values, stamp
 
 
