@@ -7,17 +7,30 @@ Each case runs in a fresh process so its peak resident memory (``ru_maxrss``) is
 time excludes interpreter start-up and imports but includes building the schedule's steps and
 numba's kernel load (compiled kernels are cached on disk after the first run).
 
+The ``verifyflow`` group (issue #20: a verifier that fits in 4 GB, a fast flow simulation)
+runs three commands through the CLI in a fresh process each, timed with ``/usr/bin/time``-style
+accounting (wall, user and system CPU of the child, peak RSS), because on a shared machine the
+CPU time is the number that does not depend on the load:
+
+* ``commsim verify -c allreduce -a ring -p 16384`` (target < 15 s, < 4 GB);
+* ``commsim compare -c allreduce -p 4096 -s 1MiB`` (target < 5 s);
+* ``commsim predict -c allreduce -a ring -p 1024 --cluster dgx-h100:128 --contention flow
+  -s 1KiB..1GiB`` (21 sizes; target < 20 s).
+
 Usage::
 
-    python benchmarks/bench_scale.py                 # all cases, markdown table on stdout
-    python benchmarks/bench_scale.py --only predict  # just the model cases
+    python benchmarks/bench_scale.py                    # all cases, markdown table on stdout
+    python benchmarks/bench_scale.py --only predict     # just the model cases
+    python benchmarks/bench_scale.py --only verifyflow  # the issue #20 verifier and flow rows
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -41,6 +54,61 @@ print(json.dumps({"seconds": dt, "peak_rss": rss, "steps": s.nsteps, **extra}))
 
 PREDICT = [("allreduce", "ring", 16384, 10.0), ("allreduce", "rabenseifner", 65536, 2.0)]
 
+#: (label, CLI arguments, target seconds, target peak bytes or None): issue #20's rows.
+VERIFYFLOW = [
+    ("verify allreduce/ring", "verify -c allreduce -a ring -p 16384", 15.0, 4e9),
+    ("compare allreduce 1MiB", "compare -c allreduce -p 4096 -s 1MiB", 5.0, None),
+    (
+        "flow allreduce/ring dgx-h100:128, 21 sizes",
+        "predict -c allreduce -a ring -p 1024 --cluster dgx-h100:128 --contention flow "
+        "-s 1KiB..1GiB",
+        20.0,
+        None,
+    ),
+]
+
+
+def run_cli(args: str, timeout: float) -> dict:
+    """One ``python -m commsim ARGS`` in a fresh process: wall (with start-up), the child's
+    user and system CPU seconds and its peak RSS (``getrusage(RUSAGE_CHILDREN)`` deltas)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    try:
+        subprocess.run(
+            [sys.executable, "-m", "commsim", *args.split()],
+            capture_output=True, text=True, timeout=timeout, check=True,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return {"seconds": float("inf"), "peak_rss": 0, "error": f"timeout after {timeout:.0f}s"}
+    except subprocess.CalledProcessError as e:
+        return {"seconds": float("nan"), "peak_rss": 0, "error": e.stderr.strip().splitlines()[-1]}
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return {
+        "seconds": wall,
+        "user": after.ru_utime - before.ru_utime,
+        "sys": after.ru_stime - before.ru_stime,
+        "peak_rss": after.ru_maxrss * 1024,  # the largest child so far: run alone per process
+        "load": os.getloadavg()[0],
+    }
+
+
+def verifyflow_rows(timeout: float = 900.0) -> list[dict]:
+    """Issue #20's verifier and flow rows, each in a fresh process, as a markdown table."""
+    print("| case | seconds (wall) | user CPU s | target | peak RSS | load (1 min) | status |")
+    print("|---|---|---|---|---|---|---|")
+    rows = []
+    for label, args, target, mem in VERIFYFLOW:
+        res = run_cli(args, timeout)
+        ok = "error" not in res and res["seconds"] <= target
+        ok = ok and (mem is None or res["peak_rss"] < mem)
+        status = "ok" if ok else res.get("error", "MISSED")
+        print(f"| {label} | {res['seconds']:.1f} | {res.get('user', float('nan')):.1f} | "
+              f"< {target:g} s | {res['peak_rss'] / 2**30:.2f} GiB | {res.get('load', 0):.1f} | "
+              f"{status} |", flush=True)  # fmt: skip
+        rows.append({"kind": "verifyflow", "case": label, "args": args, **res})
+    return rows
+
 
 def run_case(kind: str, coll: str, name: str, p: int, timeout: float) -> dict:
     t0 = time.perf_counter()
@@ -63,7 +131,9 @@ def run_case(kind: str, coll: str, name: str, p: int, timeout: float) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--only", choices=["predict", "verify"], help="run one group of cases")
+    ap.add_argument(
+        "--only", choices=["predict", "verify", "verifyflow"], help="run one group of cases"
+    )
     ap.add_argument("--verify-p", type=int, default=4096, help="rank count of the verify cases")
     ap.add_argument("--json", help="also write the results to this JSON file")
     args = ap.parse_args()
@@ -72,6 +142,13 @@ def main() -> int:
     from commsim.algorithms import REGISTRY
 
     run_case("predict", "allreduce", "ring", 8, 600)
+    if args.only == "verifyflow":
+        # peak RSS comes from RUSAGE_CHILDREN, the largest child so far: one process per row
+        rows = [_one_row(i) for i in range(len(VERIFYFLOW))]
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        return 0
     rows = []
     print(f"# commsim scale benchmark — {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}\n")  # fmt: skip
@@ -93,6 +170,22 @@ def main() -> int:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
     return 0
+
+
+def _one_row(i: int) -> dict:
+    """Row ``i`` of :data:`VERIFYFLOW` in a process of its own (so its children's peak RSS is
+    that row's alone); prints the table header before the first row."""
+    code = (
+        "import json, sys; sys.path.insert(0, 'benchmarks'); import bench_scale as b; "
+        f"b.VERIFYFLOW = b.VERIFYFLOW[{i}:{i + 1}]; rows = b.verifyflow_rows(); "
+        "print('JSON' + json.dumps(rows[0]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    lines = out.stdout.splitlines()
+    if i == 0:
+        print("\n".join(lines[:2]))
+    print(lines[2], flush=True)
+    return json.loads(lines[-1][4:])
 
 
 if __name__ == "__main__":
