@@ -26,10 +26,12 @@ collective gives every rank the same (allreduce, allgather, broadcast, ...), so 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import numpy as np
 
+from commsim._collectives import spec
 from commsim._ir import Schedule, Step
 from commsim._verify_trace import first_fault
 from commsim._verify_trace import per_slot as _per_slot
@@ -44,7 +46,7 @@ MEMORY_LIMIT = 12 * 2**30  # bytes of verifier state beyond which verify() refus
 # mask (one at a time) and, at most, an expected value (most collectives' is one row for all
 # ranks); per transfer of the largest step its six fields and the kernel's scratch (12 words)
 _BYTES_PER_SLOT = 8 + 2
-_BYTES_PER_DATA_SLOT = 1 + 8
+_BYTES_PER_DATA_SLOT = 1  # plus 8 where the expected result is not one shared row
 _BYTES_PER_TRANSFER = 12 * 8
 _BYTES_PER_CHANNEL_SLOT = 8 + 1  # the channel check's owner and written flag, per slot
 
@@ -52,15 +54,26 @@ _BYTES_PER_CHANNEL_SLOT = 8 + 1  # the channel check's owner and written flag, p
 def memory_estimate(schedule: Schedule) -> int:
     """Peak bytes :func:`verify` needs for ``schedule``, without iterating its steps.
 
-    ``p · (10 · nslots + 9 · ndata)`` bytes of state plus 96 bytes per transfer of the largest
-    step (taken as ``p`` when the builder did not say); an upper bound where the expected
-    result is one row shared by every rank (8 of the 9 bytes per data slot are not needed).
+    ``p · (10 · nslots + ndata)`` bytes of state (``9 · ndata`` more where the collective's
+    expected result differs between ranks: alltoall) plus 96 bytes per transfer of the largest
+    step (taken as ``p`` when the builder did not say).
     """
     p = schedule.nranks
     step = schedule.max_step_transfers_hint
     per_step = (p if step is None else max(step, p)) * _BYTES_PER_TRANSFER
     per_slot = _BYTES_PER_SLOT + (_BYTES_PER_CHANNEL_SLOT if schedule.nchannels > 1 else 0)
-    return p * (schedule.nslots * per_slot + schedule.ndata * _BYTES_PER_DATA_SLOT) + per_step
+    per_data = _BYTES_PER_DATA_SLOT + (0 if _shared_result(schedule.collective) else 8)
+    return p * (schedule.nslots * per_slot + schedule.ndata * per_data) + per_step
+
+
+@functools.cache
+def _shared_result(collective: str) -> bool:
+    """Whether the spec's expected result is one row for every rank (a broadcast view), asked
+    of the spec on the smallest layout it accepts."""
+    sp = spec(collective)
+    ndata = 2 * max(sp.block_multiple, 1)
+    want, _ = sp.expected(np.zeros((2, ndata), dtype=np.uint64), 0)
+    return want.ndim == 2 and want.strides[0] == 0
 
 
 @dataclasses.dataclass(frozen=True)
