@@ -155,7 +155,9 @@ def _simulate(  # pragma: no cover
     used = np.empty(bw.shape[0], dtype=np.int64)
     frozen = np.zeros(n, dtype=np.bool_)
     touched = np.empty(2 * n + p, dtype=np.int64)
+    seen = np.full(p, -1, dtype=np.int64)  # the event that last visited each rank
     ntouched = 0
+    event = 0
     for r in range(p):
         touched[ntouched] = r
         ntouched += 1
@@ -163,8 +165,12 @@ def _simulate(  # pragma: no cover
     done = 0
     while done < n:
         # schedule the items whose ends are both free of earlier rounds
+        event += 1
         for t in range(ntouched):
             r = touched[t]
+            if seen[r] == event:
+                continue  # a second visit in one event finds nothing new (no item ends here)
+            seen[r] = event
             _advance(r, ptr, seq_indptr, seq_items, state, rnd, head, base, base_setter, clock,
                      setter)  # fmt: skip
             if ptr[r] == seq_indptr[r + 1]:
