@@ -21,7 +21,12 @@ after its last byte: :math:`e = t_\text{last byte} + L_m`; the receiver then red
 of the step. With one message per link at a time, this is ``"none"`` exactly.
 
 Cost: the whole schedule's messages are materialized (arrays of ``O(messages)``), and each event
-costs ``O(flows in flight × path length)``: meant for small and medium ``p``.
+costs ``O(flows in flight × path length)``: meant for small and medium ``p``. The messages,
+routes and per-rank sequences are built once for all sizes; the sizes then run in parallel, one
+numba thread per size (:func:`_simulate_sizes`), each its own serial simulation, because the
+order of events depends on the size (a message's latency against its transfer time decides
+which of two flows ends first). Predictions are those of one size at a time, bit for bit
+(tested).
 """
 
 from __future__ import annotations
