@@ -15,16 +15,23 @@ twice (a second pass with one counter per origin rank) and the earliest step whe
 counted twice or lost, traced back along the transfers that wrote the slot
 (:mod:`commsim._verify_trace`).
 
-Cost: one pass over the steps; memory ``O(p · nslots)`` for the state plus ``O(transfers in a step)``.
+Cost: one pass over the steps, which are made one at a time and never kept; memory
+``10 · p · nslots`` bytes for the state (a ``uint64`` value and a ``uint16`` stamp per slot:
+:mod:`commsim._verify_kernel`), one flag per data slot, plus ``O(transfers in a step)``. The
+inputs are drawn straight into the state and the expected result is kept as one row where the
+collective gives every rank the same (allreduce, allgather, broadcast, ...), so nothing of size
+``p · nslots`` exists twice; the input array is drawn again (same seed) only to word an error.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 
 import numpy as np
 
+from commsim._collectives import spec
 from commsim._ir import Schedule, Step
 from commsim._verify_trace import first_fault
 from commsim._verify_trace import per_slot as _per_slot
@@ -34,11 +41,12 @@ __all__ = ["MEMORY_LIMIT", "Verified", "memory_estimate", "verify"]
 
 _DIAGNOSE_LIMIT = 20_000_000  # p * nslots * p counters for the contribution-count pass
 MEMORY_LIMIT = 12 * 2**30  # bytes of verifier state beyond which verify() refuses
-# what the verifier holds, in bytes: per slot a uint64 value, a defined flag and an int64 write
-# stamp; per data slot the input, its mask, the expected result, its mask and the comparison;
-# per transfer of the largest step its six fields and the expanded index arrays (12 words)
-_BYTES_PER_SLOT = 8 + 1 + 8
-_BYTES_PER_DATA_SLOT = 8 + 1 + 8 + 1 + 1
+# what the verifier holds, in bytes: per slot a uint64 value and a uint16 stamp (holds data,
+# last written when: _verify_kernel); per data slot the pre-condition or the post-condition's
+# mask (one at a time) and, at most, an expected value (most collectives' is one row for all
+# ranks); per transfer of the largest step its six fields and the kernel's scratch (12 words)
+_BYTES_PER_SLOT = 8 + 2
+_BYTES_PER_DATA_SLOT = 1  # plus 8 where the expected result is not one shared row
 _BYTES_PER_TRANSFER = 12 * 8
 _BYTES_PER_CHANNEL_SLOT = 8 + 1  # the channel check's owner and written flag, per slot
 
@@ -46,14 +54,26 @@ _BYTES_PER_CHANNEL_SLOT = 8 + 1  # the channel check's owner and written flag, p
 def memory_estimate(schedule: Schedule) -> int:
     """Peak bytes :func:`verify` needs for ``schedule``, without iterating its steps.
 
-    ``p · (17 · nslots + 19 · ndata)`` bytes of state plus 96 bytes per transfer of the largest
+    ``p · (10 · nslots + ndata)`` bytes of state (``9 · ndata`` more where the collective's
+    expected result differs between ranks: alltoall) plus 96 bytes per transfer of the largest
     step (taken as ``p`` when the builder did not say).
     """
     p = schedule.nranks
     step = schedule.max_step_transfers_hint
     per_step = (p if step is None else max(step, p)) * _BYTES_PER_TRANSFER
     per_slot = _BYTES_PER_SLOT + (_BYTES_PER_CHANNEL_SLOT if schedule.nchannels > 1 else 0)
-    return p * (schedule.nslots * per_slot + schedule.ndata * _BYTES_PER_DATA_SLOT) + per_step
+    per_data = _BYTES_PER_DATA_SLOT + (0 if _shared_result(schedule.collective) else 8)
+    return p * (schedule.nslots * per_slot + schedule.ndata * per_data) + per_step
+
+
+@functools.cache
+def _shared_result(collective: str) -> bool:
+    """Whether the spec's expected result is one row for every rank (a broadcast view), asked
+    of the spec on the smallest layout it accepts."""
+    sp = spec(collective)
+    ndata = 2 * max(sp.block_multiple, 1)
+    want, _ = sp.expected(np.zeros((2, ndata), dtype=np.uint64), 0)
+    return want.ndim == 2 and want.strides[0] == 0
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,17 +113,11 @@ class _Interpreter:
             f"{_where(self.s)}: step {step}: {msg}", step=step, rank=rank, slot=slot
         )
 
-    def _check_fields(self, st: Step, i: int) -> None:
-        try:
-            self.s.check_step(st, i)
-        except ScheduleError as e:
-            raise ScheduleError(f"{_where(self.s)}: {e}", step=i) from None
-
     def apply(self, st: Step, i: int, check: bool = True) -> None:
         if len(st.src) == 0:
             return
         if check:
-            self._check_fields(st, i)
+            _check_fields(self.s, st, i)
         src, dst, s_idx, d_idx, red = _per_slot(st)
         sk = src * self.S + s_idx
         dk = dst * self.S + d_idx
@@ -224,33 +238,59 @@ class _ChannelOwners:
         written[writes] = True
 
 
-def _run_compiled(schedule: Schedule, values: np.ndarray, defined: np.ndarray) -> int:
-    """Every step through the compiled kernel; a fault is worded by the numpy interpreter."""
+def _check_fields(schedule: Schedule, st: Step, i: int) -> None:
+    """:meth:`Schedule.check_step`, its error prefixed with the schedule."""
+    try:
+        schedule.check_step(st, i)
+    except ScheduleError as e:
+        raise ScheduleError(f"{_where(schedule)}: {e}", step=i) from None
+
+
+def _run_compiled(schedule: Schedule, values: np.ndarray, stamp: np.ndarray) -> int:
+    """Every step through the compiled kernels; a fault is worded by the numpy interpreter.
+
+    A step goes through the one-pass kernel first and, when it cannot take it (a transfer
+    reads what an earlier one of the step wrote, or a fault), through the three-pass one. The
+    kernels check the ranges themselves; :meth:`Schedule.check_step` runs in numpy only where
+    it checks more (field shapes, channels, slots of different sizes) or to word a fault.
+    """
     from commsim import _verify_kernel as kern
 
-    flat_values, flat_defined = values.reshape(-1), defined.reshape(-1)
-    it = _Interpreter(schedule, flat_values, flat_defined)
-    stamp = kern.scratch(flat_values.size)
-    buf = np.empty(0, dtype=np.uint64)
+    flat_values, flat_stamp = values.reshape(-1), stamp.reshape(-1)
+    buf, old = np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.uint16)
     owners = _ChannelOwners(schedule) if schedule.nchannels > 1 else None
-    ntransfers = 0
+    numpy_check = owners is not None or not schedule.uniform_slots
+    p, S = schedule.nranks, schedule.nslots
+    ntransfers = tag = 0
+    one_pass = 0  # one-pass failures in a row; past _ONE_PASS_TRIES the schedule stops trying
     for i, st in enumerate(schedule.steps()):
-        if len(st.src) == 0:
+        n = len(st.src)
+        if n == 0:
             continue
-        it._check_fields(st, i)  # ranges first: the kernel trusts them
+        if numpy_check or any(len(f) != n for f in st) or st.channel.any():
+            _check_fields(schedule, st, i)
         if owners is not None:
             owners.apply(st, i)
-        moved = int(st.count.sum())
-        if moved > len(buf):
-            buf = np.empty(moved, dtype=np.uint64)
-        code = kern.apply_step(
-            flat_values, flat_defined, stamp, st.src, st.dst, st.src_slot, st.dst_slot,
-            st.count, st.reduce, schedule.nslots, i + 1, buf,
-        )  # fmt: skip
+        tag += 1
+        if tag > kern.MAX_TAG:
+            kern.retag(flat_stamp)
+            tag = 1
+        args = (st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce, p, S, tag)
+        code = kern.FAIL
+        if one_pass < _ONE_PASS_TRIES:
+            code = kern.apply_step_fused(flat_values, flat_stamp, *args, buf, old)
+            one_pass = 0 if code == kern.OK else one_pass + 1
         if code != kern.OK:
+            code = kern.apply_step(flat_values, flat_stamp, *args, buf, old)
+        if code < 0:  # more slots than ever before: grow the scratch and apply
+            buf, old = np.empty(-code, dtype=np.uint64), np.empty(-code, dtype=np.uint16)
+            code = kern.apply_step(flat_values, flat_stamp, *args, buf, old)
+        if code != kern.OK:
+            _check_fields(schedule, st, i)  # a range fault is worded here
+            it = _Interpreter(schedule, flat_values, kern.defined(flat_stamp))
             it.apply(st, i)  # the numpy interpreter raises the error with its message
             raise AssertionError(f"verifier kernel reported fault {code} the interpreter missed")
-        ntransfers += len(st.src)
+        ntransfers += n
     return ntransfers
 
 
@@ -318,15 +358,16 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
         pre = schedule.spec.initial(p, D, schedule.root)
     except ScheduleError as e:
         raise ScheduleError(f"{_where(schedule)}: {e}") from None
-    rng = np.random.default_rng(seed)
-    init = rng.integers(0, np.iinfo(np.uint64).max, size=(p, D), dtype=np.uint64, endpoint=True)
-    values, defined = _initial_state(schedule, init, pre)
-    ntransfers = _run_compiled(schedule, values, defined)
-
-    want, mask = schedule.spec.expected(init, schedule.root)
-    bad = mask & ((values[:, :D] != want) | ~defined[:, :D])
-    if bad.any():
-        r, j = (int(x) for x in np.argwhere(bad)[0])
+    values, stamp = _start_state(schedule, pre, seed)
+    del pre
+    want, mask = _expected(schedule, values)
+    ntransfers = _run_compiled(schedule, values, stamp)
+    bad_at = _first_wrong(values, stamp, want, mask)
+    if bad_at is not None:
+        del values, stamp
+        r, j = bad_at
+        init = _inputs(schedule, seed)
+        pre = schedule.spec.initial(p, D, schedule.root)
         # a second pass that remembers who last wrote each slot, for the error message
         values, defined = _initial_state(schedule, init, pre)
         it = _Interpreter(schedule, values.reshape(-1), defined.reshape(-1), track=True)
@@ -337,6 +378,75 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
     return Verified(
         schedule.algorithm, schedule.collective, p, schedule.nsteps, ntransfers, seconds
     )
+
+
+_ONE_PASS_TRIES = 16  # one-pass attempts that fail in a row before a schedule stops trying
+_ROWS_BYTES = 64 * 2**20  # rows of the state handled at once when filling or comparing it
+
+
+def _row_blocks(p: int, ncols: int):
+    """Slices of rows of about :data:`_ROWS_BYTES` of ``uint64`` each (bounded temporaries)."""
+    rows = max(1, _ROWS_BYTES // (8 * max(ncols, 1)))
+    return (slice(r, min(r + rows, p)) for r in range(0, p, rows))
+
+
+def _inputs(schedule: Schedule, seed: int, out: np.ndarray | None = None) -> np.ndarray:
+    """The random input of every data slot, ``[p, ndata]`` ``uint64`` (into ``out`` if given).
+
+    Drawn block of rows by block of rows from one generator: the same numbers as one draw of
+    the whole array (full-range ``uint64`` draws take one raw word each).
+    """
+    p, D = schedule.nranks, schedule.ndata
+    out = np.empty((p, D), dtype=np.uint64) if out is None else out
+    rng = np.random.default_rng(seed)
+    top = np.iinfo(np.uint64).max
+    for rows in _row_blocks(p, D):
+        n = rows.stop - rows.start
+        out[rows] = rng.integers(0, top, size=(n, D), dtype=np.uint64, endpoint=True)
+    return out
+
+
+def _start_state(schedule: Schedule, pre: np.ndarray, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(values, stamp)``, ``[p, nslots]``: the inputs where the pre-condition puts them, and
+    the kernel's stamps (nonzero: the slot holds data; :mod:`commsim._verify_kernel`)."""
+    from commsim import _verify_kernel as kern
+
+    p, S, D = schedule.nranks, schedule.nslots, schedule.ndata
+    values = kern.zeros((p, S), np.uint64)
+    _inputs(schedule, seed, out=values[:, :D])
+    stamp = kern.zeros((p, S), np.uint16)
+    for rows in _row_blocks(p, D):
+        stamp[rows, :D] = pre[rows]
+        if not pre[rows].all():
+            values[rows, :D][~pre[rows]] = 0
+    return values, stamp
+
+
+def _expected(schedule: Schedule, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The spec's post-condition for the inputs now in ``values``, kept apart from them.
+
+    Most collectives' result is one row broadcast to every rank (a view): its row is copied,
+    not the ``[p, ndata]`` array; a result that is a view of ``values`` is copied.
+    """
+    want, mask = schedule.spec.expected(values[:, : schedule.ndata], schedule.root)
+    if want.ndim == 2 and want.strides[0] == 0:
+        return np.broadcast_to(want[0].copy(), want.shape), mask
+    if np.may_share_memory(want, values):
+        want = want.copy()
+    return want, mask
+
+
+def _first_wrong(
+    values: np.ndarray, stamp: np.ndarray, want: np.ndarray, mask: np.ndarray
+) -> tuple[int, int] | None:
+    """The first ``(rank, slot)`` (row-major) whose final state breaks the post-condition."""
+    p, D = mask.shape
+    for rows in _row_blocks(p, D):
+        bad = mask[rows] & ((values[rows, :D] != want[rows]) | (stamp[rows, :D] == 0))
+        if bad.any():
+            r, j = (int(x) for x in np.argwhere(bad)[0])
+            return rows.start + r, j
+    return None
 
 
 def _report(

@@ -253,3 +253,17 @@ def test_flow_equals_none_on_a_crossbar_with_stragglers(row):
             want = Topology(switch(p), contention="none", **kw).predict(s, SIZES_T).rank_time
             got = Topology(switch(p), contention="flow", **kw).predict(s, SIZES_T).rank_time
             np.testing.assert_allclose(got, want, rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize(("name", "overlap"), [("ring", False), ("recursive_doubling", True)])
+def test_flow_sizes_run_together_give_each_size_alone(name, overlap):
+    # the sizes of one call are simulated in parallel threads, each the serial simulation
+    s = commsim.build("allreduce", name, nranks=16)
+    model = Topology(torus((4, 4)), contention="flow", reduction_overlap=overlap, launch=1e-6)
+    sizes = np.array([1.0, 1e3, 2**20, 1e8, 2**30])
+    together = model.predict(s, sizes)
+    for k, n in enumerate(sizes):
+        alone = model.predict(s, np.array([n]))
+        assert together.time[k] == alone.time[0]
+        assert np.array_equal(together.rank_time[:, k], alone.rank_time[:, 0])
+        assert np.array_equal(together.step_time[:, k], alone.step_time[:, 0])

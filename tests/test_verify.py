@@ -155,3 +155,60 @@ def test_duplicate_reduction_is_diagnosed_as_double_counting():
     bad = Schedule.from_steps(steps, collective=s.collective, nranks=5, nslots=5, algorithm="ring")
     with pytest.raises(ScheduleError, match=r"counts the contribution of rank\(s\) .*2 times"):
         commsim.verify(bad)
+
+
+# -- the compact state (issue #20): uint16 stamps, tags that wrap, one-pass steps ---------------
+
+
+@pytest.mark.parametrize(
+    ("coll", "name"),
+    [("allreduce", "ring"), ("allreduce", "recursive_doubling"), ("alltoall", "bruck")],
+)
+def test_stamps_that_run_out_of_tags_start_again(monkeypatch, coll, name):
+    from commsim import _verify_kernel
+
+    monkeypatch.setattr(_verify_kernel, "MAX_TAG", 2)  # retag every second step
+    s = commsim.build(coll, name, nranks=8)
+    assert commsim.verify(s).nsteps == s.nsteps
+
+
+def test_a_race_after_the_tags_restart_is_still_found(monkeypatch):
+    from commsim import _verify_kernel
+
+    s = commsim.build("allreduce", "ring", nranks=4).materialize()
+    steps = list(s.steps())
+    st = steps[5]
+    steps[5] = Step(st.src, st.dst.copy(), st.src_slot, st.dst_slot, st.count, st.reduce * False)
+    steps[5].dst[1] = steps[5].dst[0]  # two overwrites of one slot
+    steps[5].dst_slot[1] = steps[5].dst_slot[0]
+    bad = _one_step(steps, p=4, nslots=s.nslots)
+    with pytest.raises(ScheduleError) as want:
+        commsim.verify(bad)
+    monkeypatch.setattr(_verify_kernel, "MAX_TAG", 2)
+    with pytest.raises(ScheduleError) as got:
+        commsim.verify(bad)
+    assert "write race" in str(want.value) and str(got.value) == str(want.value)
+
+
+def test_a_step_that_reads_what_it_writes_takes_the_three_pass_kernel():
+    # rank 0 -> 1 then 1 -> 2 of the same slot in one step: the second reads the pre-step value
+    st = Step.make(src=[0, 1], dst=[1, 2], src_slot=0, dst_slot=0, reduce=False)
+    s = _one_step([st], kind="broadcast", p=3)
+    with pytest.raises(ScheduleError, match="rank 1 sends slot 0, which holds no data yet"):
+        commsim.verify(s)
+
+
+def test_the_state_is_ten_bytes_per_slot_and_nothing_of_its_size_twice():
+    import tracemalloc
+
+    from commsim._verify import memory_estimate
+
+    s = commsim.build("allreduce", "ring", nranks=256)
+    commsim.verify(s)  # load the kernels outside the trace
+    tracemalloc.start()
+    commsim.verify(s)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    state = 10 * s.nranks * s.nslots
+    assert peak < 1.3 * state + 2**20  # the old state (17 B per slot plus the inputs) was 3x
+    assert memory_estimate(s) < 1.2 * state + 2**20

@@ -21,10 +21,17 @@ after its last byte: :math:`e = t_\text{last byte} + L_m`; the receiver then red
 of the step. With one message per link at a time, this is ``"none"`` exactly.
 
 Cost: the whole schedule's messages are materialized (arrays of ``O(messages)``), and each event
-costs ``O(flows in flight × path length)``: meant for small and medium ``p``.
+costs ``O(flows in flight × path length)``: meant for small and medium ``p``. The messages,
+routes and per-rank sequences are built once for all sizes; the sizes then run in parallel, one
+numba thread per size (:func:`_simulate_sizes`), each its own serial simulation, because the
+order of events depends on the size (a message's latency against its transfer time decides
+which of two flows ends first). Predictions are those of one size at a time, bit for bit
+(tested).
 """
 
 from __future__ import annotations
+
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -40,6 +47,9 @@ __all__ = ["MAX_FLOW_MESSAGES", "simulate"]
 
 #: The flow simulation materializes every message; beyond this many it refuses.
 MAX_FLOW_MESSAGES = 20_000_000
+_SIZES_PER_BATCH = (
+    4  # sizes simulated together (one thread each): their arrays are in memory at once
+)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -150,7 +160,9 @@ def _simulate(  # pragma: no cover
     used = np.empty(bw.shape[0], dtype=np.int64)
     frozen = np.zeros(n, dtype=np.bool_)
     touched = np.empty(2 * n + p, dtype=np.int64)
+    seen = np.full(p, -1, dtype=np.int64)  # the event that last visited each rank
     ntouched = 0
+    event = 0
     for r in range(p):
         touched[ntouched] = r
         ntouched += 1
@@ -158,8 +170,12 @@ def _simulate(  # pragma: no cover
     done = 0
     while done < n:
         # schedule the items whose ends are both free of earlier rounds
+        event += 1
         for t in range(ntouched):
             r = touched[t]
+            if seen[r] == event:
+                continue  # a second visit in one event finds nothing new (no item ends here)
+            seen[r] = event
             _advance(r, ptr, seq_indptr, seq_items, state, rnd, head, base, base_setter, clock,
                      setter)  # fmt: skip
             if ptr[r] == seq_indptr[r + 1]:
@@ -257,20 +273,110 @@ def _simulate(  # pragma: no cover
     return start, end, pred
 
 
+@numba.njit(cache=True, nogil=True, parallel=True)
+def _simulate_sizes(  # pragma: no cover
+    src, dst, rnd, work, lat, red_time, indptr, links, bw, seq_indptr, seq_items, clock, is_local,
+    overlap,
+):  # fmt: skip
+    """:func:`_simulate` for several sizes at once, one thread per size: row ``j`` of ``work``,
+    ``red_time`` and ``clock`` is size ``j``'s; returns ``(start, end, pred)`` as ``[sizes, n]``.
+    Each size runs the same serial simulation, so its numbers are those of one call."""
+    k, n = work.shape
+    start = np.empty((k, n))
+    end = np.empty((k, n))
+    pred = np.empty((k, n), dtype=np.int64)
+    for j in numba.prange(k):
+        s, e, pr = _simulate(
+            src, dst, rnd, work[j], lat, red_time[j], indptr, links, bw, seq_indptr, seq_items,
+            clock[j], is_local, overlap,
+        )  # fmt: skip
+        start[j] = s
+        end[j] = e
+        pred[j] = pr
+    return start, end, pred
+
+
+class _Items(NamedTuple):
+    """The schedule's messages and local reductions, one entry per item, in round order."""
+
+    src: np.ndarray  # port ranks (rank · K + channel)
+    dst: np.ndarray
+    rnd: np.ndarray  # global round number, non-decreasing
+    units: np.ndarray  # slot units moved (0 for local items)
+    red: np.ndarray  # slot units reduced by the receiver (or locally)
+    step: np.ndarray  # the schedule's step, non-decreasing
+    local: np.ndarray  # a local reduction (no route)
+
+
+class _Routes(NamedTuple):
+    """Each item's links (CSR), its path latency and its bottleneck link class."""
+
+    indptr: np.ndarray
+    links: np.ndarray
+    lengths: np.ndarray
+    lat: np.ndarray
+    cls: np.ndarray
+
+
 class _FlowRun:
     """What :func:`simulate` returns: the interface of the static modes' run (final clocks, step
     times, notes, and the link usage and timeline on demand)."""
 
-    def __init__(self, clock, step_time, usage_fn, notes, timeline_fn) -> None:
-        self.clock, self.step_time, self._usage, self.notes = clock, step_time, usage_fn, notes
-        self.rank_clock = clock  # already one clock per rank (the latest of its ports)
-        self._timeline = timeline_fn
+    def __init__(self, net, items, routes, per_unit, clock, step_time, parts, last, red_net,
+                 K, launch) -> None:  # fmt: skip
+        self.net, self.items, self.routes, self.per_unit = net, items, routes, per_unit
+        self.port_clock, self.step_time, self.parts, self.notes = clock, step_time, parts, ()
+        self.last, self.red_net, self.K, self.launch = last, red_net, K, launch
+        p0 = clock.shape[0] // K
+        self.rank_clock = clock.reshape(p0, K, -1).max(axis=1)  # the latest of a rank's ports
+        self.clock = self.rank_clock  # already one clock per rank
 
     def usage(self, total: np.ndarray) -> NetworkUsage:
-        return self._usage(total)
+        """Bytes per link, the time split, and the last size's critical path."""
+        it, rt, net = self.items, self.routes, self.net
+        units = np.repeat(it.units, rt.lengths)
+        link_units = np.bincount(rt.links, units, minlength=net.nlinks)
+        cp = self._critical_path(float(total[-1])) if self.last is not None else None
+        return NetworkUsage.of_links(
+            net, link_units, self.per_unit, total, self.parts, cp, launch=self.launch
+        )
+
+    def _critical_path(self, total: float) -> CriticalPath | None:
+        """The chain of messages that ends at the last size's slowest rank."""
+        it, rt, net = self.items, self.routes, self.net
+        if not len(it.src):
+            return None
+        start, end, pred = self.last
+        idx = _chain(self.port_clock[:, -1], it.src, it.dst, end, pred)
+        idx = idx[~it.local[idx]]
+        if not len(idx):
+            return None
+        kinds = route_kinds(
+            net.kinds,
+            net.link_kind,
+            np.concatenate([[0], np.cumsum(rt.indptr[idx + 1] - rt.indptr[idx])]),
+            np.concatenate([rt.links[rt.indptr[m] : rt.indptr[m + 1]] for m in idx]),
+        )
+        columns = (it.step, it.src // self.K, it.dst // self.K, start, end, rt.lat)
+        return CriticalPath.of_chain(idx, columns, kinds, total)
 
     def timeline(self) -> Timeline:
-        return self._timeline()
+        """Every network message of the last size: when it ran and on which links."""
+        it, rt = self.items, self.routes
+        start, end, _ = self.last if self.last is not None else (np.zeros(0),) * 3
+        keep = np.flatnonzero(~it.local)
+        red_end = end + self.red_net
+        lengths = np.diff(rt.indptr)[keep]
+        sel = (
+            np.concatenate([np.arange(rt.indptr[m], rt.indptr[m + 1]) for m in keep])
+            if len(keep)
+            else np.zeros(0, np.int64)
+        )
+        return Timeline(
+            it.step[keep], it.src[keep] // self.K, it.dst[keep] // self.K, start[keep], end[keep],
+            red_end[keep], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+            rt.links[sel], self.net,
+        )  # fmt: skip
 
 
 def simulate(
@@ -278,31 +384,41 @@ def simulate(
 ) -> _FlowRun:
     """Materialize the schedule's messages and run the flow simulation once per size (refused
     past ``max_messages`` messages, :data:`MAX_FLOW_MESSAGES` by default). ``params`` are the
-    topology model's (:class:`~commsim.models._network_params.NetworkParams`)."""
+    topology model's (:class:`~commsim.models._network_params.NetworkParams`).
+
+    The sizes run in parallel, one thread per size (numba ``prange``): each size's event order
+    depends on its size (latency against transfer time), so each runs its own simulation, but
+    the messages, routes and per-rank sequences are built once for all.
+    """
     limit = MAX_FLOW_MESSAGES if max_messages is None else min(max_messages, MAX_FLOW_MESSAGES)
-    p0, net = schedule.nranks, params.network
     K = schedule.nchannels  # one port per channel: virtual rank r·K + c (port_ranks)
-    p = p0 * K
-    hosts = np.repeat(hosts, K)
-    cols = {k: [] for k in ("src", "dst", "rnd", "units", "red", "step", "local")}
-    nround = 0
-    total = 0
+    items = _materialize(schedule, K, limit)
+    port_hosts = np.repeat(hosts, K)
+    routes = _route(params, items, port_hosts)
+    seq_indptr, seq_items = _sequences(items, schedule.nranks * K)
+    per_unit = sizes / schedule.nbytes_units
+    run = _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit, K)
+    clock, step_time, parts, last, red_net = run
+    return _FlowRun(
+        params.network, items, routes, per_unit, clock, step_time, parts, last, red_net, K,
+        params.launch,
+    )  # fmt: skip
+
+
+def _materialize(schedule, K: int, limit: int) -> _Items:
+    """Every message of every round, and one local item per rank that reduces locally in a
+    step; refused past ``limit`` messages (the caller's) or :data:`MAX_FLOW_MESSAGES`."""
+    p = schedule.nranks * K
+    cols: dict[str, list[np.ndarray]] = {k: [] for k in _Items._fields}
+    nround = total = 0
     for i, st in enumerate(schedule.steps()):
         if not len(st.src):
             continue
         schedule.check_step(st, i)
         msg, rounds = port_messages(st, schedule, K)
         for idx in rounds:
-            _append(
-                cols,
-                msg.src[idx],
-                msg.dst[idx],
-                nround,
-                msg.units[idx],
-                msg.reduce_units[idx],
-                i,
-                False,
-            )
+            _append(cols, msg.src[idx], msg.dst[idx], nround, msg.units[idx],
+                    msg.reduce_units[idx], i, False)  # fmt: skip
             nround += 1
             total += len(idx)
         if len(msg.local_rank):
@@ -310,24 +426,33 @@ def simulate(
             ranks = np.flatnonzero(red)
             _append(cols, ranks, ranks, nround, np.zeros(len(ranks)), red[ranks], i, True)
             nround += 1
-        if total > limit and limit < MAX_FLOW_MESSAGES:
-            raise ResourceError(
-                f"a timeline of more than {limit:,} messages is refused: "
-                f"use a smaller p or fewer segments"
-            )
-        if total > MAX_FLOW_MESSAGES:
-            raise ResourceError(
-                f"contention='flow' materializes every message: this schedule has more than "
-                f"{MAX_FLOW_MESSAGES:,}; use contention='maxmin' or 'bottleneck' at this size"
-            )
+        _check_total(total, limit)
     a = {k: np.concatenate(v) if v else np.zeros(0) for k, v in cols.items()}
-    src, dst = a["src"].astype(np.int64), a["dst"].astype(np.int64)
-    is_local = a["local"].astype(bool)
-    rnd, step = a["rnd"].astype(np.int64), a["step"].astype(np.int64)
+    return _Items(
+        a["src"].astype(np.int64), a["dst"].astype(np.int64), a["rnd"].astype(np.int64),
+        a["units"], a["red"], a["step"].astype(np.int64), a["local"].astype(bool),
+    )  # fmt: skip
+
+
+def _check_total(total: int, limit: int) -> None:
+    if total > limit and limit < MAX_FLOW_MESSAGES:
+        raise ResourceError(
+            f"a timeline of more than {limit:,} messages is refused: "
+            f"use a smaller p or fewer segments"
+        )
+    if total > MAX_FLOW_MESSAGES:
+        raise ResourceError(
+            f"contention='flow' materializes every message: this schedule has more than "
+            f"{MAX_FLOW_MESSAGES:,}; use contention='maxmin' or 'bottleneck' at this size"
+        )
+
+
+def _route(params: NetworkParams, items: _Items, hosts: np.ndarray) -> _Routes:
+    """Routes, path latencies (with the protocol's and the per-message overhead) and bottleneck
+    link classes of the network items; local items get empty routes."""
+    net, src, dst = params.network, items.src, items.dst
     n = len(src)
-    # routes of network items; local items get empty routes
-    indptr = np.zeros(n + 1, dtype=np.int64)
-    remote = np.flatnonzero(~is_local)
+    remote = np.flatnonzero(~items.local)
     r_ptr, r_links = (
         net.routes(hosts[src[remote]], hosts[dst[remote]])
         if len(remote)
@@ -335,107 +460,97 @@ def simulate(
     )
     lengths = np.zeros(n, dtype=np.int64)
     lengths[remote] = np.diff(r_ptr)
+    indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
-    links = r_links  # remote items keep their order, local ones add nothing
     lat = np.zeros(n)
     same = net.host_server[hosts[src[remote]]] == net.host_server[hosts[dst[remote]]]
     lat[remote] = (
         protocol_latency(path_latency(r_ptr, r_links, net.latency), same, params.protocol)
         + params.overhead
     )
-    efficiency = params.protocol.efficiency if params.protocol is not None else 1.0
-    slow = np.repeat(params.slow_factors(p0), K)
-    f = np.maximum(slow[src], slow[dst])
-    # per-rank sequences, in round order
-    ranks = np.concatenate([src, dst[~is_local]])
-    items = np.concatenate([np.arange(n), np.flatnonzero(~is_local)])
-    order = np.lexsort((items, rnd[items], ranks))
-    seq_items = items[order]
-    seq_indptr = np.searchsorted(ranks[order], np.arange(p + 1))
-    per_unit = sizes / schedule.nbytes_units
     cls = np.zeros(n, dtype=np.int64)
     if len(remote):
         cls[remote] = net.link_kind[
-            bottleneck_link(r_ptr, r_links, net.bandwidth, group=rnd[remote])
+            bottleneck_link(r_ptr, r_links, net.bandwidth, group=items.rnd[remote])
         ]
-    nparts = 3 + len(net.kinds)
-    parts = np.zeros((nparts, len(sizes)))
-    clock = np.zeros((p, len(sizes)))
-    step_time = np.zeros((schedule.nsteps, len(sizes)))
+    return _Routes(indptr, r_links, lengths, lat, cls)  # remote items keep their order
+
+
+def _sequences(items: _Items, p: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each port rank's items in round order (CSR ``seq_indptr``, ``seq_items``)."""
+    n = len(items.src)
+    remote = ~items.local
+    ranks = np.concatenate([items.src, items.dst[remote]])
+    idx = np.concatenate([np.arange(n), np.flatnonzero(remote)])
+    order = np.lexsort((idx, items.rnd[idx], ranks))
+    return np.searchsorted(ranks[order], np.arange(p + 1)), idx[order]
+
+
+def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit, K):
+    """Simulate every size (a few at a time, in parallel); returns the final clocks
+    ``[p·K, sizes]``, step times ``[nsteps, sizes]``, time parts ``[parts, sizes]``, the last
+    size's ``(start, end, pred)`` and its exposed reductions."""
+    net, n, p0 = params.network, len(items.src), schedule.nranks
+    efficiency = params.protocol.efficiency if params.protocol is not None else 1.0
+    slow = np.repeat(params.slow_factors(p0), K)
+    f = np.maximum(slow[items.src], slow[items.dst])
     init = np.repeat(params.initial_clock(p0, 1)[:, 0], K)
-    last = None
-    red_net_last = np.zeros(n)
     # a per-channel rate cap: a private link per network item (local items have no route)
-    capped = with_channel_cap(indptr, links, net.bandwidth, params.channel_bandwidth, ~is_local)
-    for k in range(len(sizes)):
-        bytes_ = a["units"] * per_unit[k] * f / efficiency  # a protocol's flags cross too
-        red_time = a["red"] * per_unit[k] * params.gamma * slow[dst]
-        work = np.where(is_local, red_time, bytes_)
-        red_net = np.where(is_local, 0.0, red_time)
-        c = init.copy()
-        start, end, pred = _simulate(
-            src, dst, rnd, work, lat, red_net, *capped, seq_indptr, seq_items, c, is_local,
-            params.reduction_overlap,
+    capped = with_channel_cap(
+        routes.indptr, routes.links, net.bandwidth, params.channel_bandwidth, ~items.local
+    )
+    nsizes, nparts = len(per_unit), 3 + len(net.kinds)
+    parts = np.zeros((nparts, nsizes))
+    clock = np.zeros((len(init), nsizes))
+    step_time = np.zeros((schedule.nsteps, nsizes))
+    step_ends = np.flatnonzero(np.diff(items.step)) + 1  # items are in step order
+    last, red_net_last = None, np.zeros(n)
+    batch = max(1, min(numba.get_num_threads(), _SIZES_PER_BATCH))
+    for k0 in range(0, nsizes, batch):
+        ks = range(k0, min(k0 + batch, nsizes))
+        bytes_ = np.array([items.units * per_unit[k] * f / efficiency for k in ks])  # + flags
+        red_time = np.array([items.red * per_unit[k] * params.gamma * slow[items.dst] for k in ks])
+        work = np.where(items.local, red_time, bytes_)
+        red_net = np.where(items.local, 0.0, red_time)
+        c = np.repeat(init[None, :], len(ks), axis=0)
+        start, end, pred = _simulate_sizes(
+            items.src, items.dst, items.rnd, work, routes.lat, red_net, *capped, seq_indptr,
+            seq_items, c, items.local, params.reduction_overlap,
         )  # fmt: skip
-        clock[:, k] = c
-        parts[:, k] = _chain_parts(
-            c, src, dst, start, end, pred, lat, cls, is_local, nparts, params.launch
-        )
-        if params.reduction_overlap:  # what is left of each reduction after its transfer
-            red_net = reduction_exposed(red_net, end - start - lat, True)
-        if n:
-            fin = end + red_net
-            per_step = np.full(schedule.nsteps, -np.inf)
-            np.maximum.at(per_step, step, fin)
-            step_time[:, k] = np.maximum.accumulate(np.maximum(per_step, init.max()))
-        last = (start, end, pred)
-        red_net_last = red_net
-    rank_src, rank_dst = src // K, dst // K  # what the critical path and timeline name
+        for j, k in enumerate(ks):
+            clock[:, k] = c[j]
+            parts[:, k] = _chain_parts(
+                c[j], items.src, items.dst, start[j], end[j], pred[j], routes.lat, routes.cls,
+                items.local, nparts, params.launch,
+            )  # fmt: skip
+            rn = red_net[j]
+            if params.reduction_overlap:  # what is left of each reduction after its transfer
+                rn = reduction_exposed(rn, end[j] - start[j] - routes.lat, True)
+            if n:
+                step_time[:, k] = _step_times(end[j] + rn, items.step, step_ends,
+                                              schedule.nsteps, init.max())  # fmt: skip
+            last, red_net_last = (start[j], end[j], pred[j]), rn
+    return clock, step_time, parts, last, red_net_last
 
-    def usage(total_time: np.ndarray) -> NetworkUsage:
-        link_units = np.bincount(links, np.repeat(a["units"], lengths), minlength=net.nlinks)
-        cp = None
-        if last is not None and n:
-            start, end, pred = last
-            rank = int(np.argmax(clock[:, -1]))
-            mine = np.flatnonzero((src == rank) | (dst == rank))
-            g = int(mine[np.argmax(end[mine])]) if len(mine) else -1
-            chain = []
-            while g >= 0:
-                chain.append(g)
-                g = int(pred[g])
-            idx = np.array(chain[::-1], dtype=np.int64)
-            idx = idx[~is_local[idx]]
-            if len(idx):
-                kinds = route_kinds(
-                    net.kinds,
-                    net.link_kind,
-                    np.concatenate([[0], np.cumsum(indptr[idx + 1] - indptr[idx])]),
-                    np.concatenate([links[indptr[m] : indptr[m + 1]] for m in idx]),
-                )
-                columns = (step, rank_src, rank_dst, start, end, lat)
-                cp = CriticalPath.of_chain(idx, columns, kinds, float(total_time[-1]))
-        return NetworkUsage.of_links(
-            net, link_units, per_unit, total_time, parts, cp, launch=params.launch
-        )
 
-    def timeline() -> Timeline:
-        start, end, _ = last if last is not None else (np.zeros(0),) * 3
-        keep = np.flatnonzero(~is_local)
-        red_end = end + red_net_last
-        lengths = np.diff(indptr)[keep]
-        sel = (
-            np.concatenate([np.arange(indptr[m], indptr[m + 1]) for m in keep])
-            if len(keep)
-            else np.zeros(0, np.int64)
-        )
-        return Timeline(
-            step[keep], rank_src[keep], rank_dst[keep], start[keep], end[keep], red_end[keep],
-            np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64), links[sel], net,
-        )  # fmt: skip
+def _step_times(fin, step, step_ends, nsteps: int, start: float) -> np.ndarray:
+    """When each step is over for every rank (cumulative): the latest ``fin`` of its items."""
+    per_step = np.full(nsteps, -np.inf)
+    bounds = np.concatenate([[0], step_ends])
+    per_step[step[bounds]] = np.maximum.reduceat(fin, bounds)
+    return np.maximum.accumulate(np.maximum(per_step, start))
 
-    rank_clock = clock.reshape(p0, K, len(sizes)).max(axis=1)
-    return _FlowRun(rank_clock, step_time, usage, (), timeline)
+
+def _chain(clock, src, dst, end, pred) -> np.ndarray:
+    """The items of the chain that ends at the slowest rank's last item, first to last."""
+    rank = int(np.argmax(clock)) if len(clock) else 0
+    mine = np.flatnonzero((src == rank) | (dst == rank))
+    g = int(mine[np.argmax(end[mine])]) if len(mine) else -1
+    chain = []
+    while g >= 0:
+        chain.append(g)
+        g = int(pred[g])
+    return np.array(chain[::-1], dtype=np.int64)
 
 
 def _chain_parts(
@@ -446,14 +561,10 @@ def _chain_parts(
     out = np.zeros(nparts)
     out[2] = launch
     total = float(clock.max()) if len(clock) else 0.0
-    rank = int(np.argmax(clock)) if len(clock) else 0
-    mine = np.flatnonzero((src == rank) | (dst == rank))
-    g = int(mine[np.argmax(end[mine])]) if len(mine) else -1
-    while g >= 0:
+    for g in _chain(clock, src, dst, end, pred)[::-1]:
         if not is_local[g]:
             out[0] += lat[g]
             out[3 + cls[g]] += end[g] - start[g] - lat[g]
-        g = int(pred[g])
     out[1] = max(total - out.sum(), 0.0)
     return out
 

@@ -97,7 +97,7 @@ PREDICT = ["predict", "-c", "allreduce", "-a", "ring", "-p", "8"]
         ),
         (["verify", "-c", "allreduce", "-a", "ring", "-p", "100000"], "p=100000 needs about"),
         (
-            ["verify", "-c", "allreduce", "-a", "ring", "-p", "256", "--memory-limit", "1MiB"],
+            ["verify", "-c", "allreduce", "-a", "ring", "-p", "512", "--memory-limit", "1MiB"],
             "more than the 1MiB available",
         ),
         (["compare", "-c", "allreduce", "-p", "8", "--plot", "x.gif"], ".png"),
