@@ -302,6 +302,7 @@ class _Clocks:
         # the one-size kernel takes contiguous 1-D views and scalars, made once
         self.one = nsizes == 1
         self.clock1, self.tmp1 = self.clock.reshape(-1), self.tmp.reshape(-1)
+        self.old = np.empty(p if self.one else 0)  # the one-size kernel's copy of the clocks
         self.bw0, self.gw0 = float(self.bw[0]), float(self.gw[0])
         from commsim.models import _kernels  # numba: imported on first use, not with commsim
 
@@ -365,7 +366,7 @@ class _Clocks:
         if self.one:  # one size: the kernel without the loop over sizes
             return self.kernels.fast_single_port_step_1d(
                 self.clock1, st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce,
-                offsets, self.unit, self.alpha, self.bw0, self.gw0, self.tmp1, self.seen_s,
+                offsets, self.unit, self.alpha, self.bw0, self.gw0, self.old, self.seen_s,
                 self.seen_d, i + 1, self.last,
             )  # fmt: skip
         return self.kernels.fast_single_port_step(
