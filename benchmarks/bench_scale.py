@@ -11,13 +11,21 @@ Usage::
 
     python benchmarks/bench_scale.py                 # all cases, markdown table on stdout
     python benchmarks/bench_scale.py --only predict  # just the model cases
+    python benchmarks/bench_scale.py --only kernels  # issue #20: whole predict commands
+
+``--only kernels`` times whole ``commsim predict`` commands (issue #20's table: ring allreduce
+at p = 1024, 16,384 and 65,536, 21 sizes at once, and Hockney per link class on a cluster),
+start-up included, with the user and system CPU seconds of each (the machine is shared: CPU
+time says what the command cost when the wall time says mostly what else ran).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import resource
 import subprocess
 import sys
 import time
@@ -41,6 +49,60 @@ print(json.dumps({"seconds": dt, "peak_rss": rss, "steps": s.nsteps, **extra}))
 
 PREDICT = [("allreduce", "ring", 16384, 10.0), ("allreduce", "rabenseifner", 65536, 2.0)]
 
+# issue #20, model kernels: whole ``commsim predict`` commands, each a fresh process (start-up
+# included, as a user meets it); (label, arguments after ``predict``, target seconds)
+KERNELS = [
+    ("ring p=1024, 1 size", "-c allreduce -a ring -p 1024 -s 1MiB", 0.5),
+    ("ring p=16384, 1 size", "-c allreduce -a ring -p 16384 -s 1MiB", 2.0),
+    ("ring p=16384, 21 sizes", "-c allreduce -a ring -p 16384 -s 1KiB..1GiB", 5.0),
+    ("ring p=65536, 1 size", "-c allreduce -a ring -p 65536 -s 1MiB", 10.0),
+    (
+        "TwoLevelHockney ring p=16384, 1 size",
+        "-c allreduce -a ring --cluster dgx-h100:2048 --model hockney -p 16384 -s 1MiB",
+        2.0,
+    ),
+]
+
+
+def run_command(args: str, timeout: float) -> dict:
+    """``commsim predict ARGS`` in a fresh process: wall seconds, user and system CPU seconds,
+    peak resident memory (of the child alone: ``os.wait4``)."""
+    cmd = [sys.executable, "-m", "commsim", "predict", *args.split()]
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        _, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return {"seconds": float("inf"), "error": f"timeout after {timeout:.0f}s"}
+    wall = time.perf_counter() - t0
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)  # cumulative: the caller subtracts
+    res = {"seconds": wall, "user": usage.ru_utime, "sys": usage.ru_stime}
+    if proc.returncode:
+        res["error"] = (err.strip().splitlines() or ["exit " + str(proc.returncode)])[-1]
+    return res
+
+
+def run_kernels(timeout: float) -> list[dict]:
+    """The issue #20 rows: a markdown table of wall and CPU seconds against the targets."""
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}\n")
+    print("| case | wall s | user s | sys s | target (wall) | status |")
+    print("|---|---|---|---|---|---|")
+    rows = []
+    for label, args, target in KERNELS:
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        res = run_command(args, timeout)
+        if "user" in res:
+            res["user"] -= before.ru_utime
+            res["sys"] -= before.ru_stime
+        status = res.get("error") or ("ok" if res["seconds"] <= target else "MISSED")
+        print(f"| {label} | {res['seconds']:.2f} | {res.get('user', float('nan')):.2f} | "
+              f"{res.get('sys', float('nan')):.2f} | < {target:g} s | {status} |", flush=True)  # fmt: skip
+        rows.append({"case": label, "args": args, "target": target, **res})
+    print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    return rows
+
 
 def run_case(kind: str, coll: str, name: str, p: int, timeout: float) -> dict:
     t0 = time.perf_counter()
@@ -63,7 +125,9 @@ def run_case(kind: str, coll: str, name: str, p: int, timeout: float) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--only", choices=["predict", "verify"], help="run one group of cases")
+    ap.add_argument(
+        "--only", choices=["predict", "verify", "kernels"], help="run one group of cases"
+    )
     ap.add_argument("--verify-p", type=int, default=4096, help="rank count of the verify cases")
     ap.add_argument("--json", help="also write the results to this JSON file")
     args = ap.parse_args()
@@ -72,6 +136,13 @@ def main() -> int:
     from commsim.algorithms import REGISTRY
 
     run_case("predict", "allreduce", "ring", 8, 600)
+    if args.only == "kernels":  # issue #20's commands, start-up included
+        run_command("-c allreduce -a ring -p 8 -s 1KiB..1MiB", 600)  # numba's caches, warm
+        rows = run_kernels(timeout=600)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(rows, f, indent=1)
+        return 0
     rows = []
     print(f"# commsim scale benchmark — {time.strftime('%Y-%m-%d')}, {platform.processor() or platform.machine()}, "
           f"Python {platform.python_version()}\n")  # fmt: skip
