@@ -33,17 +33,20 @@ class SharedClocks:
         max_transfers: transfers per step expected (scratch is grown when a step has more).
     """
 
-    def __init__(self, p: int, nsizes: int, max_transfers: int) -> None:
+    def __init__(
+        self, p: int, nsizes: int, max_transfers: int, start: np.ndarray | None = None
+    ) -> None:
         from commsim.models import _shared_kernels  # numba: imported on first use
 
         self.k = _shared_kernels
         self.p, self.ns = p, nsizes
         self.cap = 4 * p + p // 8 + 64  # a step adds at most 4 per transfer, <= p transfers
         self.values = np.zeros((self.cap, nsizes))
+        if start is not None:  # every rank's first vector (else zeros)
+            self.values[0] = start
         self.bits = self.values.view(np.int64)
         self.index = np.full(_pow2(2 * self.cap), -1, dtype=np.int64)
-        self.nval = np.ones(1, dtype=np.int64)  # row 0: the zero vector, every rank's start
-        self.index[:] = -1
+        self.nval = np.ones(1, dtype=np.int64)  # row 0: every rank's start
         self.k.rebuild_index(self.bits, 1, self.index)
         self.ids = np.zeros(p, dtype=np.int64)
         self.ends = np.empty((2, max(min(max_transfers, p), 1)), dtype=np.int64)
@@ -61,17 +64,26 @@ class SharedClocks:
         """One single-port step (as :func:`~commsim.models._kernels.fast_single_port_step`):
         1 done, 0 not of that shape (nothing changed), -1 sharing given up (call
         :meth:`dense` and go on densely; nothing changed)."""
-        if self.ends.shape[1] < len(st.src) <= self.p:
-            self.ends = np.empty((2, len(st.src)), dtype=np.int64)
-        for attempt in range(2):
-            done = self.k.shared_single_port_step(
+        return self.advance(
+            len(st.src),
+            lambda: self.k.shared_single_port_step(
                 self.ids, self.values, self.bits, self.index, self.nval, st.src, st.dst,
-                st.src_slot, st.dst_slot, st.count, st.reduce, offsets, unit, alpha, bw, gw, self.ends,
-                seen_s, seen_d, tag, out, self.ekey, self.eval_, self.mkey, self.mval, self.stamp,
-            )  # fmt: skip
+                st.src_slot, st.dst_slot, st.count, st.reduce, offsets, unit, alpha, bw, gw,
+                self.ends, seen_s, seen_d, tag, out, self.ekey, self.eval_, self.mkey,
+                self.mval, self.stamp,
+            ),
+        )  # fmt: skip
+
+    def advance(self, m: int, kernel: Any) -> int:
+        """Run ``kernel()`` (a step of ``m`` transfers on this table: 1 done, 0 not of the
+        fast shape, -1 table full), compacting once when full; -1 when sharing is given up."""
+        if self.ends.shape[1] < m <= self.p:
+            self.ends = np.empty((2, m), dtype=np.int64)
+        for attempt in range(2):
+            done = int(kernel())
             if done >= 0:
-                return int(done)
-            if attempt or not self._compact(len(st.src)):
+                return done
+            if attempt or not self._compact(m):
                 return -1
         return -1  # pragma: no cover
 

@@ -42,8 +42,14 @@ How a schedule is timed (the IR's semantics made quantitative):
 The completion time is the largest final clock (a rank's, over its links). Under these rules the textbook algorithms
 reproduce their published closed forms exactly (each factory's docstring states its own).
 
-Cost of the model itself: one pass over the steps, ``O(messages · sizes)`` array work per step, so
-many sizes are evaluated at once.
+Cost of the model itself: one pass over the steps for all sizes at once. Single-port steps of
+distinct messages run in compiled kernels: one size in one pass over the transfers
+(:mod:`commsim.models._kernels`); many sizes on shared clocks, where each distinct clock vector
+is stored once and a message's arithmetic runs once per distinct pair of end clocks
+(:mod:`commsim.models._shared_clocks`), so a ring's 21 sizes cost about what one does. Both do
+the dense ``[ranks, sizes]`` kernel's arithmetic in its order: one size alone and the same size
+among many give the same bits. Other steps take the general path, ``O(messages · sizes)``
+array work per round.
 
 :meth:`Hockney.timeline` runs the same clocks at one size and also keeps every message's start,
 arrival and reduction end (what :func:`commsim.models.chrome_trace` draws): the rounds go

@@ -22,6 +22,7 @@ from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
 from commsim.models._prediction import Prediction
+from commsim.models._shared_clocks import SharedClocks
 from commsim.models._usage import NetworkUsage, Timeline
 from commsim.models.topology import CRITICAL_PATH_BUDGET, Topology
 from commsim.topology import join, place, switch
@@ -182,6 +183,11 @@ class _DirectRun:
         self.units = np.zeros((2, 2, p))  # [sent/received, class, rank]
         self.lat, self.inv = self._class_costs()
         self.nmsg = 0
+        self.unit = int(schedule.slot_units[0]) if schedule.uniform_slots else 0
+        # each distinct (clock, components) row once, while every rank starts alike
+        start = np.concatenate([self.clock[:1], self.comp[:1].reshape(1, -1)], axis=1)
+        alike = p > 0 and bool((self.clock == self.clock[0]).all())
+        self.shared = SharedClocks(p, start.shape[1], m, start[0]) if alike else None
 
     @classmethod
     def of(cls, model: Topology, schedule: Schedule, sizes: np.ndarray) -> _DirectRun | None:
@@ -197,6 +203,15 @@ class _DirectRun:
 
         offsets = schedule.slot_offsets
         for i, st in enumerate(schedule.steps()):
+            if run.shared is not None and len(st.src):
+                done = run.shared.advance(len(st.src), run._shared_step(k, st, i + 1))
+                if done == 0:
+                    return None  # a step of another shape: the network's run, from the start
+                if done == 1:
+                    run.nmsg += len(st.src)
+                    run.step_time[i] = run.last
+                    continue
+                run._dense()  # sharing does not pay: dense clocks from here on
             if len(st.src) > len(run.tmp):
                 run.tmp = np.empty((len(st.src), len(sizes)))
                 run.mcomp = np.empty((len(st.src), *run.comp.shape[1:]))
@@ -209,7 +224,29 @@ class _DirectRun:
                 return None  # a step of another shape: the network's run, from the start
             run.nmsg += len(st.src)
             run.step_time[i] = run.last
+        run._dense()
         return run
+
+    def _shared_step(self, k: Any, st: Any, tag: int) -> Any:
+        """The shared clocks' step kernel for ``st``, as :meth:`SharedClocks.advance
+        <commsim.models._shared_clocks.SharedClocks.advance>` calls it."""
+        sh, sizes = self.shared, self.per_unit
+        return lambda: k.shared_class_step(
+            sh.ids, sh.values, sh.bits, sh.index, sh.nval, st.src, st.dst, st.src_slot,
+            st.dst_slot, st.count, st.reduce, self.schedule.slot_offsets, self.unit, self.server,
+            self.lat, self.inv, sizes, self.gw, self.model.reduction_overlap, sh.ends,
+            self.seen_s, self.seen_d, tag, self.last, self.units[0], self.units[1], sh.ekey,
+            sh.eval_, sh.mkey, sh.mval, sh.stamp,
+        )  # fmt: skip
+
+    def _dense(self) -> None:
+        """Leave the shared clocks for the dense tables (same numbers)."""
+        if self.shared is not None:
+            ns = len(self.per_unit)
+            rows = self.shared.dense()
+            self.clock[:] = rows[:, :ns]
+            self.comp[:] = rows[:, ns:].reshape(self.comp.shape)
+            self.shared = None
 
     def _class_costs(self) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
         """Latency and inverse rate of a message inside a server and of one between servers,
