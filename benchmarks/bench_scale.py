@@ -82,6 +82,16 @@ CASES: list[Case] = [
     model("predict", "allreduce", "ring", 16384, 10.0),
     model("predict", "allreduce", "rabenseifner", 65536, 2.0),
     # issue #20: a verifier that fits in 4 GB, compare at p = 4096, a fast flow simulation
+    # issue #20's predict commands, start-up included (as a user meets them)
+    cli("kernels", "predict -c allreduce -a ring -p 1024 -s 1MiB", 0.5),
+    cli("kernels", "predict -c allreduce -a ring -p 16384 -s 1MiB", 2.0),
+    cli("kernels", "predict -c allreduce -a ring -p 16384 -s 1KiB..1GiB", 5.0),
+    cli("kernels", "predict -c allreduce -a ring -p 65536 -s 1MiB", 10.0),
+    cli(
+        "kernels",
+        "predict -c allreduce -a ring --cluster dgx-h100:2048 --model hockney -p 16384 -s 1MiB",
+        2.0,
+    ),
     cli("verifyflow", "verify -c allreduce -a ring -p 16384", 15.0),
     cli("verifyflow", "compare -c allreduce -p 4096 -s 1MiB", 5.0),
     cli(
@@ -147,7 +157,9 @@ def measure(case: Case, repeat: int, timeout: float) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--only", help="run one group of cases (startup, predict, verify, verifyflow)")
+    ap.add_argument(
+        "--only", help="run one group of cases (startup, predict, verify, kernels, verifyflow)"
+    )
     ap.add_argument("--verify-p", type=int, default=4096, help="rank count of the verify cases")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per case (default 3)")
     ap.add_argument("--json", help="also write the results to this JSON file")

@@ -157,22 +157,29 @@ def fast_single_port_step_1d(  # pragma: no cover
     alpha,
     bw,
     gw,
-    tmp,
+    old,
     seen_s,
     seen_d,
     tag,
     out,
 ):
-    """:func:`fast_single_port_step` for one message size (``clock`` is ``[p]``): no size loop.
+    """:func:`fast_single_port_step` for one message size (``clock`` is ``[p]``): no size loop,
+    and one pass over the transfers instead of two.
 
+    ``old`` (``[>= p]``) receives a copy of the clocks first: every message reads its ends'
+    clocks there, so updating ``clock`` in the same pass keeps "all reads before any write",
+    and a step that turns out not to be of the fast shape is undone from it (``clock`` and
+    ``out`` are then as they were). The arithmetic and the order of the updates are
+    :func:`fast_single_port_step`'s, so the results are its bits.
     ``unit > 0`` says every slot holds ``unit`` units: sizes then follow from the counts, and
     equal counts mean equal sizes, so the slot offsets are not read.
     """
     m = src.shape[0]
     p = clock.shape[0]
     nslots = offsets.shape[0] - 1
-    if tmp.shape[0] < 2 * m:
+    if old.shape[0] < p:
         return False
+    old[:p] = clock
     mx = out[0]
     for j in range(m):
         s = src[j]
@@ -180,11 +187,12 @@ def fast_single_port_step_1d(  # pragma: no cover
         c = count[j]
         a0 = src_slot[j]
         b0 = dst_slot[j]
-        if s < 0 or s >= p or d < 0 or d >= p or c < 1 or a0 < 0 or b0 < 0:
+        bad = s < 0 or s >= p or d < 0 or d >= p or c < 1 or a0 < 0 or b0 < 0
+        if bad or a0 > nslots - c or b0 > nslots - c or s == d:
+            clock[:] = old[:p]
             return False
-        if a0 > nslots - c or b0 > nslots - c:
-            return False
-        if s == d or seen_s[s] == tag or seen_d[d] == tag:
+        if seen_s[s] == tag or seen_d[d] == tag:
+            clock[:] = old[:p]
             return False
         seen_s[s] = tag
         seen_d[d] = tag
@@ -193,24 +201,18 @@ def fast_single_port_step_1d(  # pragma: no cover
         else:
             units = offsets[a0 + c] - offsets[a0]
             if offsets[b0 + c] - offsets[b0] != units:
+                clock[:] = old[:p]
                 return False
-        a = clock[s]
-        b = clock[d]
+        a = old[s]
+        b = old[d]
         e = (a if a > b else b) + alpha + units * bw
-        tmp[j] = e
-        if reduce[j]:
-            e = e + units * gw
-        tmp[m + j] = e
-        if e > mx:
-            mx = e
-    for j in range(m):
-        e = tmp[j]
-        s = src[j]
         if e > clock[s]:
             clock[s] = e
-        e = tmp[m + j]
-        d = dst[j]
+        if reduce[j]:
+            e = e + units * gw
         if e > clock[d]:
             clock[d] = e
+        if e > mx:
+            mx = e
     out[0] = mx
     return True

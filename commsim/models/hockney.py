@@ -42,8 +42,14 @@ How a schedule is timed (the IR's semantics made quantitative):
 The completion time is the largest final clock (a rank's, over its links). Under these rules the textbook algorithms
 reproduce their published closed forms exactly (each factory's docstring states its own).
 
-Cost of the model itself: one pass over the steps, ``O(messages · sizes)`` array work per step, so
-many sizes are evaluated at once.
+Cost of the model itself: one pass over the steps for all sizes at once. Single-port steps of
+distinct messages run in compiled kernels: one size in one pass over the transfers
+(:mod:`commsim.models._kernels`); many sizes on shared clocks, where each distinct clock vector
+is stored once and a message's arithmetic runs once per distinct pair of end clocks
+(:mod:`commsim.models._shared_clocks`), so a ring's 21 sizes cost about what one does. Both do
+the dense ``[ranks, sizes]`` kernel's arithmetic in its order: one size alone and the same size
+among many give the same bits. Other steps take the general path, ``O(messages · sizes)``
+array work per round.
 
 :meth:`Hockney.timeline` runs the same clocks at one size and also keeps every message's start,
 arrival and reduction end (what :func:`commsim.models.chrome_trace` draws): the rounds go
@@ -72,6 +78,7 @@ from commsim.models._inputs import (
 )
 from commsim.models._prediction import Prediction
 from commsim.models._record import Recorder
+from commsim.models._shared_clocks import SharedClocks
 from commsim.models._usage import Timeline
 from commsim.profiles import PiecewiseLinear, Profile
 
@@ -301,22 +308,37 @@ class _Clocks:
         # the one-size kernel takes contiguous 1-D views and scalars, made once
         self.one = nsizes == 1
         self.clock1, self.tmp1 = self.clock.reshape(-1), self.tmp.reshape(-1)
+        self.old = np.empty(p if self.one else 0)  # the one-size kernel's copy of the clocks
         self.bw0, self.gw0 = float(self.bw[0]), float(self.gw[0])
         from commsim.models import _kernels  # numba: imported on first use, not with commsim
 
         self.kernels = _kernels
         self.recorder, self.i = recorder, 0
+        self.fast = self.ports == 1 and self.piecewise is None and recorder is None
+        # many sizes: each distinct clock vector once (bit for bit the dense clocks), until a
+        # step needs the general path or sharing does not pay
+        self.shared = (
+            SharedClocks(p, nsizes, schedule.max_step_transfers_hint or p)
+            if self.fast and nsizes > 1
+            else None
+        )
+
+    def _dense(self) -> None:
+        """Leave the shared clocks for the dense ``[p, sizes]`` table (same numbers)."""
+        if self.shared is not None:
+            self.clock[:] = self.shared.dense()
+            self.shared = None
 
     def rank_clock(self) -> np.ndarray:
         """``[p, sizes]``: each rank's clock, the latest of its links'."""
+        self._dense()
         if self.links == 1:
             return self.clock
         return self.clock.reshape(self.schedule.nranks, self.links, -1).max(axis=1)
 
     def step(self, i: int, st: Step) -> None:
         self.i = i
-        fast = self.ports == 1 and self.piecewise is None and self.recorder is None
-        if len(st.src) and not (fast and self._fast(i, self._on_links(i, st))):
+        if len(st.src) and not (self.fast and self._fast(i, self._on_links(i, st))):
             self.schedule.check_step(st, i)  # the general path: a malformed step is named here
             self._general(st)
         self.step_time[i] = self.last
@@ -337,10 +359,20 @@ class _Clocks:
             self.tmp = np.empty((2 * len(st.src), self.clock.shape[1]))
             self.tmp1 = self.tmp.reshape(-1)
         offsets = self.schedule.slot_offsets
+        if self.shared is not None:
+            done = self.shared.step(
+                st, offsets, self.unit, self.alpha, self.bw, self.gw, self.seen_s, self.seen_d,
+                i + 1, self.last,
+            )  # fmt: skip
+            if done == 1:
+                return True
+            self._dense()  # the general path, or dense clocks from here on
+            if done == 0:
+                return False
         if self.one:  # one size: the kernel without the loop over sizes
             return self.kernels.fast_single_port_step_1d(
                 self.clock1, st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce,
-                offsets, self.unit, self.alpha, self.bw0, self.gw0, self.tmp1, self.seen_s,
+                offsets, self.unit, self.alpha, self.bw0, self.gw0, self.old, self.seen_s,
                 self.seen_d, i + 1, self.last,
             )  # fmt: skip
         return self.kernels.fast_single_port_step(
@@ -350,6 +382,7 @@ class _Clocks:
 
     def _general(self, st: Step) -> None:
         """Messages, their rounds (k at a time with k ports), local reductions, the step's end."""
+        self._dense()
         msg, rounds = port_messages(st, self.schedule, self.links)
         for j in range(0, len(rounds), self.ports):
             if self.ports == 1:

@@ -14,15 +14,18 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+import numpy as np
+
 from commsim import units
 from commsim._ir import Schedule
 from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
 from commsim.models._prediction import Prediction
-from commsim.models._usage import Timeline
-from commsim.models.topology import Topology
-from commsim.topology import join, switch
+from commsim.models._shared_clocks import SharedClocks
+from commsim.models._usage import NetworkUsage, Timeline
+from commsim.models.topology import CRITICAL_PATH_BUDGET, Topology
+from commsim.topology import join, place, switch
 
 __all__ = ["TwoLevelHockney"]
 
@@ -125,10 +128,18 @@ class TwoLevelHockney:
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Time ``schedule`` for message size(s) ``nbytes``: the equivalent two-level network's
-        clocks (:class:`~commsim.models.Topology`), described and bounded by this model."""
+        clocks (:class:`~commsim.models.Topology`), described and bounded by this model.
+
+        A schedule too long for a critical path (more than
+        :data:`~commsim.models.topology.CRITICAL_PATH_BUDGET` transfers) whose steps are each
+        one round of distinct messages takes the direct run (:class:`_DirectRun`): the same
+        clocks, components and link bytes without routes; any other takes the network's run."""
         schedule = as_schedule(schedule)
         sizes, scalar = as_sizes(nbytes)
-        run = self._topology(schedule.nranks)._run(schedule, sizes)
+        topology = self._topology(schedule.nranks)
+        run: Any = _DirectRun.of(topology, schedule, sizes)
+        if run is None:
+            run = topology._run(schedule, sizes)
         return Prediction.from_clocks(
             schedule, sizes, scalar, run.rank_clock, run.step_time, model=self, notes=run.notes,
             network=run.usage,
@@ -141,3 +152,179 @@ class TwoLevelHockney:
         (:meth:`Topology.timeline <commsim.models.Topology.timeline>`, links included)."""
         schedule = as_schedule(schedule)
         return self._topology(schedule.nranks).timeline(schedule, nbytes, max_messages=max_messages)
+
+
+class _DirectRun:
+    """TwoLevelHockney's clocks computed per message from its class, without routes: what
+    :class:`~commsim.models.Topology`'s run gives on the two-level network, for schedules whose
+    steps are each one round of distinct messages (:mod:`commsim.models._two_level_kernels`).
+
+    :meth:`of` gives ``None`` (take the network's run) for schedules of several channels, short
+    enough for a critical path (the network's run keeps one), or with a step of another shape.
+    """
+
+    def __init__(self, model: Topology, schedule: Schedule, sizes: np.ndarray) -> None:
+        net, p, ns = model.network, schedule.nranks, len(sizes)
+        self.model, self.schedule, self.net = model, schedule, net
+        self.hosts = place(net, p, model.placement)
+        self.server = net.host_server[self.hosts]
+        self.per_unit = sizes / schedule.nbytes_units
+        self.gw = model.gamma * self.per_unit
+        self.clock = model.initial_clock(p, ns)
+        from commsim.models._topology_kernels import OTHER, TRANSFER  # numba: on first use
+
+        self.comp = np.zeros((p, TRANSFER + len(net.kinds), ns))
+        self.comp[:, OTHER, :] = self.clock
+        self.last = self.clock.max(axis=0) if p else np.zeros(ns)
+        self.step_time = np.zeros((schedule.nsteps, ns))
+        m = max(min(schedule.max_step_transfers_hint or p, p), 1)
+        self.tmp, self.mcomp = np.empty((m, ns)), np.empty((m, *self.comp.shape[1:]))
+        self.seen_s, self.seen_d = np.zeros(p, np.int64), np.zeros(p, np.int64)
+        self.units = np.zeros((2, 2, p))  # [sent/received, class, rank]
+        self.lat, self.inv = self._class_costs()
+        self.nmsg = 0
+        self.unit = int(schedule.slot_units[0]) if schedule.uniform_slots else 0
+        # each distinct (clock, components) row once, while every rank starts alike
+        start = np.concatenate([self.clock[:1], self.comp[:1].reshape(1, -1)], axis=1)
+        alike = p > 0 and bool((self.clock == self.clock[0]).all())
+        self.shared = SharedClocks(p, start.shape[1], m, start[0]) if alike else None
+
+    @classmethod
+    def of(cls, model: Topology, schedule: Schedule, sizes: np.ndarray) -> _DirectRun | None:
+        """The direct run of ``schedule``, or ``None`` where the network's run is needed."""
+        hint = schedule.ntransfers_hint
+        if schedule.nchannels > 1 or hint is None or hint <= CRITICAL_PATH_BUDGET:
+            return None
+        schedule.spec.check_layout(schedule.nranks, schedule.ndata)
+        run = cls(model, schedule, sizes)
+        if run.lat is None:
+            return None
+        from commsim.models import _two_level_kernels as k  # numba: imported on first use
+
+        offsets = schedule.slot_offsets
+        for i, st in enumerate(schedule.steps()):
+            if run.shared is not None and len(st.src):
+                done = run.shared.advance(len(st.src), run._shared_step(k, st, i + 1))
+                if done == 0:
+                    return None  # a step of another shape: the network's run, from the start
+                if done == 1:
+                    run.nmsg += len(st.src)
+                    run.step_time[i] = run.last
+                    continue
+                run._dense()  # sharing does not pay: dense clocks from here on
+            if len(st.src) > len(run.tmp):
+                run.tmp = np.empty((len(st.src), len(sizes)))
+                run.mcomp = np.empty((len(st.src), *run.comp.shape[1:]))
+            if len(st.src) and not k.fast_class_step(
+                run.clock, run.comp, st.src, st.dst, st.src_slot, st.dst_slot, st.count,
+                st.reduce, offsets, run.server, run.lat, run.inv, run.per_unit, run.gw,
+                model.reduction_overlap, run.tmp, run.mcomp, run.seen_s, run.seen_d, i + 1,
+                run.last, run.units[0], run.units[1],
+            ):  # fmt: skip
+                return None  # a step of another shape: the network's run, from the start
+            run.nmsg += len(st.src)
+            run.step_time[i] = run.last
+        run._dense()
+        return run
+
+    def _shared_step(self, k: Any, st: Any, tag: int) -> Any:
+        """The shared clocks' step kernel for ``st``, as :meth:`SharedClocks.advance
+        <commsim.models._shared_clocks.SharedClocks.advance>` calls it."""
+        sh, sizes = self.shared, self.per_unit
+        return lambda: k.shared_class_step(
+            sh.ids, sh.values, sh.bits, sh.index, sh.nval, st.src, st.dst, st.src_slot,
+            st.dst_slot, st.count, st.reduce, self.schedule.slot_offsets, self.unit, self.server,
+            self.lat, self.inv, sizes, self.gw, self.model.reduction_overlap, sh.ends,
+            self.seen_s, self.seen_d, tag, self.last, self.units[0], self.units[1], sh.ekey,
+            sh.eval_, sh.mkey, sh.mval, sh.stamp,
+        )  # fmt: skip
+
+    def _dense(self) -> None:
+        """Leave the shared clocks for the dense tables (same numbers)."""
+        if self.shared is not None:
+            ns = len(self.per_unit)
+            rows = self.shared.dense()
+            self.clock[:] = rows[:, :ns]
+            self.comp[:] = rows[:, ns:].reshape(self.comp.shape)
+            self.shared = None
+
+    def _class_costs(self) -> tuple[np.ndarray, np.ndarray] | tuple[None, None]:
+        """Latency and inverse rate of a message inside a server and of one between servers,
+        as the network's run computes them (:meth:`Topology.round_costs
+        <commsim.models.Topology.round_costs>` of one message of each class)."""
+        pairs = self._pairs()
+        if pairs is None:
+            return None, None
+        src, dst = pairs
+        model = self.model
+        if model.protocol is not None or model.channel_bandwidth is not None:
+            return None, None
+        _, inv, _, indptr, links = model._round_costs(self.hosts, src, dst)
+        if (np.diff(indptr) != 2).any():
+            return None, None  # not one link up and one down: not the two-level network
+        # the two links' latencies summed as written (the network's run sums a round's routes
+        # through one running sum, which can differ from this in the last bit)
+        latency = self.net.latency
+        lat = latency[links[0::2]] + latency[links[1::2]] + model.overhead
+        return lat, inv.copy()
+
+    def _pairs(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """Ranks ``(0, a)`` on one server and ``(0, b)`` on two, for the class costs (a rank
+        stands for its class: every rank's links of a class are alike)."""
+        server = self.server
+        if len(server) < 2 or (np.diff(server) < 0).any():
+            return None  # servers not in rank order: the network's run
+        same = np.flatnonzero(server == server[0])
+        other = np.flatnonzero(server != server[0])
+        a = int(same[1]) if len(same) > 1 else 0
+        b = int(other[0]) if len(other) else 0
+        if a == 0 and b == 0:
+            return None
+        return np.array([0, 0]), np.array([a if a else b, b if b else a])
+
+    @property
+    def rank_clock(self) -> np.ndarray:
+        return self.clock
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        """As the network's run: its critical path is not tracked past the budget."""
+        if not self.nmsg:
+            return ()
+        return (
+            f"critical path not tracked: {self.nmsg:,} messages exceed the "
+            f"{CRITICAL_PATH_BUDGET:,} budget",
+        )
+
+    def usage(self, total: np.ndarray) -> NetworkUsage:
+        """Bytes per link from the units each rank sent and received per class: a message's
+        route is its sender's link up and its receiver's link down, of its class."""
+        net, p = self.net, len(self.hosts)
+        link_units = np.zeros(net.nlinks)
+        ranks = np.arange(p)
+        for x in range(2):
+            for side in range(2):  # 0: sender's link up, 1: receiver's link down
+                units = self.units[side, x]
+                busy = np.flatnonzero(units)
+                if not len(busy):
+                    continue
+                peer = self._peer(busy, x)
+                src, dst = (ranks[busy], peer) if side == 0 else (peer, ranks[busy])
+                indptr, links = net.routes(self.hosts[src], self.hosts[dst])
+                assert (np.diff(indptr) == 2).all()  # checked on one route of each class
+                link_units[links[side::2]] += units[busy]
+        last = np.argmax(self.clock, axis=0)
+        parts = self.comp[last, :, np.arange(len(last))].T  # [components, sizes]
+        return NetworkUsage.of_links(
+            net, link_units, self.per_unit, total, parts, None, launch=self.model.call_cost
+        )
+
+    def _peer(self, ranks: np.ndarray, x: int) -> np.ndarray:
+        """A rank of the same server (``x = 0``) or of another (``x = 1``) for each of
+        ``ranks`` (each had a message of that class, so one exists)."""
+        server = self.server
+        first = np.searchsorted(server, server)  # servers are contiguous, in rank order
+        size = np.bincount(server)[server]
+        if x == 0:
+            return first[ranks] + (ranks - first[ranks] + 1) % size[ranks]
+        return np.where(server[ranks] == server[0], int(np.argmax(server != server[0])), 0)
