@@ -8,6 +8,8 @@ two writes to one ``(rank, slot)`` in a step (unless both reduce), and reads of,
 a slot that holds no data yet. A schedule with several channels must also keep them independent
 (IR rule 6): a ``(rank, slot)`` written on one channel is read or written on no other
 (:class:`_ChannelOwners`), so every interleaving of its channels computes the one result checked.
+Helper ranks (IR rule 7) start with no data and are held to nothing: the result is checked on the
+workers, against the collective over the workers' inputs alone.
 
 When the final state is wrong, the error names the first wrong ``(rank, slot)``, the step that
 last wrote it and, for reductions on small schedules, whose contribution is missing or counted
@@ -315,7 +317,7 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
     _check_memory(schedule)
     p, D = schedule.nranks, schedule.ndata
     try:
-        pre = schedule.spec.initial(p, D, schedule.root)
+        pre = schedule.spec.initial(p, D, schedule.root, schedule.helpers)
     except ScheduleError as e:
         raise ScheduleError(f"{_where(schedule)}: {e}") from None
     rng = np.random.default_rng(seed)
@@ -323,7 +325,7 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
     values, defined = _initial_state(schedule, init, pre)
     ntransfers = _run_compiled(schedule, values, defined)
 
-    want, mask = schedule.spec.expected(init, schedule.root)
+    want, mask = schedule.spec.expected(init, schedule.root, schedule.helpers)
     bad = mask & ((values[:, :D] != want) | ~defined[:, :D])
     if bad.any():
         r, j = (int(x) for x in np.argwhere(bad)[0])

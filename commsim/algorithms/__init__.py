@@ -14,6 +14,7 @@ from commsim.algorithms import (  # noqa: F401
     direct,
     hierarchical,
     nccl,
+    parameter_server,
     recursive,
     ring,
     swing,

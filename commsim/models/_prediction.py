@@ -48,7 +48,7 @@ class _Rule(Protocol):
 
     def describe(self) -> str: ...
 
-    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any: ...
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any: ...
 
 
 def tied(times: Any) -> np.ndarray:
@@ -175,7 +175,8 @@ class Prediction:
             (3.0, (4,), ())
         """
         time = rank_time.max(axis=0) if len(rank_time) else np.zeros(len(sizes))
-        bound = model.lower_bound(schedule.collective, schedule.nranks, sizes)
+        extra = {"helpers": schedule.helpers} if schedule.helpers else {}
+        bound = model.lower_bound(schedule.collective, schedule.nranks, sizes, **extra)
         if callable(network):
             network = network(time)
 

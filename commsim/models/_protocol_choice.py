@@ -78,9 +78,10 @@ class ProtocolChoice:
     def to_dict(self) -> dict[str, Any]:
         return {**self._first.to_dict(), "protocol": "auto", "protocols": list(self.models)}
 
-    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
         """The models' bound (a protocol only slows messages down, so the first one's holds)."""
-        return self._first.lower_bound(collective, nranks, nbytes)
+        extra = {"helpers": helpers} if helpers else {}
+        return self._first.lower_bound(collective, nranks, nbytes, **extra)
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Per size, the prediction of the fastest protocol; ``protocol`` names it."""
