@@ -1,22 +1,21 @@
 r"""Sparse allreduce on real index/value vectors with mpi4py: split-allgather, static or dynamic.
 
 Each rank holds a sparse vector of ``N`` elements: sorted, distinct ``indices`` and their
-``values``. The result is the dense sum on every rank (``N`` values), as a dense allreduce gives,
-so the two can be checked and timed against each other.
+``values``. The result is the sum on every rank, sparse (its nonzero indices and values) where
+every block stayed sparse and dense otherwise (:class:`SparseSum`; ``.dense()`` for the vector
+a dense allreduce gives, so the two can be checked against each other).
 
-1. **Split.** Block ``j`` is elements ``[jN/p, (j+1)N/p)``. In round ``t = 1 .. p-1`` rank ``r``
-   sends its nonzeros of block ``r + t`` to that rank and receives block ``r``'s from ``r - t``
-   (``Sendrecv``, a shift exchange: every round is a perfect matching, so it cannot deadlock).
-   Each message is a header (its kind and length) and then its payload: index/value pairs, or,
-   with ``dynamic=True``, the dense block when the pairs would take at least as many bytes.
-2. **Reduce.** Rank ``r`` adds what arrives into a dense accumulator of its block and marks the
-   union of the supports.
+1. **Split.** Block ``j`` is elements ``[jN/p, (j+1)N/p)``. Rank ``r`` sends its nonzeros of
+   every other block ``j`` to rank ``j`` and receives block ``r``'s from every other rank: all
+   its sends posted at once (``Isend``), then the receives in the order messages arrive (their
+   lengths probed), so no rank waits on one slow partner and nothing can deadlock. A message is
+   index/value pairs or, with ``dynamic=True``, the dense block when the pairs would take at
+   least as many bytes (so a message is dense exactly when it has the dense block's length).
+2. **Reduce.** Rank ``r`` merges what arrives: the union of the supports and the sum on it (a
+   merge of the ``p`` sorted runs of received indices, ``O(nnz log p)``); a dense contribution
+   makes the block dense.
 3. **Allgather.** The summed block goes, as pairs of the union or dense (``dynamic``, the same
-   rule), to every rank in a second shift exchange; each rank writes the blocks it receives into
-   its dense result.
-
-The dense accumulator costs ``O(N/p)`` memory and time per rank, like SparCML's dense
-fallback; the messages are what the sparse format saves.
+   rule), to every rank in a second such phase; each rank puts the blocks in order.
 
 References:
     Renggli et al., "SparCML: High-Performance Sparse Communication for Machine Learning",
@@ -25,15 +24,15 @@ References:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from commsim.errors import ParameterError
 
-__all__ = ["SparseRun", "sparse_allreduce"]
+__all__ = ["SparseRun", "SparseSum", "sparse_allreduce"]
 
-_SPARSE, _DENSE = 0, 1
+_TAG = 7100  # the split's tag; the allgather's is _TAG + 1
 
 
 class SparseRun:
@@ -46,37 +45,85 @@ class SparseRun:
 
 def _message(
     idx: np.ndarray, val: np.ndarray, lo: int, hi: int, dynamic: bool, dtype: np.dtype
-) -> tuple[int, np.ndarray]:
-    """``(kind, payload bytes)`` of block ``[lo, hi)`` given its nonzeros ``idx``, ``val``."""
-    pair = idx.size * (4 + dtype.itemsize)
-    if dynamic and pair >= (hi - lo) * dtype.itemsize:
+) -> tuple[bool, np.ndarray]:
+    """``(dense?, payload bytes)`` of block ``[lo, hi)`` given its nonzeros ``idx``, ``val``:
+    pairs, or the dense block when ``dynamic`` and the pairs would take at least its bytes."""
+    if dynamic and idx.size * (4 + dtype.itemsize) >= (hi - lo) * dtype.itemsize:
         dense = np.zeros(hi - lo, dtype=dtype)
         dense[idx - lo] = val
-        return _DENSE, dense.view(np.uint8)
+        return True, dense.view(np.uint8)
     rel = (idx - lo).astype(np.int32)  # within the block: int32 for any block under 2**31
-    return _SPARSE, np.concatenate([rel.view(np.uint8), np.ascontiguousarray(val).view(np.uint8)])
+    return False, np.concatenate([rel.view(np.uint8), np.ascontiguousarray(val).view(np.uint8)])
 
 
 def _unpack(
-    kind: int, payload: np.ndarray, lo: int, hi: int, dtype: np.dtype
+    payload: np.ndarray, lo: int, hi: int, dtype: np.dtype, dynamic: bool
 ) -> tuple[np.ndarray | None, np.ndarray]:
-    """``(indices relative to lo, values)``; ``indices`` is ``None`` for a dense block."""
-    if kind == _DENSE:
+    """``(indices relative to lo, values)``; ``indices`` is ``None`` for a dense block. A
+    dynamic message is dense exactly when it has the dense block's length (pairs go only when
+    they take fewer bytes); a static one never is."""
+    if dynamic and payload.size == (hi - lo) * dtype.itemsize:
         return None, payload.view(dtype)
     n = payload.size // (4 + dtype.itemsize)
     return payload[: 4 * n].view(np.int32), payload[4 * n :].view(dtype)
 
 
-def _exchange(
-    comm: Any, dst: int, src: int, kind: int, payload: np.ndarray
-) -> tuple[int, np.ndarray]:
-    """Send ``(kind, payload)`` to ``dst`` and receive one from ``src`` (header, then data)."""
-    head = np.array([kind, payload.size], dtype=np.int64)
-    got = np.empty(2, dtype=np.int64)
-    comm.Sendrecv(head, dest=dst, sendtag=1, recvbuf=got, source=src, recvtag=1)
-    buf = np.empty(int(got[1]), dtype=np.uint8)
-    comm.Sendrecv(payload, dest=dst, sendtag=2, recvbuf=buf, source=src, recvtag=2)
-    return int(got[0]), buf
+def _phase(comm: Any, sends: dict[int, np.ndarray], nrecv: int, tag: int) -> dict[int, np.ndarray]:
+    """Post every send of a phase (``{dst: payload}``), then take its ``nrecv`` messages in the
+    order they arrive (``Probe`` from any source for the length, then ``Recv``): ``{src:
+    bytes}``. Every send is posted before any receive blocks, so the phase cannot deadlock;
+    the phase's own tag keeps a fast rank's next phase apart (MPI keeps one pair's messages of
+    one tag in order, and no rank starts a phase before it has all of the previous one's)."""
+    from mpi4py import MPI
+
+    reqs = [comm.Isend(payload, dest=dst, tag=tag) for dst, payload in sends.items()]
+    got: dict[int, np.ndarray] = {}
+    status = MPI.Status()
+    for _ in range(nrecv):
+        comm.Probe(source=MPI.ANY_SOURCE, tag=tag, status=status)
+        src = status.Get_source()
+        got[src] = np.empty(status.Get_count(MPI.BYTE), dtype=np.uint8)
+        comm.Recv(got[src], source=src, tag=tag)
+    MPI.Request.Waitall(reqs)
+    return got
+
+
+class SparseSum(NamedTuple):
+    """The result: the sum's nonzero ``indices`` (sorted) and ``values``, or, where a block
+    arrived dense, the whole vector (``indices`` is ``None``, ``values`` has ``nelems``)."""
+
+    indices: np.ndarray | None
+    values: np.ndarray
+    nelems: int
+
+    def dense(self) -> np.ndarray:
+        """The sum as a dense vector of ``nelems`` values."""
+        if self.indices is None:
+            return self.values
+        out = np.zeros(self.nelems, dtype=self.values.dtype)
+        out[self.indices] = self.values
+        return out
+
+
+def _merge(parts: list[tuple[np.ndarray | None, np.ndarray]], size: int, dtype: np.dtype):
+    """Sum the block's contributions: ``(sorted indices, values)`` when all are pairs (a merge
+    of their sorted runs), ``(None, dense block)`` when any arrived dense."""
+    if any(rel is None for rel, _ in parts):
+        acc = np.zeros(size, dtype=dtype)
+        for rel, v in parts:
+            if rel is None:
+                acc += v
+            else:
+                acc[rel] += v  # distinct indices within one contribution
+        return None, acc
+    idx = np.concatenate([rel.astype(np.int32, copy=False) for rel, _ in parts])
+    val = np.concatenate([v for _, v in parts])
+    if not idx.size:
+        return idx, val
+    order = np.argsort(idx, kind="stable")  # timsort: p sorted runs merge in O(nnz log p)
+    idx, val = idx[order], val[order]
+    starts = np.flatnonzero(np.concatenate([[True], idx[1:] != idx[:-1]]))
+    return idx[starts], np.add.reduceat(val, starts)
 
 
 def sparse_allreduce(
@@ -87,8 +134,9 @@ def sparse_allreduce(
     *,
     dynamic: bool = True,
     run: SparseRun | None = None,
-) -> np.ndarray:
-    """The dense sum (``nelems`` values) of every rank's sparse vector, on every rank.
+) -> SparseSum:
+    """The sum of every rank's sparse vector, on every rank (:meth:`SparseSum.dense` for the
+    dense vector).
 
     Args:
         comm: an mpi4py communicator; every rank calls with the same ``nelems`` and ``dynamic``.
@@ -117,40 +165,40 @@ def sparse_allreduce(
     edges = np.arange(p + 1, dtype=np.int64) * nelems // p
     cut = np.searchsorted(idx, edges)
     lo, hi = int(edges[r]), int(edges[r + 1])
-    acc = np.zeros(hi - lo, dtype=dtype)
-    mask = np.zeros(hi - lo, dtype=bool)
-    own = slice(cut[r], cut[r + 1])
-    acc[idx[own] - lo] = val[own]
-    mask[idx[own] - lo] = True
-    for t in range(1, p):  # split: block r + t out, block r in
-        dst, src = (r + t) % p, (r - t) % p
+    parts = [(idx[cut[r] : cut[r + 1]] - lo, val[cut[r] : cut[r + 1]])]
+    sends = {}
+    for t in range(1, p):  # split: block r + t to rank r + t
+        dst = (r + t) % p
         part = slice(cut[dst], cut[dst + 1])
-        kind, payload = _message(
+        dense, sends[dst] = _message(
             idx[part], val[part], int(edges[dst]), int(edges[dst + 1]), dynamic, dtype
         )
-        run.sent["split"] += payload.size
-        run.dense["split"] |= kind == _DENSE
-        k, buf = _exchange(comm, dst, src, kind, payload)
-        rel, v = _unpack(k, buf, lo, hi, dtype)
-        if rel is None:
-            acc += v
-            mask[:] = True
-        else:
-            acc[rel] += v  # distinct indices within one message
-            mask[rel] = True
+        run.sent["split"] += sends[dst].size
+        run.dense["split"] |= dense
+    for buf in _phase(comm, sends, p - 1, _TAG).values():
+        parts.append(_unpack(buf, lo, hi, dtype, dynamic))
+    rel, summed = _merge(parts, hi - lo, dtype)
+    if rel is None:
+        dense, payload = True, summed.view(np.uint8)
+    else:
+        dense, payload = _message(rel + lo, summed, lo, hi, dynamic, dtype)
+    blocks: list[tuple[np.ndarray | None, np.ndarray]] = [(None, np.empty(0))] * p
+    blocks[r] = (rel, summed)
+    run.sent["allgather"] += payload.size * (p - 1)
+    run.dense["allgather"] |= dense
+    got = _phase(comm, {(r + t) % p: payload for t in range(1, p)}, p - 1, _TAG + 1)
+    for src, buf in got.items():  # allgather: block src from rank src
+        blocks[src] = _unpack(buf, int(edges[src]), int(edges[src + 1]), dtype, dynamic)
+    if all(b is not None for b, _ in blocks):  # every block as pairs: a sorted sparse sum
+        return SparseSum(
+            np.concatenate([b.astype(np.int64) + edges[j] for j, (b, _) in enumerate(blocks)]),
+            np.concatenate([v for _, v in blocks]),
+            nelems,
+        )
     out = np.zeros(nelems, dtype=dtype)
-    out[lo:hi] = acc
-    union = np.flatnonzero(mask) + lo
-    kind, payload = _message(union, acc[union - lo], lo, hi, dynamic, dtype)
-    for t in range(1, p):  # allgather: block r out to r + t, block r - t in
-        dst, src = (r + t) % p, (r - t) % p
-        run.sent["allgather"] += payload.size
-        run.dense["allgather"] |= kind == _DENSE
-        k, buf = _exchange(comm, dst, src, kind, payload)
-        a, b = int(edges[src]), int(edges[src + 1])
-        rel, v = _unpack(k, buf, a, b, dtype)
-        if rel is None:
-            out[a:b] = v
+    for j, (b, v) in enumerate(blocks):
+        if b is None:
+            out[edges[j] : edges[j + 1]] = v
         else:
-            out[a + rel.astype(np.int64)] = v
-    return out
+            out[edges[j] + b] = v
+    return SparseSum(None, out, nelems)

@@ -39,6 +39,8 @@ def _vector(comm, nelems: int, density: Density, seed: int):
 @pytest.mark.parametrize("distribution", ["uniform", "powerlaw"])
 @pytest.mark.parametrize("density", [0.001, 0.01, 0.2, 0.5, 1.0])
 def test_sparse_allreduce_is_the_dense_sum(comm, density, distribution, dynamic):
+    from mpi4py import MPI
+
     for seed, nelems in enumerate([7, 1000, 40_009]):
         if nelems < comm.Get_size():
             continue
@@ -46,7 +48,12 @@ def test_sparse_allreduce_is_the_dense_sum(comm, density, distribution, dynamic)
         want = np.empty_like(dense)
         comm.Allreduce(dense, want)
         got = sparse_allreduce(comm, idx, val, nelems, dynamic=dynamic)
-        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(got.dense(), want)
+        if got.indices is not None:  # a sparse result: sorted, distinct, the union of supports
+            assert (np.diff(got.indices) > 0).all()
+            support = np.empty(nelems, dtype=bool)
+            comm.Allreduce(dense != 0, support, op=MPI.LOR)
+            assert set(np.flatnonzero(support)) <= set(got.indices.tolist())
 
 
 def test_dynamic_goes_dense_at_half_density_and_stays_sparse_at_one_percent(comm):
