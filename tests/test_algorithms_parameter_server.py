@@ -175,3 +175,14 @@ def test_the_bound_with_helpers_counts_workers_and_in_network_reduction():
             s = _ps(p, k, "dedicated")
             pred = Hockney(2.7e-6, 3.1e-10, 7.7e-11).predict(s, SIZES)
             assert not pred.notes, (p, k, pred.notes)  # never below the bound
+
+
+def test_a_model_whose_bound_takes_no_helpers_gives_0_not_a_wrong_bound():
+    from commsim.models import TwoLevelHockney, bound_of
+
+    model = TwoLevelHockney(("1us", "100GB/s"), ("5us", "10GB/s"), ranks_per_node=4, gamma=0)
+    s = _ps(8, 4, "dedicated")
+    pred = model.predict(s, SIZES)
+    assert not pred.notes and (pred.time > 0).any()
+    bound, name = bound_of(model, "allreduce", 8, SIZES, helpers=4)
+    assert (bound == 0).all() and "does not take helper ranks" in name

@@ -33,7 +33,10 @@ import numpy as np
 
 from commsim._collectives import spec
 
-__all__ = ["bound_of", "lower_bound"]
+__all__ = ["bound_of", "lower_bound", "model_bound"]
+
+#: What a model's bound is called when it cannot account for helper ranks (it is then 0).
+NO_HELPER_BOUND = "none (0): this model's bound does not take helper ranks"
 
 
 def _rounds(p: int, ports: int) -> int:
@@ -119,8 +122,30 @@ def bound_of(
         >>> bound_of(Hockney(1.0, 0.001, 0.0), "allreduce", 4, 1000.0)
         (3.5, 'Chan et al. 2007 lower bound')
     """
+    if helpers and not _takes_helpers(model.lower_bound):
+        return 0.0 * np.asarray(nbytes, dtype=np.float64), NO_HELPER_BOUND
     extra = {"helpers": helpers} if helpers else {}
     per_call = getattr(model, "bound", None)
     if callable(per_call):
         return per_call(collective, nranks, nbytes, **extra)
     return model.lower_bound(collective, nranks, nbytes, **extra), model.bound_name
+
+
+def model_bound(model: Any, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
+    """``model.lower_bound`` for a schedule with ``helpers`` helper ranks (IR rule 7): passed on
+    when there are some; 0 (a true, empty bound) from a model whose ``lower_bound`` does not take
+    them, rather than a bound that assumes every rank holds data."""
+    return (
+        bound_of(model, collective, nranks, nbytes, helpers)[0]
+        if helpers
+        else (model.lower_bound(collective, nranks, nbytes))
+    )
+
+
+def _takes_helpers(method: Any) -> bool:
+    import inspect
+
+    try:
+        return "helpers" in inspect.signature(method).parameters
+    except (TypeError, ValueError):  # a builtin without a signature
+        return False
