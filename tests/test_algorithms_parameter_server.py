@@ -186,3 +186,11 @@ def test_a_model_whose_bound_takes_no_helpers_gives_0_not_a_wrong_bound():
     assert not pred.notes and (pred.time > 0).any()
     bound, name = bound_of(model, "allreduce", 8, SIZES, helpers=4)
     assert (bound == 0).all() and "does not take helper ranks" in name
+
+
+def test_the_tuner_never_picks_dedicated_servers():
+    """Dedicated servers reduce fewer ranks' data: faster at small sizes, never a candidate."""
+    from commsim.tuner import sweep
+
+    result = sweep("allreduce", Hockney(), 16, [1024, 2**26], algorithms=["parameter_server"])
+    assert {c.params["placement"] for c in result.candidates} == {"colocated"}
