@@ -12,7 +12,7 @@ Run under ``mpirun`` (every rank runs this script)::
 Dense ring is the registry's ring schedule on :class:`commsim.exec.mpi.HostMpiBackend`
 (mpi4py on numpy buffers; its baseline is ``MPI_Allreduce`` called the same way), timed by
 :func:`commsim.bench.measure_in_place`: a barrier before each run, the slowest rank's time, the
-median of ``--iters``. Sparse allreduce (:mod:`commsim.sparse._mpi`) is timed the same way here:
+median of ``--iters``. Sparse allreduce (:func:`commsim.sparse.sparse_allreduce`) is timed the same way here:
 a barrier, ``MPI.Wtime`` around the call, the slowest rank's time (``MPI_MAX``), the median. Its
 input is each rank's random vector of the given density (uniform), float32 values and int32
 indices; its output is the sum on every rank (sparse where every block stayed sparse: the
@@ -68,8 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     from commsim.bench import BenchRequest, measure_in_place
     from commsim.exec import get_backend, layout
     from commsim.models import Hockney
-    from commsim.sparse import Density, sparse_allreduce_cost
-    from commsim.sparse._mpi import SparseRun, sparse_allreduce
+    from commsim.sparse import Density, SparseRun, sparse_allreduce, sparse_allreduce_cost
     from commsim.units import format_time, parse_size
 
     comm = MPI.COMM_WORLD

@@ -4,8 +4,8 @@ Sparse allreduce sits **beside** the schedule IR, not in it: a :class:`commsim.S
 slot ranges whose sizes are fixed before any data exists, while a sparse message carries
 index/value pairs whose count depends on the data (and grows as partial sums merge). So the
 algorithm has its own cost here, with expected message sizes from a :class:`Density`, and its
-own executor (:mod:`commsim.sparse._mpi`); the dense side of every comparison is the registry's
-ring through the ordinary models.
+own executor (:func:`commsim.sparse.sparse_allreduce`); the dense side of every comparison is
+the registry's ring through the ordinary models.
 
 **Split-allgather** (SparCML's SSAR_Split_allgather): the vector of ``N`` elements is cut into
 ``p`` blocks. Split: every rank sends the nonzeros of block ``j`` to rank ``j`` (``p - 1`` rounds

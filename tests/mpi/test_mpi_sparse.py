@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from commsim.errors import ParameterError
-from commsim.sparse import Density
-from commsim.sparse._mpi import SparseRun, sparse_allreduce
+from commsim.sparse import Density, SparseRun, sparse_allreduce
 
 pytestmark = pytest.mark.mpi
 
