@@ -96,20 +96,56 @@ class CollectiveSpec:
             )
         return ndata // unit
 
-    def initial(self, nranks: int, ndata: int, root: int) -> np.ndarray:
-        """Boolean ``[nranks, ndata]``: which data slots hold input before the collective."""
+    def check_helpers(self, nranks: int, helpers: int, root: int = 0) -> None:
+        """Raise :class:`ScheduleError` unless ``helpers`` helper ranks fit this collective.
+
+        Helper ranks (the last ``helpers`` of ``nranks``: dedicated parameter servers, a switch
+        that reduces) hold no data: the collective is the same collective over the first
+        ``nranks - helpers`` ranks, its **workers**. At least one worker is needed, the root of a
+        rooted collective is a worker, and only collectives without per-rank blocks (allreduce,
+        broadcast, reduce) take helpers: a block per rank would have to say whose block a helper
+        holds.
+        """
+        if not 0 <= helpers < nranks:
+            raise ScheduleError(
+                f"helpers must be in [0, {nranks - 1}] (at least one of the {nranks} ranks "
+                f"holds data), got {helpers}"
+            )
+        if helpers and self.block_multiple:
+            raise ScheduleError(
+                f"{self.name} has a block per rank, so it cannot have helper ranks (ranks that "
+                "hold no data); allreduce, broadcast and reduce can"
+            )
+        if helpers and self.rooted and root >= nranks - helpers:
+            raise ScheduleError(
+                f"the root {root} of {self.name} must be a worker (a rank below "
+                f"{nranks - helpers}), not a helper rank"
+            )
+
+    def initial(self, nranks: int, ndata: int, root: int, helpers: int = 0) -> np.ndarray:
+        """Boolean ``[nranks, ndata]``: which data slots hold input before the collective
+        (on helper ranks, none: see :meth:`check_helpers`)."""
         m = self.check_layout(nranks, ndata)
         defined = np.zeros((nranks, ndata), dtype=bool)
-        self._initial(defined, m, root)
+        self._initial(defined[: nranks - helpers], m, root)
         return defined
 
-    def expected(self, init: np.ndarray, root: int) -> tuple[np.ndarray, np.ndarray]:
+    def expected(
+        self, init: np.ndarray, root: int, helpers: int = 0
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Given the input values ``init`` (``[p, ndata]``), the required result and its mask.
 
-        Reductions are sums in ``uint64`` (wrapping), matching the verifier's interpreter.
+        Reductions are sums in ``uint64`` (wrapping), matching the verifier's interpreter. With
+        ``helpers``, the result is the collective over the workers' rows alone, and the mask
+        requires nothing of the helpers' rows.
         """
         m = self.check_layout(*init.shape)
-        return self._expected(init, m, root)
+        if not helpers:
+            return self._expected(init, m, root)
+        w = init.shape[0] - helpers
+        want, mask = np.zeros_like(init), np.zeros(init.shape, dtype=bool)
+        want[:w], mask[:w] = self._expected(init[:w], m, root)
+        return want, mask
 
     # -- elements: user arrays in and out of per-rank buffers ----------------------------------
     def nbytes_units(self, data_units: int) -> int:
@@ -120,18 +156,25 @@ class CollectiveSpec:
         """The collective's element count when each rank's input holds ``input_length``."""
         return input_length * nranks if self.input_region is _own_block else input_length
 
-    def reference(self, inputs: np.ndarray, root: int = 0) -> np.ndarray:
+    def reference(self, inputs: np.ndarray, root: int = 0, helpers: int = 0) -> np.ndarray:
         """The collective computed directly with numpy (never looking at a schedule).
 
         ``inputs`` is ``[p, input length]``; rows the collective leaves undefined (non-roots of
-        reduce) come back as their input. Floating-point overflow gives ``inf``, silently.
+        reduce, helper ranks, whose inputs take no part) come back as their input.
+        Floating-point overflow gives ``inf``, silently.
         """
         with np.errstate(over="ignore", invalid="ignore"):
-            return self._reference(inputs, root)
+            if not helpers:
+                return self._reference(inputs, root)
+            out = np.array(inputs, copy=True)
+            w = len(inputs) - helpers
+            out[:w] = self._reference(inputs[:w], root)
+            return out
 
-    def checked_ranks(self, nranks: int, root: int = 0) -> np.ndarray:
-        """Ranks whose output the collective defines (all but reduce's non-roots)."""
-        return np.array([root]) if self.rooted and self.reduces else np.arange(nranks)
+    def checked_ranks(self, nranks: int, root: int = 0, helpers: int = 0) -> np.ndarray:
+        """Ranks whose output the collective defines (all but reduce's non-roots and helper
+        ranks)."""
+        return np.array([root]) if self.rooted and self.reduces else np.arange(nranks - helpers)
 
 
 # ---------------------------------------------------------------------------------------------

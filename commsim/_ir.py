@@ -37,6 +37,12 @@ Semantics (enforced by :func:`commsim.verify`):
    verifier still runs the steps in order); what channels add is a promise the verifier checks:
    a ``(rank, slot)`` written on one channel is read or written on no other, so any interleaving
    of the channels that keeps each channel's order computes the same result.
+7. **Helper ranks hold no data.** The last ``helpers`` ranks (``Schedule.helpers``, default 0)
+   are helpers: dedicated parameter servers, a reducing switch. They start with every slot empty
+   (rule 4 applies: they must receive before they send), take no part in the collective's
+   inputs, and nothing is required of their buffers at the end; the collective is computed over
+   the first ``nranks - helpers`` ranks, the **workers**
+   (:meth:`commsim.CollectiveSpec.check_helpers` says which collectives allow them).
 
 A schedule is immutable (a frozen dataclass): :func:`dataclasses.replace` makes changed copies,
 which is how the combinators (:mod:`commsim.algorithms._combinators`) build new schedules.
@@ -263,6 +269,8 @@ class Schedule:
         params: the algorithm's parameters, for display only.
         ntransfers_hint: total transfer count, when the builder knows it without iterating.
         max_step_transfers_hint: the largest step's transfer count, when known (memory estimates).
+        helpers: how many of the last ranks are helper ranks that hold no data (IR rule 7);
+            ``nranks - helpers`` ranks are the workers the collective is computed over.
     """
 
     collective: str
@@ -277,6 +285,7 @@ class Schedule:
     params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     ntransfers_hint: int | None = None
     max_step_transfers_hint: int | None = None
+    helpers: int = 0
 
     def __post_init__(self) -> None:
         sp = spec(self.collective)  # UnknownNameError for a bad name
@@ -292,7 +301,10 @@ class Schedule:
         ndata = len(units) if self.ndata is None else _whole_number("ndata", self.ndata, 1)
         if ndata > len(units):
             raise ScheduleError(f"ndata={ndata} out of range for {len(units)} slots")
+        helpers = _whole_number("helpers", self.helpers, 0)
+        sp.check_helpers(p, helpers, root)
         set_ = functools.partial(object.__setattr__, self)
+        set_("helpers", helpers)
         set_("slot_units", units)
         set_("nranks", p)
         set_("root", root)
@@ -344,6 +356,11 @@ class Schedule:
     def spec(self) -> CollectiveSpec:
         """What the collective means (:class:`commsim.CollectiveSpec`)."""
         return spec(self.collective)
+
+    @property
+    def workers(self) -> int:
+        """Ranks that hold the collective's data: all but the helper ranks (IR rule 7)."""
+        return self.nranks - self.helpers
 
     @property
     def nslots(self) -> int:
@@ -475,6 +492,7 @@ class Schedule:
 
     def __repr__(self) -> str:
         root = f", root={self.root}" if self.spec.rooted else ""
+        root += f", helpers={self.helpers}" if self.helpers else ""
         return (
             f"Schedule({self.algorithm!r}, {self.collective}{root}, nranks={self.nranks}, "
             f"nslots={self.nslots}, nsteps={self.nsteps})"
@@ -499,6 +517,8 @@ class Schedule:
         """
         h = hashlib.sha256()
         head = (self.collective, self.root, self.nranks, self.ndata, self.nsteps)
+        if self.helpers:  # schedules without helper ranks keep the fingerprint they always had
+            head += (self.helpers,)
         h.update(repr(head).encode())
         h.update(self.slot_units.tobytes())
         for st in self.steps():
@@ -522,6 +542,7 @@ class Schedule:
             "nslots": self.nslots,
             "ndata": self.ndata,
             "nchannels": self.nchannels,
+            **({"helpers": self.helpers} if self.helpers else {}),
             "nsteps": self.nsteps,
             "ntransfers": self.ntransfers,
             "params": self.params,

@@ -31,7 +31,8 @@ JSON layout (``version`` 2; version 1 files, which said ``"name"`` for ``"algori
 
 ``nchannels`` (IR rule 6) is written, and each step's ``channel`` field, only when the schedule
 has more than one channel: single-channel files are byte-identical to those of earlier versions,
-and a file without them loads as one channel.
+and a file without them loads as one channel. ``helpers`` (IR rule 7) likewise: written only
+when the schedule has helper ranks, 0 when absent.
 
 The NPZ form holds the same metadata as a JSON string (``meta``) plus each transfer field
 concatenated over all steps and ``step_ptr`` (step ``i`` is ``[step_ptr[i], step_ptr[i+1])``).
@@ -89,6 +90,7 @@ def _meta(schedule: Schedule) -> dict[str, Any]:
         "slot_units": schedule.slot_units.tolist(),
         "ndata": schedule.ndata,
         **({"nchannels": schedule.nchannels} if schedule.nchannels > 1 else {}),
+        **({"helpers": schedule.helpers} if schedule.helpers else {}),
         "params": {k: v if isinstance(v, (int, float, str, bool)) else str(v)
                    for k, v in schedule.params.items()},
     }  # fmt: skip
@@ -377,6 +379,7 @@ def _header(data: Any, source: str) -> dict[str, Any]:
         "slot_units": units,
         "ndata": _integer(data, "ndata", len(units), 1, len(units), source),
         "nchannels": _integer(data, "nchannels", 1, 1, 2**20, source),
+        "helpers": _integer(data, "helpers", 0, 0, p - 1, source),
         "algorithm": str(data.get("algorithm" if version > 1 else "name", Path(source).stem)),
         "params": params if isinstance(params, dict) else {},
     }

@@ -8,6 +8,8 @@ two writes to one ``(rank, slot)`` in a step (unless both reduce), and reads of,
 a slot that holds no data yet. A schedule with several channels must also keep them independent
 (IR rule 6): a ``(rank, slot)`` written on one channel is read or written on no other
 (:class:`_ChannelOwners`), so every interleaving of its channels computes the one result checked.
+Helper ranks (IR rule 7) start with no data and are held to nothing: the result is checked on the
+workers, against the collective over the workers' inputs alone.
 
 When the final state is wrong, the error names the first wrong ``(rank, slot)``, the step that
 last wrote it and, for reductions on small schedules, whose contribution is missing or counted
@@ -355,7 +357,7 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
     _check_memory(schedule)
     p, D = schedule.nranks, schedule.ndata
     try:
-        pre = schedule.spec.initial(p, D, schedule.root)
+        pre = schedule.spec.initial(p, D, schedule.root, schedule.helpers)
     except ScheduleError as e:
         raise ScheduleError(f"{_where(schedule)}: {e}") from None
     values, stamp = _start_state(schedule, pre, seed)
@@ -367,7 +369,7 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
         del values, stamp
         r, j = bad_at
         init = _inputs(schedule, seed)
-        pre = schedule.spec.initial(p, D, schedule.root)
+        pre = schedule.spec.initial(p, D, schedule.root, schedule.helpers)
         # a second pass that remembers who last wrote each slot, for the error message
         values, defined = _initial_state(schedule, init, pre)
         it = _Interpreter(schedule, values.reshape(-1), defined.reshape(-1), track=True)
@@ -428,7 +430,9 @@ def _expected(schedule: Schedule, values: np.ndarray) -> tuple[np.ndarray, np.nd
     Most collectives' result is one row broadcast to every rank (a view): its row is copied,
     not the ``[p, ndata]`` array; a result that is a view of ``values`` is copied.
     """
-    want, mask = schedule.spec.expected(values[:, : schedule.ndata], schedule.root)
+    want, mask = schedule.spec.expected(
+        values[:, : schedule.ndata], schedule.root, schedule.helpers
+    )
     if want.ndim == 2 and want.strides[0] == 0:
         return np.broadcast_to(want[0].copy(), want.shape), mask
     if np.may_share_memory(want, values):

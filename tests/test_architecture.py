@@ -192,6 +192,7 @@ FLOORS = (
         "commsim.exec",
         "commsim.interop",
         "commsim.viz",
+        "commsim.sparse",
     ),
     ("commsim._cluster_model",),
     ("commsim.tuner",),

@@ -15,6 +15,7 @@ from commsim.algorithms import (  # noqa: F401
     hierarchical,
     nccl,
     packed_rings,
+    parameter_server,
     recursive,
     ring,
     swing,

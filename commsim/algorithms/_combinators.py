@@ -37,8 +37,10 @@ def lazy(
     ntransfers_hint: int | None = None,
     max_step_transfers_hint: int | None = None,
     nchannels: int = 1,
+    helpers: int = 0,
 ) -> Schedule:
-    """A schedule for root 0 of ``collective`` from its step function."""
+    """A schedule for root 0 of ``collective`` from its step function (``helpers``: how many of
+    the last ranks hold no data, IR rule 7)."""
     return Schedule(
         collective=collective,
         nranks=nranks,
@@ -51,6 +53,7 @@ def lazy(
         ntransfers_hint=ntransfers_hint,
         max_step_transfers_hint=max_step_transfers_hint,
         nchannels=nchannels,
+        helpers=helpers,
     )
 
 
@@ -71,6 +74,8 @@ def concat(
     for s in parts[1:]:
         if s.nranks != first.nranks:
             raise ScheduleError(f"concat: nranks differ ({first.nranks} vs {s.nranks})")
+        if s.helpers != first.helpers:
+            raise ScheduleError(f"concat: helper ranks differ ({first.helpers} vs {s.helpers})")
         if not np.array_equal(s.slot_units, first.slot_units):
             raise ScheduleError(
                 f"concat: slot layouts of {first.algorithm!r} and {s.algorithm!r} differ"
@@ -96,6 +101,7 @@ def concat(
         params=params if params is not None else {},
         ntransfers_hint=None if None in known else sum(known),  # type: ignore[arg-type]
         max_step_transfers_hint=None if None in maxes else max(maxes),  # type: ignore[type-var]
+        helpers=first.helpers,
     )
 
 
@@ -118,6 +124,12 @@ def relabel(
         raise ScheduleError("rank_map must map virtual ranks to distinct ranks >= 0")
     if len(rank_map) and rank_map.max() >= nranks:
         raise ScheduleError(f"rank_map points past nranks={nranks}")
+    h = schedule.helpers
+    if h and not np.array_equal(rank_map[-h:], np.arange(nranks - h, nranks)):
+        raise ScheduleError(
+            "relabel: helper ranks (IR rule 7) must stay the last ranks: map them to "
+            f"{nranks - h}..{nranks - 1}"
+        )
     return dataclasses.replace(
         schedule,
         nranks=nranks,

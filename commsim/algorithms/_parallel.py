@@ -55,7 +55,7 @@ def parallel(
         raise ParameterError(f"parallel splits a buffer into at most {MAX_PARTS} parts")
     first = parts[0]
     for s in parts[1:]:
-        for what in ("collective", "nranks", "root", "ndata"):
+        for what in ("collective", "nranks", "root", "ndata", "helpers"):
             if getattr(s, what) != getattr(first, what):
                 raise ScheduleError(
                     f"parallel: {what} of {first.algorithm!r} and {s.algorithm!r} differ "
@@ -88,6 +88,7 @@ def parallel(
         nchannels=offsets[-1],
         algorithm=algorithm or "||".join(s.algorithm for s in parts),
         params=params if params is not None else {},
+        helpers=first.helpers,
     )
 
 

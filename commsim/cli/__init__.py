@@ -16,6 +16,7 @@ Commands (``commsim COMMAND --help`` shows each one's options and examples)::
     commsim validate   -c COLLECTIVE [-a A1,A2,..] -p P [-s SIZES] [MODEL] [--backend B] [--all]
     commsim run        -c COLLECTIVE -a ALGORITHM -p P [-s SIZES] [--backend B] [--trace t.json]
     commsim export     -c COLLECTIVE -a ALGORITHM -p P --format msccl|goal -o FILE
+    commsim sparse     -p P [-s SIZES] --density D[,D..] [--distribution powerlaw] [--plot F]
 
 Units. Sizes are bytes with an optional unit: ``B``, decimal ``KB MB GB`` (powers of 1000) or
 binary ``KiB MiB GiB`` (powers of 1024); ``--sizes`` takes lists and ranges (``1KiB,64MiB``,

@@ -19,6 +19,7 @@ from commsim.cli import (
     run,
     sensitivity,
     show,
+    sparse,
     topology,
     tune,
     validate,
@@ -46,7 +47,7 @@ class Command(Protocol):
 #: the commands, in the order ``commsim --help`` lists them
 COMMANDS: tuple[Command, ...] = (
     algorithms, show, verify, predict, compare, sensitivity, whatif, tune, topology,
-    calibrate, validate, run, export,
+    calibrate, validate, run, export, sparse,
 )  # fmt: skip
 
 

@@ -136,7 +136,7 @@ def compute(request: PredictRequest) -> PredictResult:
     with Progress(s.nsteps * s.nranks, "commsim", enabled=request.progress, count=False) as bar:
         counted, ntransfers = _counting(bar.track(s, f"predict {s.algorithm} p={s.nranks}"))
         pred = request.model.predict(counted, sizes)
-    bound, bound_name = bound_of(request.model, s.collective, s.nranks, sizes)
+    bound, bound_name = bound_of(request.model, s.collective, s.nranks, sizes, s.helpers)
     with np.errstate(invalid="ignore"):  # p = 1: time 0, algbw inf, busbw factor 0
         time, algbw, busbw, bound = (
             np.atleast_1d(np.asarray(x, float)) for x in (pred.time, pred.algbw, pred.busbw, bound)

@@ -34,6 +34,7 @@ class Layout:
     offsets: np.ndarray  # [nslots + 1] element offsets of the slots
     data_elems: int  # elements of the data slots (the collective's buffer)
     count: int  # the collective's element count that actually runs
+    helpers: int = 0  # the last ranks hold no data (IR rule 7): inputs ignored, outputs unchecked
 
     @property
     def nelems(self) -> int:
@@ -63,13 +64,15 @@ class Layout:
         return np.take_along_axis(buffers, idx, axis=1)
 
     def pack(self, inputs: np.ndarray) -> np.ndarray:
-        """User inputs ``[p, ...]`` → full per-rank buffers ``[p, nelems]`` (zeros elsewhere)."""
+        """User inputs ``[p, ...]`` → full per-rank buffers ``[p, nelems]`` (zeros elsewhere, and
+        on helper ranks, whose input rows are ignored)."""
         want = self.input_shape()
         if inputs.shape != want:
             raise CommsimError(f"{self.spec.name} input must have shape {want}, got {inputs.shape}")
         buf = np.zeros((self.nranks, self.nelems), dtype=inputs.dtype)
         idx = self._index(self.spec.input_region(self.nranks, self.count))
         np.put_along_axis(buf, idx, inputs, axis=1)
+        buf[self.nranks - self.helpers :] = 0  # helper ranks hold no data
         return buf
 
     def unpack(self, buffers: np.ndarray) -> np.ndarray:
@@ -86,12 +89,13 @@ class Layout:
         return out
 
     def reference(self, inputs: np.ndarray, root: int = 0) -> np.ndarray:
-        """The collective's result computed directly (:meth:`CollectiveSpec.reference`)."""
-        return self.spec.reference(inputs, root)
+        """The collective's result computed directly (:meth:`CollectiveSpec.reference`), over
+        the workers' rows (helper ranks' inputs take no part)."""
+        return self.spec.reference(inputs, root, self.helpers)
 
     def checked_rows(self, root: int = 0) -> np.ndarray:
-        """Ranks whose output the collective defines (all but reduce's non-roots)."""
-        return self.spec.checked_ranks(self.nranks, root)
+        """Ranks whose output the collective defines (all but reduce's non-roots and helpers)."""
+        return self.spec.checked_ranks(self.nranks, root, self.helpers)
 
 
 def layout(schedule: Schedule, count: int) -> Layout:
@@ -122,4 +126,4 @@ def layout(schedule: Schedule, count: int) -> Layout:
                 f"{schedule.collective} {schedule.algorithm!r}: rank blocks have unequal sizes; "
                 "executors need equal blocks"
             )
-    return Layout(p, sp, per_unit, offsets, data, sp.nbytes_units(data))
+    return Layout(p, sp, per_unit, offsets, data, sp.nbytes_units(data), schedule.helpers)

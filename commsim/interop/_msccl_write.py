@@ -169,6 +169,11 @@ def msccl_program(
         ParameterError: a bad option. ResourceError: past one of the executor's limits.
     """
     _check_options(proto, nchannels, min_bytes, max_bytes)
+    if schedule.helpers:
+        raise ParameterError(
+            f"{schedule.algorithm} p={schedule.nranks}: MSCCL-IR has no ranks that hold no data "
+            f"(this schedule has {schedule.helpers} helper ranks); export it as JSON or GOAL"
+        )
     s = schedule.materialize()
     lay = Layout(s, inplace)
     ranks = lower(s, lay, fuse)

@@ -35,9 +35,10 @@ class Model(Protocol):
         """Time ``schedule`` for message size(s) ``nbytes`` (a number or a 1-D array of bytes)."""
         ...
 
-    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
         """Seconds no schedule of ``collective`` on ``nranks`` ranks can beat under this model
-        (a float for a number ``nbytes``, an array for an array)."""
+        (a float for a number ``nbytes``, an array for an array); ``helpers`` of the ranks hold
+        no data (IR rule 7; callers pass it only when nonzero)."""
         ...
 
     def timeline(

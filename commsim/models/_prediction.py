@@ -30,6 +30,7 @@ import numpy as np
 
 from commsim import units
 from commsim._ir import Schedule
+from commsim.models._bounds import model_bound
 
 __all__ = ["TIE_RTOL", "Prediction", "below_bound_note", "fastest", "tied"]
 
@@ -48,7 +49,7 @@ class _Rule(Protocol):
 
     def describe(self) -> str: ...
 
-    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any: ...
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any: ...
 
 
 def tied(times: Any) -> np.ndarray:
@@ -175,7 +176,7 @@ class Prediction:
             (3.0, (4,), ())
         """
         time = rank_time.max(axis=0) if len(rank_time) else np.zeros(len(sizes))
-        bound = model.lower_bound(schedule.collective, schedule.nranks, sizes)
+        bound = model_bound(model, schedule.collective, schedule.nranks, sizes, schedule.helpers)
         if callable(network):
             network = network(time)
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from commsim._ir import Schedule
 from commsim.errors import ParameterError
+from commsim.models._bounds import model_bound
 from commsim.models._inputs import as_schedule, as_sizes
 from commsim.models._library import PROTOCOLS, Protocol
 from commsim.models._model import Model
@@ -78,9 +79,9 @@ class ProtocolChoice:
     def to_dict(self) -> dict[str, Any]:
         return {**self._first.to_dict(), "protocol": "auto", "protocols": list(self.models)}
 
-    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
         """The models' bound (a protocol only slows messages down, so the first one's holds)."""
-        return self._first.lower_bound(collective, nranks, nbytes)
+        return model_bound(self._first, collective, nranks, nbytes, helpers)
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Per size, the prediction of the fastest protocol; ``protocol`` names it."""

@@ -202,12 +202,13 @@ class Hockney:
             **({"message": self.message.to_dict(), "source": self.source} if self.message else {}),
         }
 
-    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
         """Chan et al. 2007's bound with this model's α, β, γ (:func:`commsim.models.lower_bound`);
-        with several links, the injection bound (every link of a rank busy)."""
+        with several links, the injection bound (every link of a rank busy); ``helpers``: ranks
+        that hold no data (IR rule 7)."""
         return lower_bound(
             collective, nranks, nbytes, self.alpha, self.beta, self.gamma,
-            ports=self._k(nranks), links=self.links,
+            ports=self._k(nranks), links=self.links, helpers=helpers,
         )  # fmt: skip
 
     @property

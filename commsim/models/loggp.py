@@ -166,15 +166,15 @@ class LogGP:
             "gamma_s_per_byte": self.gamma,
         } | ({"one_sided": True} if self.one_sided else {})
 
-    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
         r"""A valid bound under LogGP: one message (:math:`L + 2o`; one-sided :math:`L + o`)
         when :math:`p > 1`, plus the reductions every reducing collective needs (Chan et al.'s
         γ term). Many small eager messages can beat Hockney's bandwidth term under LogGP (each
         saves a :math:`G`), so no bandwidth term is claimed, and no ⌈lg p⌉ latencies: eager
-        sends overlap them."""
-        reductions = lower_bound(collective, nranks, nbytes, 0.0, 0.0, self.gamma)
+        sends overlap them. ``helpers``: ranks that hold no data (IR rule 7)."""
+        reductions = lower_bound(collective, nranks, nbytes, 0.0, 0.0, self.gamma, helpers=helpers)
         one = self.L + (1 if self.one_sided else 2) * self.o
-        return reductions + (one if nranks > 1 else 0.0)
+        return reductions + (one if nranks - helpers > 1 else 0.0)
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Time ``schedule`` for message size(s) ``nbytes`` (a number, an array or a size

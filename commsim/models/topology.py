@@ -233,12 +233,12 @@ class Topology:
     #: what :meth:`lower_bound` is, for table headers; :meth:`bound` names the one that binds
     bound_name = "strongest graph bound (injection, cut, bisection; docs/bounds.md)"
 
-    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
         """Seconds no schedule of ``collective`` on ``nranks`` ranks can beat on this network
         (:meth:`bound`'s value)."""
-        return self.bound(collective, nranks, nbytes)[0]
+        return self.bound(collective, nranks, nbytes, helpers)[0]
 
-    def bound(self, collective: str, nranks: int, nbytes: Any) -> tuple[Any, str]:
+    def bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> tuple[Any, str]:
         r"""The strongest lower bound of this model's port rules and its name.
 
         A rank drives all of its host's links at once (its channels), so the bound is the
@@ -252,7 +252,9 @@ class Topology:
             \frac{d_\text{out}(S)}{B_\text{out}(S)}\right)
 
         With ``contention="none"`` no link is shared, so a schedule with enough channels moves
-        any number of bytes at once: only the latency term holds.
+        any number of bytes at once: only the latency term holds. So it does for a schedule
+        with ``helpers`` (ranks that hold no data, IR rule 7): the graph bounds assume every
+        rank holds data.
 
         Returns:
             ``(seconds, name)``: a float for a number ``nbytes`` (an array for an array), and
@@ -270,12 +272,14 @@ class Topology:
 
         if nranks > self.network.nhosts:
             place(self.network, nranks, "linear")  # raises the one-line error
-        zero = lower_bound(collective, nranks, nbytes, 0.0, 0.0, 0.0)  # checks the inputs
-        if nranks < 2:
+        zero = lower_bound(collective, nranks, nbytes, 0.0, 0.0, 0.0, helpers=helpers)  # checks
+        if nranks - helpers < 2:
             return zero, "one rank: nothing to move"
         alpha, _ = self._bound_terms(nranks)
         if self.contention == "none":
             return zero + alpha, "one message's latency (contention=none shares no link)"
+        if helpers:
+            return zero + alpha, "one message's latency (helper ranks: no graph bound)"
         cache = self.__dict__.setdefault("_bound_cuts", {})
         cuts = cache.get(nranks)
         if cuts is None:

@@ -34,6 +34,10 @@ depends on the network (under Hockney the orders tie, and the first, the default
 
 Other parameters (``ranks_per_node``, ``dims``, ``inter``) describe the machine or a structural
 choice, so they stay fixed unless listed.
+
+A schedule with **helper ranks** (IR rule 7: ranks that hold no data, such as the
+``parameter_server`` row's ``placement="dedicated"``) is never a candidate: it reduces the data
+of fewer ranks than the collective the tuner is asked for.
 """
 
 from __future__ import annotations
@@ -142,7 +146,9 @@ def families(
     for values in itertools.product(*listed.values()):
         base = {**fixed, **dict(zip(listed, values, strict=True))}
         if not grown:
-            out.append([Candidate(algorithm, base, build(collective, algorithm, nranks, **base))])
+            schedule = build(collective, algorithm, nranks, **base)
+            if not schedule.helpers:  # helper ranks hold no data: not this collective on p ranks
+                out.append([Candidate(algorithm, base, schedule)])
             continue
         out.append(
             _grow(collective, nranks, algorithm, base, grown[0], largest, max_work, min_slot_bytes)

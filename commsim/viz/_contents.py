@@ -40,7 +40,7 @@ def initial_contributions(schedule: Schedule) -> np.ndarray:
             f"{schedule.algorithm} (p={p}, {S} slots): the symbolic state would take "
             f"{p * S * p / 2**20:,.0f} MiB (limit {MAX_STATE / 2**20:,.0f} MiB); use a smaller p"
         )
-    pre = schedule.spec.initial(p, schedule.ndata, schedule.root)
+    pre = schedule.spec.initial(p, schedule.ndata, schedule.root, schedule.helpers)
     holds = np.zeros((p, S, p), dtype=bool)
     r, j = np.nonzero(pre)
     holds[r, j, r] = True
