@@ -21,11 +21,14 @@ prediction below the model's bound).
   format for measured steps.
 * :class:`Twin` (:mod:`commsim.models.twin`, imports JAX on first use) — a model's time for
   one schedule as a pure JAX function of its parameters: ``jit``, ``vmap``, ``grad``.
+* :func:`compressed` — any model with its messages in a wire format (fp16, bf16, int8): the
+  bytes scaled before they reach it, the conversion added to γ (``docs/compression.md``).
 * :func:`as_sizes` — message sizes read as every model reads ``nbytes`` (numbers, arrays, unit
   strings such as ``"1KiB..1GiB"``), for code that sweeps sizes beside a model (the tuner).
 """
 
 from commsim.models._bounds import bound_of, lower_bound
+from commsim.models._compressed import Compressed, compressed
 from commsim.models._contention import CONTENTION
 from commsim.models._inputs import as_sizes
 from commsim.models._library import PROTOCOLS, Protocol
@@ -44,6 +47,7 @@ __all__ = [
     "PROTOCOLS",
     "TIE_RTOL",
     "ChromeTrace",
+    "Compressed",
     "CriticalPath",
     "Hockney",
     "LogGP",
@@ -59,6 +63,7 @@ __all__ = [
     "as_sizes",
     "bound_of",
     "chrome_trace",
+    "compressed",
     "fastest",
     "lower_bound",
     "step_trace",
