@@ -106,12 +106,16 @@ class Wire:
                                    np.shape(magnitude)).copy()  # fmt: skip
         return self.unit_roundoff * np.asarray(magnitude, np.float64) + self.tiny
 
+    def payload_dtype(self, xp: Any = np) -> Any:
+        """The dtype of the payload on the wire, as ``xp`` (numpy or jax.numpy) names it."""
+        return _wire_dtype(self.dtype, xp)
+
     # -- the conversion itself, for numpy and jax.numpy alike (``xp``) --------------------------
     def encode(self, x: Any, xp: Any = np) -> tuple[Any, ...]:
         """``x`` (``[..., n]``) as it travels: ``(payload,)``, or ``(int8 payload, scales)``
         with one float32 scale per :data:`CHUNK` elements of the last axis."""
         if not self.scaled:
-            return (x.astype(_wire_dtype(self.dtype, xp)),)
+            return (x.astype(self.payload_dtype(xp)),)
         n = x.shape[-1]
         nchunks = -(-n // CHUNK)
         y = _blocks(x, nchunks, xp)
