@@ -58,7 +58,7 @@ import numpy as np
 from commsim._collectives import spec
 from commsim.errors import ParameterError, UnknownNameError
 
-__all__ = ["CHUNK", "REDUCING", "WIRES", "Wire", "check_wire", "wire"]
+__all__ = ["CHUNK", "REDUCING", "WIRES", "Wire", "check_data", "check_wire", "wire"]
 
 #: elements per int8 chunk (one float32 scale each): 4/256 bytes of scale per element
 CHUNK = 256
@@ -200,10 +200,15 @@ def check_wire(w: Wire | None, collective: str, dtype: Any = None) -> None:
         return
     if not spec(collective).reduces:
         raise ParameterError(
-            f"--wire {w.name}: a wire format applies to reductions ({', '.join(REDUCING)}); "
+            f"wire format {w.name} applies to reductions ({', '.join(REDUCING)}); "
             f"{collective} only moves data (compress it before the call instead)"
         )
-    if dtype is not None and np.dtype(dtype).name not in ("float32", "float64"):
+    check_data(w, dtype)
+
+
+def check_data(w: Wire | None, dtype: Any) -> None:
+    """Refuse, in one line, a wire format on data that is not float32 or float64."""
+    if w is not None and dtype is not None and np.dtype(dtype).name not in ("float32", "float64"):
         raise ParameterError(
             f"wire format {w.name} compresses float32 or float64 data, not {np.dtype(dtype).name}"
         )

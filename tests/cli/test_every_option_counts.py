@@ -25,6 +25,7 @@ OPTIONS = {
     "ports": ["--ports", "2"],
     "links": ["--links", "2"],
     "loggp": ["--loggp", "L=1ms"],
+    "wire": ["--wire", "fp16"],
 }
 
 
