@@ -167,3 +167,21 @@ def test_the_executors_refuse_a_wire_they_cannot_carry():
         execute(s, np.ones((4, 400), np.int32), wire="int8")
     with pytest.raises(UnknownNameError, match="unknown wire format"):
         execute(s, _inputs(s), wire="fp4")
+
+
+def test_multi_channel_schedules_carry_a_wire():
+    import jax
+
+    from commsim.algorithms import channels
+    from commsim.exec import execute
+
+    p = min(len(jax.devices()), 4)
+    s = channels(commsim.build("allreduce", "ring", nranks=p), 2)
+    assert s.nchannels == 2
+    x = _inputs(s)
+    for name in WIRE_NAMES:
+        assert commsim.verify(s, wire=name).max_ratio <= 1
+        execute(s, x, "numpy", wire=name)
+        execute(s, x, "jax", wire=name)
+    two = Hockney(links=2)
+    assert compressed(two, "fp16").predict(s, 1e6).time < two.predict(s, 1e6).time
