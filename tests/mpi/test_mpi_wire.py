@@ -38,3 +38,26 @@ def test_the_mpi4py_executor_refuses_a_wire():
 
     with pytest.raises(ParameterError, match="a wire format runs on the mpi, jax and numpy"):
         HostMpiBackend(wire="fp16")
+
+
+def test_mpi_drop_in_keeps_the_int8_residual_eagerly(backend):
+    """Eagerly the residual lives on the drop-in: after a call it is what quantisation dropped
+    from this rank's input, and the next call sends it."""
+    import jax.numpy as jnp
+
+    from commsim._wire import wire
+    from commsim.exec.mpi import collective
+
+    p = backend.size
+    g = collective(commsim.build("allreduce", "ring", nranks=p), mean=False, compression="int8")
+    assert g.error_feedback and g.residual is None
+    x = np.random.default_rng(backend.rank).standard_normal(600).astype(np.float32)
+    out = np.asarray(g({"w": jnp.asarray(x)})["w"])
+    residual = np.asarray(g.residual["w"])
+    np.testing.assert_allclose(residual, x - wire("int8").transmit(x[None])[0], atol=1e-6)
+    assert np.abs(residual).max() > 0
+    total = np.asarray(backend.comm.allreduce(x.astype(np.float64)))
+    assert np.abs(out - total).max() <= p * np.abs(total).max() / 50  # int8, p hops
+    g({"w": jnp.asarray(x)})
+    assert not np.array_equal(np.asarray(g.residual["w"]), residual)  # carried and renewed
+    g.free()
