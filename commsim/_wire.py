@@ -102,8 +102,8 @@ class Wire:
         """Largest error one conversion adds to values bounded by ``magnitude`` (elementwise);
         ``chunk_max`` bounds the magnitude of everything in the value's chunk (int8's scale)."""
         if self.scaled:
-            return np.broadcast_to(np.asarray(chunk_max, np.float64) * self.unit_roundoff,
-                                   np.shape(magnitude)).copy()  # fmt: skip
+            bound = np.asarray(chunk_max, np.float64) * self.unit_roundoff
+            return np.broadcast_to(bound, np.shape(magnitude)).copy()
         return self.unit_roundoff * np.asarray(magnitude, np.float64) + self.tiny
 
     def payload_dtype(self, xp: Any = np) -> Any:

@@ -279,6 +279,7 @@ FLOOR_MODULES = (
     "commsim._progress",
     "commsim._toml",
     "commsim._cluster_model",
+    "commsim._wire",
 )
 
 

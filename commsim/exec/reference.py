@@ -71,6 +71,8 @@ class NumpyBackend:
     """
 
     name = "numpy"
+    #: the wire format every message travels in (``None``: the data's own dtype)
+    wire: Wire | None = None
 
     def __init__(self, wire: str | Wire | None = None) -> None:
         self.wire = as_wire(wire)

@@ -144,6 +144,8 @@ class JaxMeshBackend:
     """
 
     name = "jax"
+    #: the wire format every message travels in (``None``: the data's own dtype)
+    wire: Wire | None = None
 
     @staticmethod
     def prepare(nranks: int) -> None:

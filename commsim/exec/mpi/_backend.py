@@ -156,6 +156,8 @@ class MpiBackend:
     """
 
     name = "mpi"
+    #: the wire format every message travels in (``None``: the data's own dtype)
+    wire: Wire | None = None
 
     @staticmethod
     def prepare(nranks: int) -> None:
