@@ -209,9 +209,10 @@ class TreeCollective:
 
         if self.wire is None:
             raise ParameterError("feedback() needs compression= (fp16, bf16 or int8)")
-        leaves, treedef = jax.tree_util.tree_flatten(tree)
-        for x in leaves:
-            self._dtype(jnp.asarray(x).dtype, "(feedback)")
+        flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
+        leaves = [x for _, x in flat]
+        for path, x in flat:
+            self._dtype(jnp.asarray(x).dtype, jax.tree_util.keystr(path) or "(root)")
         olds = (
             [jnp.zeros_like(x) for x in leaves]
             if residual is None
