@@ -306,15 +306,19 @@ def _check_memory(schedule: Schedule) -> None:
         )
 
 
-def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
+def verify(schedule: Schedule, *, seed: int = 0, wire: str | None = None) -> Verified:
     """Prove that ``schedule`` computes its collective, or raise :class:`ScheduleError`.
 
     Args:
         schedule: any schedule.
         seed: seed of the random input data.
+        wire: a wire format (``"fp16"``, ``"bf16"``, ``"int8"``): after the exact proof, also
+            run the schedule over that wire on random floats and check every result within
+            the format's documented error bound (:mod:`commsim._wire_run`).
 
     Returns:
-        A :class:`Verified` record (steps, transfers, time taken).
+        A :class:`Verified` record (steps, transfers, time taken); with ``wire``, the
+        :class:`commsim._wire_run.WireVerified` record of the compressed check.
 
     Raises:
         ScheduleError: naming the step, rank and slot at fault (and, for a schedule imported
@@ -334,7 +338,14 @@ def verify(schedule: Schedule, *, seed: int = 0) -> Verified:
             f"{type(schedule).__name__}"
         )
     try:
-        return _verify(schedule, seed)
+        done = _verify(schedule, seed)
+        if wire is None:
+            return done
+        from commsim import _wire, _wire_run
+
+        w = _wire.wire(wire)
+        _wire.check_wire(w, schedule.collective)
+        return _wire_run.verify(schedule, w, seed=seed)  # type: ignore[return-value]
     except ScheduleError as e:
         where = _origin(schedule, e)
         if where is None:

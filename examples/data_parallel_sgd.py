@@ -19,6 +19,13 @@ gradient allreduce (the allreduce of the same gradients timed alone, divided by 
 At the end it predicts the communication time of the same gradient buckets on a cluster
 (``--cluster dgx-h100:128``: 1024 H100s): what this model's allreduce would cost there.
 
+``--compression fp16|bf16|int8`` sends every gradient message of the commsim allreduce in that
+format (int8 with a scale per 256 elements and an error-feedback residual; ``docs/compression.md``),
+trains once more with exact float32 messages, prints both final losses, and with ``--plot FILE``
+draws both loss curves into a PNG::
+
+    python examples/data_parallel_sgd.py --compression int8 --plot int8.png
+
 ``--check`` trains three times with the same seed (the commsim allreduce, the backend's own
 collective, and single-process full-batch SGD) and prints the largest loss difference; the tests
 run it. The task is made in numpy (Gaussian clusters, no downloads).
@@ -147,34 +154,56 @@ def jax_run(args: argparse.Namespace, native: bool) -> Run:
         raise SystemExit(f"--devices {p}: only {len(devices)} JAX devices are visible")
     mesh = Mesh(np.array(devices), ("data",))
     choice = _gradient_allreduce(args, p, native)
-    if native:
-        average = lambda g: jax.tree.map(lambda a: lax.pmean(a, "data"), g)
-    elif isinstance(choice, commsim.Schedule):
-        average = commsim.exec.jax.collective(
-            choice, axis_name="data", mean=True, bucket_bytes=args.bucket_bytes
-        )
-    else:
-        average = commsim.exec.jax.collective(
+
+    def make(feedback: bool | None) -> Any:
+        if native:
+            return lambda g: jax.tree.map(lambda a: lax.pmean(a, "data"), g)
+        if isinstance(choice, commsim.Schedule):
+            return commsim.exec.jax.collective(
+                choice, axis_name="data", mean=True, bucket_bytes=args.bucket_bytes,
+                compression=args.compression, error_feedback=feedback,
+            )  # fmt: skip
+        return commsim.exec.jax.collective(
             "auto", axis_name="data", mean=True, tuner=choice, collective="allreduce",
-            bucket_bytes=args.bucket_bytes,
+            bucket_bytes=args.bucket_bytes, compression=args.compression,
+            error_feedback=feedback,
         )  # fmt: skip
 
-    def local_step(params: Params, x: jax.Array, y: jax.Array) -> tuple[Params, jax.Array]:
+    average = make(None)
+    feeds_back = getattr(average, "error_feedback", False)
+
+    def local_step(
+        params: Params, residual: Params, x: jax.Array, y: jax.Array
+    ) -> tuple[Params, jax.Array, Params]:
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-        grads = average(grads)
-        return sgd(params, grads, args.lr), lax.pmean(loss, "data")
+        if feeds_back:  # the residual is per device: [1, ...] here, [p, ...] outside
+            mine = jax.tree.map(lambda r: r[0], residual)
+            grads, mine = average.feedback(grads, mine)
+            residual = jax.tree.map(lambda r: r[None], mine)
+        else:
+            grads = average(grads)
+        return sgd(params, grads, args.lr), lax.pmean(loss, "data"), residual
 
     step = jax.jit(
         jax.shard_map(
-            local_step, mesh=mesh, in_specs=(P(), P("data"), P("data")), out_specs=(P(), P()),
-            check_vma=False,
+            local_step, mesh=mesh, in_specs=(P(), P("data"), P("data"), P("data")),
+            out_specs=(P(), P(), P("data")), check_vma=False,
         )
     )  # fmt: skip
-    comm = jax.jit(jax.shard_map(average, mesh=mesh, in_specs=P(), out_specs=P(), check_vma=False))
+    plain = make(False)  # the allreduce alone, for its time (no residual to thread)
+    comm = jax.jit(jax.shard_map(plain, mesh=mesh, in_specs=P(), out_specs=P(), check_vma=False))
     batch = NamedSharding(mesh, P("data"))
+    state: dict[str, Any] = {}
 
     def placed_step(params: Params, x: np.ndarray, y: np.ndarray) -> tuple[Params, jax.Array]:
-        return step(params, jax.device_put(x, batch), jax.device_put(y, batch))
+        if "residual" not in state:
+            state["residual"] = jax.device_put(
+                jax.tree.map(lambda w: jnp.zeros((p, *w.shape), w.dtype), params), batch
+            )
+        params, loss, state["residual"] = step(
+            params, state["residual"], jax.device_put(x, batch), jax.device_put(y, batch)
+        )
+        return params, loss
 
     return Run(placed_step, comm, p)
 
@@ -195,27 +224,39 @@ def mpi_run(args: argparse.Namespace, native: bool) -> Run:
 
     elif isinstance(choice, commsim.Schedule):
         average = commsim.exec.mpi.collective(
-            choice, comm=comm, mean=True, bucket_bytes=args.bucket_bytes
-        )
+            choice, comm=comm, mean=True, bucket_bytes=args.bucket_bytes,
+            compression=args.compression,
+        )  # fmt: skip
     else:
         average = commsim.exec.mpi.collective(
             "auto", comm=comm, mean=True, tuner=choice, collective="allreduce",
-            bucket_bytes=args.bucket_bytes,
+            bucket_bytes=args.bucket_bytes, compression=args.compression,
         )  # fmt: skip
+    feeds_back = getattr(average, "error_feedback", False)
 
     @jax.jit
-    def local_step(params: Params, x: jax.Array, y: jax.Array) -> tuple[Params, jax.Array]:
+    def local_step(
+        params: Params, residual: Params, x: jax.Array, y: jax.Array
+    ) -> tuple[Params, jax.Array, Params]:
         loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-        return sgd(params, average(grads), args.lr), loss
+        if feeds_back:
+            grads, residual = average.feedback(grads, residual)
+        else:
+            grads = average(grads)
+        return sgd(params, grads, args.lr), loss, residual
+
+    state: dict[str, Any] = {}
 
     def step(params: Params, x: np.ndarray, y: np.ndarray) -> tuple[Params, jax.Array]:
         n = len(x) // p
-        params, loss = local_step(
-            params, x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n]
+        residual = state.get("residual", jax.tree.map(jnp.zeros_like, params))
+        params, loss, state["residual"] = local_step(
+            params, residual, x[rank * n : (rank + 1) * n], y[rank * n : (rank + 1) * n]
         )
         return params, jnp.asarray(comm.allreduce(float(loss)) / p)  # the global batch's loss
 
-    return Run(step, jax.jit(average), p, rank)
+    timed = average.feedback if feeds_back else average
+    return Run(step, jax.jit(lambda g: timed(g)[0] if feeds_back else timed(g)), p, rank)
 
 
 def single_run(args: argparse.Namespace) -> Run:
@@ -324,6 +365,10 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--profile", help="with 'auto': tune with this calibrated profile")
     ap.add_argument("--bucket-bytes", type=units.parse_size, default=None,
                     help="gradient buckets of at most this size (tensor fusion) [one bucket]")  # fmt: skip
+    ap.add_argument("--compression", choices=("fp16", "bf16", "int8"), default=None,
+                    help="send the gradient messages in this wire format, and compare with fp32")  # fmt: skip
+    ap.add_argument("--plot", metavar="PNG", default=None,
+                    help="with --compression: draw both loss curves into this PNG")  # fmt: skip
     ap.add_argument("--steps", type=int, default=60)
     ap.add_argument("--epochs", type=int, default=3)
     ap.add_argument("--batch", type=int, default=256, help="global batch [256]")
@@ -339,7 +384,43 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                     help="also train with the native collective and single-process; compare losses")  # fmt: skip
     args = ap.parse_args(argv)
     args.tune_sizes = "1KiB..1GiB"
+    if args.compression and args.backend == "single":
+        ap.error("--compression needs the jax or mpi backend (a single process sends nothing)")
     return args
+
+
+# -- compression against fp32 ---------------------------------------------------------------------
+def compare_compression(args: argparse.Namespace, make: Callable[..., Run]) -> dict[str, Any]:
+    """Train with ``args.compression`` and with exact float32 messages (same seed): both loss
+    curves and the relative difference of the final losses."""
+    compressed = losses(train(args, make(args, native=False), quiet=True))
+    exact_args = argparse.Namespace(**{**vars(args), "compression": None})
+    exact = losses(train(exact_args, make(exact_args, native=False), quiet=True))
+    return {
+        "compressed": compressed,
+        "fp32": exact,
+        "final_gap": float(abs(compressed[-1] - exact[-1]) / exact[-1]),
+    }
+
+
+def plot_compression(result: dict[str, Any], name: str, path: str) -> None:
+    """The two loss curves of :func:`compare_compression` in one PNG."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6.4, 5.6), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    top.plot(result["fp32"], label="fp32 messages", color="black", lw=1.5)
+    top.plot(result["compressed"], label=f"{name} messages", color="tab:orange", lw=1.2, ls="--")
+    top.set_ylabel("training loss (global batch)")
+    top.set_yscale("log")
+    top.set_title(f"gradient allreduce over {name}: final loss {result['final_gap']:.2%} from fp32")
+    top.legend()
+    gap = (result["compressed"] - result["fp32"]) / result["fp32"]
+    bottom.plot(100 * gap, color="tab:orange", lw=1.0)
+    bottom.axhline(0.0, color="black", lw=0.8)
+    bottom.set_ylabel(f"{name} - fp32 (% of fp32)")
+    bottom.set_xlabel("SGD step")
+    fig.savefig(path, dpi=120)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -355,8 +436,21 @@ def main(argv: list[str] | None = None) -> int:
             if args.backend == "single"
             else f"{run.workers} {args.backend} workers"
         )
-        print(f"data-parallel SGD: {what}, allreduce {args.algorithm}, global batch {args.batch}")
+        wire = f" over {args.compression}" if args.compression else ""
+        print(
+            f"data-parallel SGD: {what}, allreduce {args.algorithm}{wire}, global batch {args.batch}"
+        )
     history = train(args, run)
+    if args.compression:
+        result = compare_compression(args, make[args.backend])
+        if run.rank == 0:
+            print(
+                f"final loss: {args.compression} {result['compressed'][-1]:.4f}, fp32 "
+                f"{result['fp32'][-1]:.4f} ({result['final_gap']:.2%} apart)"
+            )
+            if args.plot:
+                plot_compression(result, args.compression, args.plot)
+                print(f"wrote {args.plot}")
     if args.check and args.backend != "single":
         native = train(args, make[args.backend](args, native=True), quiet=True)
         single = train(args, single_run(args), quiet=True)

@@ -177,13 +177,14 @@ FLOORS = (
     ("commsim.errors",),
     ("commsim.units", "commsim._compat", "commsim._toml", "commsim._deprecation", "commsim._lazy"),
     ("commsim._collectives", "commsim.topology", "commsim.profiles"),
-    ("commsim._ir", "commsim.clusters"),
+    ("commsim._ir", "commsim.clusters", "commsim._wire"),
     (
         "commsim._messages",
         "commsim._progress",
         "commsim._verify_kernel",
         "commsim._verify_trace",
         "commsim._serialize",
+        "commsim._wire_run",
     ),
     (
         "commsim.algorithms",

@@ -280,6 +280,7 @@ FLOOR_MODULES = (
     "commsim._toml",
     "commsim._lazy",  # package __init__s that import on first use
     "commsim._cluster_model",
+    "commsim._wire",
 )
 
 

@@ -74,3 +74,21 @@ def test_main_prints_epochs_check_and_cluster_prediction(sgd, capsys):
     assert out.count("epoch ") == 2 and "communication" in out
     assert "max |loss - native collective's|" in out
     assert "16 data-parallel workers" in out and "gradient allreduce per step" in out
+
+
+@pytest.mark.parametrize("compression", ["fp16", "int8"])
+def test_compressed_gradients_end_within_one_percent_of_fp32(sgd, compression, tmp_path):
+    """fp16, and int8 with its error-feedback residual, train like exact float32 messages:
+    the final loss is within 1 % of fp32's (issue #22)."""
+    _needs_devices(8)
+    args = sgd.parse(
+        ["--backend", "jax", "--steps", "40", "--epochs", "1", "--compression", compression]
+    )
+    result = sgd.compare_compression(args, sgd.jax_run)
+    assert len(result["compressed"]) == len(result["fp32"]) == 40
+    assert result["compressed"][-1] < 0.5 * result["compressed"][0]  # it trains
+    assert result["final_gap"] < 0.01
+    assert not np.array_equal(result["compressed"], result["fp32"])  # the wire changed bits
+    png = tmp_path / "loss.png"
+    sgd.plot_compression(result, compression, str(png))
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -37,5 +37,6 @@ def measure_any(
     schedules = list(schedules)
     if backend_info(backend).multiprocess:
         return measure_mpi(schedules, request, timeout=timeout, progress=progress, backend=backend)
-    be = get_backend(backend, nranks=schedules[0].nranks if schedules else None)
+    nranks = schedules[0].nranks if schedules else None
+    be = get_backend(backend, nranks=nranks, **request.backend_options())
     return [m for s in schedules for m in measure(s, be, request, progress=progress)]

@@ -30,12 +30,12 @@ def _use_mpi() -> str:
     )
 
 
-def _backend(backend: str | Backend) -> Backend:
+def _backend(backend: str | Backend, options: dict | None = None) -> Backend:
     if isinstance(backend, str) and backend_info(backend).multiprocess:
         raise CommsimError(_use_mpi())
     if supports(backend, OnCommunicator):  # an MPI backend made by the caller
         raise CommsimError(_use_mpi())
-    return get_backend(backend) if isinstance(backend, str) else backend
+    return get_backend(backend, **(options or {})) if isinstance(backend, str) else backend
 
 
 def measure(
@@ -65,7 +65,7 @@ def measure(
         >>> m.nbytes, m.count, m.check, m.algbw_Bps == m.nbytes / m.time_s
         (4096, 1024, 'ok', True)
     """
-    be = _backend(backend)
+    be = _backend(backend, request.backend_options())
     dt = be.check_dtype(request.dtype)
     for size in request.sizes:  # refuse bad sizes before running
         layout_for_size(schedule, size, dt)

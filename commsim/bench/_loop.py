@@ -98,13 +98,15 @@ def _checked(
     compiled: Compiled,
     what: str,
     timer: Timer,
+    wire: str | None = None,
 ) -> str | None:
-    """Run once from fresh inputs and compare with the reference; the error text or ``None``."""
+    """Run once from fresh inputs and compare with the reference (within ``wire``'s error bound
+    when the schedule's messages travel in a wire format); the error text or ``None``."""
     out = compiled.get(compiled.run(compiled.put(lay.pack(inputs))))  # MPI: gathered on all ranks
 
     def compare() -> str | None:
         try:
-            check_outputs(schedule, lay, inputs, lay.unpack(np.asarray(out)))
+            check_outputs(schedule, lay, inputs, lay.unpack(np.asarray(out)), wire)
         except CommsimError as e:
             return f"{what}: {e}"
         return None
@@ -254,7 +256,7 @@ def measure_together(
     found: list[list[str]] = [[] for _ in schedules]
     if request.check:
         for k, (s, lay, x, c) in enumerate(zip(schedules, lays, inputs, compiled, strict=True)):
-            error = _checked(s, lay, x, c, "schedule", timer)
+            error = _checked(s, lay, x, c, "schedule", timer, request.wire)
             found[k] += [error] if error else []
         for what, c in (("native", native), ("host native", raw)):
             error = _checked(first, lay0, inputs[0], c, what, timer) if c is not None else None

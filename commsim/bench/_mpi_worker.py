@@ -93,9 +93,9 @@ def _run(config: dict[str, Any], workdir: Path, rank: int) -> None:
     from commsim.interop import read_npz
 
     _fault(config, rank, "start")
-    backend = get_backend(config.get("backend", "mpi"))
-    schedules = [read_npz(p) for p in config["schedules"]]
     request = BenchRequest.from_dict(config["request"])
+    backend = get_backend(config.get("backend", "mpi"), **request.backend_options())
+    schedules = [read_npz(p) for p in config["schedules"]]
     timer = _FaultAtTiming(MpiTimer(backend.comm), config, rank)
     results = measure_ranks(schedules, request, backend, timer, done=_progress(workdir, rank))
     if rank == 0:

@@ -97,7 +97,7 @@ def measure_in_place(
     from commsim.exec import get_backend
 
     nranks = check_mpi_request(schedules, request)
-    executor = get_backend(backend)
+    executor = get_backend(backend, **request.backend_options())
     if nranks != executor.size:
         raise CommsimError(
             f"the schedules have nranks={nranks} but this mpirun started {executor.size} "

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from commsim._compat import as_dtype
+from commsim._wire import wire as as_wire
 from commsim.errors import CommsimError
 
 __all__ = ["BenchRequest"]
@@ -66,6 +67,9 @@ class BenchRequest:
             mismatch is recorded in the :class:`Measurement`, not raised.
         baseline: also time the backend's own collective, when it has one.
         seed: of the random integer inputs (the same on every rank).
+        wire: send the schedule's messages in this wire format (``"fp16"``, ``"bf16"``,
+            ``"int8"``; :mod:`commsim._wire`): the backend is made with ``wire=`` and the check
+            is within the format's error bound; ``None``: exact.
 
     Examples:
         >>> BenchRequest(sizes=[1024, 4096], dtype="f4").sizes
@@ -83,6 +87,7 @@ class BenchRequest:
     check: bool = True
     baseline: bool = True
     seed: int = 0
+    wire: str | None = None
 
     def __post_init__(self) -> None:
         set_ = functools.partial(object.__setattr__, self)  # frozen: normalize in place
@@ -91,10 +96,16 @@ class BenchRequest:
         set_("iters", _whole("iters", self.iters, 1, "timed runs per size"))
         set_("warmup", _whole("warmup", self.warmup, 0, "untimed runs first"))
         set_("seed", _whole("seed", self.seed, 0, "of the random inputs"))
+        w = as_wire(self.wire)
+        set_("wire", None if w is None else w.name)
         for name in ("check", "baseline"):
             if not isinstance(getattr(self, name), (bool, np.bool_)):
                 raise CommsimError(f"{name} must be True or False, got {getattr(self, name)!r}")
             set_(name, bool(getattr(self, name)))
+
+    def backend_options(self) -> dict[str, Any]:
+        """What the backend is made with for this request (``get_backend(name, **options)``)."""
+        return {"wire": self.wire} if self.wire is not None else {}
 
     def to_dict(self) -> dict[str, Any]:
         """The request as plain JSON-ready data (what the MPI worker reads back)."""

@@ -22,6 +22,7 @@ from commsim.cli.model import add_library_group, add_model_group, parse_channels
 from commsim.cli.network import add_network_group, parse_network
 from commsim.cli.output import add_output_group, format_ratio, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
+from commsim.cli.wire import add_wire_argument, check_collective, parse_wire, wired_model
 from commsim.errors import ResourceError, ScheduleError
 from commsim.models import Model, bound_of, fastest
 
@@ -119,6 +120,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
     add_network_group(parser)
     add_library_group(parser)
+    add_wire_argument(parser)
     output = add_output_group(parser, memory_limit=True)
     output.add_argument(
         "--plot",
@@ -148,7 +150,9 @@ def parse(args: argparse.Namespace) -> CompareRequest:
     notes: list[str] = []
     if network is not None:
         schedules, notes = network.with_network_params(schedules)
-    sizes, model = parse_sizes(args.sizes), parse_model(args, network)
+    wire = parse_wire(args)
+    check_collective(wire, schedules.collective)
+    sizes, model = parse_sizes(args.sizes), wired_model(parse_model(args, network), wire)
     plot = _plot_path(args.plot) if args.plot else None
     files = tuple(channels(_load(path, schedules, budget), nchannels) for path in args.file)
     return CompareRequest(

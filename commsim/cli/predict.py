@@ -11,6 +11,7 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._progress import Progress
+from commsim._wire import Wire
 from commsim.algorithms import channels
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError
@@ -27,6 +28,7 @@ from commsim.cli.output import (
 )
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.cli.traces import add_trace_argument, parse_trace, write_trace
+from commsim.cli.wire import add_wire_argument, check_collective, parse_wire, wired_model
 from commsim.models import Model, NetworkUsage, Prediction, bound_of, chrome_trace
 
 __all__ = [
@@ -56,7 +58,8 @@ EXAMPLES = """\
   commsim predict --file my_schedule.json -s 1MiB
   commsim predict -c allreduce -a hierarchical --cluster dgx-h100:16 -s 1GiB
   commsim predict -c allreduce -a ring --topology torus:4x4 -s 1MiB --trace ring.json
-  commsim predict -c allreduce -a rabenseifner -p 16 -s 1MiB --trace rab.json"""
+  commsim predict -c allreduce -a rabenseifner -p 16 -s 1MiB --trace rab.json
+  commsim predict -c allreduce -a ring -p 64 -s 1MiB..1GiB --wire fp16"""
 
 SCHEDULES = ScheduleGroup("predict", file=True)
 
@@ -74,6 +77,7 @@ class PredictRequest:
     notes: tuple[str, ...] = ()
     trace: Path | None = None
     channels: int = 1  # --channels: the schedule as C copies on its own channels
+    wire: Wire | None = None  # --wire: the messages in this format (the model is compressed)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -99,6 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_model_group(parser, sizes=DEFAULT_PREDICT_SIZES)
     add_network_group(parser)
     add_library_group(parser)
+    add_wire_argument(parser)
     output = add_output_group(parser, memory_limit=True)
     add_trace_argument(
         output,
@@ -119,17 +124,22 @@ def parse(args: argparse.Namespace) -> PredictRequest:
     notes: list[str] = []
     if network is not None and isinstance(schedules, ScheduleChoice):
         schedules, notes = network.with_network_params(schedules)
-    model = parse_model(args, network)
+    wire = parse_wire(args)
+    if isinstance(schedules, ScheduleChoice):
+        check_collective(wire, schedules.collective)
+    model = wired_model(parse_model(args, network), wire)
     trace = parse_trace(args)
     if trace is not None and getattr(model, "timeline", None) is None:
         raise UsageError(f"--trace: the {model.name} model has no timeline to trace")
     return PredictRequest(
-        schedules, sizes, model, budget, args.json, args.progress, tuple(notes), trace, nchannels
-    )
+        schedules, sizes, model, budget, args.json, args.progress, tuple(notes), trace, nchannels,
+        wire,
+    )  # fmt: skip
 
 
 def compute(request: PredictRequest) -> PredictResult:
     [s] = request.schedules.build_all(request.budget)
+    check_collective(request.wire, s.collective)  # a --file schedule's collective is known now
     s = channels(s, request.channels)
     sizes = np.array(request.sizes, dtype=np.float64)
     request.budget.check_predict(s, len(sizes))

@@ -15,6 +15,7 @@ import dataclasses
 from pathlib import Path
 
 from commsim._ir import Schedule
+from commsim._wire import wire as as_wire
 from commsim.bench import (
     DEFAULT_TIMEOUT,
     BenchRequest,
@@ -35,6 +36,13 @@ from commsim.cli.memory import MemoryBudget
 from commsim.cli.output import add_output_group, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.cli.traces import add_trace_argument, parse_trace, write_trace
+from commsim.cli.wire import (
+    add_wire_argument,
+    check_backend,
+    check_collective,
+    check_dtype,
+    parse_wire,
+)
 from commsim.errors import CommsimError
 from commsim.exec import backend_info
 
@@ -76,7 +84,8 @@ EXAMPLES = """\
   commsim run -c broadcast -a chain -p 4 --param segments=16 --backend jax -s 4MiB
   commsim run -c allreduce -a ring -p 2 --backend mpi -s 64MiB
   commsim run -c allreduce -a ring -p 2 --backend mpi -s 1MiB --trace ring.json
-  commsim run --file my_schedule.json --backend mpi -s 1MiB   # a saved (or hand-made) schedule"""
+  commsim run --file my_schedule.json --backend mpi -s 1MiB   # a saved (or hand-made) schedule
+  commsim run -c allreduce -a ring -p 8 --backend jax -s 16MiB --wire int8"""
 
 SCHEDULES = ScheduleGroup("run", file=True)
 EXECUTION = ExecutionGroup(
@@ -116,6 +125,7 @@ class RunResult:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     SCHEDULES.add(parser)
     EXECUTION.add(parser)
+    add_wire_argument(parser)
     output = add_output_group(parser)
     add_trace_argument(
         output,
@@ -127,7 +137,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def parse(args: argparse.Namespace) -> RunRequest:
     schedules = SCHEDULES.parse(args)
     bench = EXECUTION.parse(args, parse_sizes(args.sizes))
+    wire = parse_wire(args)
+    if wire is not None:
+        check_backend(wire, args.backend)
+        check_dtype(wire, bench.dtype)
+        if isinstance(schedules, ScheduleChoice):
+            check_collective(wire, schedules.collective)
+        bench = dataclasses.replace(bench, wire=wire.name)
     trace = parse_trace(args)
+    if trace is not None and wire is not None:
+        raise UsageError("--trace times exact messages step by step; drop --wire or --trace")
     if trace is not None:
         try:
             check_traceable(args.backend)
@@ -143,6 +162,8 @@ def compute(request: RunRequest) -> RunResult:
     rank, bench, progress = 0, request.bench, request.progress
     for size in bench.sizes:  # every size's buffers fit, checked before a backend starts
         layout_for_size(schedule, size, bench.dtype)
+    if bench.wire is not None:  # a --file schedule's collective is known now
+        check_collective(as_wire(bench.wire), schedule.collective)
     if backend_info(request.backend).multiprocess and under_mpirun():
         rank, ms = measure_in_place([schedule], bench, backend=request.backend)
     else:
@@ -175,6 +196,7 @@ def render(result: RunResult, as_json: bool) -> str:
                 "nranks": s.nranks,
                 "backend": result.backend,
                 "dtype": str(bench.dtype),
+                "wire": bench.wire,
                 "measurements": [m.to_dict() for m in result.measurements],
                 "notes": list(result.notes),
             }
@@ -187,7 +209,9 @@ def render(result: RunResult, as_json: bool) -> str:
         else "median of {} runs"
     )
     return (
-        f"# {s.collective}/{s.algorithm} p={s.nranks}{root} on {result.backend}, {bench.dtype}, "
+        f"# {s.collective}/{s.algorithm} p={s.nranks}{root} on {result.backend}, {bench.dtype}"
+        + (f" over wire {bench.wire}" if bench.wire else "")
+        + ", "
         + median.format(bench.iters)
         + f" after {bench.warmup} warm-up"
         + (f"; baseline {native}" if native else "")

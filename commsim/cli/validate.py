@@ -40,6 +40,13 @@ from commsim.cli.memory import MemoryBudget
 from commsim.cli.model import add_model_group, parse_model
 from commsim.cli.output import add_output_group, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleGroup
+from commsim.cli.wire import (
+    add_wire_argument,
+    check_backend,
+    check_collective,
+    parse_wire,
+    wired_model,
+)
 from commsim.models import Model
 from commsim.profiles import Profile, load_profile
 from commsim.tuner import GROWN, sweep
@@ -153,6 +160,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "by --param), and the pick is the tuner's choice; 'ranking' then says how often the "
         "tuner chose what was measured fastest (or within its spread)",
     )
+    add_wire_argument(parser)
     nccl_tests.add_arguments(parser)
 
 
@@ -164,7 +172,12 @@ def parse(args: argparse.Namespace) -> ValidateRequest:
     schedules = SCHEDULES.parse(args)
     assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
     bench = EXECUTION.parse(args, parse_sizes(args.sizes))
-    model = parse_model(args)
+    wire = parse_wire(args)
+    model = wired_model(parse_model(args), wire)
+    if wire is not None:
+        check_backend(wire, args.backend)
+        check_collective(wire, schedules.collective, bench.dtype)
+        bench = dataclasses.replace(bench, wire=wire.name)
     overhead, profile = 0.0, None
     if getattr(args, "profile", None):
         profile = load_profile(args.profile)

@@ -14,6 +14,18 @@ drop-ins share everything but how one schedule call runs, which lives here once:
 4. **Pack** the group into the schedule's buffer (:mod:`commsim.exec._packing`), **run** the
    schedule (the backend's program), **unpack**, and divide by ``p`` when ``mean=True``.
 
+**Compression** (``compression="fp16" | "bf16" | "int8"``, :mod:`commsim._wire`; reductions of
+float leaves only): every message of the schedule travels in that format and is added in the
+leaf's dtype after it arrives. With int8, the drop-in keeps an **error-feedback** residual by
+default (1-bit SGD, Seide et al. 2014; EF-SGD, Karimireddy et al. 2019): each rank quantises its
+own contribution ``x + e`` per chunk before the call, sends that, and keeps ``e = (x + e) -
+Q(x + e)`` for its next call, so the part of the gradient quantisation dropped now is added
+back later instead of being lost. (The conversions on later hops of the schedule round partial
+sums; those errors are bounded, not fed back.) Eagerly the residual lives on the drop-in
+(:attr:`TreeCollective.residual`, one per rank); under ``jit`` a traced value cannot be kept, so
+thread it yourself: ``out, residual = f.feedback(tree, residual)`` (``residual=None`` the first
+time: zeros).
+
 No bucketing (the default) is one schedule call per dtype: the fewest messages and the largest
 ones, the best bandwidth, but the call cannot start before the last leaf is computed. Buckets
 let a program start reducing early leaves while later ones are still being computed (when the
@@ -37,6 +49,8 @@ import numpy as np
 from commsim._collectives import spec
 from commsim._compat import check_dtype
 from commsim._ir import Schedule
+from commsim._wire import Wire, check_wire
+from commsim._wire import wire as as_wire
 from commsim.errors import ParameterError
 from commsim.exec._layout import Layout
 from commsim.exec._lowering import CompileCache
@@ -101,7 +115,8 @@ class TreeCollective:
 
     Subclasses set :attr:`backend` and :attr:`dtypes` and implement :meth:`_size` (the
     communicating group's size, checked at every call), :meth:`_rank` (this rank: an int, or a
-    traced index) and :meth:`_run` (the schedule on one rank's ``[nelems]`` buffer).
+    traced index) and :meth:`_run` (the schedule on one rank's ``[nelems]`` buffer, its messages
+    in :attr:`wire` format when one is set).
     """
 
     backend = ""
@@ -116,6 +131,8 @@ class TreeCollective:
         mean: bool = False,
         tiled: bool = False,
         bucket_bytes: int | str | None = None,
+        compression: str | Wire | None = None,
+        error_feedback: bool | None = None,
     ) -> None:
         if isinstance(schedule, Schedule):
             if tuner is not None:
@@ -142,6 +159,16 @@ class TreeCollective:
         self.mean = bool(mean)
         self.tiled = bool(tiled)
         self.bucket_bytes = _bucket_limit(bucket_bytes)
+        self.wire = as_wire(compression)
+        check_wire(self.wire, name)
+        if error_feedback and self.wire is None:
+            raise ParameterError("error_feedback=True needs compression= (fp16, bf16 or int8)")
+        #: keep an error-feedback residual (default: with int8 compression)
+        self.error_feedback = (
+            bool(self.wire.scaled) if error_feedback is None and self.wire else bool(error_feedback)
+        )
+        #: the eager error-feedback residual (a pytree like the last input; ``None``: zeros)
+        self.residual: Any = None
         #: schedule calls traced so far (one per bucket per trace); the no-retrace tests read it
         self.traces = 0
         self._cache = CompileCache()
@@ -159,7 +186,45 @@ class TreeCollective:
 
     # -- the shared part ---------------------------------------------------------------------------
     def __call__(self, tree: Any) -> Any:
-        """The collective of every leaf of ``tree`` (see the backend's ``collective``)."""
+        """The collective of every leaf of ``tree`` (see the backend's ``collective``); with
+        error feedback, eagerly, the residual kept on the drop-in is added and updated."""
+        if not self.error_feedback:
+            return self._collective(tree)
+        import jax
+
+        if any(isinstance(x, jax.core.Tracer) for x in jax.tree_util.tree_leaves(tree)):
+            raise ParameterError(
+                "error feedback under jit cannot keep its residual on the drop-in: thread it, "
+                "out, residual = f.feedback(tree, residual), or pass error_feedback=False"
+            )
+        out, self.residual = self.feedback(tree, self.residual)
+        return out
+
+    def feedback(self, tree: Any, residual: Any = None) -> tuple[Any, Any]:
+        """One call with error feedback (jittable): ``(collective of Q(tree + residual), new
+        residual)``, ``Q`` this drop-in's wire format applied to each leaf by chunks and the
+        new residual ``tree + residual - Q(tree + residual)`` (``residual=None``: zeros)."""
+        import jax
+        import jax.numpy as jnp
+
+        if self.wire is None:
+            raise ParameterError("feedback() needs compression= (fp16, bf16 or int8)")
+        flat, treedef = jax.tree_util.tree_flatten_with_path(tree)
+        leaves = [x for _, x in flat]
+        for path, x in flat:
+            self._dtype(jnp.asarray(x).dtype, jax.tree_util.keystr(path) or "(root)")
+        olds = (
+            [jnp.zeros_like(x) for x in leaves]
+            if residual is None
+            else treedef.flatten_up_to(residual)
+        )
+        wanted = [jnp.asarray(x) + e for x, e in zip(leaves, olds, strict=True)]
+        sent = [self.wire.transmit(x.reshape(1, -1), jnp).reshape(x.shape) for x in wanted]
+        new = [x - q for x, q in zip(wanted, sent, strict=True)]
+        out = self._collective(jax.tree_util.tree_unflatten(treedef, sent))
+        return out, jax.tree_util.tree_unflatten(treedef, new)
+
+    def _collective(self, tree: Any) -> Any:
         import jax
         import jax.numpy as jnp
 
@@ -189,6 +254,11 @@ class TreeCollective:
 
     def _dtype(self, dtype: Any, name: str) -> np.dtype:
         dt = check_dtype(dtype, f"{self.backend} drop-in", self.dtypes)  # (no x64 switch here)
+        if self.wire is not None:
+            try:
+                check_wire(self.wire, self.collective, dt)
+            except ParameterError as e:
+                raise ParameterError(f"leaf {name}: {e}") from None
         if self.mean and dt.kind not in "fc" and dt.name != "bfloat16":
             raise ParameterError(
                 f"mean=True averages floating-point values; leaf {name} is {dt.name} "

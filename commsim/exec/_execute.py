@@ -8,6 +8,9 @@ import numpy as np
 
 from commsim._compat import float_eps
 from commsim._ir import Schedule
+from commsim._wire import Wire, check_wire
+from commsim._wire import wire as as_wire
+from commsim._wire_run import error_bound, tolerance
 from commsim.errors import CommsimError
 from commsim.exec._backend import Backend
 from commsim.exec._layout import Layout, layout
@@ -23,16 +26,27 @@ def random_inputs(lay: Layout, dtype: Any, seed: int = 0) -> np.ndarray:
     return rng.integers(-8, 9, size=lay.input_shape()).astype(dtype)
 
 
-def check_outputs(schedule: Schedule, lay: Layout, inputs: np.ndarray, outputs: np.ndarray) -> None:
+def check_outputs(
+    schedule: Schedule,
+    lay: Layout,
+    inputs: np.ndarray,
+    outputs: np.ndarray,
+    wire: str | Wire | None = None,
+) -> None:
     """Compare backend ``outputs`` with the reference interpreter's, and with the collective
     computed directly (:meth:`Layout.reference`, which does not look at the schedule); raise
     naming rank and element.
 
-    Integers must match exactly; floats within float32/float64 reassociation tolerance.
+    Integers must match exactly; floats within float32/float64 reassociation tolerance. With a
+    ``wire`` format the outputs were computed from messages in that format: each element must be
+    within its error bound (:func:`commsim._wire_run.error_bound`: the format's error per
+    conversion, times the conversions on every path into the element) of the exact result.
     """
     rows = lay.checked_rows(schedule.root)
     interpreted = lay.unpack(interpret(schedule, lay, lay.pack(inputs)))
     direct = lay.reference(inputs, schedule.root)
+    w = as_wire(wire)
+    bound = None if w is None else _wire_tolerance(schedule, lay, inputs, w)[rows]
     for name, ref in (("the reference interpreter", interpreted), ("the collective", direct)):
         got, want = outputs[rows], ref[rows]
         if np.issubdtype(want.dtype, np.integer):
@@ -40,6 +54,8 @@ def check_outputs(schedule: Schedule, lay: Layout, inputs: np.ndarray, outputs: 
         else:
             eps = float_eps(want.dtype)
             tol = 4 * eps * schedule.nranks * np.maximum(np.abs(want), 1.0)
+            if bound is not None:
+                tol = np.maximum(tol, bound)
             with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: compared below
                 close = np.abs(got - want) <= tol
             same = (got == want) | (np.isnan(got) & np.isnan(want))  # equal infinities, NaN
@@ -52,17 +68,28 @@ def check_outputs(schedule: Schedule, lay: Layout, inputs: np.ndarray, outputs: 
             )
 
 
+def _wire_tolerance(schedule: Schedule, lay: Layout, inputs: np.ndarray, w: Wire) -> np.ndarray:
+    """``[p, output]``: how far each output may be from the exact one over wire ``w``."""
+    magnitude = lay.pack(np.abs(inputs).astype(np.float64))
+    eps = float_eps(np.dtype(inputs.dtype))
+    bound = error_bound(schedule, lay.offsets, magnitude, w, eps)
+    return tolerance(lay.unpack(bound), lay.unpack(magnitude), eps, schedule.nranks)
+
+
 def execute(
     schedule: Schedule,
     inputs: np.ndarray,
     backend: str | Backend = "numpy",
     *,
     check: bool = True,
+    wire: str | Wire | None = None,
 ) -> np.ndarray:
     """Run ``schedule`` on ``inputs`` (``[p, ...]``, see :mod:`commsim.exec._layout`).
 
     Single-process backends only (numpy, jax, cuda); MPI runs one process per rank
-    (``commsim run --backend mpi``).
+    (``commsim run --backend mpi``). ``wire`` (``"fp16"``, ``"bf16"``, ``"int8"``) sends every
+    message in that format (the backend, given by name, is made with ``wire=``); the check is
+    then within the format's error bound.
 
     Examples:
         >>> import numpy as np, commsim
@@ -72,9 +99,11 @@ def execute(
     """
     if not isinstance(schedule, Schedule):
         raise CommsimError(f"execute expects a commsim.Schedule, got {type(schedule).__name__}")
-    be = get_backend(backend) if isinstance(backend, str) else backend
+    w = as_wire(wire)
+    be = get_backend(backend, **({"wire": w} if w else {})) if isinstance(backend, str) else backend
     inputs = np.asarray(inputs)
     be.check_dtype(inputs.dtype)
+    check_wire(w, schedule.collective, inputs.dtype)
     if inputs.ndim != 2 or inputs.shape[0] != schedule.nranks:
         raise CommsimError(
             f"inputs must have shape [nranks={schedule.nranks}, count], got {inputs.shape}"
@@ -89,5 +118,5 @@ def execute(
     compiled = be.compile(schedule, lay, inputs.dtype)
     outputs = lay.unpack(compiled.get(compiled.run(compiled.put(lay.pack(inputs)))))
     if check:
-        check_outputs(schedule, lay, inputs, outputs)
+        check_outputs(schedule, lay, inputs, outputs, w if w else getattr(be, "wire", None))
     return outputs

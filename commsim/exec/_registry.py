@@ -38,6 +38,7 @@ __all__ = [
     "MPIRUN",
     "BackendInfo",
     "backend_info",
+    "check_compression",
     "get_backend",
     "register_backend",
     "unregister_backend",
@@ -79,6 +80,8 @@ class BackendInfo:
             a key of :data:`commsim.bench.calibrate.SUITES` (the kind of transport, not the
             backend: measuring a transport is the bench's business); ``None``: not calibrated
             on its own.
+        compression: the class takes ``wire=`` (:mod:`commsim._wire`) and sends every message
+            in that format (``--wire``).
     """
 
     name: str
@@ -87,6 +90,7 @@ class BackendInfo:
     summary: str = ""
     step_trace: bool = False
     calibration: str | None = None
+    compression: bool = False
 
     def __post_init__(self) -> None:
         if self.launcher not in (IN_PROCESS, MPIRUN):
@@ -150,6 +154,15 @@ def backend_info(name: str) -> BackendInfo:
     return _ROWS[name]
 
 
+def check_compression(name: str) -> None:
+    """Refuse, in one line, a wire format for backend ``name`` when its row cannot send one."""
+    if not backend_info(name).compression:
+        able = ", ".join(n for n, row in _ROWS.items() if row.compression)
+        raise ParameterError(
+            f"backend {name!r} sends the data's own dtype; a wire format runs on {able}"
+        )
+
+
 def get_backend(name: str, *, nranks: int | None = None, **options: Any) -> Any:
     """Instantiate backend ``name``; a one-line error if unknown or unusable here.
 
@@ -158,6 +171,8 @@ def get_backend(name: str, *, nranks: int | None = None, **options: Any) -> Any:
     go to the class.
     """
     info = backend_info(name)
+    if options.get("wire") is not None:
+        check_compression(name)
     cls = info.load()
     if nranks is not None:
         if inspect.getattr_static(cls, "prepare", None) is None:  # a backend older than it
@@ -176,12 +191,14 @@ for _row in (
         "numpy",
         "commsim.exec.reference:NumpyBackend",
         summary="the reference interpreter, every rank a row of one numpy array",
+        compression=True,
     ),
     BackendInfo(
         "jax",
         "commsim.exec.jax:JaxMeshBackend",
         summary="one JAX device per rank, on CPU as many devices as -p",
         calibration="jax-devices",
+        compression=True,
     ),
     BackendInfo(
         "mpi",
@@ -190,6 +207,7 @@ for _row in (
         summary="one process per rank under mpirun, mpi4jax inside jax.jit",
         step_trace=True,
         calibration="mpi-processes",
+        compression=True,
     ),
     BackendInfo(
         "mpi4py",

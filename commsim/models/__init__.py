@@ -23,6 +23,9 @@ prediction below the model's bound).
   one schedule as a pure JAX function of its parameters: ``jit``, ``vmap``, ``grad``.
 * :func:`as_sizes` — message sizes read as every model reads ``nbytes`` (numbers, arrays, unit
   strings such as ``"1KiB..1GiB"``), for code that sweeps sizes beside a model (the tuner).
+
+:func:`compressed` is any model with its messages in a wire format (fp16, bf16, int8): the bytes
+scaled before they reach it, the conversion added to γ (``docs/compression.md``).
 """
 
 from typing import TYPE_CHECKING
@@ -31,6 +34,7 @@ from commsim._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from commsim.models._bounds import bound_of, lower_bound
+    from commsim.models._compressed import Compressed, compressed
     from commsim.models._contention import CONTENTION
     from commsim.models._inputs import as_sizes
     from commsim.models._library import PROTOCOLS, Protocol
@@ -49,6 +53,7 @@ __all__ = [
     "PROTOCOLS",
     "TIE_RTOL",
     "ChromeTrace",
+    "Compressed",
     "CriticalPath",
     "Hockney",
     "LogGP",
@@ -64,6 +69,7 @@ __all__ = [
     "as_sizes",
     "bound_of",
     "chrome_trace",
+    "compressed",
     "fastest",
     "lower_bound",
     "step_trace",
@@ -75,6 +81,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "commsim.models._bounds": ("bound_of", "lower_bound"),
+        "commsim.models._compressed": ("Compressed", "compressed"),
         "commsim.models._contention": ("CONTENTION",),
         "commsim.models._inputs": ("as_sizes",),
         "commsim.models._library": ("PROTOCOLS", "Protocol"),

@@ -31,6 +31,7 @@ OPTIONS = {
     "slow-link": ["--slow-link", "1=0.5"],
     "profile": ["--profile", "PROFILE"],
     "one-sided": ["--one-sided"],
+    "wire": ["--wire", "fp16"],
 }
 
 

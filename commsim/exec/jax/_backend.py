@@ -33,6 +33,8 @@ import numpy as np
 
 from commsim._compat import INTEGER_DTYPES, check_dtype, ensure_cpu_devices
 from commsim._ir import Schedule
+from commsim._wire import Wire, check_wire
+from commsim._wire import wire as as_wire
 from commsim.errors import CommsimError, ResourceError
 from commsim.exec._backend import Compiled
 from commsim.exec._layout import Layout
@@ -87,15 +89,17 @@ def _compiled(
     *,
     donate: bool,
     on_trace: Callable[[], None],
+    wire: Wire | None = None,
 ) -> Compiled:
     from commsim.exec.jax import _program as prog
 
     def make() -> Compiled:
-        body = prog.program(_planned(cache, schedule, layout), AXIS, on_trace)
+        body = prog.program(_planned(cache, schedule, layout), AXIS, on_trace, wire)
         shape = (schedule.nranks, layout.nelems)
         return prog.compiled(prog.mesh(devs, AXIS), AXIS, body, shape, dt, donate)
 
-    return cache.get(schedule, ("program", layout.count, dt.str), make)
+    key = ("program", layout.count, dt.str, wire.name if wire else None)
+    return cache.get(schedule, key, make)
 
 
 # -- native collective -----------------------------------------------------------------------------
@@ -135,9 +139,13 @@ class JaxMeshBackend:
     Args:
         devices: the devices to use, in rank order; ``None``: ``jax.devices()``.
         donate: donate the input buffer to ``run`` (in place, no copy of the buffer per run).
+        wire: send every message in this wire format (``"fp16"``, ``"bf16"``, ``"int8"``,
+            :mod:`commsim._wire`; reductions of float data only); ``None``: exact.
     """
 
     name = "jax"
+    #: the wire format every message travels in (``None``: the data's own dtype)
+    wire: Wire | None = None
 
     @staticmethod
     def prepare(nranks: int) -> None:
@@ -153,9 +161,14 @@ class JaxMeshBackend:
     MAX_ROUNDS = 1024
 
     def __init__(
-        self, devices: Any = None, donate: bool = True, max_rounds: int = MAX_ROUNDS
+        self,
+        devices: Any = None,
+        donate: bool = True,
+        max_rounds: int = MAX_ROUNDS,
+        wire: str | Wire | None = None,
     ) -> None:
         self._devices = None if devices is None else list(devices)
+        self.wire = as_wire(wire)
         self.donate = donate
         self.max_rounds = max_rounds
         self.traces = 0  # how many times a program was traced (the no-recompile tests read it)
@@ -186,12 +199,14 @@ class JaxMeshBackend:
         """Lower ``schedule`` to one jitted ``shard_map`` (cached per schedule, count, dtype)."""
         dt = _check_dtype(dtype)
         check_layout(schedule, layout)
+        check_wire(self.wire, schedule.collective, dt)
         self._check_rounds(schedule.nsteps, schedule)  # every step is at least one round
         self._check_rounds(self.plan(schedule, layout).nppermutes, schedule)
         devs = _devices(self._devices, schedule.nranks)
         return _compiled(
-            self._cache, schedule, layout, dt, devs, donate=self.donate, on_trace=self._count_trace
-        )
+            self._cache, schedule, layout, dt, devs,
+            donate=self.donate, on_trace=self._count_trace, wire=self.wire,
+        )  # fmt: skip
 
     def native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
         """JAX's own collective for ``schedule``'s kind on the same ``[p, nelems]`` buffers."""

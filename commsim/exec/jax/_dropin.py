@@ -96,7 +96,7 @@ class JaxCollective(TreeCollective):
     def _run(self, schedule: Schedule, lay: Layout, buf: Any) -> Any:
         from commsim.exec.jax._program import program
 
-        body = program(self._plan(schedule, lay), self.axis_name, lambda: None)
+        body = program(self._plan(schedule, lay), self.axis_name, lambda: None, self.wire)
         return body(buf.reshape(1, -1)).reshape(-1)
 
 
@@ -109,6 +109,8 @@ def collective(
     bucket_bytes: int | str | None = None,
     tuner: Tuner | None = None,
     collective: str | None = None,
+    compression: str | None = None,
+    error_feedback: bool | None = None,
 ) -> JaxCollective:
     """``schedule`` as a function of a pytree, to call inside the caller's ``shard_map``.
 
@@ -132,6 +134,12 @@ def collective(
         tuner: for ``"auto"``: a table with ``collective``, ``nranks`` and
             ``schedule(nbytes)`` (:func:`commsim.tune`).
         collective: the collective expected (checked against the schedule or the tuner).
+        compression: send every message as ``"fp16"``, ``"bf16"`` or ``"int8"`` (per-chunk
+            scale) and add in the leaf's dtype (reductions of float leaves;
+            ``docs/compression.md``).
+        error_feedback: keep the quantisation error of each call's input and add it to the
+            next (default: on for int8). Under ``jit`` call ``f.feedback(tree, residual)``,
+            which returns ``(result, residual)`` (:class:`commsim.exec._dropin.TreeCollective`).
 
     Examples:
         >>> import jax, numpy as np, commsim
@@ -156,4 +164,6 @@ def collective(
         bucket_bytes=bucket_bytes,
         tuner=tuner,
         collective=collective,
+        compression=compression,
+        error_feedback=error_feedback,
     )

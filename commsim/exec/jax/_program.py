@@ -17,6 +17,11 @@ collective's input, for the same mesh. ``repeat(buf, k)`` runs a program ``k`` t
 (a ``fori_loop`` around the ``shard_map``: one dispatch for ``k`` runs), and :func:`idle` is a
 run that moves nothing through the same path (the executor's own cost per call).
 
+With a wire format (:mod:`commsim._wire`), each round's payload is encoded before its
+``ppermute`` (cast to fp16/bf16, or int8 with a float32 scale per chunk, sent as a second
+``ppermute``) and decoded after it, so the receiver adds in the buffer's dtype; the local round
+(no ``ppermute``) is not converted.
+
 This module imports JAX; the backend imports it only when it builds a program.
 """
 
@@ -34,6 +39,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from commsim._compat import compile_ahead, shard_map
+from commsim._wire import Wire
 from commsim.exec._backend import Compiled, blocking, uploaded
 from commsim.exec.jax._plan import Plan, Round
 
@@ -44,13 +50,19 @@ _ZERO = np.int32(0)  # the row index of dynamic slices: int32 like the table, al
 Body = Callable[[Any], Any]
 
 
-def _payloads(b: Any, row: Any, rounds: tuple[Round, ...], axis: str) -> list[Any]:
-    """Every round's payload, sliced from buffer ``b`` and sent (the local round's is not)."""
+def _payloads(
+    b: Any, row: Any, rounds: tuple[Round, ...], axis: str, wire: Wire | None = None
+) -> list[Any]:
+    """Every round's payload, sliced from buffer ``b`` and sent (the local round's is not), in
+    wire format ``wire`` when given (encoded, sent, decoded)."""
     out = []
     for rnd in rounds:
         parts = [lax.dynamic_slice(b, (_ZERO, row[s.send]), (1, s.length)) for s in rnd.segments]
         payload = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=1)
-        if rnd.perm is not None:
+        if rnd.perm is not None and wire is not None:
+            sent = [lax.ppermute(x, axis, list(rnd.perm)) for x in wire.encode(payload, jnp)]
+            payload = wire.decode(tuple(sent), payload.dtype, jnp)
+        elif rnd.perm is not None:
             payload = lax.ppermute(payload, axis, list(rnd.perm))
         out.append(payload)
     return out
@@ -74,9 +86,9 @@ def _write(b: Any, row: Any, rnd: Round, payload: Any) -> Any:
     return b
 
 
-def _step(b: Any, row: Any, rounds: tuple[Round, ...], axis: str) -> Any:
+def _step(b: Any, row: Any, rounds: tuple[Round, ...], axis: str, wire: Wire | None = None) -> Any:
     """Buffer ``b`` after ``rounds``: every payload sliced and sent, then every write."""
-    payloads = _payloads(b, row, rounds, axis)  # every read of the step ...
+    payloads = _payloads(b, row, rounds, axis, wire)  # every read of the step ...
     payloads, b = lax.optimization_barrier((payloads, b))
     for rnd, payload in zip(rounds, payloads, strict=True):  # ... then every write
         b = _write(b, row, rnd, payload)
@@ -94,9 +106,9 @@ def _merged(bufs: list[Any], pl: Plan, axis: str) -> Any:
     return out
 
 
-def program(pl: Plan, axis: str, on_trace: Callable[[], None]) -> Body:
+def program(pl: Plan, axis: str, on_trace: Callable[[], None], wire: Wire | None = None) -> Body:
     """The per-device function of plan ``pl`` over mesh axis ``axis`` (called in ``shard_map``);
-    ``on_trace()`` is called each time JAX traces it.
+    ``on_trace()`` is called each time JAX traces it; messages in wire format ``wire``.
 
     With one buffer, a step's rounds (every channel's) read the pre-step buffer and are sent
     together, then written. With a buffer per channel (:attr:`Plan.owner`), each channel's
@@ -112,12 +124,13 @@ def program(pl: Plan, axis: str, on_trace: Callable[[], None]) -> Body:
         if pl.owner is None:
             for rounds in pl.steps:
                 if rounds:
-                    b = _step(b, row, rounds, axis)
+                    b = _step(b, row, rounds, axis, wire)
             return b[:, : pl.nelems] if pl.pad else b
         bufs = [b] * pl.nbuffers
         for rounds in pl.steps:
             for c in sorted({r.channel for r in rounds}):
-                bufs[c] = _step(bufs[c], row, tuple(r for r in rounds if r.channel == c), axis)
+                own = tuple(r for r in rounds if r.channel == c)
+                bufs[c] = _step(bufs[c], row, own, axis, wire)
         return _merged(bufs, pl, axis)
 
     return body

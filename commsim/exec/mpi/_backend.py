@@ -38,7 +38,9 @@ import numpy as np
 
 from commsim._compat import INTEGER_DTYPES, check_dtype
 from commsim._ir import Schedule
-from commsim.errors import CommsimError
+from commsim._wire import Wire, check_wire
+from commsim._wire import wire as as_wire
+from commsim.errors import CommsimError, ParameterError
 from commsim.exec._backend import Compiled
 from commsim.exec._layout import Layout
 from commsim.exec._lowering import CompileCache, check_layout
@@ -107,14 +109,16 @@ def _compiled(
     comm: Any,
     *,
     donate: bool,
+    wire: Wire | None = None,
 ) -> Compiled:
     from commsim.exec.mpi import _program as prog
 
     def make() -> Compiled:
         pl = _planned(cache, schedule, layout, comm.Get_rank())
-        return prog.compiled(pl, comm, dt, donate)
+        return prog.compiled(pl, comm, dt, donate, wire)
 
-    return cache.get(schedule, ("program", layout.count, dt.str), make)
+    key = ("program", layout.count, dt.str, wire.name if wire else None)
+    return cache.get(schedule, key, make)
 
 
 # -- native collective -----------------------------------------------------------------------------
@@ -147,9 +151,13 @@ class MpiBackend:
         comm: the communicator whose ranks are the schedule's ranks (default: a clone of
             ``COMM_WORLD``, so commsim's messages never match the application's).
         donate: donate the buffer to ``run`` (in place, no copy per run): call ``buf = run(buf)``.
+        wire: send every message in this wire format (``"fp16"``, ``"bf16"``, ``"int8"``,
+            :mod:`commsim._wire`; reductions of float data only); ``None``: exact.
     """
 
     name = "mpi"
+    #: the wire format every message travels in (``None``: the data's own dtype)
+    wire: Wire | None = None
 
     @staticmethod
     def prepare(nranks: int) -> None:
@@ -157,9 +165,12 @@ class MpiBackend:
 
     check_dtype = staticmethod(_check_dtype)
 
-    def __init__(self, comm: Any = None, donate: bool = True) -> None:
+    def __init__(
+        self, comm: Any = None, donate: bool = True, wire: str | Wire | None = None
+    ) -> None:
         self._comm = comm
         self.donate = donate
+        self.wire = as_wire(wire)
         self._cache = CompileCache()
 
     def unavailable(self) -> str | None:
@@ -197,12 +208,15 @@ class MpiBackend:
         """
         dt = _check_dtype(dtype)
         check_layout(schedule, layout)
+        check_wire(self.wire, schedule.collective, dt)
         _check_world(schedule, self.size)
         return self._program(schedule, layout, dt)
 
     def _program(self, schedule: Schedule, layout: Layout, dt: np.dtype) -> Compiled:
         """The checked schedule lowered by this executor (mpi4jax inside ``jax.jit``)."""
-        return _compiled(self._cache, schedule, layout, dt, self.comm, donate=self.donate)
+        return _compiled(
+            self._cache, schedule, layout, dt, self.comm, donate=self.donate, wire=self.wire
+        )
 
     def compile_steps(self, schedule: Schedule, layout: Layout, dtype: Any) -> Any:
         """This rank's program one step at a time
@@ -214,7 +228,9 @@ class MpiBackend:
         dt = _check_dtype(dtype)
         check_layout(schedule, layout)
         _check_world(schedule, self.size)
-        return prog.stepped(_planned(self._cache, schedule, layout, self.rank), self.comm, dt)
+        check_wire(self.wire, schedule.collective, dt)
+        pl = _planned(self._cache, schedule, layout, self.rank)
+        return prog.stepped(pl, self.comm, dt, self.wire)
 
     def native(self, schedule: Schedule, layout: Layout, dtype: Any) -> Compiled | None:
         """The MPI library's collective for ``schedule``'s kind, on the same buffers.
@@ -289,7 +305,12 @@ class HostMpiBackend(MpiBackend):
 
     name = "mpi4py"
 
-    def __init__(self, comm: Any = None) -> None:
+    def __init__(self, comm: Any = None, wire: str | Wire | None = None) -> None:
+        if wire is not None:
+            raise ParameterError(
+                "the mpi4py executor sends the buffer's own dtype; a wire format runs on the "
+                "mpi, jax and numpy backends"
+            )
         super().__init__(comm, donate=True)
 
     def unavailable(self) -> str | None:

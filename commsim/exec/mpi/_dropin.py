@@ -84,7 +84,7 @@ class MpiCollective(TreeCollective):
         pl = self._plan(schedule, lay)
         ends = cuts(pl)
         chunks = tuple(buf[a:b] for a, b in itertools.pairwise(ends.tolist()))
-        chunks = program(pl, self.comm, np.dtype(buf.dtype))(chunks)
+        chunks = program(pl, self.comm, np.dtype(buf.dtype), self.wire)(chunks)
         return chunks[0] if len(chunks) == 1 else jnp.concatenate(chunks)
 
     def free(self) -> None:
@@ -101,6 +101,8 @@ def collective(
     bucket_bytes: int | str | None = None,
     tuner: Tuner | None = None,
     collective: str | None = None,
+    compression: str | None = None,
+    error_feedback: bool | None = None,
 ) -> MpiCollective:
     """``schedule`` as a function of a pytree, called on every rank of ``comm`` (jittable).
 
@@ -119,6 +121,11 @@ def collective(
             string), one schedule call each; ``None``: one call per dtype.
         tuner: for ``"auto"``: a table with ``collective``, ``nranks``, ``schedule(nbytes)``.
         collective: the collective expected (checked against the schedule or the tuner).
+        compression: send every message as ``"fp16"``, ``"bf16"`` or ``"int8"`` (per-chunk
+            scale) and add in the leaf's dtype (reductions of float leaves).
+        error_feedback: keep the quantisation error of each call's input and add it to the
+            next (default: on for int8); under ``jit``, ``out, residual = g.feedback(tree,
+            residual)`` (:class:`commsim.exec._dropin.TreeCollective`).
 
     Example, on every rank of ``mpirun -n 4 python train.py``:
 
@@ -137,4 +144,6 @@ def collective(
         bucket_bytes=bucket_bytes,
         tuner=tuner,
         collective=collective,
+        compression=compression,
+        error_feedback=error_feedback,
     )

@@ -31,6 +31,13 @@ synchronize with the host between steps, which the fused program never does).
 mpi4py's ``Reduce_scatter_block`` (MPI_Reduce_scatter_block) on host numpy buffers (not an
 allreduce then a slice, which would cost twice the data).
 
+With a wire format (:mod:`commsim._wire`), a round's payload is encoded before it is sent and
+decoded after it arrives, so the receiver adds in the buffer's dtype: fp16 and bf16 travel as
+their bits in ``uint16`` (MPI and mpi4jax have no 16-bit float type), int8 as ``int8`` followed
+by a second message of its float32 chunk scales, same peers, same tag, same order on every
+rank of the round (MPI's non-overtaking rule keeps the pairs matched, and each round is then two
+rounds of the same matching, so the deadlock-freedom argument of the plan holds for each).
+
 This module imports mpi4py (which initializes MPI) and mpi4jax; the backend imports it only when
 it builds a program.
 """
@@ -48,6 +55,7 @@ import numpy as np
 from jax import lax
 from mpi4py import MPI
 
+from commsim._wire import CHUNK, Wire
 from commsim.errors import CommsimError
 from commsim.exec._backend import Compiled, blocking, uploaded
 from commsim.exec._layout import Layout
@@ -113,20 +121,52 @@ def _payload(cut: _Cut, old: Chunks, segs: tuple[Segment, ...]) -> Any:
     return parts[0] if len(parts) == 1 else jnp.concatenate(parts)
 
 
-def _round(cut: _Cut, old: Chunks, rnd: Round, tag: int, comm: Any, dtype: np.dtype) -> list:
-    """This rank's operation in round ``rnd``; what it received, as ``(segment, value)``."""
-    payload = _payload(cut, old, rnd.send.segments) if rnd.send is not None else None
+def _bits(x: Any) -> Any:
+    """A 16-bit float as ``uint16`` bits (what MPI can send); anything else as it is."""
+    return lax.bitcast_convert_type(x, jnp.uint16) if x.dtype.itemsize == 2 else x
+
+
+def _exchange(rnd: Round, payload: Any, like: Any, tag: int, comm: Any) -> Any:
+    """One array of this rank's round: sent, received, or both (``like``: what arrives)."""
     if rnd.recv is None:
-        assert rnd.send is not None and payload is not None
         mpi4jax.send(payload, rnd.send.peer, tag=tag, comm=comm)
-        return []
-    like = jnp.empty((rnd.recv.size,), dtype)
+        return None
     if rnd.send is not None:
-        got = mpi4jax.sendrecv(
+        return mpi4jax.sendrecv(
             payload, like, rnd.recv.peer, rnd.send.peer, sendtag=tag, recvtag=tag, comm=comm
         )
+    return mpi4jax.recv(like, rnd.recv.peer, tag=tag, comm=comm)
+
+
+def _wired(rnd: Round, payload: Any, tag: int, comm: Any, dtype: np.dtype, wire: Wire) -> Any:
+    """Round ``rnd`` with its payload in wire format ``wire``: encoded, sent (one message per
+    part, in the same order on both ends), received and decoded into ``dtype``."""
+    sent = wire.encode(payload[None, :], jnp) if payload is not None else None
+    n = rnd.recv.size if rnd.recv is not None else 0
+    shapes = [((1, n), jnp.dtype(wire.payload_dtype(jnp)))]
+    if wire.scaled:
+        shapes.append(((1, -(-n // CHUNK)), jnp.dtype(np.float32)))
+    got = []
+    for k, (shape, dt) in enumerate(shapes):
+        like = _bits(jnp.empty(shape, dt))
+        part = _exchange(rnd, None if sent is None else _bits(sent[k]), like, tag, comm)
+        if part is not None:
+            got.append(lax.bitcast_convert_type(part, dt) if dt.itemsize == 2 else part)
+    return wire.decode(tuple(got), dtype, jnp)[0] if rnd.recv is not None else None
+
+
+def _round(
+    cut: _Cut, old: Chunks, rnd: Round, tag: int, comm: Any, dtype: np.dtype, wire: Wire | None
+) -> list:
+    """This rank's operation in round ``rnd``; what it received, as ``(segment, value)``."""
+    payload = _payload(cut, old, rnd.send.segments) if rnd.send is not None else None
+    if wire is not None:
+        got = _wired(rnd, payload, tag, comm, dtype, wire)
     else:
-        got = mpi4jax.recv(like, rnd.recv.peer, tag=tag, comm=comm)
+        got = _exchange(rnd, payload, jnp.empty((rnd.recv.size,), dtype) if rnd.recv else None,
+                        tag, comm)  # fmt: skip
+    if rnd.recv is None:
+        return []
     if len(rnd.recv.segments) == 1:
         return [(rnd.recv.segments[0], got)]
     pieces, at = [], 0
@@ -136,11 +176,13 @@ def _round(cut: _Cut, old: Chunks, rnd: Round, tag: int, comm: Any, dtype: np.dt
     return pieces
 
 
-def _step(cut: _Cut, old: Chunks, st: StepPlan, comm: Any, dtype: np.dtype) -> Chunks:
+def _step(
+    cut: _Cut, old: Chunks, st: StepPlan, comm: Any, dtype: np.dtype, wire: Wire | None = None
+) -> Chunks:
     """The chunks after step ``st``: every read of the step (from ``old``), then the writes."""
     pieces = []
     for rnd in st.rounds:
-        pieces += _round(cut, old, rnd, st.tag, comm, dtype)
+        pieces += _round(cut, old, rnd, st.tag, comm, dtype, wire)
     pieces += [(s, cut.read(old, s.src, s.length)) for s in st.local]
     new = list(old)
     for s, v in pieces:
@@ -148,17 +190,17 @@ def _step(cut: _Cut, old: Chunks, st: StepPlan, comm: Any, dtype: np.dtype) -> C
     return tuple(new)
 
 
-def program(pl: RankPlan, comm: Any, dtype: np.dtype) -> Body:
+def program(pl: RankPlan, comm: Any, dtype: np.dtype, wire: Wire | None = None) -> Body:
     """The jittable function ``chunks -> chunks`` of plan ``pl``: this rank's ``[nelems]``
     buffer held as the pieces between :func:`cuts`, so that XLA never copies or rewrites the
     whole buffer (a slice to send is a chunk as it is, a received range replaces chunks, a
-    reduction adds into them; no ``dynamic_update_slice``)."""
+    reduction adds into them; no ``dynamic_update_slice``); messages in wire format ``wire``."""
     cut = _Cut(cuts(pl))
 
     def body(chunks: Chunks) -> Chunks:
         for st in pl.steps:
             if st.rounds or st.local:
-                chunks = _step(cut, chunks, st, comm, dtype)
+                chunks = _step(cut, chunks, st, comm, dtype, wire)
         return chunks
 
     return body
@@ -175,14 +217,14 @@ class Stepped(NamedTuple):
     get: Callable[[Any], np.ndarray]
 
 
-def stepped(pl: RankPlan, comm: Any, dtype: np.dtype) -> Stepped:
+def stepped(pl: RankPlan, comm: Any, dtype: np.dtype, wire: Wire | None = None) -> Stepped:
     """Plan ``pl`` as one jitted function per step (each compiled on its first call), so that
     a caller can read the clock between steps; the buffers are the chunks of :func:`compiled`."""
     ends = cuts(pl)
     cut = _Cut(ends)
 
     def one(st: StepPlan) -> Callable[[Any], Any]:
-        return blocking(jax.jit(lambda chunks: _step(cut, chunks, st, comm, dtype)))
+        return blocking(jax.jit(lambda chunks: _step(cut, chunks, st, comm, dtype, wire)))
 
     steps = tuple((i, one(st)) for i, st in enumerate(pl.steps) if st.rounds or st.local)
 
@@ -214,13 +256,15 @@ def _gather(comm: Any, row: np.ndarray) -> np.ndarray:
     return out
 
 
-def compiled(pl: RankPlan, comm: Any, dtype: np.dtype, donate: bool) -> Compiled:
+def compiled(
+    pl: RankPlan, comm: Any, dtype: np.dtype, donate: bool, wire: Wire | None = None
+) -> Compiled:
     """Plan ``pl`` jitted (compiled on the first ``run``); ``put`` cuts this rank's row into
     chunks (untimed), ``get`` joins them and gathers every rank's buffer (``[p, nelems]``)."""
     # (called, not AOT-compiled: the ordered MPI effects add a token argument that only the
     # jitted function's own call path supplies; it compiles on first call)
     ends = cuts(pl)
-    body = program(pl, comm, dtype)
+    body = program(pl, comm, dtype, wire)
     exe = jax.jit(body, donate_argnums=0 if donate else ())
     many = jax.jit(
         lambda chunks, k: lax.fori_loop(0, k, lambda _, c: body(c), chunks),
