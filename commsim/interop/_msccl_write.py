@@ -144,6 +144,15 @@ def write_msccl(schedule: Schedule, path: str | os.PathLike[str], **options: Any
     return path
 
 
+def _check_no_helpers(schedule: Schedule) -> None:
+    """MSCCL-IR has no ranks that hold no data (IR rule 7): refuse them in one line."""
+    if schedule.helpers:
+        raise ParameterError(
+            f"{schedule.algorithm} p={schedule.nranks}: MSCCL-IR has no ranks that hold no data "
+            f"(this schedule has {schedule.helpers} helper ranks); export it as JSON or GOAL"
+        )
+
+
 def msccl_program(
     schedule: Schedule,
     *,
@@ -169,11 +178,7 @@ def msccl_program(
         ParameterError: a bad option. ResourceError: past one of the executor's limits.
     """
     _check_options(proto, nchannels, min_bytes, max_bytes)
-    if schedule.helpers:
-        raise ParameterError(
-            f"{schedule.algorithm} p={schedule.nranks}: MSCCL-IR has no ranks that hold no data "
-            f"(this schedule has {schedule.helpers} helper ranks); export it as JSON or GOAL"
-        )
+    _check_no_helpers(schedule)
     s = schedule.materialize()
     lay = Layout(s, inplace)
     ranks = lower(s, lay, fuse)
