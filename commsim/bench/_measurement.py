@@ -94,7 +94,7 @@ class Measurement:
         med, tmin, tmax, spread = timing_stats(times)
         q1, q3 = (float(q) for q in np.percentile(np.asarray(times, dtype=np.float64), [25, 75]))
         nbytes = lay.count * dt.itemsize
-        factor = schedule.spec.busbw_factor(schedule.nranks)
+        factor = schedule.spec.busbw_factor(schedule.workers)
         algbw = nbytes / med if med > 0 else float("inf")
         n_med = n_busbw = ratio = None
         if native_times is not None and len(native_times):

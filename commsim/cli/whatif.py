@@ -347,7 +347,8 @@ def _changes(result: WhatifResult) -> list[str]:
     win = result.winner
     for k, n in enumerate(result.sizes):
         base = win[ref, k]
-        moved = np.flatnonzero(win[:, k] != base)
+        ran = ~np.isnan(result.time[:, :, k]).all(axis=0)  # points where some algorithm ran
+        moved = np.flatnonzero((win[:, k] != base) & ran)
         if len(moved):
             shown = "; ".join(
                 f"{_label(result.vary, result.points[g])} -> {result.algorithms[win[g, k]]}"
@@ -386,7 +387,7 @@ def render(result: WhatifResult, as_json: bool) -> str:
                             a: None if np.isnan(t) else float(t)
                             for a, t in zip(result.algorithms, result.time[:, g, k], strict=True)
                         },
-                        "winner": result.algorithms[result.winner[g, k]],
+                        "winner": _winner(result, g, k),
                     }
                     for g, pt in enumerate(result.points)
                     for k, n in enumerate(result.sizes)
@@ -398,7 +399,7 @@ def render(result: WhatifResult, as_json: bool) -> str:
             _label(result.vary, pt),
             units.format_size(int(n)),
             *("-" if np.isnan(t) else units.format_time(float(t)) for t in result.time[:, g, k]),
-            result.algorithms[result.winner[g, k]],
+            _winner(result, g, k) or "-",
         ]
         for g, pt in enumerate(result.points)
         for k, n in enumerate(result.sizes)
@@ -414,6 +415,13 @@ def render(result: WhatifResult, as_json: bool) -> str:
     )
     text += "".join(f"\n{c}" for c in changes) or "\nthe winner is the same at every point"
     return text + "".join(f"\nnote: {n}" for n in notes)
+
+
+def _winner(result: WhatifResult, g: int, k: int) -> str | None:
+    """The fastest algorithm at grid point ``g`` and size ``k``; ``None`` if none could run."""
+    if np.isnan(result.time[:, g, k]).all():
+        return None
+    return result.algorithms[result.winner[g, k]]
 
 
 def _nranks(result: WhatifResult, g: int) -> int:

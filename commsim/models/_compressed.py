@@ -47,6 +47,7 @@ from commsim import units
 from commsim._ir import Schedule
 from commsim._wire import Wire, wire
 from commsim.errors import ParameterError
+from commsim.models._bounds import model_bound
 from commsim.models._inputs import as_inverse_bandwidth, as_sizes
 from commsim.models._model import Model
 from commsim.models._prediction import Prediction
@@ -65,6 +66,13 @@ class Compressed:
         w = wire(wire_format)
         if w is None:
             raise ParameterError("compressed() needs a wire format: fp16, bf16 or int8")
+        from commsim.models._protocol_choice import ProtocolChoice
+
+        if isinstance(model, ProtocolChoice):
+            raise ParameterError(
+                "a wire format with --protocol auto is not supported: force one protocol "
+                "(--protocol LL, LL128 or Simple)"
+            )
         gamma = getattr(model, "gamma", None)
         if gamma is None:
             raise ParameterError(
@@ -96,9 +104,10 @@ class Compressed:
             pred, nbytes=float(sizes[0]) if scalar else sizes, model=self.describe()
         )
 
-    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
         """The inner model's bound for the wire's bytes (and γ + conversion per reduced byte)."""
-        return self._scaled.lower_bound(collective, nranks, np.asarray(nbytes) * self.ratio)
+        scaled = np.asarray(nbytes) * self.ratio
+        return model_bound(self._scaled, collective, nranks, scaled, helpers)
 
     def timeline(
         self, schedule: Schedule, nbytes: Any, *, max_messages: int | None = None

@@ -99,8 +99,8 @@ def bottleneck_link(
     time (those of one round: all messages given, or those with the same ``group`` id); the
     first such link on the route at a tie.
 
-    This is the one definition of "limited by" for every contention mode (docs/models.md,
-    "Limited by"): the link a message's time is most sensitive to is the one whose fair share
+    This is the one definition of "limited by" for every contention mode (docs/sharp-bits.md,
+    "limited by"; with ``contention="none"`` each message is a group of its own): the link a message's time is most sensitive to is the one whose fair share
     is smallest. Under ``bottleneck`` that share *is* the message's rate; under ``maxmin`` and
     ``flow`` the rate can be higher (other messages leave spare capacity) but the smallest
     share still marks the link that binds first when every message pushes at once."""

@@ -192,7 +192,7 @@ class Prediction:
             time=float(time[0]) if scalar else time,
             rank_time=out(rank_time),
             step_time=out(step_time),
-            busbw_factor=schedule.spec.busbw_factor(schedule.nranks),
+            busbw_factor=schedule.spec.busbw_factor(schedule.workers),
             notes=(*notes, *below_bound_note(schedule, sizes, time, bound)),
             network=network,
             protocol=protocol if protocol is None or scalar else (protocol,) * len(sizes),

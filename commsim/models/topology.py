@@ -412,7 +412,8 @@ class Topology:
             inv = np.where(np.isinf(rate), 0.0, 1.0 / rate)
         if self.protocol is not None:
             inv = inv / self.protocol.efficiency
-        cls = net.link_kind[bottleneck_link(indptr, links, net.bandwidth)]
+        alone = np.arange(len(indptr) - 1) if self.contention == "none" else None  # no sharing
+        cls = net.link_kind[bottleneck_link(indptr, links, net.bandwidth, group=alone)]
         if len(self._rounds) >= _CACHE_ROUNDS:
             self._rounds.clear()
         self._rounds[key] = (hosts, lat, inv, cls, indptr, links)

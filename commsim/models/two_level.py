@@ -103,11 +103,11 @@ class TwoLevelHockney:
             "reduction_overlap": self.reduction_overlap,
         }
 
-    def lower_bound(self, collective: str, nranks: int, nbytes: Any) -> Any:
+    def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
         alpha = min(self.intra[0], self.inter[0])
         beta = min(self.intra[1], self.inter[1])
         gamma = 0.0 if self.reduction_overlap else self.gamma  # reductions may hide in transfers
-        return lower_bound(collective, nranks, nbytes, alpha, beta, gamma)
+        return lower_bound(collective, nranks, nbytes, alpha, beta, gamma, helpers=helpers)
 
     @functools.lru_cache(maxsize=8)  # noqa: B019  (a few rank counts per model)
     def _topology(self, nranks: int) -> Topology:

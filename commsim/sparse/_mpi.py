@@ -153,12 +153,15 @@ def sparse_allreduce(
     idx = np.asarray(indices, dtype=np.int64)
     val = np.ascontiguousarray(values)
     dtype = val.dtype
+    why = None
     if idx.shape != val.shape or idx.ndim != 1:
-        raise ParameterError(
-            f"indices and values must be 1-D of one length, got {idx.shape} and {val.shape}"
-        )
-    if idx.size and (idx[0] < 0 or idx[-1] >= nelems or (np.diff(idx) <= 0).any()):
-        raise ParameterError(f"indices must be sorted, distinct and in [0, {nelems})")
+        why = f"indices and values must be 1-D of one length, got {idx.shape} and {val.shape}"
+    elif idx.size and (idx[0] < 0 or idx[-1] >= nelems or (np.diff(idx) <= 0).any()):
+        why = f"indices must be sorted, distinct and in [0, {nelems})"
+    bad = comm.allgather(why)  # every rank raises, or none: no rank is left waiting in Probe
+    if any(bad):
+        first = next(q for q, w in enumerate(bad) if w)
+        raise ParameterError(f"rank {first}: {bad[first]}")
     if nelems < p:
         raise ParameterError(f"a vector of {nelems} elements cannot be split over {p} ranks")
     run = run if run is not None else SparseRun()

@@ -195,6 +195,8 @@ def _step(
                 sig.add(t, r, n)
             sig.flush()
         sig.wait(senders, run * per_run + counts, k, "the signal")
+        if st.arrivals:  # MPI-3 passive target: make the puts visible to this rank's own loads
+            win.Sync()
         for s, tmp in local:  # read before any write of the step
             np.copyto(tmp, buf[s.src : s.src + s.length])
         for m in st.arrivals:
@@ -205,6 +207,7 @@ def _step(
         for s, tmp in local:
             _write(buf, s, tmp)
         if st.credits:
+            win.Sync()  # our loads of the staging are done before the senders may overwrite it
             for s in st.credits:
                 sig.add(s, p + r, one)
             sig.flush()
