@@ -65,9 +65,12 @@ def test_refuses_more_ranks_than_devices():
 
 def test_64_bit_dtypes_turn_on_jax_64_bit_mode():
     # in a subprocess: the mode is global, and this test process keeps JAX's default
+    import os
     import subprocess
     import sys
 
+    # a fresh JAX: an earlier 64-bit run in this process exported JAX_ENABLE_X64 (ensure_x64)
+    env = {k: v for k, v in os.environ.items() if k != "JAX_ENABLE_X64"}
     code = (
         "import jax, numpy as np, commsim\n"
         "from commsim.exec import execute\n"
@@ -76,7 +79,9 @@ def test_64_bit_dtypes_turn_on_jax_64_bit_mode():
         "out = execute(commsim.build('allreduce', 'ring', nranks=2), x, backend='jax')\n"
         "assert out.dtype == np.float64 and jax.config.read('jax_enable_x64')\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+    )
     assert done.returncode == 0, done.stderr[-2000:]
 
 

@@ -21,7 +21,7 @@ import numpy as np
 from commsim._ir import Schedule, Step
 from commsim.errors import ScheduleError
 
-__all__ = ["concat", "lazy", "relabel", "with_root"]
+__all__ = ["concat", "lazy", "relabel", "relabel_blocks", "with_root"]
 
 
 def lazy(
@@ -136,6 +136,30 @@ def relabel(
         collective=collective or schedule.collective,
         root=root,
         step_fn=lambda i: schedule.step(i).relabel(rank_map),
+    )
+
+
+def relabel_blocks(schedule: Schedule, perm: np.ndarray) -> Schedule:
+    """``schedule`` with rank ``v`` and block (slot) ``v`` renamed ``perm[v]``; slot ranges
+    become single slots, since a virtual range is strided in the real order."""
+
+    def step_fn(i: int) -> Step:
+        src, dst, a, b, count, red, ch = schedule.step(i)
+        idx = np.repeat(np.arange(len(src)), count)
+        within = np.arange(len(idx)) - np.repeat(np.cumsum(count) - count, count)
+        return Step(
+            perm[src[idx]], perm[dst[idx]], perm[a[idx] + within], perm[b[idx] + within],
+            np.ones(len(idx), dtype=np.int64), red[idx], ch[idx],
+        )  # fmt: skip
+
+    return Schedule(
+        collective=schedule.collective,
+        nranks=schedule.nranks,
+        slot_units=schedule.slot_units,
+        nsteps=schedule.nsteps,
+        step_fn=step_fn,
+        algorithm=schedule.algorithm,
+        params=schedule.params,
     )
 
 

@@ -218,7 +218,8 @@ def direct_allreduce(nranks: int) -> Schedule:
         :func:`commsim.algorithms.ring.ring_allreduce`,
         :func:`commsim.algorithms.nccl.snake_ring_allreduce`,
         :func:`commsim.algorithms.torus.torus_allreduce`, :func:`direct_reduce_scatter`,
-        :func:`direct_allgather`
+        :func:`direct_allgather`,
+        :func:`commsim.algorithms.parameter_server.parameter_server_allreduce`
 
     Examples:
         >>> s = direct_allreduce(4)

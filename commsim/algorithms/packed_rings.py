@@ -31,11 +31,10 @@ from __future__ import annotations
 import numpy as np
 
 from commsim._ir import Schedule
-from commsim.algorithms._combinators import relabel
+from commsim.algorithms._combinators import relabel, relabel_blocks
 from commsim.algorithms._parallel import parallel
 from commsim.algorithms._registry import FloatOrArray, register
 from commsim.algorithms.ring import ring_allgather, ring_allreduce, ring_reduce_scatter
-from commsim.algorithms.torus_multiport import _blocks_relabeled
 from commsim.errors import ParameterError
 
 __all__ = [
@@ -91,7 +90,7 @@ def _packed(factory, nranks: int, rings: Rings, blocks: bool) -> Schedule:
     for order in orders:
         ring = factory(nranks)
         perm = np.asarray(order, dtype=np.int64)
-        parts.append(_blocks_relabeled(ring, perm) if blocks else relabel(ring, perm, nranks))
+        parts.append(relabel_blocks(ring, perm) if blocks else relabel(ring, perm, nranks))
     return parallel(*parts, algorithm="packed_rings", params={"rings": rings})
 
 

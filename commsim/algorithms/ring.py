@@ -167,7 +167,8 @@ def ring_allreduce(nranks: int) -> Schedule:
         :func:`commsim.algorithms.nccl.snake_ring_allreduce`,
         :func:`commsim.algorithms.torus.torus_allreduce`, :func:`ring_reduce_scatter`,
         :func:`ring_allgather`,
-        :func:`commsim.algorithms.packed_rings.packed_rings_allreduce`
+        :func:`commsim.algorithms.packed_rings.packed_rings_allreduce`,
+        :func:`commsim.algorithms.parameter_server.parameter_server_allreduce`
 
     Examples:
         >>> s = ring_allreduce(4)

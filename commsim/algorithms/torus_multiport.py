@@ -59,7 +59,7 @@ from collections.abc import Callable
 import numpy as np
 
 from commsim._ir import Schedule, Step
-from commsim.algorithms._combinators import relabel
+from commsim.algorithms._combinators import relabel, relabel_blocks
 from commsim.algorithms._parallel import parallel
 from commsim.algorithms._registry import FloatOrArray, register
 from commsim.algorithms.torus import (
@@ -108,37 +108,13 @@ def _rank_map(dims: tuple[int, ...], axes: tuple[int, ...], direction: int) -> n
     return np.ravel_multi_index(real, dims).astype(np.int64)
 
 
-def _blocks_relabeled(schedule: Schedule, perm: np.ndarray) -> Schedule:
-    """``schedule`` with rank ``v`` and block (slot) ``v`` renamed ``perm[v]``; slot ranges
-    become single slots, since a virtual range is strided in the real order."""
-
-    def step_fn(i: int) -> Step:
-        src, dst, a, b, count, red, ch = schedule.step(i)
-        idx = np.repeat(np.arange(len(src)), count)
-        within = np.arange(len(idx)) - np.repeat(np.cumsum(count) - count, count)
-        return Step(
-            perm[src[idx]], perm[dst[idx]], perm[a[idx] + within], perm[b[idx] + within],
-            np.ones(len(idx), dtype=np.int64), red[idx], ch[idx],
-        )  # fmt: skip
-
-    return Schedule(
-        collective=schedule.collective,
-        nranks=schedule.nranks,
-        slot_units=schedule.slot_units,
-        nsteps=schedule.nsteps,
-        step_fn=step_fn,
-        algorithm=schedule.algorithm,
-        params=schedule.params,
-    )
-
-
 def _parts(factory: Callable[..., Schedule], nranks: int, dims: Dims) -> list[Schedule]:
     """The torus schedule of each part, ranks and blocks in the real order."""
     ds = parse_dims(dims, nranks)
     parts = []
     for axes, direction in part_orders(ds):
         virtual = factory(nranks, [ds[a] for a in axes])
-        parts.append(_blocks_relabeled(virtual, _rank_map(ds, axes, direction)))
+        parts.append(relabel_blocks(virtual, _rank_map(ds, axes, direction)))
     return parts
 
 
