@@ -165,7 +165,7 @@ class NetworkChoice:
         that has that parameter and was not given it, at one ``p``; and a note saying how many."""
         from commsim.algorithms import info
         from commsim.algorithms.packed_rings import format_rings
-        from commsim.topology import pack_rings
+        from commsim.topology import link_units, pack_rings
 
         takers = [
             a
@@ -177,6 +177,8 @@ class NetworkChoice:
         p = choice.nranks[0]
         net = self.network
         hosts = [net.nodes[net.hosts[h]] for h in place(net, p, self.placement)]
+        if not link_units(net.graph, hosts).any():  # a switched network: nothing to pack, no note
+            return choice, []
         try:
             orders = pack_rings(net.graph, hosts)
         except ParameterError as e:

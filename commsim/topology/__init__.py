@@ -21,7 +21,7 @@ from commsim.topology._fat_tree import fat_tree, kary_fat_tree
 from commsim.topology._gpu import join, nvlink_island, rail_optimized
 from commsim.topology._network import Network, as_network
 from commsim.topology._placement import PLACEMENTS, place, ranks_per_server
-from commsim.topology._ring_packing import pack_rings
+from commsim.topology._ring_packing import link_units, pack_rings
 from commsim.topology._spec import GENERATORS, load_topology, parse_topology, register_generator
 from commsim.topology._summary import (
     BISECTION_METHODS,
@@ -51,6 +51,7 @@ __all__ = [
     "hypercube",
     "join",
     "kary_fat_tree",
+    "link_units",
     "load_topology",
     "nvlink_island",
     "pack_rings",
