@@ -104,46 +104,44 @@ def one_ring(nranks: int, rings: Rings = "auto") -> bool:
     return len(parse_rings(rings, nranks)) == 1
 
 
-def _turns(nranks: int, rings: Rings, links: int) -> tuple[int, int]:
-    """Rings ``k`` and the rings that take turns on a link: ``k`` on one link, 1 on ``k`` or
-    more (each ring on its own link)."""
+def _per_link(nranks: int, rings: Rings, links: int) -> tuple[int, float]:
+    """The rings that take turns on a link (``k`` on one link, 1 on ``k`` or more: each ring on
+    its own) and the share of :math:`\frac{p-1}{p}n` each link carries (all of it, or
+    :math:`1/k`)."""
     k = len(parse_rings(rings, nranks))
+    f = (nranks - 1) / nranks
     if links == 1:
-        return k, k
+        return k, f
     if isinstance(links, bool) or not isinstance(links, int) or links < k:
         raise ParameterError(
             f"packed_rings: its time has a closed form on 1 link or on k = {k} links or more, "
             f"got links={links!r}"
         )
-    return k, 1
+    return 1, f / k
 
 
 def _rs_cost(nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *,
              rings: Rings = "auto", links: int = 1) -> FloatOrArray:  # fmt: skip
     """:func:`packed_rings_reduce_scatter`'s ``.. math::`` on ``links`` links: exact on ``k`` links or more,
     and on one link for one ring (:func:`one_ring`)."""
-    k, turns = _turns(nranks, rings, links)
-    f = (nranks - 1) / nranks
-    return turns * (nranks - 1) * alpha + f * nbytes * (beta + gamma) / (k if turns == 1 else 1)
+    turns, f = _per_link(nranks, rings, links)
+    return turns * (nranks - 1) * alpha + f * nbytes * (beta + gamma)
 
 
 def _ag_cost(nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *,
              rings: Rings = "auto", links: int = 1) -> FloatOrArray:  # fmt: skip
     """:func:`packed_rings_allgather`'s ``.. math::`` on ``links`` links: exact on ``k`` links or more,
     and on one link for one ring (:func:`one_ring`)."""
-    k, turns = _turns(nranks, rings, links)
-    f = (nranks - 1) / nranks
-    return turns * (nranks - 1) * alpha + f * nbytes * beta / (k if turns == 1 else 1)
+    turns, f = _per_link(nranks, rings, links)
+    return turns * (nranks - 1) * alpha + f * nbytes * beta
 
 
 def _ar_cost(nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, gamma: float, *,
              rings: Rings = "auto", links: int = 1) -> FloatOrArray:  # fmt: skip
     """:func:`packed_rings_allreduce`'s ``.. math::`` on ``links`` links: exact on ``k`` links or more,
     and on one link for one ring (:func:`one_ring`)."""
-    k, turns = _turns(nranks, rings, links)
-    f = (nranks - 1) / nranks
-    share = k if turns == 1 else 1
-    return 2 * turns * (nranks - 1) * alpha + f * nbytes * (2 * beta + gamma) / share
+    turns, f = _per_link(nranks, rings, links)
+    return 2 * turns * (nranks - 1) * alpha + f * nbytes * (2 * beta + gamma)
 
 
 _CONSTRAINTS = (
