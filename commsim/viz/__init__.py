@@ -15,7 +15,7 @@ Examples:
 
 from commsim.viz._contents import contributions
 from commsim.viz._dag import critical_path, message_graph
-from commsim.viz._diagram import MAX_RANKS, MAX_STEPS, check_drawable, draw_schedule
+from commsim.viz._diagram import MAX_RANKS, MAX_STEPS, check_drawable, draw_schedule, figure_size
 from commsim.viz._table import MessageRow, message_rows, step_rows
 
 __all__ = [
@@ -26,6 +26,7 @@ __all__ = [
     "contributions",
     "critical_path",
     "draw_schedule",
+    "figure_size",
     "message_graph",
     "message_rows",
     "step_rows",
