@@ -44,7 +44,7 @@ part() {
 part "ruff check" 0 ruff check .
 part "ruff format --check" 0 ruff format --check .
 # Exit 5 (nothing collected) is a failure here: an empty run must not pass CI.
-part "pytest" 0 "${PYTEST[@]}" "$@"
+part "pytest" 0 "${PYTEST[@]}" --durations=30 "$@"  # the slowest tests, to keep the suite short
 
 # tests/mpi: the same files under mpirun (they also ran above, at world size 1). Exit 5 is fine
 # here, e.g. when `-k` deselects every MPI test. `timeout` turns a deadlock into a failure.
