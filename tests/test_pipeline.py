@@ -142,3 +142,24 @@ def test_the_numpy_executor_runs_a_pipelined_schedule(p):
     s = build("allreduce", "nccl_tree", nranks=p, ranks_per_node=4, segments=1, pipeline=3)
     lay = layout(s, 2 * s.nbytes_units)
     execute(s, random_inputs(lay, np.float32, seed=p), backend="numpy")  # checks the result
+
+
+def test_the_tuner_grows_pipeline_and_stops_where_it_helps_nowhere():
+    """Under single-port Hockney a deeper pipeline only adds latencies: the walk stops at 2."""
+    from commsim.tuner import sweep
+
+    sizes = np.array([1e3, 1e6, 1e9])
+    r = sweep("allreduce", Hockney(), 16, sizes, algorithms=["hierarchical"], progress=False)
+    assert [c.params["pipeline"] for c in r.candidates] == [1, 2]
+    assert (r.best() == 0).all()
+    tree = sweep("allreduce", Hockney(), 16, sizes, algorithms=["nccl_tree"], progress=False)
+    assert all("pipeline" not in c.params for c in tree.candidates)  # segments grows first
+
+
+def test_a_depth_the_row_refuses_ends_the_family(monkeypatch):
+    import commsim.algorithms._pipeline as pl
+    from commsim.tuner._candidates import families
+
+    monkeypatch.setattr(pl, "MAX_CHUNKS", 4)
+    [family] = families("allreduce", 16, "hierarchical", {}, 1e9)
+    assert [c.params["pipeline"] for c in family] == [1, 2, 4]
