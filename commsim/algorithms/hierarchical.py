@@ -78,12 +78,13 @@ def _phases(parts: list[tuple[int, object]]):
 
 
 # -- allreduce -------------------------------------------------------------------------------
-def _outer_steps(collective: str, inter: str, n_groups: int) -> int:
-    """Steps of the outer phase: the ring's in closed form, any other algorithm's by building it."""
+def _outer_steps(collective: str, inter: str, n_groups: int, rings: int = 1) -> int:
+    """Steps of the outer phase: a ring's (``rings`` passes of ``N - 1`` steps) in closed form,
+    any other algorithm's by building it."""
     if n_groups == 1:
         return 0
     if inter == "ring":
-        return (2 if collective == "allreduce" else 1) * (n_groups - 1)
+        return rings * (n_groups - 1)
     return build(collective, inter, nranks=n_groups).nsteps
 
 
@@ -109,7 +110,7 @@ def _allreduce_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter=
         base,
         alpha,
         pipeline,
-        lambda: [(g - 1, 0), (_outer_steps("allreduce", inter, n_groups), 1), (g - 1, 0)],
+        lambda: [(g - 1, 0), (_outer_steps("allreduce", inter, n_groups, rings=2), 1), (g - 1, 0)],
     )
 
 
