@@ -32,8 +32,10 @@ patterns run one after the other on a rank's one port:
     T_K = T_1 + \alpha \left( \sum_{t=0}^{S+K-2} \left|\{\kappa_s : s \in W_t\}\right| - S \right),
     \qquad W_t = [\max(0, t-K+1), \min(t, S-1)]
 
-(:func:`wavefront_messages` counts the sum). On one port a pipeline only adds latencies:
-:math:`(K-1)\alpha` for the longer wavefront, one more wherever two patterns meet. The overlap
+(:func:`wavefront_messages` counts the sum). Under these conditions a pipeline only adds
+latencies: :math:`(K-1)\alpha` for the longer wavefront, one more wherever two patterns meet
+(where ranks idle in some steps, as in a chain's fill and drain, a wavefront may fill some of
+that time instead, and the formula is only an estimate). The overlap
 NCCL gains needs a rank to drive the two phases' links at once (NVLink beside the NIC): on such
 a machine the wavefront takes about :math:`(S + K - 1)` steps of the slowest chunk-step,
 :math:`\max_s \tau_s(n/K)`, instead of :math:`\sum_s \tau_s(n)`. commsim's models give a rank
