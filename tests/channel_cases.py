@@ -6,7 +6,9 @@ For every collective: ``channels(s, 2)`` (two copies of one row, NCCL's channels
 ``parallel(a, b)`` of two different schedules with the same slot layout, so that two channels
 between one pair of ranks, channels that progress at different paces (the parts have different
 step counts) and unequal messages per channel all occur. And ``packed_rings`` with two rings in
-opposite directions (each rank sends to both neighbours at once, on two channels).
+opposite directions (each rank sends to both neighbours at once, on two channels). And a
+pipelined one (``pipeline(channels(hierarchical, 2), 2)``: two chunks' messages merged, on two
+channels).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import commsim
 from commsim import Schedule
 from commsim.algorithms._parallel import channels, parallel
+from commsim.algorithms._pipeline import pipeline
 
 # per collective: a row for channels(., 2), and two schedules for parallel(., .) (same slots)
 PAIRS: dict[str, tuple[tuple[str, dict], tuple[str, dict], tuple[str, dict]]] = {
@@ -53,4 +56,6 @@ def cases(p: int) -> list[tuple[str, Schedule]]:
     both_ways = "-".join(map(str, range(p))) + "," + "-".join(map(str, [0, *range(p - 1, 0, -1)]))
     for c in ("allreduce", "reduce_scatter", "allgather"):
         out.append((f"{c}/packed_rings(2)", _build(c, "packed_rings", {"rings": both_ways}, p)))
+    hier = channels(_build("allreduce", "hierarchical", {"ranks_per_node": 2}, p), 2)
+    out.append(("allreduce/pipeline(channels(hierarchical,2),2)", pipeline(hier, 2)))
     return out

@@ -5,7 +5,7 @@ Each factory's docstring states its α-β-γ cost once, in a ``.. math::`` block
 :attr:`AlgorithmInfo.cost` is derived from it by :func:`cost_text`), with its references and
 its siblings under See Also.
 :func:`parallel` and :func:`channels` run schedules side by side on channels of their own (IR rule
-6). :data:`NCCL_ALGORITHMS` says which of them NCCL runs for each collective.
+6); :func:`pipeline` runs one chunk by chunk, as a wavefront. :data:`NCCL_ALGORITHMS` says which of them NCCL runs for each collective.
 """
 
 # importing the algorithm modules registers their factories
@@ -27,6 +27,7 @@ from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._math import cost_text, math_text
 from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS
 from commsim.algorithms._parallel import channels, parallel
+from commsim.algorithms._pipeline import pipeline
 from commsim.algorithms._registry import (
     REGISTRY,
     AlgorithmInfo,
@@ -50,6 +51,7 @@ __all__ = [
     "lazy",
     "math_text",
     "parallel",
+    "pipeline",
     "register",
     "relabel",
     "unregister",

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from commsim._ir import Schedule, Step
+from commsim.algorithms import _pipeline
 from commsim.algorithms._combinators import lazy
 from commsim.algorithms._hierarchy import Blocks, embed, group_classes, intra_ring_step
 from commsim.algorithms._registry import build, info, register
@@ -77,22 +78,51 @@ def _phases(parts: list[tuple[int, object]]):
 
 
 # -- allreduce -------------------------------------------------------------------------------
-def _allreduce_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring"):
+def _outer_steps(collective: str, inter: str, n_groups: int, rings: int = 1) -> int:
+    """Steps of the outer phase: a ring's (``rings`` passes of ``N - 1`` steps) in closed form,
+    any other algorithm's by building it."""
+    if n_groups == 1:
+        return 0
+    if inter == "ring":
+        return rings * (n_groups - 1)
+    return build(collective, inter, nranks=n_groups).nsteps
+
+
+def _pipelined(base, alpha, pipeline: int, phases):
+    """``base`` plus the latencies :func:`commsim.algorithms._pipeline.pipeline` adds to the
+    phases ``[(steps, pattern)]`` (a callable, evaluated only when ``pipeline > 1``) cut into
+    ``pipeline`` chunks: its module's formula. One chunk returns ``base`` untouched."""
+    if pipeline == 1:
+        return base
+    parts = phases()
+    labels = np.repeat([k for _, k in parts], [n for n, _ in parts])
+    return base + alpha * (_pipeline.wavefront_messages(labels, pipeline) - len(labels))
+
+
+def _allreduce_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring", pipeline=1):
     """The single-port Hockney time of :func:`hierarchical_allreduce` (its ``.. math::``), exact
     where :func:`_allreduce_exact` says, an estimate elsewhere."""
     g = min(ranks_per_node, nranks)
     n_groups = -(-nranks // ranks_per_node)
     outer = info("allreduce", inter).time(n_groups, nbytes / g, alpha, beta, gamma)
-    return _ring_rs(g, nbytes, alpha, beta, gamma) + outer + _ring_ag(g, nbytes, alpha, beta, gamma)
+    base = _ring_rs(g, nbytes, alpha, beta, gamma) + outer + _ring_ag(g, nbytes, alpha, beta, gamma)
+    return _pipelined(
+        base,
+        alpha,
+        pipeline,
+        lambda: [(g - 1, 0), (_outer_steps("allreduce", inter, n_groups, rings=2), 1), (g - 1, 0)],
+    )
 
 
-def _allreduce_exact(nranks, ranks_per_node=8, inter="ring"):
+def _allreduce_exact(nranks, ranks_per_node=8, inter="ring", pipeline=1):
     """Whole groups, and an outer algorithm exact at ``N`` that leaves every rank finishing at
-    once (so the phases add)."""
+    once (so the phases add); pipelined, the outer ring alone (one message pattern, every rank
+    busy in every step: :mod:`commsim.algorithms._pipeline`'s formula)."""
     n_groups = -(-nranks // ranks_per_node)
     return (
         (nranks % ranks_per_node == 0 or nranks < ranks_per_node)
-        and inter in ("ring", "rabenseifner", "recursive_doubling")
+        and inter
+        in (("ring", "rabenseifner", "recursive_doubling") if pipeline == 1 else ("ring",))
         and info("allreduce", inter).is_exact(n_groups)
     )
 
@@ -106,7 +136,10 @@ def _allreduce_exact(nranks, ranks_per_node=8, inter="ring"):
     reference="Cho et al., BlueConnect, SysML 2019; PowerAI DDL 2017",
 )
 def hierarchical_allreduce(
-    nranks: int, ranks_per_node: int = 8, inter: str | Callable[[int], Schedule] = "ring"
+    nranks: int,
+    ranks_per_node: int = 8,
+    inter: str | Callable[[int], Schedule] = "ring",
+    pipeline: int = 1,
 ) -> Schedule:
     r"""Reduce-scatter inside each group, allreduce across groups, allgather inside.
 
@@ -119,6 +152,15 @@ def hierarchical_allreduce(
 
     ``inter`` is a registry name, or a callable ``inter(N)`` returning the outer allreduce: a
     nested hierarchical one gives three levels (or more).
+
+    ``pipeline = K > 1`` runs the three phases as a wavefront of ``K`` chunks
+    (:func:`commsim.algorithms.pipeline`): chunk ``j`` is ``j`` steps behind chunk 0, so one
+    chunk crosses the servers while the next is still inside them. On one port per rank the
+    bytes are the same and the latencies grow: with ``a = g - 1`` steps inside and
+    ``b = 2(N-1)`` across (``inter="ring"``, whole groups, ``g, N > 1``), the ``K - 1`` steps
+    more and the ``M`` steps where both patterns meet (two messages each) add
+
+    .. math:: T_K = T + (K - 1 + M)\,\alpha, \qquad M = (K-1) + \min(K-1, b)
 
     References:
         Cho et al., "BlueConnect: decomposing all-reduce for deep learning on heterogeneous
@@ -137,9 +179,12 @@ def hierarchical_allreduce(
         >>> three = hierarchical_allreduce(32, 4, inter=lambda n: hierarchical_allreduce(n, 2))
         >>> three.nsteps  # 3 + (1 + 2(4 - 1) + 1) + 3
         14
+        >>> hierarchical_allreduce(16, ranks_per_node=4, pipeline=3).nsteps  # 12 + 3 - 1
+        14
     """
     p = nranks
     g_node, n_groups = _check(p, ranks_per_node)
+    k = _pipeline.check_chunks(pipeline, "pipeline")
     g = min(g_node, p)
     outer = _inter("allreduce", inter, n_groups)
     size = outer.nslots
@@ -155,7 +200,7 @@ def hierarchical_allreduce(
             (g - 1, lambda s: intra_ring_step(s, p, g_node, blocks, reduce=False)),
         ]
     )
-    return lazy(
+    whole = lazy(
         "allreduce",
         p,
         nsteps,
@@ -167,6 +212,7 @@ def hierarchical_allreduce(
             "inter": inter if isinstance(inter, str) else outer.algorithm,
         },
     )
+    return _pipeline.pipeline(whole, k)
 
 
 # -- reduce_scatter and allgather -------------------------------------------------------------
@@ -211,26 +257,38 @@ def _fold_step(p: int, g: int, n_groups: int, *, reduce: bool) -> tuple[int, obj
     return 1, lambda _: st
 
 
-def _rs_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring"):
+def _rs_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring", pipeline=1):
     """The single-port Hockney time of :func:`hierarchical_reduce_scatter` (its ``.. math::``),
     exact for whole groups and ``inter="ring"`` (:func:`_columns_exact`), an estimate elsewhere."""
     g = min(ranks_per_node, nranks)
     n_groups = -(-nranks // ranks_per_node)
     outer = info("reduce_scatter", inter).time(n_groups, nbytes / g, alpha, beta, gamma)
-    return _ring_rs(g, nbytes, alpha, beta, gamma) + outer
+    base = _ring_rs(g, nbytes, alpha, beta, gamma) + outer
+    return _pipelined(
+        base,
+        alpha,
+        pipeline,
+        lambda: [(g - 1, 0), (_outer_steps("reduce_scatter", inter, n_groups), 1)],
+    )
 
 
-def _ag_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring"):
+def _ag_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring", pipeline=1):
     """The single-port Hockney time of :func:`hierarchical_allgather` (its ``.. math::``), exact
     for whole groups and ``inter="ring"`` (:func:`_columns_exact`), an estimate elsewhere."""
     g = min(ranks_per_node, nranks)
     n_groups = -(-nranks // ranks_per_node)
     outer = info("allgather", inter).time(n_groups, nbytes / g, alpha, beta, gamma)
-    return outer + _ring_ag(g, nbytes, alpha, beta, gamma)
+    base = outer + _ring_ag(g, nbytes, alpha, beta, gamma)
+    return _pipelined(
+        base,
+        alpha,
+        pipeline,
+        lambda: [(_outer_steps("allgather", inter, n_groups), 1), (g - 1, 0)],
+    )
 
 
 def _columns_exact(collective: str):
-    def exact(nranks, ranks_per_node=8, inter="ring"):
+    def exact(nranks, ranks_per_node=8, inter="ring", pipeline=1):
         n_groups = -(-nranks // ranks_per_node)
         return (
             (nranks % ranks_per_node == 0 or nranks < ranks_per_node)
@@ -250,7 +308,7 @@ def _columns_exact(collective: str):
     reference="Cho et al., BlueConnect, SysML 2019",
 )
 def hierarchical_reduce_scatter(
-    nranks: int, ranks_per_node: int = 8, inter: str = "ring"
+    nranks: int, ranks_per_node: int = 8, inter: str = "ring", pipeline: int = 1
 ) -> Schedule:
     r"""Reduce-scatter inside each group by columns, then across groups per column.
 
@@ -260,6 +318,12 @@ def hierarchical_reduce_scatter(
     hands its columns ``j >= q`` to rank ``j`` first (one more step). For whole groups:
 
     .. math:: T = (g-1)\alpha + \frac{g-1}{g}n(\beta + \gamma) + T_\text{inter}(N, n/g)
+
+    ``pipeline = K > 1``: the two phases as a wavefront of ``K`` chunks
+    (:func:`commsim.algorithms.pipeline`); on one port, ``K - 1`` more steps and ``K - 1`` steps
+    where both patterns meet (whole groups, ``inter="ring"``, ``g, N > 1``):
+
+    .. math:: T_K = T + 2(K-1)\,\alpha
 
     References:
         Cho et al., "BlueConnect: decomposing all-reduce for deep learning on heterogeneous
@@ -276,9 +340,12 @@ def hierarchical_reduce_scatter(
     Examples:
         >>> hierarchical_reduce_scatter(12, ranks_per_node=4).nsteps  # 3 inside, 2 across
         5
+        >>> hierarchical_reduce_scatter(12, ranks_per_node=4, pipeline=2).nsteps  # 5 + 2 - 1
+        6
     """
     p = nranks
     g, n_groups = _check(p, ranks_per_node)
+    k = _pipeline.check_chunks(pipeline, "pipeline")
     columns = Blocks.columns(p, g)
     fold = _fold_step(p, g, n_groups, reduce=True)
     nsteps, step = _phases(
@@ -288,7 +355,7 @@ def hierarchical_reduce_scatter(
             _columns_phase("reduce_scatter", inter, p, g, n_groups),
         ]
     )
-    return lazy(
+    whole = lazy(
         "reduce_scatter",
         p,
         nsteps,
@@ -297,6 +364,7 @@ def hierarchical_reduce_scatter(
         algorithm="hierarchical",
         params={"ranks_per_node": ranks_per_node, "inter": inter},
     )
+    return _pipeline.pipeline(whole, k)
 
 
 @register(
@@ -307,11 +375,18 @@ def hierarchical_reduce_scatter(
     constraints="groups of ranks_per_node; any p (group 0 fills a short last group's columns)",
     reference="Cho et al., BlueConnect, SysML 2019",
 )
-def hierarchical_allgather(nranks: int, ranks_per_node: int = 8, inter: str = "ring") -> Schedule:
+def hierarchical_allgather(
+    nranks: int, ranks_per_node: int = 8, inter: str = "ring", pipeline: int = 1
+) -> Schedule:
     r"""Allgather across groups per column, then inside each group by columns (the mirror of
     :func:`hierarchical_reduce_scatter`). For whole groups:
 
     .. math:: T = T_\text{inter}(N, n/g) + (g-1)\alpha + \frac{g-1}{g}n\beta
+
+    ``pipeline = K > 1``: the two phases as a wavefront of ``K`` chunks, as in
+    :func:`hierarchical_reduce_scatter`:
+
+    .. math:: T_K = T + 2(K-1)\,\alpha
 
     References:
         Cho et al., "BlueConnect: decomposing all-reduce for deep learning on heterogeneous
@@ -328,9 +403,12 @@ def hierarchical_allgather(nranks: int, ranks_per_node: int = 8, inter: str = "r
     Examples:
         >>> hierarchical_allgather(12, ranks_per_node=4).nsteps  # 2 across, 3 inside
         5
+        >>> hierarchical_allgather(12, ranks_per_node=4, pipeline=2).nslots  # 12 slots cut in 2
+        24
     """
     p = nranks
     g, n_groups = _check(p, ranks_per_node)
+    k = _pipeline.check_chunks(pipeline, "pipeline")
     columns = Blocks.columns(p, g)
     nsteps, step = _phases(
         [
@@ -339,7 +417,7 @@ def hierarchical_allgather(nranks: int, ranks_per_node: int = 8, inter: str = "r
             (min(g, p) - 1, lambda s: intra_ring_step(s, p, g, columns, reduce=False)),
         ]
     )
-    return lazy(
+    whole = lazy(
         "allgather",
         p,
         nsteps,
@@ -348,6 +426,7 @@ def hierarchical_allgather(nranks: int, ranks_per_node: int = 8, inter: str = "r
         algorithm="hierarchical",
         params={"ranks_per_node": ranks_per_node, "inter": inter},
     )
+    return _pipeline.pipeline(whole, k)
 
 
 # -- alltoall --------------------------------------------------------------------------------

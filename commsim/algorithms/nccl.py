@@ -9,7 +9,7 @@ r"""NCCL-style algorithms that follow the servers: a ring that snakes through th
   broadcast, reduction and scan", Parallel Computing 35(12), 2009): inside each server a
   pipelined chain reduces onto its first rank, the first ranks run the double-binary-tree
   allreduce across servers, and a chain broadcasts back down. (NCCL also pipelines across the
-  three phases; here they run one after another.)
+  three phases; here they run one after another, or as a wavefront with ``pipeline=K``.)
 
 Both take ``ranks_per_node`` (``g``; a cluster supplies it) and any ``p`` (a short last server).
 """
@@ -21,6 +21,7 @@ import dataclasses
 import numpy as np
 
 from commsim._ir import Schedule, Step
+from commsim.algorithms import _pipeline
 from commsim.algorithms._combinators import lazy, relabel
 from commsim.algorithms._hierarchy import embed, group_classes
 from commsim.algorithms._registry import info, register
@@ -118,9 +119,11 @@ def _chain_step(t: int, p: int, g: int, nslots: int, *, reduce: bool) -> Step:
     return Step.cat(parts) if parts else Step.empty()
 
 
-def _tree_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, segments=4):
+def _tree_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, segments=4, pipeline=1):
     """The single-port Hockney time of :func:`nccl_tree_allreduce` (its ``.. math::``), exact
-    inside one server (:func:`_tree_exact`); across servers the double binary tree's upper bound."""
+    inside one server (:func:`_tree_exact`); across servers the double binary tree's upper bound.
+    Pipelined, an estimate: the wavefront's latencies added (:mod:`commsim.algorithms._pipeline`;
+    exact where the schedule has no steps)."""
     q = min(ranks_per_node, nranks)
     n_groups = -(-nranks // ranks_per_node)
     k = 2 * segments
@@ -128,12 +131,16 @@ def _tree_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, segments=4)
     tree = info("allreduce", "double_binary_tree").time(
         n_groups, nbytes, alpha, beta, gamma, segments=segments
     )
-    return chain + tree
+    if pipeline == 1:
+        return chain + tree
+    up = k + q - 2 if q > 1 else 0
+    labels = np.repeat([0, 1, 2], [up, double_binary_tree_allreduce(n_groups, segments).nsteps, up])
+    return chain + tree + alpha * (_pipeline.wavefront_messages(labels, pipeline) - len(labels))
 
 
-def _tree_exact(nranks, ranks_per_node=8, segments=4):
-    """One server: the chains alone."""
-    return nranks <= ranks_per_node
+def _tree_exact(nranks, ranks_per_node=8, segments=4, pipeline=1):
+    """One server: the chains alone; pipelined, one rank (no steps)."""
+    return nranks <= ranks_per_node and (pipeline == 1 or nranks == 1)
 
 
 @register(
@@ -144,7 +151,9 @@ def _tree_exact(nranks, ranks_per_node=8, segments=4):
     constraints="any p; chains inside servers of ranks_per_node, a double binary tree across",
     reference="NCCL 2.4 trees; Sanders, Speck & Träff 2009",
 )
-def nccl_tree_allreduce(nranks: int, ranks_per_node: int = 8, segments: int = 4) -> Schedule:
+def nccl_tree_allreduce(
+    nranks: int, ranks_per_node: int = 8, segments: int = 4, pipeline: int = 1
+) -> Schedule:
     r"""Chain reduce inside each server, double-binary-tree allreduce across the servers' first
     ranks (``segments`` per tree), chain broadcast inside.
 
@@ -161,6 +170,12 @@ def nccl_tree_allreduce(nranks: int, ranks_per_node: int = 8, segments: int = 4)
 
     Exact inside one server (``p ≤ g``, where :math:`T_\text{DBT}(1, n) = 0`).
 
+    ``pipeline = K > 1`` overlaps the three phases chunk by chunk, as NCCL does: a wavefront of
+    ``K`` chunks (:func:`commsim.algorithms.pipeline`), chunk ``j`` ``j`` steps behind chunk 0.
+    Its time is estimated as :math:`T` plus the wavefront's extra latencies (the pipeline
+    module's formula, with the chain up, the tree and the chain down as three patterns); the
+    chains' idle ranks make the model's time differ from it (lower or higher).
+
     References:
         NVIDIA NCCL 2.4: the double binary tree (``ncclGetBtree``, ``ncclGetDtree``).
         Sanders, Speck & Träff, "Two-tree algorithms for full bandwidth broadcast, reduction and
@@ -176,9 +191,13 @@ def nccl_tree_allreduce(nranks: int, ranks_per_node: int = 8, segments: int = 4)
         >>> s = nccl_tree_allreduce(16, ranks_per_node=8, segments=2)
         >>> s.nslots, s.nsteps > 2 * (4 + 8 - 2)
         (4, True)
+        >>> t = nccl_tree_allreduce(16, ranks_per_node=8, segments=2, pipeline=2)
+        >>> t.nslots, t.nsteps - s.nsteps
+        (8, 1)
     """
     p = nranks
     g, n_groups = _check(p, ranks_per_node)
+    chunks = _pipeline.check_chunks(pipeline, "pipeline")
     tree = double_binary_tree_allreduce(n_groups, segments)
     k = tree.nslots
     q = min(g, p)
@@ -191,7 +210,7 @@ def nccl_tree_allreduce(nranks: int, ranks_per_node: int = 8, segments: int = 4)
             (chain, lambda t: _chain_step(t, p, g, k, reduce=False)),
         ]
     )
-    return lazy(
+    whole = lazy(
         "allreduce",
         p,
         nsteps,
@@ -200,3 +219,4 @@ def nccl_tree_allreduce(nranks: int, ranks_per_node: int = 8, segments: int = 4)
         algorithm="nccl_tree",
         params={"ranks_per_node": ranks_per_node, "segments": segments},
     )
+    return _pipeline.pipeline(whole, chunks)

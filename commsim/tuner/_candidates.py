@@ -2,8 +2,9 @@ r"""The candidates a tuner compares: each algorithm with each parameter value wo
 
 A registry parameter is **fixed** (its default, or a value the user gives; a tuple is one value,
 ``dims=(4, 4)``), **listed** (the user gives a list: every value is a candidate), or **grown**: a
-parameter of :data:`GROWN` that the user did not set is tried at 1, 2, 4, … (today ``segments``,
-the pipeline depth of ``chain``, ``double_binary_tree`` and ``nccl_tree``). A pipeline of
+parameter of :data:`GROWN` that the user did not set is tried at 1, 2, 4, … (``segments``,
+the pipeline depth of ``chain``, ``double_binary_tree`` and ``nccl_tree``; ``pipeline``, the
+chunks of the hierarchical rows' phases, :func:`commsim.algorithms.pipeline`). A pipeline of
 :math:`k` segments on a vector of :math:`n` bytes costs about :math:`(d + k)(\alpha + n\beta/k)`
 for a depth :math:`d`, so its best :math:`k \approx \sqrt{d\,n\beta/\alpha}` grows with
 :math:`n`: one count cannot serve every size (NCCL pipelines chunks of a fixed size instead).
@@ -15,7 +16,9 @@ Growth is capped before anything is predicted, at the last value that is neither
   implementations do not cut finer), nor
 * **too costly to evaluate**: its ``nsteps · max(nranks, 64)`` exceeds ``max_work`` (a model's
   time is about linear in the steps times the ranks, with a per-step overhead worth some 64
-  ranks; growth doubles the steps, so all values together cost below twice the last one).
+  ranks; growth doubles the steps, so all values together cost below twice the last one), nor
+* **refused by the row**: a value its factory rejects (``pipeline`` above
+  :data:`commsim.algorithms._pipeline.MAX_CHUNKS`) ends the family.
 
 The sweep then stops a family early, at the first value that improves no size over the one
 before (a pipeline's time is unimodal in its depth at each size, and the best depth grows
@@ -23,9 +26,10 @@ with the size, so a value that helps nowhere is followed by none that helps).
 
 A grown value above the first is also only *eligible* at sizes where its smallest slot holds at
 least ``min_slot_bytes`` (:attr:`Candidate.min_bytes`), so small sizes never get thousands of
-sub-kilobyte segments; the first value (one segment) is eligible at every size. A row has at most
-one grown parameter today; were there two, the first would grow and the others stay at their
-first value unless listed.
+sub-kilobyte segments; the first value (one segment) is eligible at every size. Where a row has
+two growable parameters (``nccl_tree``: ``segments``, then ``pipeline``), only the first grows
+(and nothing grows when the user sets it); the others stay at their first value (their default:
+left out of the candidate's parameters) unless listed.
 
 A parameter with **declared choices** (a registry row's :attr:`~commsim.algorithms.AlgorithmInfo.choices`,
 such as Rabenseifner's ``order = "far_first" | "near_first"``) that the user did not set is
@@ -62,7 +66,7 @@ __all__ = [
 ]
 
 #: parameters the tuner grows by doubling from their first value when the user does not set them
-GROWN: Mapping[str, int] = {"segments": 1}
+GROWN: Mapping[str, int] = {"segments": 1, "pipeline": 1}
 #: the most work (``nsteps · max(nranks, 64)``) a grown candidate may take to evaluate
 MAX_WORK = 1 << 22
 #: the fewest bytes a grown candidate's smallest data slot may hold at a size it is used for
@@ -137,8 +141,9 @@ def families(
     fixed = {k: v for k, v in defaults.items() if k not in GROWN}
     if ranks_per_node is not None and "ranks_per_node" in defaults:
         fixed["ranks_per_node"] = ranks_per_node
-    grown = [k for k in defaults if k in GROWN and k not in given]
-    fixed.update({k: GROWN[k] for k in grown[1:]})
+    growable = [k for k in defaults if k in GROWN]  # the first grows, unless the user set it
+    grown = growable[:1] if growable and growable[0] not in given else []
+    fixed.update({k: GROWN[k] for k in growable[1:] if k not in given and GROWN[k] != defaults[k]})
     listed = {k: list(v) for k, v in row.choices.items() if k not in given}
     listed.update({k: v for k, v in given.items() if isinstance(v, list)})
     fixed.update({k: v for k, v in given.items() if k not in listed})
@@ -170,7 +175,12 @@ def _grow(
     out: list[Candidate] = []
     for value in (GROWN[key] << i for i in range(_MAX_GROWTH)):
         params = {**base, key: value}
-        schedule = build(collective, algorithm, nranks, **params)
+        try:
+            schedule = build(collective, algorithm, nranks, **params)
+        except ParameterError:
+            if not out:  # the first value is the user's problem; a later one is past the row's cap
+                raise
+            break
         if not out:
             out.append(Candidate(algorithm, params, schedule))
             continue

@@ -3,7 +3,7 @@
 A model's ``predict`` is vectorized over sizes, so each candidate schedule is walked once for the
 whole sweep: the cost is one pass per candidate, ``O(transfers · sizes)`` array work, and the
 progress bar counts the steps walked, weighted by ranks (as ``commsim compare`` does). A family
-of pipeline depths (``segments`` = 1, 2, 4, …) is walked in increasing order and stops at the
+of pipeline depths (``segments`` or ``pipeline`` = 1, 2, 4, …) is walked in increasing order and stops at the
 first depth that improves no size over the shallower ones: a pipeline's time is unimodal in its
 depth at each size, so no deeper one would win either (the bar skips their planned work). The result
 is a matrix ``times[candidate, size]`` (``inf`` where a candidate is not eligible, see
