@@ -140,3 +140,41 @@ def test_a_cluster_without_a_reducing_switch_refuses_nvls():
     m = cluster_model(cluster("dgx-a100:1"))
     with pytest.raises(ParameterError, match="in-network reduction needs a switch"):
         m.predict(commsim.build("allreduce", "nvls", nranks=16), GIB)
+
+
+# -- nvls_tree: NVLS inside servers, a ring between them ------------------------------------------
+@pytest.mark.parametrize("g", [8, 3])
+def test_nvls_tree_verifies_at_every_p_up_to_64(g):
+    for p in range(1, 65):
+        s = commsim.build("allreduce", "nvls_tree", nranks=p, ranks_per_node=g)
+        commsim.verify(s)
+        assert s.helpers == p // 2
+
+
+@pytest.mark.parametrize(("p", "g"), [(2, 8), (16, 8), (32, 8), (48, 8), (24, 4), (12, 3)])
+def test_nvls_tree_exact_cost_is_the_hockney_time(p, g):
+    row = info("allreduce", "nvls_tree")
+    assert row.is_exact(p, ranks_per_node=g)
+    s = commsim.build("allreduce", "nvls_tree", nranks=p, ranks_per_node=g)
+    sizes = np.array([1e3, 1e6, 1e9])
+    got = Hockney(2e-6, 1 / 25e9, 1 / 100e9).predict(s, sizes).time
+    want = row.time(p, sizes, 2e-6, 1 / 25e9, 1 / 100e9, ranks_per_node=g)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+
+
+@pytest.mark.parametrize("preset", ["dgx-h100:2", "dgx-h200:2", "dgx-b200:2", "gb200-nvl72:2"])
+def test_nvls_tree_runs_on_two_servers_within_the_bound(preset):
+    c = cluster(preset)
+    s = commsim.build("allreduce", "nvls_tree", nranks=2 * c.ngpus, ranks_per_node=c.gpus_per_node)
+    m = cluster_model(c)
+    pred = m.predict(s, GIB)
+    assert pred.time >= m.bound("allreduce", s.nranks, GIB, s.helpers)[0]
+    assert not any("below" in n for n in pred.notes)
+
+
+def test_nvls_tree_is_refused_without_nvswitch_and_nvls_on_two_servers():
+    s = commsim.build("allreduce", "nvls_tree", nranks=32)
+    with pytest.raises(ParameterError, match="in-network reduction needs a switch"):
+        cluster_model(cluster("dgx-a100:2")).predict(s, GIB)
+    with pytest.raises(ScheduleError, match="nvls reduces inside one NVSwitch"):
+        commsim.build("allreduce", "nvls", nranks=32, ranks_per_node=8)

@@ -43,7 +43,7 @@ from commsim.algorithms._combinators import lazy
 from commsim.algorithms._registry import FloatOrArray, register
 from commsim.errors import ParameterError, ScheduleError
 
-__all__ = ["nvls_allreduce", "nvls_helpers"]
+__all__ = ["nvls_allreduce", "nvls_helpers", "nvls_tree_allreduce"]
 
 
 def nvls_helpers(nranks: int) -> int:
@@ -156,7 +156,8 @@ def nvls_allreduce(nranks: int, segments: int = 8, ranks_per_node: int | None = 
 
     See Also:
         :func:`commsim.algorithms.parameter_server.parameter_server_allreduce` (the same
-        matchings with the servers on hosts), :func:`nvls_helpers`
+        matchings with the servers on hosts), :func:`nvls_tree_allreduce` (several servers),
+        :func:`nvls_helpers`
 
     Examples:
         >>> s = nvls_allreduce(16, segments=1)
@@ -177,4 +178,175 @@ def nvls_allreduce(nranks: int, segments: int = 8, ranks_per_node: int | None = 
         "allreduce", p, (S + 1) * w, _nvls_steps(w, k, S), slot_units=k * S,
         algorithm="nvls", params=params, helpers=k, in_network=True,
         ntransfers_hint=2 * S * w * k, max_step_transfers_hint=(2 if S > 1 else 1) * k,
+    )  # fmt: skip
+
+
+# -- NVLS inside servers, a ring between them (NCCL's NVLSTree, with a ring across) ------------------
+def _tree_layout(p: int, g: int) -> tuple[int, int, int, np.ndarray, np.ndarray]:
+    """``(w, L, N, owner, helper)``: workers, slices, nodes; ``owner[s, j]`` the GPU of node ``s``
+    that carries slice ``j`` between nodes, ``helper[s, j]`` the switch rank that reduces it
+    (``-1``: a node of one GPU and no helper)."""
+    k = nvls_helpers(p)
+    w = p - k
+    L, N = min(g, w), -(-w // g)
+    s = np.arange(N)[:, None]
+    j = np.arange(L)[None, :]
+    first = s * g
+    g_s = np.minimum(g, w - first)  # GPUs of node s
+    k_s = np.maximum(np.minimum(g, k - first), 0)  # its helpers (the last may have one fewer)
+    owner = first + j % g_s
+    helper = np.where(k_s > 0, w + first + j % np.maximum(k_s, 1), -1)
+    return w, L, N, owner, helper
+
+
+def _tree_phases(p: int, g: int) -> list[Step]:
+    """The steps of :func:`nvls_tree_allreduce`: push, to the owners, ring, to the switch,
+    multicast (its docstring); slot ``j N + q`` is piece ``q`` of slice ``j``."""
+    w, L, N, owner, helper = _tree_layout(p, g)
+    gpu = np.arange(w)
+    node, local = gpu // g, gpu % g
+    have = helper[node, 0] >= 0  # GPUs whose node has a switch helper
+    steps: list[Step] = []
+    ones = np.full(len(gpu), N, dtype=np.int64)
+    # first push round of each (node, slice): the least (j - i) mod L over the node's GPUs
+    g_s = np.minimum(g, w - np.arange(N) * g)
+    jj = np.arange(L)
+    first_t = np.where(jj[None, :] < g_s[:, None], 0, jj[None, :] - g_s[:, None] + 1)
+    for t in range(L):  # push: GPU i sends slice (i + t) mod L to its helper
+        j = (local + t) % L
+        src, h = gpu[have], helper[node, j][have]
+        red = t != first_t[node, j][have]
+        steps.append(Step(src, h, j[have] * N, j[have] * N, ones[have], red))
+    if N > 1:
+        o, h = owner.ravel(), helper.ravel()
+        js = np.tile(jj, N)
+        cnt = np.full(len(o), N, dtype=np.int64)
+        keep = h >= 0
+        steps.append(Step(h[keep], o[keep], js[keep] * N, js[keep] * N, cnt[keep],
+                          np.zeros(keep.sum(), bool)))  # fmt: skip
+        steps += _ring_steps(owner, N)
+        steps.append(Step(o[keep], h[keep], js[keep] * N, js[keep] * N, cnt[keep],
+                          np.zeros(keep.sum(), bool)))  # fmt: skip
+    for t in range(L):  # multicast: the helper of slice (i + t) mod L sends it to GPU i
+        j = (local + t) % L
+        src, dst = helper[node, j][have], gpu[have]
+        steps.append(Step(src, dst, j[have] * N, j[have] * N, ones[have],
+                          np.zeros(have.sum(), bool)))  # fmt: skip
+    return steps
+
+
+def _ring_steps(owner: np.ndarray, N: int) -> list[Step]:
+    """Ring reduce-scatter then allgather of every slice among its ``N`` owners (one per
+    node), piece by piece: ``2(N - 1)`` steps, all slices at once."""
+    L = owner.shape[1]
+    s = np.repeat(np.arange(N), L)
+    j = np.tile(np.arange(L), N)
+    src, dst = owner[s, j], owner[(s + 1) % N, j]
+    one = np.ones(len(s), dtype=np.int64)
+    out = []
+    for u in range(N - 1):  # node s sends piece (s - u) mod N, the next node adds it
+        q = (s - u) % N
+        out.append(Step(src, dst, j * N + q, j * N + q, one, np.ones(len(s), bool)))
+    for u in range(N - 1):  # node s sends the summed piece (s + 1 - u) mod N on
+        q = (s + 1 - u) % N
+        out.append(Step(src, dst, j * N + q, j * N + q, one, np.zeros(len(s), bool)))
+    return out
+
+
+def _tree_exact(nranks: int, ranks_per_node: int = 8, **_: object) -> bool:
+    """Even ``p`` (a helper per GPU) and whole servers (or one server)."""
+    w = nranks - nvls_helpers(nranks)
+    return nranks % 2 == 0 and (w <= ranks_per_node or w % ranks_per_node == 0)
+
+
+def _tree_cost(
+    nranks: int,
+    nbytes: FloatOrArray,
+    alpha: float,
+    beta: float,
+    gamma: float,
+    ranks_per_node: int = 8,
+) -> FloatOrArray:
+    """The single-port Hockney time of :func:`nvls_tree_allreduce` (its ``.. math::``), exact
+    for even ``p`` on whole servers (``_tree_exact``)."""
+    p, g = nranks, _ranks_per_node(ranks_per_node)
+    w = p - nvls_helpers(p)
+    if p < 2:
+        return 0.0 * nbytes
+    L, N = min(g, w), -(-w // g)
+    inside = 2 * L * alpha + 2 * nbytes * beta + (L - 1) / L * nbytes * gamma
+    if N == 1:
+        return inside
+    m = nbytes / L
+    ring = 2 * (N - 1) * alpha + 2 * (N - 1) / N * m * beta + (N - 1) / N * m * gamma
+    return inside + 2 * (alpha + m * beta) + ring
+
+
+def _ranks_per_node(g: int) -> int:
+    if isinstance(g, bool) or not isinstance(g, numbers.Integral) or g < 1:
+        raise ParameterError(f"ranks_per_node must be an integer >= 1, got {g!r}")
+    return int(g)
+
+
+@register(
+    "allreduce",
+    "nvls_tree",
+    cost_fn=_tree_cost,
+    exact=_tree_exact,
+    constraints="NVLS inside each server of ranks_per_node GPUs (its NVSwitch as p/2 helper "
+    "ranks, in_network), a ring of the slice owners between servers over their NICs; needs "
+    "reducing switches (nvls clusters); any p (odd p or a short last server: an estimate)",
+    reference="NCCL 2.18 NVLSTree (NVLS inside, the network between nodes); "
+    "Patarasuk & Yuan 2009 (the ring)",
+    helpers_for=lambda workers: workers,
+)
+def nvls_tree_allreduce(nranks: int, ranks_per_node: int = 8) -> Schedule:
+    r"""NVLS inside servers, a ring between them: push, to the owners, ring, back, multicast.
+
+    ``w = p - ⌊p/2⌋`` GPUs in servers of ``g = ranks_per_node``, and the servers' NVSwitches as
+    helper ranks (``Schedule.in_network``; helper ``i`` serves GPU ``i``'s server). The buffer
+    is ``L = min(g, w)`` slices; GPU ``j`` of each server owns slice ``j`` between servers.
+    Inside a server, every GPU pushes slice ``j`` to its switch, which sums it (``L`` rounds,
+    as :func:`nvls_allreduce` unpipelined); the switch hands the sum to the owner
+    (``multimem.ld_reduce``); the ``N`` owners of slice ``j`` allreduce it in a ring over their
+    NICs (the pieces of :math:`m = n/L` bytes); each owner stores the result back to the switch
+    (``multimem.st``), which multicasts it to the server's GPUs (``L`` rounds). With the
+    single-port Hockney model, for even ``p`` on whole servers (``N = 1``: the first two terms):
+
+    .. math::
+        T = 2L\,\alpha + 2n\beta + \frac{L-1}{L}\,n\gamma + 2(\alpha + m\beta)
+        + 2(N-1)\,\alpha + 2\frac{N-1}{N}\,m\beta + \frac{N-1}{N}\,m\gamma
+
+    NCCL's NVLSTree puts a tree between the nodes and pipelines all phases chunk by chunk;
+    here the phases run one after the other (the bandwidth terms add up), and the ring's
+    bandwidth term equals a pipelined tree's.
+
+    References:
+        NCCL 2.18 release notes (NVLSTree: NVLink SHARP inside the node, the network between
+        nodes); NCCL ``src/graph/tuning.cc`` (NVLSTree's bandwidth and latency). Patarasuk &
+        Yuan, "Bandwidth optimal all-reduce algorithms for clusters of workstations", JPDC
+        69(2), 2009 (the ring).
+
+    See Also:
+        :func:`nvls_allreduce` (one server)
+
+    Examples:
+        >>> s = nvls_tree_allreduce(32, ranks_per_node=8)  # 2 servers of 8 GPUs + 16 helpers
+        >>> s.workers, s.helpers, s.nsteps  # 8 push, 1, 2 ring, 1, 8 multicast
+        (16, 16, 20)
+    """
+    g = _ranks_per_node(ranks_per_node)
+    params = {"ranks_per_node": g}
+    k = nvls_helpers(nranks)
+    if k == 0:
+        return lazy("allreduce", nranks, 0, lambda i: Step.empty(), slot_units=1,
+                    algorithm="nvls_tree", params=params, ntransfers_hint=0,
+                    max_step_transfers_hint=0)  # fmt: skip
+    _, L, N, _, _ = _tree_layout(nranks, g)
+    steps = _tree_phases(nranks, g)
+    return lazy(
+        "allreduce", nranks, len(steps), steps.__getitem__, slot_units=L * N,
+        algorithm="nvls_tree", params=params, helpers=k, in_network=True,
+        ntransfers_hint=sum(len(s.src) for s in steps),
+        max_step_transfers_hint=max(len(s.src) for s in steps),
     )  # fmt: skip

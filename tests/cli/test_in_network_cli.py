@@ -26,3 +26,10 @@ def test_cli_compare_shows_nvls_where_the_switch_reduces_and_skips_it_elsewhere(
 def test_cli_algorithms_lists_nvls_with_its_formula_and_source(cli):
     rc, out, _ = cli("algorithms", "-c", "allreduce", "-a", "nvls")
     assert rc == 0 and "(S+1)w·α" in out and "NVLink SHARP" in out
+
+
+def test_cli_nvls_tree_on_two_dgx_h100_beats_the_snake_ring(cli_json):
+    doc = cli_json("compare", "-c", "allreduce", "-a", "snake_ring,nvls,nvls_tree", "--cluster",
+                   "dgx-h100:2", "-s", "1GiB")  # fmt: skip
+    (panel,) = doc["results"]
+    assert panel["winner"] == ["nvls_tree"] and "nvls" in panel["skipped"]
