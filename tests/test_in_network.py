@@ -178,3 +178,12 @@ def test_nvls_tree_is_refused_without_nvswitch_and_nvls_on_two_servers():
         cluster_model(cluster("dgx-a100:2")).predict(s, GIB)
     with pytest.raises(ScheduleError, match="nvls reduces inside one NVSwitch"):
         commsim.build("allreduce", "nvls", nranks=32, ranks_per_node=8)
+
+
+def test_the_tuner_leaves_switch_rows_out():
+    """A tuner table runs on p ranks that all hold data: a row whose helpers are a switch is
+    no candidate (nor is any helper row)."""
+    from commsim.tuner._candidates import families
+
+    assert families("allreduce", 8, "nvls", {}, float(GIB)) == []
+    assert families("allreduce", 8, "ring", {}, float(GIB)) != []

@@ -263,8 +263,10 @@ def _tuned(
     choice, out = request.schedules, {}
     for a in choice.algorithms if request.tune else ():
         given = choice.params[a]
-        if a not in schedules or not any(
-            k in GROWN and k not in given for k in schedules[a].params
+        if (
+            a not in schedules
+            or schedules[a].helpers  # the tuner times workers only: a switch's row keeps its own
+            or not any(k in GROWN and k not in given for k in schedules[a].params)
         ):
             continue
         result = sweep(

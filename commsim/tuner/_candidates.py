@@ -150,9 +150,11 @@ def families(
             if not schedule.helpers:  # helper ranks hold no data: not this collective on p ranks
                 out.append([Candidate(algorithm, base, schedule)])
             continue
-        out.append(
-            _grow(collective, nranks, algorithm, base, grown[0], largest, max_work, min_slot_bytes)
+        family = _grow(
+            collective, nranks, algorithm, base, grown[0], largest, max_work, min_slot_bytes
         )
+        if family:  # empty: helper ranks (a switch's), not this collective on p ranks
+            out.append(family)
     return out
 
 
@@ -171,6 +173,8 @@ def _grow(
     for value in (GROWN[key] << i for i in range(_MAX_GROWTH)):
         params = {**base, key: value}
         schedule = build(collective, algorithm, nranks, **params)
+        if schedule.helpers:  # helper ranks hold no data: not this collective on p ranks
+            return []
         if not out:
             out.append(Candidate(algorithm, params, schedule))
             continue
