@@ -42,7 +42,10 @@ Semantics (enforced by :func:`commsim.verify`):
    (rule 4 applies: they must receive before they send), take no part in the collective's
    inputs, and nothing is required of their buffers at the end; the collective is computed over
    the first ``nranks - helpers`` ranks, the **workers**
-   (:meth:`commsim.CollectiveSpec.check_helpers` says which collectives allow them).
+   (:meth:`commsim.CollectiveSpec.check_helpers` says which collectives allow them). With
+   ``in_network`` (``Schedule.in_network``) the helpers are **reducing switches** (in-network
+   reduction: NVLink SHARP on an NVSwitch, InfiniBand SHARP): a topology model places them on
+   the network's reducing switches, not on hosts, and refuses a network that has none.
 
 A schedule is immutable (a frozen dataclass): :func:`dataclasses.replace` makes changed copies,
 which is how the combinators (:mod:`commsim.algorithms._combinators`) build new schedules.
@@ -271,6 +274,9 @@ class Schedule:
         max_step_transfers_hint: the largest step's transfer count, when known (memory estimates).
         helpers: how many of the last ranks are helper ranks that hold no data (IR rule 7);
             ``nranks - helpers`` ranks are the workers the collective is computed over.
+        in_network: the helper ranks are reducing switches (IR rule 7), not hosts: a topology
+            model places them on the network's switches that reduce (node attribute
+            ``reduce``, :mod:`commsim.topology`). Needs ``helpers > 0``.
     """
 
     collective: str
@@ -286,6 +292,7 @@ class Schedule:
     ntransfers_hint: int | None = None
     max_step_transfers_hint: int | None = None
     helpers: int = 0
+    in_network: bool = False
 
     def __post_init__(self) -> None:
         sp = spec(self.collective)  # UnknownNameError for a bad name
@@ -305,6 +312,11 @@ class Schedule:
         sp.check_helpers(p, helpers, root)
         set_ = functools.partial(object.__setattr__, self)
         set_("helpers", helpers)
+        if not isinstance(self.in_network, bool | np.bool_):
+            raise ScheduleError(f"in_network must be true or false, got {self.in_network!r}")
+        if self.in_network and not helpers:
+            raise ScheduleError("in_network needs helper ranks (the reducing switches)")
+        set_("in_network", bool(self.in_network))
         set_("slot_units", units)
         set_("nranks", p)
         set_("root", root)
@@ -493,6 +505,7 @@ class Schedule:
     def __repr__(self) -> str:
         root = f", root={self.root}" if self.spec.rooted else ""
         root += f", helpers={self.helpers}" if self.helpers else ""
+        root += ", in_network" if self.in_network else ""
         return (
             f"Schedule({self.algorithm!r}, {self.collective}{root}, nranks={self.nranks}, "
             f"nslots={self.nslots}, nsteps={self.nsteps})"
@@ -519,6 +532,8 @@ class Schedule:
         head = (self.collective, self.root, self.nranks, self.ndata, self.nsteps)
         if self.helpers:  # schedules without helper ranks keep the fingerprint they always had
             head += (self.helpers,)
+        if self.in_network:  # where the helpers sit is part of the program
+            head += ("in_network",)
         h.update(repr(head).encode())
         h.update(self.slot_units.tobytes())
         for st in self.steps():
@@ -543,6 +558,7 @@ class Schedule:
             "ndata": self.ndata,
             "nchannels": self.nchannels,
             **({"helpers": self.helpers} if self.helpers else {}),
+            **({"in_network": True} if self.in_network else {}),
             "nsteps": self.nsteps,
             "ntransfers": self.ntransfers,
             "params": self.params,

@@ -23,6 +23,11 @@ from commsim.algorithms import (  # noqa: F401
     torus_multiport,
     trees,
 )
+
+# isort: off
+from commsim.algorithms import in_network  # noqa: F401  (appended: the registry keeps its order)
+
+# isort: on
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._math import cost_text, math_text
 from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS

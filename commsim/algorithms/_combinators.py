@@ -38,9 +38,10 @@ def lazy(
     max_step_transfers_hint: int | None = None,
     nchannels: int = 1,
     helpers: int = 0,
+    in_network: bool = False,
 ) -> Schedule:
     """A schedule for root 0 of ``collective`` from its step function (``helpers``: how many of
-    the last ranks hold no data, IR rule 7)."""
+    the last ranks hold no data, IR rule 7; ``in_network``: they are reducing switches)."""
     return Schedule(
         collective=collective,
         nranks=nranks,
@@ -54,6 +55,7 @@ def lazy(
         max_step_transfers_hint=max_step_transfers_hint,
         nchannels=nchannels,
         helpers=helpers,
+        in_network=in_network,
     )
 
 
@@ -76,6 +78,8 @@ def concat(
             raise ScheduleError(f"concat: nranks differ ({first.nranks} vs {s.nranks})")
         if s.helpers != first.helpers:
             raise ScheduleError(f"concat: helper ranks differ ({first.helpers} vs {s.helpers})")
+        if s.in_network != first.in_network:
+            raise ScheduleError("concat: one part's helpers are reducing switches, another's not")
         if not np.array_equal(s.slot_units, first.slot_units):
             raise ScheduleError(
                 f"concat: slot layouts of {first.algorithm!r} and {s.algorithm!r} differ"
@@ -102,6 +106,7 @@ def concat(
         ntransfers_hint=None if None in known else sum(known),  # type: ignore[arg-type]
         max_step_transfers_hint=None if None in maxes else max(maxes),  # type: ignore[type-var]
         helpers=first.helpers,
+        in_network=first.in_network,
     )
 
 

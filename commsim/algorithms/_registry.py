@@ -80,6 +80,9 @@ class AlgorithmInfo:
             default first), e.g. ``{"order": ("far_first", "near_first")}``: :func:`build`
             rejects any other value, the registry sweep checks every value and the tuner tries
             each one.
+        helpers_for: for a row whose helper ranks are switches (in-network reduction,
+            ``Schedule.in_network``): how many helpers ``w`` workers come with, so that a
+            command line's ``-p`` can count the GPUs (:meth:`nranks_for`); ``None`` otherwise.
     """
 
     collective: str
@@ -92,6 +95,18 @@ class AlgorithmInfo:
     exact: Domain = every_p
     legacy_cost: str = ""
     choices: Mapping[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
+    helpers_for: Callable[[int], int] | None = None
+
+    def nranks_for(self, workers: int) -> int:
+        """The rank count that gives ``workers`` GPUs: ``workers`` plus the switch helpers of an
+        in-network row (:attr:`helpers_for`), ``workers`` for every other row.
+
+        Examples:
+            >>> from commsim.algorithms import info
+            >>> info("allreduce", "ring").nranks_for(8), info("allreduce", "nvls").nranks_for(8)
+            (8, 16)
+        """
+        return workers + (self.helpers_for(workers) if self.helpers_for else 0)
 
     @property
     def doc(self) -> str:
@@ -145,6 +160,7 @@ def register(
     reference: str = "",
     cost: str | None = None,
     choices: Mapping[str, tuple[Any, ...]] | None = None,
+    helpers_for: Callable[[int], int] | None = None,
 ) -> Callable[[Factory], Factory]:
     """Decorator adding ``fn`` to the registry under ``(collective, name)``.
 
@@ -163,6 +179,8 @@ def register(
             without a ``.. math::`` block.
         choices: parameters that take one of a few named values, with the values; each
             parameter's default must be among them (see :attr:`AlgorithmInfo.choices`).
+        helpers_for: for rows whose helper ranks are switches, their count for ``w`` workers
+            (see :attr:`AlgorithmInfo.helpers_for`).
     """
     if collective not in COLLECTIVES:
         raise ValueError(f"unknown collective {collective!r}")
@@ -194,7 +212,17 @@ def register(
         ):  # the same module imported twice (doctest collection) re-registers harmlessly
             raise ValueError(f"{collective}/{name} registered twice")
         REGISTRY[key] = AlgorithmInfo(
-            collective, name, fn, constraints, params, reference, cost_fn, exact, cost or "", named
+            collective,
+            name,
+            fn,
+            constraints,
+            params,
+            reference,
+            cost_fn,
+            exact,
+            cost or "",
+            named,
+            helpers_for,
         )
         return fn
 

@@ -199,7 +199,9 @@ def parameter_server_allreduce(
 
     See Also:
         :func:`commsim.algorithms.ring.ring_allreduce`,
-        :func:`commsim.algorithms.direct.direct_allreduce`, :func:`server_ranks`
+        :func:`commsim.algorithms.direct.direct_allreduce`, :func:`server_ranks`,
+        :func:`commsim.algorithms.in_network.nvls_allreduce` (the dedicated servers' matchings
+        with the switch as the servers)
 
     Examples:
         >>> s = parameter_server_allreduce(6, servers=2)

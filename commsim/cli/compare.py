@@ -23,7 +23,7 @@ from commsim.cli.network import add_network_group, parse_network
 from commsim.cli.output import add_output_group, format_ratio, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.cli.wire import add_wire_argument, check_collective, parse_wire, wired_model
-from commsim.errors import ResourceError, ScheduleError
+from commsim.errors import ParameterError, ResourceError, ScheduleError
 from commsim.models import Model, bound_of, fastest
 
 __all__ = [
@@ -189,7 +189,10 @@ def compute(request: CompareRequest) -> CompareResult:
     choice, sizes = request.schedules, np.array(request.sizes, dtype=np.float64)
     if request.plot is not None:
         plot.check_drawable(request.sizes, len(choice.nranks))
-    built = [_build(choice, p, request.budget, len(sizes), request.channels) for p in choice.nranks]
+    built = [
+        _build(choice, p, request.budget, len(sizes), request.channels, request.model)
+        for p in choice.nranks
+    ]
     for p, (schedules, _) in zip(choice.nranks, built, strict=True):
         for s in (s for s in request.files if s.nranks == p):
             name = s.algorithm if s.algorithm not in choice.algorithms else f"{s.algorithm} (file)"
@@ -220,11 +223,18 @@ def compute(request: CompareRequest) -> CompareResult:
 
 
 def _build(
-    choice: ScheduleChoice, nranks: int, budget: MemoryBudget, nsizes: int, nchannels: int = 1
+    choice: ScheduleChoice,
+    nranks: int,
+    budget: MemoryBudget,
+    nsizes: int,
+    nchannels: int = 1,
+    model: Model | None = None,
 ) -> tuple[dict[str, Schedule], dict[str, str]]:
     """The schedules on ``nranks`` ranks that fit (each as ``nchannels`` copies on its own
-    channels), and why the others were skipped."""
+    channels) and that the model's network can place (in-network helper ranks need a
+    reducing switch: ``hosts_of`` of a topology model), and why the others were skipped."""
     schedules, skipped = {}, {}
+    placeable = getattr(model, "hosts_of", None)
     for a in choice.algorithms:
         try:
             s = channels(choice.build(a, nranks, budget), nchannels)
@@ -232,6 +242,12 @@ def _build(
         except (ResourceError, ScheduleError) as e:
             skipped[a] = one_line(e)
             continue
+        if placeable is not None and s.in_network:
+            try:
+                placeable(s)
+            except ParameterError as e:
+                skipped[a] = one_line(e)
+                continue
         schedules[a] = s
     return schedules, skipped
 
@@ -247,8 +263,10 @@ def _tuned(
     choice, out = request.schedules, {}
     for a in choice.algorithms if request.tune else ():
         given = choice.params[a]
-        if a not in schedules or not any(
-            k in GROWN and k not in given for k in schedules[a].params
+        if (
+            a not in schedules
+            or schedules[a].helpers  # the tuner times workers only: a switch's row keeps its own
+            or not any(k in GROWN and k not in given for k in schedules[a].params)
         ):
             continue
         result = sweep(
@@ -282,7 +300,11 @@ def _panel(
         a: tuned[a][0] if a in tuned else np.atleast_1d(np.asarray(preds[a].time))
         for a in schedules
     }
-    bound, bound_name = bound_of(model, collective, nranks, sizes)
+    # helper ranks (a reducing switch) void the bounds that assume every rank holds data: the
+    # panel shows the bound of the schedule with the most helpers, which holds for them all
+    p_all, helpers = max(((s.nranks, s.helpers) for s in schedules.values()), key=lambda x: x[1],
+                         default=(nranks, 0))  # fmt: skip
+    bound, bound_name = bound_of(model, collective, p_all, sizes, helpers)
     bound = np.atleast_1d(np.asarray(bound))
     names = list(times)
     winners = [names[i] for i in fastest([times[a] for a in names])] if names else []

@@ -238,8 +238,9 @@ def render(result: PredictResult, as_json: bool) -> str:
             row.append(name)
         headers.append("protocol")
         align += "l"
+    where = f" ({s.workers} GPUs + {s.helpers} helper ranks at the switch)" if s.in_network else ""
     return (
-        f"{s.collective}{root} {s.algorithm}{params}, p={s.nranks}: {s.nsteps} steps, "
+        f"{s.collective}{root} {s.algorithm}{params}, p={s.nranks}{where}: {s.nsteps} steps, "
         f"{result.ntransfers:,} transfers\n"
         f"model: {result.model.describe()}; bound: {result.bound_name or result.model.bound_name}"
         "\n\n"

@@ -52,7 +52,10 @@ class ScheduleChoice:
 
     def build(self, algorithm: str, nranks: int, budget: MemoryBudget) -> Schedule:
         """``algorithm`` on ``nranks`` ranks, built lazily; refused if its ``O(p)`` arrays
-        would not fit in ``budget``."""
+        would not fit in ``budget``. For an in-network row (its helper ranks are switches)
+        ``nranks`` counts the GPUs and the switch's helpers come on top
+        (:meth:`commsim.algorithms.AlgorithmInfo.nranks_for`)."""
+        nranks = info(self.collective, algorithm).nranks_for(nranks)
         budget.check_build(nranks)
         root = {} if self.root is None else {"root": self.root}
         try:

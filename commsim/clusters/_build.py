@@ -10,6 +10,7 @@ The description (every preset is one too, so there is one path from numbers to g
     launch = "6.6us"  # optional: the collective library's per-call cost (default 0)
     reduction_overlap = true  # optional: reduce while receiving (GPU kernels; default false)
     channel_bandwidth = "60GB/s"  # optional: the library's per-channel rate cap (default none)
+    nvls = true  # optional: each server's NVSwitch reduces (NVLink SHARP; default false)
 
     [intra]  # the links inside a server (GPU to NVSwitch)
     kind = "nvlink"  # the link class's name (default "nvlink")
@@ -81,6 +82,7 @@ _TOP = (
     "launch",
     "reduction_overlap",
     "channel_bandwidth",
+    "nvls",
     "intra",
     "inter",
     "topology",
@@ -227,7 +229,14 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
         raise where.error(
             "[intra]", f"missing table: {g} GPUs per server need their intra-server links"
         )
-    graph = _graph(where, kind, topo, nodes, g, intra, inter)
+    nvls = d.get("nvls", False)
+    if not isinstance(nvls, bool):
+        raise where.error("nvls", f"must be true or false, got {nvls!r}")
+    if nvls and (g == 1 or kind in ("hybrid_cube_mesh", "torus")):
+        raise where.error(
+            "nvls", f"needs an NVSwitch in every server ({g} GPU per server on a {kind} has none)"
+        )
+    graph = _graph(where, kind, topo, nodes, g, intra, inter, nvls)
     classes = {c.name: c for c in (intra, inter) if c is not None}
     profiles = _profiles(where, d, classes)
     reduction = _value(where, "reduction", as_bandwidth, d.get("reduction", 100e9))
@@ -247,11 +256,12 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
     )  # fmt: skip
 
 
-def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
+def _graph(where, kind, topo, nodes, g, intra, inter, nvls=False) -> nx.Graph:
     n = nodes * g
     link = {"bandwidth": inter.bandwidth, "latency": inter.latency}
     if kind == "rail_optimized":
         nv = {"nvlink_bandwidth": intra.bandwidth, "nvlink_latency": intra.latency} if intra else {}
+        nv.update({"nvls": True} if nvls else {})
         graph = _call(where, rail_optimized, (nodes, g), {**link, **nv, **topo})
         return _rename(graph, {"nvlink": intra.name if intra else "nvlink", "rail": inter.name})
     if kind == "hybrid_cube_mesh":
@@ -293,7 +303,7 @@ def _graph(where, kind, topo, nodes, g, intra, inter) -> nx.Graph:
     if g == 1:
         nx.set_node_attributes(fabric, {h: h for h in range(n)}, "node")
         return fabric
-    island = nvlink_island(g, bandwidth=intra.bandwidth, latency=intra.latency)
+    island = nvlink_island(g, bandwidth=intra.bandwidth, latency=intra.latency, reduce=nvls)
     nx.set_edge_attributes(island, intra.name, "kind")
     return join(island, fabric, nodes)
 

@@ -8,6 +8,8 @@ manager routes them; the Ethernet preset by an ECMP hash.
 
 The GPU presets carry what NCCL adds on top of the network (:mod:`commsim.models._library`):
 a per-call ``launch`` of :data:`NCCL_LAUNCH` and ``reduction_overlap`` (reduce-copy kernels).
+Servers whose NVSwitch reduces (NVLink SHARP: third-generation NVSwitch and later, the H100,
+H200, B200 and GB200 systems; not the A100's) set ``nvls`` (docs/clusters.md).
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ _NCCL = {"launch": NCCL_LAUNCH, "reduction_overlap": True}
 
 
 def _dgx_superpod(
-    system: str, *, reduction: str, nvlink: str, nic: str, nodes_per_unit: int
+    system: str, *, reduction: str, nvlink: str, nic: str, nodes_per_unit: int, nvls: bool
 ) -> Callable[[str, str], dict[str, Any]]:
     """The preset of a DGX SuperPOD of ``system`` servers (``"H100"``): 8 GPUs per server on
     NVLink / NVSwitch (``nvlink`` per GPU per direction), one ``nic`` per GPU on rails of scalable
@@ -59,6 +61,7 @@ def _dgx_superpod(
             "gpus_per_node": 8,
             "reduction": reduction,
             **_NCCL,
+            **({"nvls": True} if nvls else {}),
             "intra": {"kind": "nvlink", "bandwidth": nvlink, "latency": "0.5us"},
             "inter": {"kind": "rail", "bandwidth": nic, "latency": "1us"},
             "topology": {
@@ -76,18 +79,18 @@ def _dgx_superpod(
 
 # NVLink4 / NVSwitch, ConnectX-7; H200: the same server with H200's faster HBM (the reduction)
 _dgx_h100 = _dgx_superpod(
-    "H100", reduction="1.1TB/s", nvlink="450GB/s", nic="400Gb/s", nodes_per_unit=32
+    "H100", reduction="1.1TB/s", nvlink="450GB/s", nic="400Gb/s", nodes_per_unit=32, nvls=True
 )
 _dgx_h200 = _dgx_superpod(
-    "H200", reduction="1.6TB/s", nvlink="450GB/s", nic="400Gb/s", nodes_per_unit=32
+    "H200", reduction="1.6TB/s", nvlink="450GB/s", nic="400Gb/s", nodes_per_unit=32, nvls=True
 )
 # NVLink5 / NVSwitch, ConnectX-7
 _dgx_b200 = _dgx_superpod(
-    "B200", reduction="2.7TB/s", nvlink="900GB/s", nic="400Gb/s", nodes_per_unit=32
+    "B200", reduction="2.7TB/s", nvlink="900GB/s", nic="400Gb/s", nodes_per_unit=32, nvls=True
 )
 # NVLink3 / NVSwitch, ConnectX-6 HDR
 _dgx_a100 = _dgx_superpod(
-    "A100", reduction="680GB/s", nvlink="300GB/s", nic="200Gb/s", nodes_per_unit=20
+    "A100", reduction="680GB/s", nvlink="300GB/s", nic="200Gb/s", nodes_per_unit=20, nvls=False
 )
 
 
@@ -99,6 +102,7 @@ def _gb200_nvl72(spec: str, arg: str) -> dict[str, Any]:
         "gpus_per_node": 72,
         "reduction": "2.7TB/s",
         **_NCCL,
+        "nvls": True,
         "intra": {"kind": "nvlink", "bandwidth": "900GB/s", "latency": "0.5us"},
         "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
         "topology": {

@@ -463,7 +463,7 @@ def _route(params: NetworkParams, items: _Items, hosts: np.ndarray) -> _Routes:
     indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths, out=indptr[1:])
     lat = np.zeros(n)
-    same = net.host_server[hosts[src[remote]]] == net.host_server[hosts[dst[remote]]]
+    same = net.endpoint_server[hosts[src[remote]]] == net.endpoint_server[hosts[dst[remote]]]
     lat[remote] = (
         protocol_latency(path_latency(r_ptr, r_links, net.latency), same, params.protocol)
         + params.overhead

@@ -52,9 +52,13 @@ The cuts computed (each family is a valid bound on its own; the strongest one bi
   of the graph), each split's least cut by a maximum flow (networkx, Ford & Fulkerson 1956),
   on graphs of at most :data:`MAX_FLOW_NODES` nodes; larger graphs skip it (a note says so).
 
-The **in-network-reduction** bound :math:`n/B_\text{in}` (a switch that reduces, SHARP or
-NVLS, lets each rank send and receive :math:`n` once) needs switches that reduce, which the
-topology model does not have yet: :func:`in_network_bound` returns 0 (no bound) until it does.
+The **in-network-reduction** bound :math:`n/B_\text{in}` (:func:`in_network_bound`): with
+helper ranks (IR rule 7: a switch that reduces, SHARP or NVLS, or dedicated servers), a worker
+need send and receive each element only once, so the aggregate term above (:math:`2(p-1)n`
+bytes among the ranks) no longer holds: the helpers take part. Every cut still does, over the
+``w`` workers (helpers hold no data): for allreduce a worker alone must send :math:`n` and
+receive :math:`n` through its host's links, :math:`T \ge n/B_\text{in}` with
+:math:`B_\text{in}` its injection bandwidth (all of its links, NVLink and NIC).
 
 The latency term is one message's least latency: with one channel per peer a rank reaches every
 other rank in one message, so ``⌈lg p⌉`` rounds are not a bound of this model; nor is a γ term,
@@ -113,6 +117,8 @@ BOUND_NAMES = {
     "servers": "cut bound (each server's hosts)",
     "every": "cut bound (every cut of the graph)",
     "bisection": "bisection bound (max-flow cut between the rank halves)",
+    "in_network": "in-network bound (n/B_in: helper ranks reduce, each worker sends and "
+    "receives its data once)",
 }
 
 _Demand = Callable[[int, np.ndarray], tuple[np.ndarray, np.ndarray]]
@@ -334,7 +340,20 @@ def cut_bound(collective: str, cuts: GraphCuts) -> dict[str, float]:
 
 
 def in_network_bound(collective: str, cuts: GraphCuts) -> float:
-    r"""The in-network-reduction bound :math:`n/B_\text{in}` per byte: 0 (none) while the
-    topology model has no switches that reduce (module docstring)."""
-    spec(collective)
-    return 0.0
+    r"""The in-network-reduction bound per byte of ``n``, for a schedule whose ``cuts.p``
+    workers have helper ranks beside them (module docstring): the strongest cut over the
+    workers, without the aggregate term the helpers void; for allreduce :math:`1/B_\text{in}`.
+
+    Examples:
+        >>> from commsim.topology import switch
+        >>> cuts = graph_cuts(Network(switch(4, bandwidth=1e9)), np.arange(4))
+        >>> (
+        ...     in_network_bound("allreduce", cuts) * 1e9,
+        ...     cut_bound("allreduce", cuts)["injection"] * 1e9,
+        ... )
+        (1.0, 1.5)
+    """
+    sp = spec(collective)
+    if cuts.p < 2:
+        return 0.0
+    return max(_family_bound(sp.name, cuts.p, f) for f in cuts.families)

@@ -222,7 +222,6 @@ def topology_program(model, schedule: Schedule) -> Program:
     """The program of a :class:`~commsim.models.Topology` model (``"none"`` or ``"bottleneck"``
     contention) for ``schedule``: routes, link classes, shares and stragglers as the model sees
     them."""
-    from commsim.topology import place
 
     if model.protocol is not None or model.channel_bandwidth is not None:
         raise ParameterError(
@@ -237,7 +236,7 @@ def topology_program(model, schedule: Schedule) -> Program:
         )
     schedule.spec.check_layout(schedule.nranks, schedule.ndata)
     net = model.network
-    hosts = place(net, schedule.nranks, model.placement)
+    hosts = model.hosts_of(schedule)
     K = schedule.nchannels
     params = dataclasses.replace(model._params, launch=0.0)  # launch is a twin parameter
     nclasses = len(net.kinds)

@@ -252,9 +252,11 @@ class Topology:
             \frac{d_\text{out}(S)}{B_\text{out}(S)}\right)
 
         With ``contention="none"`` no link is shared, so a schedule with enough channels moves
-        any number of bytes at once: only the latency term holds. So it does for a schedule
-        with ``helpers`` (ranks that hold no data, IR rule 7): the graph bounds assume every
-        rank holds data.
+        any number of bytes at once: only the latency term holds. A schedule with ``helpers``
+        (ranks that hold no data, IR rule 7: a reducing switch, dedicated servers) gets the
+        in-network bound over its workers
+        (:func:`~commsim.models._graph_bounds.in_network_bound`: for allreduce
+        :math:`n/B_\text{in}`, each worker sends and receives its data once).
 
         Returns:
             ``(seconds, name)``: a float for a number ``nbytes`` (an array for an array), and
@@ -268,41 +270,44 @@ class Topology:
             >>> Topology(net).bound("allgather", 4, 4e9)  # (p - 1)/p · n / B
             (3.0, "injection bound (all of a host's links)")
         """
-        from commsim.models._graph_bounds import BOUND_NAMES, cut_bound, graph_cuts
+        from commsim.models._graph_bounds import BOUND_NAMES, graph_cuts
 
-        if nranks > self.network.nhosts:
-            place(self.network, nranks, "linear")  # raises the one-line error
+        if nranks - helpers > self.network.nhosts:
+            place(self.network, nranks - helpers, "linear")  # raises the one-line error
         zero = lower_bound(collective, nranks, nbytes, 0.0, 0.0, 0.0, helpers=helpers)  # checks
         if nranks - helpers < 2:
             return zero, "one rank: nothing to move"
-        alpha, _ = self._bound_terms(nranks)
+        alpha, _ = self._bound_terms(nranks, helpers)
         if self.contention == "none":
             return zero + alpha, "one message's latency (contention=none shares no link)"
-        if helpers:
-            return zero + alpha, "one message's latency (helper ranks: no graph bound)"
+        w = nranks - helpers
         cache = self.__dict__.setdefault("_bound_cuts", {})
-        cuts = cache.get(nranks)
+        cuts = cache.get(w)
         if cuts is None:
-            cuts = cache[nranks] = graph_cuts(
-                self.network, place(self.network, nranks, self.placement)
-            )
-        per_byte = cut_bound(collective, cuts)
+            cuts = cache[w] = graph_cuts(self.network, place(self.network, w, self.placement))
+        per_byte = _per_byte(collective, cuts, helpers)
         key = max(per_byte, key=lambda k: per_byte[k])  # the first of equals: injection
         value = zero + alpha + np.asarray(nbytes, float) * per_byte[key]
         name = "; ".join((BOUND_NAMES[key], *cuts.notes))
         return (float(value) if np.ndim(value) == 0 else value), name
 
-    def _bound_terms(self, nranks: int) -> tuple[float, float]:
+    def _bound_terms(self, nranks: int, helpers: int = 0) -> tuple[float, float]:
         net = self.network
-        hosts = net.hosts[place(net, nranks, self.placement)] if nranks > 1 else net.hosts[:1]
+        w = nranks - helpers
+        hosts = net.hosts[place(net, w, self.placement)] if w > 1 else net.hosts[:1]
         is_placed = np.zeros(len(net.nodes), dtype=bool)
         is_placed[hosts] = True
         out = is_placed[net.link_src]
         inn = is_placed[net.link_dst]
         # a route of one link is a direct link; a longer one starts with a link out of a placed
-        # host and ends with another into one
+        # host and ends with another into one; with helper ranks (a switch may be one), some
+        # message still leaves or enters a worker's host
         direct = float(net.latency[out & inn].min(initial=np.inf))
         two = float(net.latency[out].min(initial=np.inf) + net.latency[inn].min(initial=np.inf))
+        if helpers:
+            two = float(
+                min(net.latency[out].min(initial=np.inf), net.latency[inn].min(initial=np.inf))
+            )
         alpha = min(direct, two)
         alpha = (0.0 if not np.isfinite(alpha) else alpha) + self.overhead
         # a message's rate is at most its first link's and its last link's bandwidth
@@ -341,7 +346,7 @@ class Topology:
         and :meth:`timeline`, and of :class:`~commsim.models.TwoLevelHockney`'s): a static
         contention mode's run, or the flow simulation's."""
         schedule.spec.check_layout(schedule.nranks, schedule.ndata)
-        hosts = place(self.network, schedule.nranks, self.placement)
+        hosts = self.hosts_of(schedule)
         if self.contention == "flow":
             from commsim.models._flow import simulate  # numba: imported on first use
 
@@ -350,6 +355,18 @@ class Topology:
         for i, st in enumerate(schedule.steps()):
             run.step(i, st)
         return run
+
+    def hosts_of(self, schedule: Schedule) -> np.ndarray:
+        """Where each rank of ``schedule`` sits: host indices by the placement; a schedule's
+        in-network helper ranks (``Schedule.in_network``, IR rule 7) on the reducing switches
+        next to its workers (endpoints past the hosts, :func:`commsim.topology.place`).
+
+        Raises:
+            ParameterError: more ranks than hosts, or in-network helpers on a network with no
+                reducing switch next to the ranks (an NVLS row on a cluster without NVSwitch).
+        """
+        helpers = schedule.helpers if schedule.in_network else 0
+        return place(self.network, schedule.nranks, self.placement, switch_helpers=helpers)
 
     # -- inputs -------------------------------------------------------------------------------
     @property
@@ -403,7 +420,7 @@ class Topology:
             return hit[1:]
         net = self.network
         indptr, links = net.routes(hosts[src], hosts[dst])
-        same = net.host_server[hosts[src]] == net.host_server[hosts[dst]]
+        same = net.endpoint_server[hosts[src]] == net.endpoint_server[hosts[dst]]
         lat = protocol_latency(path_latency(indptr, links, net.latency), same, self.protocol)
         lat = lat + self.overhead
         capped = with_channel_cap(indptr, links, net.bandwidth, self.channel_bandwidth)
@@ -418,6 +435,15 @@ class Topology:
             self._rounds.clear()
         self._rounds[key] = (hosts, lat, inv, cls, indptr, links)
         return lat, inv, cls, indptr, links
+
+
+def _per_byte(collective: str, cuts: Any, helpers: int) -> dict[str, float]:
+    """Seconds per byte of each bound family; with helper ranks, the in-network bound alone."""
+    from commsim.models._graph_bounds import cut_bound, in_network_bound
+
+    if helpers:
+        return {"in_network": in_network_bound(collective, cuts)}
+    return cut_bound(collective, cuts)
 
 
 def _apply_link_factor(graph: nx.Graph, factors: Mapping[tuple[Any, Any], float]) -> nx.Graph:

@@ -11,6 +11,7 @@ so the two agree by construction, and the prediction carries the same time parts
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -139,7 +140,7 @@ class TwoLevelHockney:
         topology = self._topology(schedule.nranks)
         run: Any = _DirectRun.of(topology, schedule, sizes)
         if run is None:
-            run = topology._run(schedule, sizes)
+            run = topology._run(_hosted(schedule), sizes)
         return Prediction.from_clocks(
             schedule, sizes, scalar, run.rank_clock, run.step_time, model=self, notes=run.notes,
             network=run.usage,
@@ -151,7 +152,15 @@ class TwoLevelHockney:
         """Every message at one size: the equivalent two-level network's timeline
         (:meth:`Topology.timeline <commsim.models.Topology.timeline>`, links included)."""
         schedule = as_schedule(schedule)
-        return self._topology(schedule.nranks).timeline(schedule, nbytes, max_messages=max_messages)
+        return self._topology(schedule.nranks).timeline(
+            _hosted(schedule), nbytes, max_messages=max_messages
+        )
+
+
+def _hosted(schedule: Schedule) -> Schedule:
+    """The two classes have no switch that reduces: in-network helpers sit on hosts, as in the
+    Hockney model."""
+    return dataclasses.replace(schedule, in_network=False) if schedule.in_network else schedule
 
 
 class _DirectRun:
@@ -166,7 +175,7 @@ class _DirectRun:
     def __init__(self, model: Topology, schedule: Schedule, sizes: np.ndarray) -> None:
         net, p, ns = model.network, schedule.nranks, len(sizes)
         self.model, self.schedule, self.net = model, schedule, net
-        self.hosts = place(net, p, model.placement)
+        self.hosts = place(net, p, model.placement)  # two link classes: helpers on hosts
         self.server = net.host_server[self.hosts]
         self.per_unit = sizes / schedule.nbytes_units
         self.gw = model.gamma * self.per_unit

@@ -20,7 +20,7 @@ from commsim.topology._draw import MAX_DRAW_NODES, draw
 from commsim.topology._fat_tree import fat_tree, kary_fat_tree
 from commsim.topology._gpu import join, nvlink_island, rail_optimized
 from commsim.topology._network import Network, as_network
-from commsim.topology._placement import PLACEMENTS, place, ranks_per_server
+from commsim.topology._placement import PLACEMENTS, place, ranks_per_server, reducing_switches
 from commsim.topology._ring_packing import link_units, pack_rings
 from commsim.topology._spec import GENERATORS, load_topology, parse_topology, register_generator
 from commsim.topology._summary import (
@@ -59,6 +59,7 @@ __all__ = [
     "place",
     "rail_optimized",
     "ranks_per_server",
+    "reducing_switches",
     "register_generator",
     "ring",
     "summarize",

@@ -2,7 +2,9 @@ r"""GPU clusters: NVLink islands inside servers, NIC fabrics between them, and :
 
 * :func:`nvlink_island`: the GPUs of one server (or one NVLink domain, such as a GB200 NVL72
   rack) on an NVSwitch, modelled as one non-blocking switch (``"nvswitch"``); links ``"nvlink"``
-  with the per-GPU NVLink bandwidth per direction.
+  with the per-GPU NVLink bandwidth per direction; ``reduce=True`` marks the NVSwitch as one
+  that reduces (NVLink SHARP, "NVLS": NVSwitch gen 3 of H100/H200 systems and later; node
+  attribute ``reduce``), where a schedule's in-network helper ranks sit.
 * :func:`join`: ``servers`` copies of an intra-server graph whose hosts (GPUs) are also the hosts
   of an inter-server graph (each GPU's NIC port): GPU ``i`` of server ``s`` is host
   ``s * g + i`` of both. Hosts get the node attribute ``node = s`` (their server).
@@ -43,10 +45,12 @@ def nvlink_island(
     *,
     bandwidth: float | str = "450GB/s",
     latency: float | str = "0.5us",
+    reduce: bool = False,
 ) -> nx.Graph:
     """``gpus`` GPUs on one NVSwitch (a non-blocking crossbar), links of class ``"nvlink"``.
 
     The default bandwidth is an H100's NVLink4 (900 GB/s both directions, 450 GB/s each way).
+    ``reduce``: the NVSwitch reduces in the network (NVLink SHARP; the module docstring).
 
     Examples:
         >>> g = nvlink_island(8)
@@ -57,7 +61,9 @@ def nvlink_island(
     bw, lat = as_bandwidth(bandwidth), as_latency(latency)
     g = nx.Graph(name=f"nvlink_island({gpus})", bisection_bandwidth=gpus // 2 * bw)
     g.add_nodes_from(range(gpus), kind="host", node=0)
-    g.add_node("nvswitch", kind="switch")
+    if not isinstance(reduce, bool):
+        raise ParameterError(f"nvlink_island: reduce must be true or false, got {reduce!r}")
+    g.add_node("nvswitch", kind="switch", **({"reduce": True} if reduce else {}))
     g.add_edges_from(
         ((i, "nvswitch") for i in range(gpus)), bandwidth=bw, latency=lat, kind="nvlink"
     )
@@ -106,7 +112,9 @@ def join(intra: nx.Graph, inter: nx.Graph, servers: int, *, name: str | None = N
         def rename(v, s=s, base=base):
             return base + ipos[v] if v in ipos else (s, v)
 
-        out.add_nodes_from(((s, v), {"kind": "switch"}) for v in intra if v not in ipos)
+        out.add_nodes_from(
+            ((s, v), {**intra.nodes[v], "kind": "switch"}) for v in intra if v not in ipos
+        )
         out.add_edges_from((rename(u), rename(v), d) for u, v, d in intra.edges(data=True))
 
     def rename_x(v):
@@ -159,6 +167,7 @@ def rail_optimized(
     nvlink_bandwidth: float | str = "450GB/s",
     nvlink_latency: float | str = "0.5us",
     routing: str = "ecmp",
+    nvls: bool = False,
 ) -> nx.Graph:
     r"""``nodes`` servers of ``gpus_per_node`` GPUs on NVLink, one NIC per GPU on a rail fabric.
 
@@ -168,6 +177,9 @@ def rail_optimized(
     spines (default ``max(1, round(U / (2 o)))``: two links per leaf–spine pair, as in the DGX
     SuperPOD). Spines have unbounded radix here (a non-blocking core); a real fabric of many units
     puts a core layer above them, which adds a hop of latency, not a bottleneck.
+
+    ``nvls``: every server's NVSwitch reduces (NVLink SHARP: :func:`nvlink_island`'s
+    ``reduce``).
 
     ``routing``: ``"ecmp"`` (a hash of the pair picks the spine) or ``"dmodk"`` (by destination:
     spine ``D mod S``, ``D`` the destination's place on its leaf, leaf by leaf;
@@ -216,7 +228,7 @@ def rail_optimized(
     fabric.add_edges_from(
         ((lf, sp) for lf in leaves for sp in spine_nodes), bandwidth=up, latency=slat, kind="spine"
     )
-    island = nvlink_island(g_, bandwidth=nvlink_bandwidth, latency=nvlink_latency)
+    island = nvlink_island(g_, bandwidth=nvlink_bandwidth, latency=nvlink_latency, reduce=nvls)
     out = join(island, fabric, nodes, name=f"rail_optimized({nodes}x{g_})")
     out.graph["bisection_bandwidth"] = n / 2 * bw / oversubscription  # NIC bandwidth; full units
     return out

@@ -6,6 +6,10 @@ switches, edges are links. Attributes read:
 * node ``kind``: ``"switch"`` for a switch; any other value (or none) is a host. Hosts are the
   endpoints ranks are placed on, in the graph's node order. Optional node ``node``: the server a
   host (a GPU) belongs to, used by round-robin placement and by ``ranks_per_node``.
+* switch ``reduce`` (optional, true/false): the switch reduces in the network (NVLink SHARP on
+  an NVSwitch, InfiniBand SHARP on a fabric switch); a schedule's in-network helper ranks
+  (IR rule 7, ``Schedule.in_network``) are placed on these switches, which are then endpoints
+  ``nhosts, nhosts + 1, ...`` after the hosts (:attr:`Network.endpoints`).
 * edge ``bandwidth`` (bytes/s, or a string such as ``"400Gb/s"``; required), ``latency``
   (seconds or ``"500ns"``; default 0), ``kind`` (the link's class, e.g. ``"nvlink"``,
   ``"rail"``; default ``"link"``) and ``route_weight`` (its length for routing, 1..8; default 1).
@@ -59,6 +63,11 @@ class Network:
         bandwidth, latency: per directed link, bytes/s and seconds.
         link_kind: per directed link, an index into ``kinds`` (its class).
         kinds: link class names, in order of first appearance.
+        reducing: node index of each switch that reduces (node attribute ``reduce``).
+        endpoints: node index of each endpoint a rank may sit on: the hosts, then the
+            reducing switches (endpoint ``nhosts + k`` is ``nodes[reducing[k]]``).
+        endpoint_server: per endpoint, its server (:attr:`host_server`; a reducing switch
+            joined only to one server's hosts is that server's, else a server of its own).
 
     Examples:
         >>> import networkx as nx
@@ -93,6 +102,7 @@ class Network:
             raise ParameterError("the topology has no hosts (every node has kind='switch')")
         self._read_links(index)
         self._read_servers()
+        self._read_reducing(kind)
         self._check_connected()
         n = len(self.nodes)
         out_order = np.lexsort((self.link_dst, self.link_src))
@@ -153,6 +163,30 @@ class Network:
         ids: dict[Any, int] = {}
         self.host_server = np.array([ids.setdefault(x, len(ids)) for x in labels], dtype=np.int64)
 
+    def _read_reducing(self, kind: list[Any]) -> None:
+        flags = []
+        for v, k in zip(self.nodes, kind, strict=True):
+            flag = self.graph.nodes[v].get("reduce", False)
+            if not isinstance(flag, bool | np.bool_):
+                raise ParameterError(f"node {v!r}: reduce must be true or false, got {flag!r}")
+            if flag and k != "switch":
+                raise ParameterError(f"node {v!r} reduces (reduce=true) but is not a switch")
+            flags.append(bool(flag))
+        self.reducing = np.flatnonzero(np.array(flags, dtype=bool))
+        self.endpoints = np.concatenate([self.hosts, self.reducing]).astype(np.int64)
+        server_of = np.full(len(self.nodes), -1, dtype=np.int64)
+        server_of[self.hosts] = self.host_server
+        slot = np.full(len(self.nodes), -1, dtype=np.int64)
+        slot[self.reducing] = np.arange(len(self.reducing))
+        edge = (slot[self.link_src] >= 0) & (server_of[self.link_dst] >= 0)  # switch -> host
+        k, srv = slot[self.link_src[edge]], server_of[self.link_dst[edge]]
+        lo = np.full(len(self.reducing), np.iinfo(np.int64).max)
+        hi = np.full(len(self.reducing), -1)
+        np.minimum.at(lo, k, srv)
+        np.maximum.at(hi, k, srv)
+        own = np.where(lo == hi, lo, self.nservers + np.arange(len(self.reducing)))
+        self.endpoint_server = np.concatenate([self.host_server, own]).astype(np.int64)
+
     def _check_connected(self) -> None:
         g = self.graph
         comps = nx.strongly_connected_components(g) if self.directed else nx.connected_components(g)
@@ -203,12 +237,13 @@ class Network:
 
     # -- routes ------------------------------------------------------------------------------
     def routes(self, src_host: np.ndarray, dst_host: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Routes between hosts ``src_host[i] -> dst_host[i]`` (host indices, arrays).
+        """Routes between hosts ``src_host[i] -> dst_host[i]`` (host indices, arrays; an index
+        past the hosts is a reducing switch, :attr:`endpoints`).
 
         Returns ``(indptr, links)`` in CSR form: the directed link ids of route ``i`` are
         ``links[indptr[i]:indptr[i + 1]]``, in order. Computed once per pair and cached.
         """
-        return self._cache.routes(self.hosts[src_host], self.hosts[dst_host])
+        return self._cache.routes(self.endpoints[src_host], self.endpoints[dst_host])
 
     def route(self, src_host: int, dst_host: int) -> list[int]:
         """The link ids of one route (a convenience over :meth:`routes`)."""

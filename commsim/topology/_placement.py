@@ -9,6 +9,14 @@
 * a sequence of host indices, one per rank, all distinct.
 
 At most one rank per host: a host is one endpoint of the network (one GPU, one NIC).
+
+**Helper ranks at reducing switches** (``switch_helpers=h``: the last ``h`` ranks are a
+schedule's in-network helpers, IR rule 7): the first ``p - h`` ranks are placed as above; the
+helpers go on the switches that reduce (node attribute ``reduce``) and are joined to a placed
+host by a link, in graph order, in ``R`` equal contiguous blocks (helper ``i`` on switch
+``⌊i R / h⌋``): every NVSwitch of the ranks' servers takes as many helpers. A helper's index is
+an endpoint past the hosts (:attr:`Network.endpoints`), so its messages use only the links
+between that switch and the GPUs. Several helpers may share a switch: a switch is no host.
 """
 
 from __future__ import annotations
@@ -21,13 +29,24 @@ import numpy as np
 from commsim.errors import ParameterError
 from commsim.topology._network import Network
 
-__all__ = ["PLACEMENTS", "place", "ranks_per_server"]
+__all__ = ["PLACEMENTS", "place", "ranks_per_server", "reducing_switches"]
 
 PLACEMENTS = ("linear", "round_robin", "random")
 
 
-def place(network: Network, nranks: int, placement: str | Sequence[int] = "linear") -> np.ndarray:
-    """Host index of each of ``nranks`` ranks on ``network`` (see the module docstring).
+def place(
+    network: Network,
+    nranks: int,
+    placement: str | Sequence[int] = "linear",
+    *,
+    switch_helpers: int = 0,
+) -> np.ndarray:
+    """Host index of each of ``nranks`` ranks on ``network`` (see the module docstring); the
+    last ``switch_helpers`` ranks on the reducing switches next to the others' hosts.
+
+    Raises:
+        ParameterError: more ranks than hosts; a bad placement; helpers but no reducing switch
+            next to the placed hosts.
 
     Examples:
         >>> from commsim.topology import switch
@@ -35,7 +54,13 @@ def place(network: Network, nranks: int, placement: str | Sequence[int] = "linea
         [0, 1, 2]
         >>> sorted(place(Network(switch(4)), 4, "random:7").tolist())
         [0, 1, 2, 3]
+        >>> from commsim.topology import nvlink_island
+        >>> place(Network(nvlink_island(4, reduce=True)), 6, switch_helpers=2).tolist()
+        [0, 1, 2, 3, 4, 4]
     """
+    if switch_helpers:
+        workers = place(network, nranks - switch_helpers, placement)
+        return np.concatenate([workers, _helper_sites(network, workers, switch_helpers)])
     h = network.nhosts
     if nranks > h:
         raise ParameterError(
@@ -65,6 +90,34 @@ def place(network: Network, nranks: int, placement: str | Sequence[int] = "linea
             "of host indices"
         )
     return _explicit(placement, nranks, h)
+
+
+def reducing_switches(network: Network, hosts: np.ndarray) -> np.ndarray:
+    """Endpoint indices (:attr:`Network.endpoints`) of the reducing switches joined by a link to
+    one of ``hosts`` (host indices), in graph order."""
+    k = len(network.reducing)
+    if not k or not len(hosts):
+        return np.zeros(0, dtype=np.int64)
+    placed = np.zeros(len(network.nodes), dtype=bool)
+    placed[network.hosts[hosts]] = True
+    slot = np.full(len(network.nodes), -1, dtype=np.int64)
+    slot[network.reducing] = np.arange(k)
+    near = slot[network.link_src[placed[network.link_dst]]]
+    return network.nhosts + np.unique(near[near >= 0])
+
+
+def _helper_sites(network: Network, workers: np.ndarray, helpers: int) -> np.ndarray:
+    """The endpoints of ``helpers`` in-network helper ranks: the reducing switches next to the
+    ``workers``' hosts, in equal contiguous blocks (the module docstring)."""
+    sites = reducing_switches(network, workers)
+    if not len(sites):
+        raise ParameterError(
+            "in-network reduction needs a switch that reduces next to the ranks' GPUs (an "
+            "NVSwitch with NVLink SHARP, an InfiniBand SHARP switch: reduce = true); this "
+            "network has none"
+        )
+    i = np.arange(helpers, dtype=np.int64)
+    return sites[i * len(sites) // helpers]
 
 
 def _position_in_server(servers: np.ndarray) -> np.ndarray:

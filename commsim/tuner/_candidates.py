@@ -155,9 +155,11 @@ def families(
             if not schedule.helpers:  # helper ranks hold no data: not this collective on p ranks
                 out.append([Candidate(algorithm, base, schedule)])
             continue
-        out.append(
-            _grow(collective, nranks, algorithm, base, grown[0], largest, max_work, min_slot_bytes)
+        family = _grow(
+            collective, nranks, algorithm, base, grown[0], largest, max_work, min_slot_bytes
         )
+        if family:  # empty: helper ranks (a switch's), not this collective on p ranks
+            out.append(family)
     return out
 
 
@@ -181,6 +183,8 @@ def _grow(
             if not out:  # the first value is the user's problem; a later one is past the row's cap
                 raise
             break
+        if schedule.helpers:  # helper ranks hold no data: not this collective on p ranks
+            return []
         if not out:
             out.append(Candidate(algorithm, params, schedule))
             continue
