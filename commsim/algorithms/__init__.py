@@ -5,7 +5,8 @@ Each factory's docstring states its α-β-γ cost once, in a ``.. math::`` block
 :attr:`AlgorithmInfo.cost` is derived from it by :func:`cost_text`), with its references and
 its siblings under See Also.
 :func:`parallel` and :func:`channels` run schedules side by side on channels of their own (IR rule
-6). :data:`NCCL_ALGORITHMS` says which of them NCCL runs for each collective.
+6); :func:`on_channels` lays out ``k`` channels as the algorithm's row says (spread over the
+servers' NICs for ``snake_ring`` and ``nccl_tree``, :func:`rotate_in_servers`), copies otherwise. :data:`NCCL_ALGORITHMS` says which of them NCCL runs for each collective.
 """
 
 # importing the algorithm modules registers their factories
@@ -23,6 +24,7 @@ from commsim.algorithms import (  # noqa: F401
     torus_multiport,
     trees,
 )
+from commsim.algorithms._channel_layout import on_channels, rotate_in_servers
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._math import cost_text, math_text
 from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS
@@ -49,9 +51,11 @@ __all__ = [
     "info",
     "lazy",
     "math_text",
+    "on_channels",
     "parallel",
     "register",
     "relabel",
+    "rotate_in_servers",
     "unregister",
     "with_root",
 ]

@@ -34,6 +34,7 @@ from commsim.errors import ParameterError, ResourceError, ScheduleError, Unknown
 __all__ = [
     "REGISTRY",
     "AlgorithmInfo",
+    "ChannelRanks",
     "CostFn",
     "Domain",
     "FloatOrArray",
@@ -51,6 +52,9 @@ FloatOrArray = float | np.ndarray
 CostFn = Callable[..., FloatOrArray]
 """``cost_fn(nranks, nbytes, alpha, beta, gamma, **params)``: the single-port Hockney time in
 seconds (``nbytes`` a number or a numpy array of sizes; the result has its shape)."""
+ChannelRanks = Callable[..., "np.ndarray | None"]
+"""``channel_ranks(nranks, k, **params)``: ``[k, nranks]`` rank permutations, channel ``c``'s in
+row ``c`` (``None``: no layout of its own for these parameters; the copies serve)."""
 Domain = Callable[..., bool]
 """``exact(nranks, **params)``: whether ``cost_fn`` is the exact time for these arguments."""
 
@@ -80,6 +84,11 @@ class AlgorithmInfo:
             default first), e.g. ``{"order": ("far_first", "near_first")}``: :func:`build`
             rejects any other value, the registry sweep checks every value and the tuner tries
             each one.
+        channel_ranks: how the algorithm lays out ``k`` channels, or ``None`` (the generic
+            copies, :func:`commsim.algorithms.channels`): ``channel_ranks(nranks, k, **params)``
+            returns ``[k, nranks]`` rank permutations, channel ``c`` running the schedule with
+            its ranks renamed by row ``c`` (:func:`commsim.algorithms.on_channels`, which every
+            caller of channels goes through; allreduce rows only).
     """
 
     collective: str
@@ -92,6 +101,7 @@ class AlgorithmInfo:
     exact: Domain = every_p
     legacy_cost: str = ""
     choices: Mapping[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
+    channel_ranks: ChannelRanks | None = None
 
     @property
     def doc(self) -> str:
@@ -145,6 +155,7 @@ def register(
     reference: str = "",
     cost: str | None = None,
     choices: Mapping[str, tuple[Any, ...]] | None = None,
+    channel_ranks: ChannelRanks | None = None,
 ) -> Callable[[Factory], Factory]:
     """Decorator adding ``fn`` to the registry under ``(collective, name)``.
 
@@ -163,9 +174,16 @@ def register(
             without a ``.. math::`` block.
         choices: parameters that take one of a few named values, with the values; each
             parameter's default must be among them (see :attr:`AlgorithmInfo.choices`).
+        channel_ranks: the algorithm's own layout of ``k`` channels (see
+            :attr:`AlgorithmInfo.channel_ranks`); only for allreduce, where renaming ranks keeps
+            the collective.
     """
     if collective not in COLLECTIVES:
         raise ValueError(f"unknown collective {collective!r}")
+    if channel_ranks is not None and collective != "allreduce":
+        raise ValueError(
+            f"{collective}/{name}: channel_ranks renames ranks, which keeps only an allreduce"
+        )
     if cost is not None:
         warn_deprecated(
             "register(cost=...)",
@@ -194,8 +212,9 @@ def register(
         ):  # the same module imported twice (doctest collection) re-registers harmlessly
             raise ValueError(f"{collective}/{name} registered twice")
         REGISTRY[key] = AlgorithmInfo(
-            collective, name, fn, constraints, params, reference, cost_fn, exact, cost or "", named
-        )
+            collective, name, fn, constraints, params, reference, cost_fn, exact, cost or "", named,
+            channel_ranks,
+        )  # fmt: skip
         return fn
 
     return deco
