@@ -27,7 +27,7 @@ from commsim.algorithms import (  # noqa: F401
 from commsim.algorithms._channel_layout import on_channels, rotate_in_servers
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._math import cost_text, math_text
-from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS
+from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS, NCCL_CHOICES
 from commsim.algorithms._parallel import channels, parallel
 from commsim.algorithms._registry import (
     REGISTRY,
@@ -41,6 +41,7 @@ from commsim.algorithms._registry import (
 
 __all__ = [
     "NCCL_ALGORITHMS",
+    "NCCL_CHOICES",
     "REGISTRY",
     "AlgorithmInfo",
     "available",
