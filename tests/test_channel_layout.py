@@ -78,7 +78,7 @@ def test_a_row_without_a_layout_gets_the_copies():
 
 def test_a_layout_is_refused_off_allreduce():
     row = info("allgather", "ring")
-    with pytest.raises(ValueError, match="keeps only an allreduce"):
+    with pytest.raises(ValueError, match="keeps only a collective without a root or blocks"):
         register("allgather", "rotated_ring", cost_fn=row.cost_fn, channel_ranks=lambda p, k: None)(
             row.factory
         )

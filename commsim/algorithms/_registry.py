@@ -88,7 +88,8 @@ class AlgorithmInfo:
             copies, :func:`commsim.algorithms.channels`): ``channel_ranks(nranks, k, **params)``
             returns ``[k, nranks]`` rank permutations, channel ``c`` running the schedule with
             its ranks renamed by row ``c`` (:func:`commsim.algorithms.on_channels`, which every
-            caller of channels goes through; allreduce rows only).
+            caller of channels goes through; only where renaming ranks keeps the collective:
+            no root, no blocks per rank, i.e. allreduce).
     """
 
     collective: str
@@ -180,9 +181,10 @@ def register(
     """
     if collective not in COLLECTIVES:
         raise ValueError(f"unknown collective {collective!r}")
-    if channel_ranks is not None and collective != "allreduce":
+    if channel_ranks is not None and (spec(collective).rooted or spec(collective).block_multiple):
         raise ValueError(
-            f"{collective}/{name}: channel_ranks renames ranks, which keeps only an allreduce"
+            f"{collective}/{name}: channel_ranks renames ranks, which keeps only a collective "
+            "without a root or blocks per rank (allreduce)"
         )
     if cost is not None:
         warn_deprecated(
