@@ -5,7 +5,10 @@ Each factory's docstring states its α-β-γ cost once, in a ``.. math::`` block
 :attr:`AlgorithmInfo.cost` is derived from it by :func:`cost_text`), with its references and
 its siblings under See Also.
 :func:`parallel` and :func:`channels` run schedules side by side on channels of their own (IR rule
-6); :func:`pipeline` runs one chunk by chunk, as a wavefront. :data:`NCCL_ALGORITHMS` says which of them NCCL runs for each collective.
+6); :func:`on_channels` lays out ``k`` channels as the algorithm's row says (spread over the
+servers' NICs for ``snake_ring`` and ``nccl_tree``, :func:`rotate_in_servers`), copies otherwise;
+:func:`pipeline` runs one chunk by chunk, as a wavefront. :data:`NCCL_ALGORITHMS` says which of
+them NCCL runs for each collective.
 """
 
 # importing the algorithm modules registers their factories
@@ -28,9 +31,10 @@ from commsim.algorithms import (  # noqa: F401
 from commsim.algorithms import in_network  # noqa: F401  (appended: the registry keeps its order)
 
 # isort: on
+from commsim.algorithms._channel_layout import on_channels, rotate_in_servers
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._math import cost_text, math_text
-from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS
+from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS, NCCL_CHOICES
 from commsim.algorithms._parallel import channels, parallel
 from commsim.algorithms._pipeline import pipeline
 from commsim.algorithms._registry import (
@@ -45,6 +49,7 @@ from commsim.algorithms._registry import (
 
 __all__ = [
     "NCCL_ALGORITHMS",
+    "NCCL_CHOICES",
     "REGISTRY",
     "AlgorithmInfo",
     "available",
@@ -55,10 +60,12 @@ __all__ = [
     "info",
     "lazy",
     "math_text",
+    "on_channels",
     "parallel",
     "pipeline",
     "register",
     "relabel",
+    "rotate_in_servers",
     "unregister",
     "with_root",
 ]

@@ -12,6 +12,11 @@ would have run (``commsim calibrate --from-nccl-tests`` and ``commsim validate
   stands in, and a fitted efficiency absorbs the difference.
 * **alltoall**: NCCL posts every send at once: ``direct``.
 
+``commsim validate --from-nccl-tests LOG -a auto`` lets the model choose instead, as NCCL's
+tuner does, among :data:`NCCL_CHOICES`: the rows NCCL picks from per collective (for
+allreduce its ring and its tree; NVLS and CollNet are not modelled here), each on 1, 2, 4, ...
+channels (:func:`commsim.algorithms.on_channels`) and with the fastest protocol.
+
 References:
     NCCL's cost model, ``src/graph/tuning.cc``, chooses among its algorithms per collective and
     size; ``docs/nccl-tests.md`` says what a fit to a log can and cannot know.
@@ -24,7 +29,7 @@ Examples:
 
 from __future__ import annotations
 
-__all__ = ["NCCL_ALGORITHMS"]
+__all__ = ["NCCL_ALGORITHMS", "NCCL_CHOICES"]
 
 #: collective → the registry name of the algorithm NCCL runs for it (module docstring: why).
 NCCL_ALGORITHMS: dict[str, str] = {
@@ -34,4 +39,11 @@ NCCL_ALGORITHMS: dict[str, str] = {
     "broadcast": "chain",
     "reduce": "rabenseifner",
     "alltoall": "direct",
+}
+
+#: collective → the registry rows NCCL's tuner chooses among (``tuning.cc``: ring and tree for
+#: allreduce; one algorithm for the others), for ``validate --from-nccl-tests -a auto``.
+NCCL_CHOICES: dict[str, tuple[str, ...]] = {
+    **{c: (a,) for c, a in NCCL_ALGORITHMS.items()},
+    "allreduce": ("snake_ring", "nccl_tree"),
 }

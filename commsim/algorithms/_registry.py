@@ -34,6 +34,7 @@ from commsim.errors import ParameterError, ResourceError, ScheduleError, Unknown
 __all__ = [
     "REGISTRY",
     "AlgorithmInfo",
+    "ChannelRanks",
     "CostFn",
     "Domain",
     "FloatOrArray",
@@ -51,6 +52,9 @@ FloatOrArray = float | np.ndarray
 CostFn = Callable[..., FloatOrArray]
 """``cost_fn(nranks, nbytes, alpha, beta, gamma, **params)``: the single-port Hockney time in
 seconds (``nbytes`` a number or a numpy array of sizes; the result has its shape)."""
+ChannelRanks = Callable[..., "np.ndarray | None"]
+"""``channel_ranks(nranks, k, **params)``: ``[k, nranks]`` rank permutations, channel ``c``'s in
+row ``c`` (``None``: no layout of its own for these parameters; the copies serve)."""
 Domain = Callable[..., bool]
 """``exact(nranks, **params)``: whether ``cost_fn`` is the exact time for these arguments."""
 
@@ -83,6 +87,12 @@ class AlgorithmInfo:
         helpers_for: for a row whose helper ranks are switches (in-network reduction,
             ``Schedule.in_network``): how many helpers ``w`` workers come with, so that a
             command line's ``-p`` can count the GPUs (:meth:`nranks_for`); ``None`` otherwise.
+        channel_ranks: how the algorithm lays out ``k`` channels, or ``None`` (the generic
+            copies, :func:`commsim.algorithms.channels`): ``channel_ranks(nranks, k, **params)``
+            returns ``[k, nranks]`` rank permutations, channel ``c`` running the schedule with
+            its ranks renamed by row ``c`` (:func:`commsim.algorithms.on_channels`, which every
+            caller of channels goes through; only where renaming ranks keeps the collective:
+            no root, no blocks per rank, i.e. allreduce).
     """
 
     collective: str
@@ -96,6 +106,7 @@ class AlgorithmInfo:
     legacy_cost: str = ""
     choices: Mapping[str, tuple[Any, ...]] = dataclasses.field(default_factory=dict)
     helpers_for: Callable[[int], int] | None = None
+    channel_ranks: ChannelRanks | None = None
 
     def nranks_for(self, workers: int) -> int:
         """The rank count that gives ``workers`` GPUs: ``workers`` plus the switch helpers of an
@@ -161,6 +172,7 @@ def register(
     cost: str | None = None,
     choices: Mapping[str, tuple[Any, ...]] | None = None,
     helpers_for: Callable[[int], int] | None = None,
+    channel_ranks: ChannelRanks | None = None,
 ) -> Callable[[Factory], Factory]:
     """Decorator adding ``fn`` to the registry under ``(collective, name)``.
 
@@ -181,9 +193,17 @@ def register(
             parameter's default must be among them (see :attr:`AlgorithmInfo.choices`).
         helpers_for: for rows whose helper ranks are switches, their count for ``w`` workers
             (see :attr:`AlgorithmInfo.helpers_for`).
+        channel_ranks: the algorithm's own layout of ``k`` channels (see
+            :attr:`AlgorithmInfo.channel_ranks`); only for allreduce, where renaming ranks keeps
+            the collective.
     """
     if collective not in COLLECTIVES:
         raise ValueError(f"unknown collective {collective!r}")
+    if channel_ranks is not None and (spec(collective).rooted or spec(collective).block_multiple):
+        raise ValueError(
+            f"{collective}/{name}: channel_ranks renames ranks, which keeps only a collective "
+            "without a root or blocks per rank (allreduce)"
+        )
     if cost is not None:
         warn_deprecated(
             "register(cost=...)",
@@ -221,9 +241,9 @@ def register(
             cost_fn,
             exact,
             cost or "",
-            named,
-            helpers_for,
-        )
+            collective, name, fn, constraints, params, reference, cost_fn, exact, cost or "", named,
+            helpers_for, channel_ranks,
+        )  # fmt: skip
         return fn
 
     return deco

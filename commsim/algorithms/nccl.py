@@ -22,6 +22,7 @@ import numpy as np
 
 from commsim._ir import Schedule, Step
 from commsim.algorithms import _pipeline
+from commsim.algorithms._channel_layout import rotate_in_servers
 from commsim.algorithms._combinators import lazy, relabel
 from commsim.algorithms._hierarchy import embed, group_classes
 from commsim.algorithms._registry import info, register
@@ -53,10 +54,18 @@ def _snake_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8):
     return _ring_ar_cost(nranks, nbytes, alpha, beta, gamma)
 
 
+def _server_channels(nranks: int, k: int, ranks_per_node: int = 8, **params) -> np.ndarray:
+    """Both rows' channel layout: channel ``c`` rotates every server's ranks by ``c``
+    (:func:`~commsim.algorithms._channel_layout.rotate_in_servers`), so the channels' server
+    crossings spread over the servers' rails (one NIC per GPU) instead of sharing one."""
+    return rotate_in_servers(nranks, k, ranks_per_node)
+
+
 @register(
     "allreduce",
     "snake_ring",
     cost_fn=_snake_cost,
+    channel_ranks=_server_channels,
     constraints="any p; server-to-server hops on one rail when ranks_per_node is the server size",
     reference="Patarasuk & Yuan 2009; NCCL's topology-ordered rings",
 )
@@ -148,6 +157,7 @@ def _tree_exact(nranks, ranks_per_node=8, segments=4, pipeline=1):
     "nccl_tree",
     cost_fn=_tree_cost,
     exact=_tree_exact,
+    channel_ranks=_server_channels,
     constraints="any p; chains inside servers of ranks_per_node, a double binary tree across",
     reference="NCCL 2.4 trees; Sanders, Speck & Träff 2009",
 )

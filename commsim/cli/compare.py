@@ -13,7 +13,7 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule
 from commsim._progress import Progress
-from commsim.algorithms import channels
+from commsim.algorithms import on_channels
 from commsim.cli import plot
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError, one_line, quote
@@ -74,7 +74,7 @@ class CompareRequest:
     files: tuple[Schedule, ...] = ()  # saved schedules, each joining the panel of its nranks
     notes: tuple[str, ...] = ()
     tune: bool = False  # grow the pipelined algorithms' segments per size (commsim tune)
-    channels: int = 1  # --channels: every schedule as C copies on its own channels
+    channels: int = 1  # --channels: every schedule on C channels (on_channels lays them out)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -154,7 +154,7 @@ def parse(args: argparse.Namespace) -> CompareRequest:
     check_collective(wire, schedules.collective)
     sizes, model = parse_sizes(args.sizes), wired_model(parse_model(args, network), wire)
     plot = _plot_path(args.plot) if args.plot else None
-    files = tuple(channels(_load(path, schedules, budget), nchannels) for path in args.file)
+    files = tuple(on_channels(_load(path, schedules, budget), nchannels) for path in args.file)
     return CompareRequest(
         schedules, sizes, model, budget, plot, args.json, args.progress, files, tuple(notes),
         getattr(args, "tune", False), nchannels,
@@ -230,14 +230,15 @@ def _build(
     nchannels: int = 1,
     model: Model | None = None,
 ) -> tuple[dict[str, Schedule], dict[str, str]]:
-    """The schedules on ``nranks`` ranks that fit (each as ``nchannels`` copies on its own
-    channels) and that the model's network can place (in-network helper ranks need a
-    reducing switch: ``hosts_of`` of a topology model), and why the others were skipped."""
+    """The schedules on ``nranks`` ranks that fit (each on ``nchannels`` channels, laid out by
+    :func:`commsim.algorithms.on_channels`) and that the model's network can place (in-network
+    helper ranks need a reducing switch: ``hosts_of`` of a topology model), and why the others
+    were skipped."""
     schedules, skipped = {}, {}
     placeable = getattr(model, "hosts_of", None)
     for a in choice.algorithms:
         try:
-            s = channels(choice.build(a, nranks, budget), nchannels)
+            s = on_channels(choice.build(a, nranks, budget), nchannels)
             budget.check_predict(s, nsizes)
         except (ResourceError, ScheduleError) as e:
             skipped[a] = one_line(e)

@@ -149,15 +149,18 @@ def _add_straggler_options(g: argparse._ArgumentGroup) -> None:
 
 
 def add_library_group(parser: argparse.ArgumentParser, *, sweep: bool = False) -> None:
-    """Add the collective library's options (``docs/library.md``). ``--channels C``: every schedule runs as C copies on its own channels, each on 1/C of
-    the buffer (NCCL's channels, :func:`commsim.algorithms.channels`); with ``sweep`` (the
+    """Add the collective library's options (``docs/library.md``). ``--channels C``: every
+    schedule runs on C channels of its own, each on 1/C of the buffer (NCCL's channels), laid out
+    by its row (:func:`commsim.algorithms.on_channels`); with ``sweep`` (the
     tuner) C is the largest of the counts 1, 2, 4, ... it tries."""
     what = (
-        "try 1, 2, 4, ... up to C channels per algorithm (NCCL's channels: C copies of the "
-        "schedule, each on 1/C of the buffer and its own channel) and keep the best"
+        "try 1, 2, 4, ... up to C channels per algorithm (NCCL's channels: the schedule C "
+        "times, each on 1/C of the buffer and its own channel; snake_ring and nccl_tree "
+        "rotate each server's ranks per channel, spreading over its NICs) and keep the best"
         if sweep
-        else "run each schedule as C copies, each on 1/C of the buffer and its own channel "
-        "(NCCL's channels); a rank drives its channels at once"
+        else "run each schedule C times, each on 1/C of the buffer and its own channel "
+        "(NCCL's channels; snake_ring and nccl_tree rotate each server's ranks per channel, "
+        "spreading over its NICs); a rank drives its channels at once"
     )
     group = parser.add_argument_group("collective library (docs/library.md)")
     group.add_argument("--channels", metavar="C", default=None, help=f"{what} (default: 1)")

@@ -8,7 +8,10 @@ measured for every row, the median absolute error, and the held-out rows (64 MiB
 apart. ``docs/nccl-tests.md`` explains what is fitted and what a fit cannot know.
 
 The model runs the algorithm NCCL runs for the log's collective
-(:data:`commsim.algorithms.NCCL_ALGORITHMS`, which says why; ``--algorithm`` overrides).
+(:data:`commsim.algorithms.NCCL_ALGORITHMS`, which says why; ``--algorithm`` overrides);
+``validate -a auto`` lets the model pick algorithm × protocol × channels per row, as NCCL's tuner
+does (:mod:`commsim.cli.nccl_pick`), and ``--protocol``/``--channels`` carry the schedule as NCCL
+would; each row then says what ran.
 
 Like every command: :func:`parse` the options into an :class:`NcclTestsRequest` (the log read,
 the schedule built), :func:`compute` the fit or the predictions (writing ``-o`` and ``--plot``),
@@ -29,6 +32,8 @@ from commsim import units
 from commsim._deprecation import deprecated_aliases
 from commsim.algorithms import NCCL_ALGORITHMS, info
 from commsim.cli.errors import EXIT_OK, UsageError
+from commsim.cli.model import parse_channels, parse_protocol
+from commsim.cli.nccl_pick import Pick, auto_channels, fixed_rows, pick_rows
 from commsim.cli.output import format_table, to_json
 
 if TYPE_CHECKING:  # imported where used: `commsim --help` needs neither
@@ -55,7 +60,10 @@ __getattr__ = deprecated_aliases(
 class NcclTestsRequest:
     """Fit ``cluster`` to ``log`` (``mode="calibrate"``) or check its predictions against it
     (``"validate"``), the model running ``schedule``; rows up to ``fit_up_to`` bytes are the
-    fit's. ``output`` (calibrate's ``-o``, as given) and ``plot`` are files to write."""
+    fit's. ``output`` (calibrate's ``-o``, as given) and ``plot`` are files to write. Validate's
+    ``auto`` (``-a auto``: the model picks per row, ``schedule`` unused), ``protocol`` and
+    ``channels`` (``--protocol``, ``--channels``; ``None`` when not given) say how NCCL would
+    carry it; ``ranks_per_node`` is the cluster's."""
 
     mode: Literal["calibrate", "validate"]
     log: NcclTestsLog
@@ -66,6 +74,15 @@ class NcclTestsRequest:
     output: str | None = None
     plot: Path | None = None
     as_json: bool = False
+    auto: bool = False
+    protocol: str | None = None
+    channels: int | None = None
+    ranks_per_node: int = 1
+
+    @property
+    def carried(self) -> bool:
+        """Whether the rows say what ran (``-a auto``, ``--protocol`` or ``--channels``)."""
+        return self.auto or self.protocol is not None or self.channels is not None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -78,6 +95,8 @@ class NcclTestsResult:
     summary: dict[str, Any]
     fit: ClusterFit | None = None
     toml: str | None = None
+    picks: tuple[Pick, ...] = ()  # validate: per row, what the model ran (``request.carried``)
+    notes: tuple[str, ...] = ()
 
 
 def _add_once(parser: argparse.ArgumentParser, *flags: str, **kwargs: Any) -> None:
@@ -87,10 +106,13 @@ def _add_once(parser: argparse.ArgumentParser, *flags: str, **kwargs: Any) -> No
         parser.add_argument(*flags, **kwargs)
 
 
-def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+def add_arguments(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, *, carry: bool = False
+) -> None:
     """``--from-nccl-tests LOG --fit-up-to SIZE``, and ``--cluster --collective --algorithm``
-    where the command does not have them yet (``validate`` has ``-c``/``-a``). Takes a parser
-    (the options get a group of their own) or a group the command made for them."""
+    where the command does not have them yet (``validate`` has ``-c``/``-a``); with ``carry``
+    (``validate``) also ``--protocol`` and ``--channels``. Takes a parser (the options get a
+    group of their own) or a group the command made for them."""
     # a parser gets its own group; a group the command made for these options is used as is
     g = parser.add_argument_group("nccl-tests log") if hasattr(parser, "parse_args") else parser
     g.add_argument(
@@ -124,6 +146,27 @@ def add_arguments(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> 
         + ", ".join(f"{a} for {c}" for c, a in NCCL_ALGORITHMS.items())
         + ")",
     )
+    if carry:
+        _add_carry(g)
+
+
+def _add_carry(g: argparse._ArgumentGroup) -> None:
+    """``--protocol`` and ``--channels`` for ``validate --from-nccl-tests`` (and ``-a auto``)."""
+    g.add_argument(
+        "--protocol",
+        metavar="NAME",
+        default=None,
+        help="with --from-nccl-tests: carry the messages with NCCL's LL, LL128 or Simple, or "
+        "auto: the fastest per row (the default of -a auto; without it, the links as they are)",
+    )
+    g.add_argument(
+        "--channels",
+        metavar="C",
+        default=None,
+        help="with --from-nccl-tests: run the schedule on C channels (laid out by its "
+        "algorithm: snake_ring and nccl_tree spread them over the servers' NICs); with -a auto, "
+        "the most channels tried (1, 2, 4, ..., C; default: the server's GPUs, at most 8)",
+    )
 
 
 # -- parse --------------------------------------------------------------------------------------
@@ -156,7 +199,9 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
         )
     collective = _one(getattr(args, "collective", None), "--collective")
     log = read_nccl_tests(path, collective=collective)
-    schedule = _schedule(log, spec, _one(getattr(args, "algorithm", None), "--algorithm"), path)
+    algorithm = _auto(getattr(args, "algorithm", None), mode)
+    protocol, nchannels = parse_protocol(args), _channels(args)
+    schedule, g = _schedule(log, spec, None if algorithm == "auto" else algorithm, path)
     notes = list(log.notes)
     if log.collective_from != "the columns":
         notes.append(f"collective {log.collective} from {log.collective_from}")
@@ -174,14 +219,40 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
         getattr(args, "output", None) if mode == "calibrate" else None,
         Path(plot) if plot else None,
         bool(getattr(args, "json", False)),
+        algorithm == "auto",
+        "auto" if algorithm == "auto" and protocol is None else protocol,
+        nchannels,
+        g,
     )
+
+
+def _auto(value: Any, mode: str) -> str | None:
+    """``-a``/``--algorithm``: one name, or ``auto`` (validate only), never ``auto`` with others."""
+    names = [v for v in (value if isinstance(value, list) else [value]) if v]
+    words = [w.strip() for v in names for w in str(v).split(",") if w.strip()]
+    if "auto" in words:
+        if len(words) > 1:
+            others = ", ".join(w for w in words if w != "auto")
+            raise UsageError(f"-a auto picks the algorithm per row; drop {others}")
+        if mode != "validate":
+            raise UsageError(
+                "--algorithm auto: calibrate fits the links to one algorithm's run; name it"
+            )
+        return "auto"
+    return _one(value, "--algorithm")
+
+
+def _channels(args: argparse.Namespace) -> int | None:
+    """``--channels`` (``None`` when not given); 0 or a word is one line, exit 2."""
+    return None if getattr(args, "channels", None) is None else parse_channels(args)
 
 
 def _schedule(
     log: NcclTestsLog, cluster: str, algorithm: str | None, path: str
-) -> commsim.Schedule:
+) -> tuple[commsim.Schedule, int]:
     """The schedule the model runs for ``log`` on ``cluster``: ``algorithm``, else the one NCCL
-    runs; ``ranks_per_node`` from the cluster where it takes one, the log's root where rooted."""
+    runs; ``ranks_per_node`` from the cluster where it takes one, the log's root where rooted;
+    and the cluster's GPUs per server."""
     from commsim.bench.calibrate import cluster_description
     from commsim.clusters import build_cluster
 
@@ -198,7 +269,8 @@ def _schedule(
                 f"{path}: rows with roots {sorted(roots)}; the model runs one root: keep one"
             )
         params["root"] = max(roots.pop(), 0)
-    return commsim.build(log.collective, algorithm, nranks=log.nranks, **params)
+    s = commsim.build(log.collective, algorithm, nranks=log.nranks, **params)
+    return s, c.gpus_per_node
 
 
 def _size(value: Any, flag: str) -> int:
@@ -227,11 +299,30 @@ def compute(request: NcclTestsRequest) -> NcclTestsResult:
             _plot(r.plot, r.log, fit.predicted, r.fit_up_to, fit.breakpoint, f"fitted {r.cluster}")
         summary = _summary(fit.sizes, fit.error, r.fit_up_to)
         return NcclTestsResult(request, fit.predicted, summary, fit, toml)
-    predicted = predict_rows(r.log, r.cluster, r.schedule)
+    picks: tuple[Pick, ...] = ()
+    notes: tuple[str, ...] = ()
+    if r.carried:
+        predicted, picks, notes = _carried(r)
+    else:
+        predicted = predict_rows(r.log, r.cluster, r.schedule)
     summary = _summary(r.log.sizes, predicted / r.log.times - 1, r.fit_up_to)
     if r.plot:
         _plot(r.plot, r.log, predicted, r.fit_up_to, None, r.cluster)
-    return NcclTestsResult(request, predicted, summary)
+    return NcclTestsResult(request, predicted, summary, picks=picks, notes=notes)
+
+
+def _carried(r: NcclTestsRequest) -> tuple[np.ndarray, tuple[Pick, ...], tuple[str, ...]]:
+    """Validate with ``-a auto``, ``--protocol`` or ``--channels``: each row's time and pick."""
+    from commsim.bench.calibrate import log_model
+
+    model = log_model(r.log, r.cluster, r.protocol)
+    sizes = np.asarray(r.log.sizes, dtype=np.float64)
+    if not r.auto:
+        return (*fixed_rows(model, r.schedule, sizes, r.channels or 1, r.protocol), ())
+    most = r.channels if r.channels is not None else auto_channels(r.ranks_per_node)
+    return pick_rows(
+        model, r.log.collective, r.log.nranks, sizes, r.ranks_per_node, most, r.protocol
+    )
 
 
 def _summary(sizes: np.ndarray, err: np.ndarray, fit_up_to: int) -> dict[str, Any]:
@@ -259,25 +350,46 @@ def render(result: NcclTestsResult) -> str:
     if result.fit is not None:
         return _render_fit(result, result.fit)
     r, log = result.request, result.request.log
+    algorithm = "auto" if r.auto else r.schedule.algorithm
+    notes = [*r.notes, *result.notes]
     if r.as_json:
         rows = [
             {"size": int(s), "measured_s": m, "predicted_s": p, "error": p / m - 1}
             for s, m, p in zip(log.sizes, log.times, result.predicted, strict=True)
         ]
-        return to_json({"log": log.to_dict(), "cluster": r.cluster,
-                        "algorithm": r.schedule.algorithm, "rows": rows,
-                        "summary": result.summary, "notes": list(r.notes)}) + "\n"  # fmt: skip
+        for row, pick in zip(rows, result.picks, strict=False):
+            row["pick"] = pick.to_dict()
+        carried = {"protocol": r.protocol, "channels": r.channels} if r.carried else {}
+        return to_json({"log": log.to_dict(), "cluster": r.cluster, "algorithm": algorithm,
+                        **carried, "rows": rows, "summary": result.summary,
+                        "notes": notes}) + "\n"  # fmt: skip
     lines = [
         log.describe(),
-        f"model: topology on {r.cluster}, {r.schedule.algorithm} ({log.collective}, "
+        f"model: topology on {r.cluster}, {_carried_label(r, algorithm)} ({log.collective}, "
         f"{log.nranks} ranks)",
         "",
-        _rows_table(log, result.predicted, r.fit_up_to, None),
+        _rows_table(log, result.predicted, r.fit_up_to, None, result.picks),
         "",
         *_summary_lines(result.summary, r.fit_up_to),
-        *(f"note: {n}" for n in r.notes),
+        *(f"note: {n}" for n in notes),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _carried_label(r: NcclTestsRequest, algorithm: str) -> str:
+    """The model line's algorithm: ``auto (NCCL-like: ...; up to C channels, protocol auto)``
+    or the algorithm with its ``--channels``/``--protocol``."""
+    if r.auto:
+        from commsim.algorithms import NCCL_CHOICES
+
+        most = r.channels if r.channels is not None else auto_channels(r.ranks_per_node)
+        return (
+            f"auto (the fastest of {', '.join(NCCL_CHOICES[r.log.collective])} per row, "
+            f"on up to {most} channels, protocol {r.protocol or 'as the links'})"
+        )
+    extra = [f"{r.channels} channels"] if r.channels is not None else []
+    extra += [f"protocol {r.protocol}"] if r.protocol is not None else []
+    return algorithm + (f" ({', '.join(extra)})" if extra else "")
 
 
 def _render_fit(result: NcclTestsResult, fit: ClusterFit) -> str:
@@ -347,7 +459,11 @@ def _summary_lines(s: dict[str, Any], fit_up_to: int) -> list[str]:
 
 
 def _rows_table(
-    log: NcclTestsLog, predicted: np.ndarray, fit_up_to: int, in_fit: np.ndarray | None
+    log: NcclTestsLog,
+    predicted: np.ndarray,
+    fit_up_to: int,
+    in_fit: np.ndarray | None,
+    picks: tuple[Pick, ...] = (),
 ) -> str:
     from commsim.bench.calibrate import HELD_OUT_FROM
 
@@ -362,9 +478,12 @@ def _rows_table(
             units.format_size(int(r.size)), _time(measured[i]), _time(predicted[i]), _pct(err[i]),
             "-" if busbw is None else f"{busbw:.2f}", role,
         ])  # fmt: skip
-    return format_table(
-        ["size", "measured", "predicted", "error", "busbw GB/s", "row"], rows, "rrrrrl"
-    )
+    headers, align = ["size", "measured", "predicted", "error", "busbw GB/s", "row"], "rrrrrl"
+    if picks:
+        for row, pick in zip(rows, picks, strict=True):
+            row.append(pick.label())
+        headers, align = [*headers, "model ran"], align + "l"
+    return format_table(headers, rows, align)
 
 
 def _fit_table(fit: ClusterFit) -> str:

@@ -12,7 +12,7 @@ from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._progress import Progress
 from commsim._wire import Wire
-from commsim.algorithms import channels
+from commsim.algorithms import on_channels
 from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.memory import MemoryBudget
@@ -76,7 +76,7 @@ class PredictRequest:
     progress: bool | None = None
     notes: tuple[str, ...] = ()
     trace: Path | None = None
-    channels: int = 1  # --channels: the schedule as C copies on its own channels
+    channels: int = 1  # --channels: the schedule on C channels (on_channels lays them out)
     wire: Wire | None = None  # --wire: the messages in this format (the model is compressed)
 
 
@@ -140,7 +140,7 @@ def parse(args: argparse.Namespace) -> PredictRequest:
 def compute(request: PredictRequest) -> PredictResult:
     [s] = request.schedules.build_all(request.budget)
     check_collective(request.wire, s.collective)  # a --file schedule's collective is known now
-    s = channels(s, request.channels)
+    s = on_channels(s, request.channels)
     sizes = np.array(request.sizes, dtype=np.float64)
     request.budget.check_predict(s, len(sizes))
     with Progress(s.nsteps * s.nranks, "commsim", enabled=request.progress, count=False) as bar:

@@ -161,10 +161,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "tuner chose what was measured fastest (or within its spread)",
     )
     add_wire_argument(parser)
-    nccl_tests.add_arguments(parser)
+    nccl_tests.add_arguments(parser, carry=True)
 
 
 def parse(args: argparse.Namespace) -> ValidateRequest:
+    given = [f for f, d in (("--protocol", "protocol"), ("--channels", "channels")) if getattr(args, d, None) is not None]  # fmt: skip
+    if given:
+        raise UsageError(
+            f"{' and '.join(given)} go with --from-nccl-tests (they say how NCCL carried the "
+            "log's schedule); a run on a backend carries its schedule as it is"
+        )
     if getattr(args, "tune", False) and args.root is not None:
         raise UsageError(
             "--root with --tune: the tuner builds rooted collectives at root 0; drop one"

@@ -11,8 +11,10 @@ is a matrix ``times[candidate, size]`` (``inf`` where a candidate is not eligibl
 reads the best candidate of each algorithm per size from it.
 
 Channels (``channels=(1, 2, 4)``) are a parameter of the collective library, not of the
-algorithm: each candidate is also tried as C copies on its own channels, each on 1/C of the
-buffer (:func:`commsim.algorithms.channels`, NCCL's channels), recorded as ``channels = C`` in
+algorithm: each candidate is also tried on C channels, each on 1/C of the buffer, laid out as
+its registry row says (:func:`commsim.algorithms.on_channels`: spread over the servers' NICs
+for ``snake_ring`` and ``nccl_tree``, copies otherwise; NCCL's channels), recorded as
+``channels = C`` in
 its parameters (C = 1 adds nothing, so a sweep without channels is unchanged); ties go to fewer
 channels.
 """
@@ -27,7 +29,7 @@ import numpy as np
 
 from commsim._ir import Schedule
 from commsim._progress import Progress
-from commsim.algorithms import available, channels, info
+from commsim.algorithms import available, info, on_channels
 from commsim.errors import ParameterError, ResourceError, ScheduleError
 from commsim.models import Model, as_sizes, fastest
 from commsim.tuner._candidates import (
@@ -258,7 +260,9 @@ def _on_channels(family: list[Candidate], k: int) -> list[Candidate]:
     if k == 1:
         return family
     return [
-        Candidate(c.algorithm, {**c.params, CHANNELS: k}, channels(c.schedule, k), c.min_bytes * k)
+        Candidate(
+            c.algorithm, {**c.params, CHANNELS: k}, on_channels(c.schedule, k), c.min_bytes * k
+        )
         for c in family
     ]
 

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from commsim._ir import Schedule
-from commsim.algorithms import build, channels
+from commsim.algorithms import build, on_channels
 from commsim.errors import ParameterError
 from commsim.tuner._sweep import CHANNELS, Sweep, evaluate
 from commsim.tuner._toml import read_table, write_table
@@ -111,14 +111,14 @@ class TunerTable:
 
     def schedule(self, nbytes: int) -> Schedule:
         """The chosen algorithm for ``nbytes`` built on ``nranks`` ranks with its tuned parameters,
-        on its tuned number of channels (``channels``, :func:`commsim.algorithms.channels`;
+        on its tuned number of channels (``channels``, laid out by :func:`commsim.algorithms.on_channels`;
         built once per range, then reused)."""
         i = self.index(nbytes)
         if i not in self._built:
             params = dict(self.ranges[i].params)
             k = params.pop(CHANNELS, 1)
             s = build(self.collective, self.ranges[i].algorithm, self.nranks, **params)
-            self._built[i] = channels(s, k)
+            self._built[i] = on_channels(s, k)
         return self._built[i]
 
     def to_dict(self) -> dict[str, Any]:

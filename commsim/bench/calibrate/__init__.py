@@ -8,7 +8,8 @@
 * :func:`profile_from_samples`: samples to a profile (γ, LogGP, the per-call overhead).
 * :func:`fit_cluster`: a cluster's link latency and efficiency fitted to an nccl-tests log
   (:class:`commsim.interop.NcclTestsLog`), a :class:`ClusterFit`; :func:`predict_rows`, the
-  cluster's prediction of every row; :func:`cluster_description`, a preset or file as the fit
+  cluster's prediction of every row and :func:`log_model` its model (a protocol chosen);
+  :func:`cluster_description`, a preset or file as the fit
   reads it.
 
 The nccl-tests log format itself (``parse_nccl_tests``, ``NcclTestsLog``, ...) lives in
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
         LinkFit,
         cluster_description,
         fit_cluster,
+        log_model,
         predict_rows,
     )
     from commsim.bench.calibrate._fit import fit_curve, fit_pieces
@@ -70,6 +72,7 @@ __all__ = [
     "fit_curve",
     "fit_pieces",
     "jax_device_samples",
+    "log_model",
     "machine",
     "mpi_samples",
     "predict_rows",
@@ -99,6 +102,7 @@ __getattr__, __dir__ = lazy_exports(
             "LinkFit",
             "cluster_description",
             "fit_cluster",
+            "log_model",
             "predict_rows",
         ),
         "commsim.bench.calibrate._fit": ("fit_curve", "fit_pieces"),

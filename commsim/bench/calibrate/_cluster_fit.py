@@ -53,6 +53,7 @@ from commsim._ir import Schedule
 from commsim.clusters import Cluster, build_cluster, description, to_toml
 from commsim.errors import CommsimError, ParameterError
 from commsim.interop import NcclTestsLog
+from commsim.models import Model, ProtocolChoice
 
 __all__ = [
     "DEFAULT_FIT_UP_TO",
@@ -62,6 +63,7 @@ __all__ = [
     "check_ranks",
     "cluster_description",
     "fit_cluster",
+    "log_model",
     "predict_rows",
 ]
 
@@ -572,8 +574,18 @@ def _bic(cost: float, n: int, k: int) -> float:
 def predict_rows(log: NcclTestsLog, cluster_spec: str | Path, schedule: Schedule) -> np.ndarray:
     """The topology model's time (seconds) for every row of ``log`` on the cluster as given
     (a preset's defaults, or a fitted file): what ``commsim validate --from-nccl-tests`` shows."""
+    model = log_model(log, cluster_spec)
+    return np.asarray(model.predict(schedule, log.sizes).time, dtype=np.float64).reshape(-1)
+
+
+def log_model(log: NcclTestsLog, cluster_spec: str | Path, protocol: str | None = None) -> Model:
+    """The topology model of the cluster ``log`` ran on (a preset or a fitted file), its ranks
+    checked against the log's; messages carried by ``protocol`` (``"LL"``, ``"LL128"``,
+    ``"Simple"``; ``"auto"``: the fastest per size, :class:`~commsim.models.ProtocolChoice`;
+    ``None``: the links as they are)."""
     desc, origin, base = cluster_description(cluster_spec)
     c = build_cluster(desc, origin, base)
     check_ranks(log, c, str(cluster_spec))
-    model = cluster_model(c)
-    return np.asarray(model.predict(schedule, log.sizes).time, dtype=np.float64).reshape(-1)
+    if protocol == "auto":
+        return ProtocolChoice(lambda p: cluster_model(c, protocol=p))
+    return cluster_model(c, protocol=protocol)

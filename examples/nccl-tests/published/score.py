@@ -1,17 +1,22 @@
 """Score commsim against the published nccl-tests logs of this folder (docs/validation.md).
 
-For every log, with the preset of its hardware, three predictions, each through the CLI:
+For every log, with the preset of its hardware, four predictions, each through the CLI:
 
 * **spec-only, default**: ``commsim validate --from-nccl-tests LOG --cluster PRESET`` (the
   NCCL-like algorithm of ``commsim.algorithms.NCCL_ALGORITHMS``, links as specified);
 * **spec-only, best**: ``commsim compare -c allreduce --cluster PRESET --protocol auto -s SIZES``,
-  the fastest algorithm x protocol per size (``validate`` has no ``--protocol``);
+  the fastest algorithm x protocol per size of every algorithm commsim has (one channel);
+* **spec-only, auto**: ``commsim validate --from-nccl-tests LOG --cluster PRESET -a auto``, the
+  NCCL-like pick per size: ring or tree x protocol x 1, 2, 4, 8 channels spread over the NICs
+  ("what would NCCL do", issue #19 item 10);
 * **calibrated**: ``commsim calibrate --from-nccl-tests LOG --cluster PRESET -o FIT`` on the rows
   up to 16 MiB, then ``commsim validate --from-nccl-tests LOG --cluster FIT`` on the rows of
   64 MiB and up (only where the log has rows on both sides).
 
-Prints one line per log: the median |error| and the worst size of each. Run from the repository
-root: ``python examples/nccl-tests/published/score.py`` (about a minute per multi-node log).
+Prints the median |error| and the worst size of each, per log, and for ``-a auto`` the picks and
+the acceptance check (median |error| <= 20 %, no row off by more than 2x). Run from the
+repository root: ``python examples/nccl-tests/published/score.py`` (about a minute per
+multi-node log; a few minutes for the 72-rank GB200 log).
 """
 
 from __future__ import annotations
@@ -83,7 +88,8 @@ def score(name: str, preset: str) -> str:
     picks = sorted({f"{w}/{p}" for w, p in zip(res["winner"], res["winner_protocol"], strict=True)})
     parts = [f"{name} on {preset} ({len(sizes)} rows, {doc['log']['nranks']} ranks)",
              f"  spec default: {_worst(sizes, default)}",
-             f"  spec best (compare --protocol auto): {_worst(sizes, best)}; picks {', '.join(picks)}"]  # fmt: skip
+             f"  spec best (compare --protocol auto): {_worst(sizes, best)}; picks {', '.join(picks)}",
+             _auto(log, preset, extra)]  # fmt: skip
     fit, held = sizes <= FIT_UP_TO, sizes >= HELD_OUT_FROM
     if fit.sum() >= 3 and held.any():
         with tempfile.TemporaryDirectory() as tmp:
@@ -101,6 +107,24 @@ def score(name: str, preset: str) -> str:
             f"  calibrated: n/a ({int(fit.sum())} rows <= 16MiB, {int(held.sum())} >= 64MiB)"
         )
     return "\n".join(parts)
+
+
+def _auto(log: str, preset: str, extra: tuple[str, ...]) -> str:
+    """The ``-a auto`` line: its error, its picks, and whether the acceptance holds."""
+    rows = _commsim(
+        "validate", "--from-nccl-tests", log, "--cluster", preset, "-a", "auto", *extra
+    )["rows"]
+    sizes = np.array([r["size"] for r in rows])
+    err = np.array([r["error"] for r in rows])
+    picks = dict.fromkeys(
+        f"{p['algorithm']} x{p['channels']} {p['protocol']}" for p in (r["pick"] for r in rows)
+    )
+    ratio = 1 + err
+    ok = np.median(np.abs(err)) <= 0.20 and np.all((ratio <= 2) & (ratio >= 0.5))
+    return (
+        f"  spec auto (validate -a auto): {_worst(sizes, err)}; picks {', '.join(picks)}; "
+        f"acceptance (median <= 20%, none off by > 2x): {'met' if ok else 'not met'}"
+    )
 
 
 def main() -> None:

@@ -1,0 +1,113 @@
+"""``commsim validate --from-nccl-tests LOG --cluster X -a auto`` ("what would NCCL do", issue #19
+item 10): per row the model's NCCL-like pick of algorithm × protocol × channels, named in the
+text and the JSON; ``--protocol`` and ``--channels`` carry one algorithm; bad input is one line,
+exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from commsim.algorithms import NCCL_CHOICES
+
+PUBLISHED = Path(__file__).resolve().parents[2] / "examples" / "nccl-tests" / "published"
+#: log → (preset, extra options): up to 2 channels here, 1 on the 72-rank GB200 log, to keep the
+#: test short (the default, 8, is test_auto_spreads_the_two_node_ring_over_the_nics's; score.py
+#: runs it on every log)
+TWO = ("--channels", "2")
+LOGS = {
+    "nccl-tests-290-h100-1node-all_reduce.log": ("dgx-h100:1", TWO),
+    "nccl-tests-290-h100-2node-ring-all_reduce.log": ("dgx-h100:2", TWO),
+    "gcp-a3mega-h100-2node-all_reduce.log": ("dgx-h100:2", TWO),
+    "oci-h200-2node-all_reduce.log": ("dgx-h200:2", TWO),
+    "oci-h100-2node-all_reduce.log": ("dgx-h100:2", TWO),
+    "oci-a100-1node-all_reduce.log": ("dgx-a100:1", TWO),
+    "oci-a100-2node-all_reduce.log": ("dgx-a100:2", TWO),
+    "coreweave-gb200-nvl72-all_reduce.log": (
+        "gb200-nvl72:1",
+        ("--collective", "allreduce", "--channels", "1"),
+    ),
+}
+H100_2NODE = str(PUBLISHED / "oci-h100-2node-all_reduce.log")
+
+
+def test_every_published_log_is_here():
+    assert sorted(p.name for p in PUBLISHED.glob("*.log")) == sorted(LOGS)
+
+
+@pytest.mark.parametrize("name", sorted(LOGS))
+def test_auto_names_its_pick_on_every_published_log(cli_json, name):
+    preset, extra = LOGS[name]
+    doc = cli_json(
+        "validate", "--from-nccl-tests", str(PUBLISHED / name), "--cluster", preset, "-a", "auto",
+        *extra,
+    )  # fmt: skip
+    assert doc["algorithm"] == "auto" and doc["protocol"] == "auto"
+    most = int(extra[extra.index("--channels") + 1])
+    for row in doc["rows"]:
+        pick = row["pick"]
+        assert pick["algorithm"] in NCCL_CHOICES["allreduce"]
+        assert pick["protocol"] in ("LL", "LL128", "Simple")
+        assert 1 <= pick["channels"] <= most
+        assert row["predicted_s"] > 0
+
+
+def test_auto_spreads_the_two_node_ring_over_the_nics(cli_json):
+    """At 1 GiB and up on two H100 servers the pick is the ring on 8 spread channels, within
+    25% of the published times (one NIC's ring alone was 8-9x too slow)."""
+    doc = cli_json("validate", "--from-nccl-tests", H100_2NODE, "--cluster", "dgx-h100:2",
+                   "-a", "auto")  # fmt: skip
+    for row in doc["rows"]:
+        assert row["pick"]["algorithm"] == "snake_ring" and row["pick"]["channels"] == 8
+        assert abs(row["error"]) < 0.25
+
+
+def test_auto_in_text_says_what_ran(cli):
+    rc, out, err = cli("validate", "--from-nccl-tests", H100_2NODE, "--cluster", "dgx-h100:2",
+                       "-a", "auto", "--protocol", "Simple")  # fmt: skip
+    assert rc == 0, err
+    assert "model ran" in out and "snake_ring x8 Simple" in out
+    assert "auto (the fastest of snake_ring, nccl_tree per row, on up to 8 channels" in out
+
+
+def test_channels_and_protocol_carry_the_default_algorithm(cli_json):
+    base = ["validate", "--from-nccl-tests", H100_2NODE, "--cluster", "dgx-h100:2"]
+    plain = cli_json(*base)
+    eight = cli_json(*base, "--channels", "8", "--protocol", "Simple")
+    assert "pick" not in plain["rows"][0] and "channels" not in plain  # the default unchanged
+    assert eight["algorithm"] == "snake_ring" and eight["channels"] == 8
+    assert all(r["pick"] == {"algorithm": "snake_ring", "channels": 8, "protocol": "Simple",
+                             "params": {"ranks_per_node": 8, "channels": 8}}
+               for r in eight["rows"])  # fmt: skip
+    faster = [e["predicted_s"] < p["predicted_s"] / 4 for e, p in zip(eight["rows"], plain["rows"])]
+    assert all(faster)
+
+
+@pytest.mark.parametrize(
+    "options, words",
+    [
+        (("-a", "auto", "--channels", "0"), "--channels must be an integer >= 1"),
+        (("-a", "auto,snake_ring"), "-a auto picks the algorithm per row; drop snake_ring"),
+        (("--channels", "two"), "--channels must be an integer >= 1"),
+        (("-a", "auto", "--protocol", "fast"), "unknown protocol 'fast'"),
+    ],
+)
+def test_bad_input_is_one_line(cli, options, words):
+    rc, out, err = cli("validate", "--from-nccl-tests", H100_2NODE, "--cluster", "dgx-h100:2",
+                       *options)  # fmt: skip
+    assert rc == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and words in err
+
+
+def test_calibrate_refuses_auto(cli):
+    rc, _, err = cli("calibrate", "--from-nccl-tests", H100_2NODE, "--cluster", "dgx-h100:2",
+                     "--algorithm", "auto")  # fmt: skip
+    assert rc == 2 and "calibrate fits the links to one algorithm's run" in err
+
+
+@pytest.mark.parametrize("option", [("--channels", "8"), ("--protocol", "LL")])
+def test_protocol_and_channels_need_a_log(cli, option):
+    rc, _, err = cli("validate", "-c", "allreduce", "-a", "ring", "-p", "2", *option)
+    assert rc == 2 and "go with --from-nccl-tests" in err
+    assert len(err.strip().splitlines()) == 1
