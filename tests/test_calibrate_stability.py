@@ -120,3 +120,14 @@ def test_a_bad_intervals_table_is_one_line_naming_the_field(tmp_path):
     path.write_text(path.read_text().replace("replicates = 100\n", ""))
     with pytest.raises(Exception, match=r"curves\.exchange\.intervals: missing replicates"):
         load_profile(path)
+
+
+def test_the_median_error_interval_covers_the_error_and_shrinks_with_repeats():
+    from commsim.bench import median_error_interval
+
+    pred, meas, spread = np.array([1.1, 1.3, 0.8, 1.2]), np.ones(4), np.full(4, 0.2)
+    lo, hi = median_error_interval(pred, meas, spread, 5)
+    assert lo <= 0.2 <= hi  # the median |error| itself, 20%
+    lo2, hi2 = median_error_interval(pred, meas, spread, 500)
+    assert hi2 - lo2 < hi - lo
+    assert median_error_interval(pred, meas, spread, 5) == (lo, hi)  # a fixed seed
