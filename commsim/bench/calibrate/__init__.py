@@ -12,6 +12,9 @@
   (:class:`commsim.interop.NcclTestsLog`), a :class:`ClusterFit`; :func:`predict_rows`, the
   cluster's prediction of every row; :func:`cluster_description`, a preset or file as the fit
   reads it.
+* :func:`fit_library`: NCCL's own cost model (a line per protocol, their lower envelope) fitted to
+  an nccl-tests log: launch, bus bandwidth, protocol efficiencies, and what the log cannot
+  identify (:class:`LibraryFit`).
 
 The nccl-tests log format itself (``parse_nccl_tests``, ``NcclTestsLog``, ...) lives in
 :mod:`commsim.interop`. :data:`SUITES` holds the transport microbenchmarks, by the kind of
@@ -55,6 +58,12 @@ if TYPE_CHECKING:
         predict_rows,
     )
     from commsim.bench.calibrate._fit import fit_at, fit_curve, fit_pieces
+    from commsim.bench.calibrate._library_fit import (
+        LibraryFit,
+        ProtocolLine,
+        fit_library,
+        library_times,
+    )
     from commsim.bench.calibrate._samples import KINDS, Samples
     from commsim.bench.calibrate._stability import REPLICATES, SUPPORT, fit_stable
 
@@ -68,7 +77,9 @@ __all__ = [
     "SUITES",
     "SUPPORT",
     "ClusterFit",
+    "LibraryFit",
     "LinkFit",
+    "ProtocolLine",
     "Samples",
     "Suite",
     "calibrate",
@@ -78,9 +89,11 @@ __all__ = [
     "fit_at",
     "fit_cluster",
     "fit_curve",
+    "fit_library",
     "fit_pieces",
     "fit_stable",
     "jax_device_samples",
+    "library_times",
     "machine",
     "mpi_samples",
     "predict_rows",
@@ -115,6 +128,12 @@ __getattr__, __dir__ = lazy_exports(
             "predict_rows",
         ),
         "commsim.bench.calibrate._fit": ("fit_at", "fit_curve", "fit_pieces"),
+        "commsim.bench.calibrate._library_fit": (
+            "LibraryFit",
+            "ProtocolLine",
+            "fit_library",
+            "library_times",
+        ),
         "commsim.bench.calibrate._samples": ("KINDS", "Samples"),
         "commsim.bench.calibrate._stability": ("REPLICATES", "SUPPORT", "fit_stable"),
     },
