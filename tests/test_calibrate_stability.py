@@ -131,3 +131,29 @@ def test_the_median_error_interval_covers_the_error_and_shrinks_with_repeats():
     lo2, hi2 = median_error_interval(pred, meas, spread, 500)
     assert hi2 - lo2 < hi - lo
     assert median_error_interval(pred, meas, spread, 5) == (lo, hi)  # a fixed seed
+
+
+def test_until_stable_measures_more_blocks_and_says_when_it_stays_unstable(monkeypatch):
+    import functools
+
+    from commsim.bench.calibrate import _calibrate
+    from commsim.bench.calibrate._calibrate import Suite
+
+    calls = []
+
+    def run(nranks, sizes, *, repeats, warmup, blocks, timeout, progress):
+        calls.append(blocks)
+        return [_draw(len(calls), blocks=blocks, per=repeats // blocks)]
+
+    monkeypatch.setattr(_calibrate, "suite_of", lambda backend: Suite(run, "fake"))
+    # every breakpoint refused: the switch at 64 KiB stays "unstable" however much is measured
+    monkeypatch.setattr(_calibrate, "fit_stable", functools.partial(fit_stable, support=1.01))
+    profile, samples = _calibrate.calibrate("mpi", 2, repeats=15, until_stable=2)
+    assert calls == [5, 5, 5] and samples[0].blocks == 15 and samples[0].times.shape[1] == 45
+    assert any(
+        "still unstable after 2 more rounds of 5 blocks (exchange)" in n for n in profile.notes
+    )
+    calls.clear()
+    monkeypatch.setattr(_calibrate, "fit_stable", fit_stable)
+    profile, _ = _calibrate.calibrate("mpi", 2, repeats=15, until_stable=2)
+    assert calls == [5] and not profile.notes  # stable at once: one round

@@ -56,7 +56,8 @@ repeats' own noise. The fit's R^2 and residuals are printed and written into the
 The repeats are taken in --blocks interleaved passes over the sizes; 100 resamples of the
 blocks are fitted again, a breakpoint found in fewer than 75% of them is merged away (said as
 "unstable breakpoints merged"), and each piece's start, alpha and bandwidth get a 95%
-percentile interval, written into the profile beside the fit.
+percentile interval, written into the profile beside the fit. --until-stable N measures up to
+N more rounds of blocks while a curve stays unstable.
 
 --from-nccl-tests LOG --cluster PRESET|FILE fits a cluster's link parameters (latency and a
 bandwidth efficiency per link class) to an nccl-tests log instead, and writes a cluster file."""
@@ -114,6 +115,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{DEFAULT_BLOCKS} that divide --repeats, 5 for 15)",
     )
     g.add_argument(
+        "--until-stable",
+        type=int_type("--until-stable", 0),
+        default=0,
+        metavar="ROUNDS",
+        help="while a curve has a breakpoint its resamples do not confirm, measure up to this "
+        "many more rounds of --blocks blocks and refit on all of them; a profile still "
+        "unstable says so (default: 0, one round)",
+    )
+    g.add_argument(
         "--warmup", type=int_type("--warmup", 0), default=2, help="untimed repeats (default: 2)"
     )
     g.add_argument(
@@ -146,6 +156,7 @@ class CalibrateRequest:
     as_json: bool = False
     progress: bool | None = None
     blocks: int | None = None  # None: the most up to DEFAULT_BLOCKS that divide the repeats
+    until_stable: int = 0  # more rounds of blocks while a curve is unstable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,6 +264,7 @@ def parse(args: argparse.Namespace) -> CalibrateRequest:
     return CalibrateRequest(
         args.backend, args.nranks, parse_sizes(args.sizes), args.repeats, args.warmup,
         float(args.timeout), output, args.plot, args.json, args.progress, args.blocks,
+        args.until_stable,
     )  # fmt: skip
 
 
@@ -260,8 +272,8 @@ def compute(request: CalibrateRequest) -> CalibrateResult:
     """Measure, fit, and write the profile (and the plot) where the request says."""
     profile, samples = calibrate(
         request.backend, request.nranks, request.sizes, repeats=request.repeats,
-        warmup=request.warmup, blocks=request.blocks, timeout=request.timeout,
-        progress=request.progress,
+        warmup=request.warmup, blocks=request.blocks, until_stable=request.until_stable,
+        timeout=request.timeout, progress=request.progress,
     )  # fmt: skip
     if request.output is not None:
         save_profile(profile, request.output)

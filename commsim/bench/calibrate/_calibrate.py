@@ -261,6 +261,7 @@ def calibrate(
     repeats: int = 15,
     warmup: int = 2,
     blocks: int | None = None,
+    until_stable: int = 0,
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool | None = None,
 ) -> tuple[Profile, list[Samples]]:
@@ -270,13 +271,55 @@ def calibrate(
     <commsim.exec.BackendInfo.calibration>`, a key of :data:`SUITES`); a backend without one is
     refused in one line. The repeats are taken in ``blocks`` blocks (1: each size's back to
     back, and no intervals; default :func:`default_blocks`), whose resamples decide which
-    breakpoints stay (:mod:`commsim.bench.calibrate._stability`).
+    breakpoints stay (:mod:`commsim.bench.calibrate._stability`). While a curve has a
+    breakpoint its resamples do not confirm, up to ``until_stable`` more rounds measure as many
+    blocks again and refit on all of them; a profile still unstable after them says so in a
+    note.
     """
     run = suite_of(backend).run
     blocks = default_blocks(repeats) if blocks is None else blocks
     _check_blocks(repeats, blocks)
-    samples = run(
-        nranks, sizes, repeats=repeats, warmup=warmup, blocks=blocks, timeout=timeout,
-        progress=progress,
-    )  # fmt: skip
-    return profile_from_samples(samples, backend=backend, nranks=nranks), samples
+    if until_stable < 0:
+        raise CommsimError(f"--until-stable must be >= 0 rounds, got {until_stable}")
+
+    def measure() -> list[Samples]:
+        return run(
+            nranks, sizes, repeats=repeats, warmup=warmup, blocks=blocks, timeout=timeout,
+            progress=progress,
+        )  # fmt: skip
+
+    samples = measure()
+    profile = profile_from_samples(samples, backend=backend, nranks=nranks)
+    rounds = 0
+    while _unstable(profile) and rounds < until_stable and blocks > 1:
+        rounds += 1
+        samples = _more_blocks(samples, measure())
+        profile = profile_from_samples(samples, backend=backend, nranks=nranks)
+    if until_stable and _unstable(profile):
+        note = (
+            f"still unstable after {rounds} more round{'s' * (rounds != 1)} of {blocks} blocks "
+            f"({', '.join(_unstable(profile))}): the machine's noise moves the breakpoints"
+        )
+        profile = dataclasses.replace(profile, notes=(*profile.notes, note))
+    return profile, samples
+
+
+def _unstable(profile: Profile) -> list[str]:
+    """The curves whose breakpoints the resamples did not all confirm."""
+    return [
+        k for k, c in profile.curves.items() if c.intervals is not None and not c.intervals.stable
+    ]
+
+
+def _more_blocks(old: list[Samples], new: list[Samples]) -> list[Samples]:
+    """Each kind's samples with a later round's blocks appended (the call samples: the new)."""
+    by_kind = {(s.kind, s.backend): s for s in new}
+    out = []
+    for s in old:
+        n = by_kind.get((s.kind, s.backend))
+        if n is None or s.blocks == 1 or n.blocks == 1 or len(n.sizes) != len(s.sizes):
+            out.append(n or s)
+            continue
+        times = np.hstack([s.times, n.times])
+        out.append(dataclasses.replace(s, times=times, blocks=s.blocks + n.blocks))
+    return out
