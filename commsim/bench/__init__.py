@@ -14,7 +14,8 @@ as saved files.
   ``mpirun`` (:func:`under_mpirun`).
 * :func:`validate`: schedules run for real, measured beside predicted (:func:`validate_tuned`:
   each algorithm with the tuner's parameters per size, judged against the tuner's choice); :func:`summarize`: the
-  median error per algorithm and the share of sizes where the model ranked the winner right.
+  median error per algorithm and the share of sizes where the model ranked the winner right;
+  :func:`median_error_interval`: that median error's interval over the timed repeats.
 * :func:`format_table`: nccl-tests' columns, one row per size.
 * :func:`trace_mpi` / :func:`trace_in_place`: one step-timed MPI run as a Chrome trace.
 
@@ -33,6 +34,7 @@ from commsim._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from commsim.bench._any import measure_any
+    from commsim.bench._error_interval import median_error_interval
     from commsim.bench._honesty import ERROR_BOUND, validation_warnings
     from commsim.bench._launch import DEFAULT_TIMEOUT, measure_mpi
     from commsim.bench._local import measure
@@ -69,6 +71,7 @@ __all__ = [
     "measure_any",
     "measure_in_place",
     "measure_mpi",
+    "median_error_interval",
     "summarize",
     "timing_stats",
     "trace_in_place",
@@ -83,6 +86,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "commsim.bench._any": ("measure_any",),
+        "commsim.bench._error_interval": ("median_error_interval",),
         "commsim.bench._honesty": ("ERROR_BOUND", "validation_warnings"),
         "commsim.bench._launch": ("DEFAULT_TIMEOUT", "measure_mpi"),
         "commsim.bench._local": ("measure",),

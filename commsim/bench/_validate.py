@@ -32,6 +32,7 @@ import numpy as np
 
 from commsim._ir import Schedule
 from commsim.bench._any import measure_any
+from commsim.bench._error_interval import median_error_interval
 from commsim.bench._launch import DEFAULT_TIMEOUT
 from commsim.bench._measurement import Measurement
 from commsim.bench._ranks import under_mpirun
@@ -78,6 +79,7 @@ class Validation:
     identical: tuple[str, ...] = ()  # other schedules that ran the winner's very transfers
     params: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)  # tuned, by name
     checks: dict[str, str] = dataclasses.field(default_factory=dict)  # every schedule's check
+    iters: int = 0  # timed repeats behind each median (0: not known)
 
     @property
     def error(self) -> dict[str, float]:
@@ -126,6 +128,8 @@ class AlgorithmAccuracy:
     median_abs_error: float  # median over sizes of |predicted - measured| / measured
     median_abs_error_with_overhead: float  # the same, per-call overhead added to predictions
     median_spread: float  # the measurements' own IQR / median, median over sizes
+    #: 95% interval of median_abs_error over the repeats (:func:`median_error_interval`)
+    error_interval: tuple[float, float] = (float("nan"), float("nan"))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -151,7 +155,8 @@ class ValidationSummary:
 
 def summarize(validations: Sequence[Validation]) -> ValidationSummary:
     """Median absolute relative error per algorithm (with and without the per-call overhead),
-    the measurements' median spread beside it, and the share of sizes ranked right."""
+    its 95% interval over the measurement's repeats (:func:`median_error_interval`), the
+    measurements' median spread beside it, and the share of sizes ranked right."""
     names = list(dict.fromkeys(a for v in validations for a in v.measured))
     rows = []
     for a in names:
@@ -159,9 +164,16 @@ def summarize(validations: Sequence[Validation]) -> ValidationSummary:
         err = np.abs([v.error[a] for v in here])
         err_o = np.abs([v.error_with_overhead[a] for v in here])
         spread = [v.spread.get(a, float("nan")) for v in here]
-        accuracy = AlgorithmAccuracy(
-            a, len(here), float(np.median(err)), float(np.median(err_o)), float(np.median(spread))
+        interval = median_error_interval(
+            np.array([v.predicted[a] for v in here]),
+            np.array([v.measured[a] for v in here]),
+            np.array(spread),
+            min(v.iters for v in here),
         )
+        accuracy = AlgorithmAccuracy(
+            a, len(here), float(np.median(err)), float(np.median(err_o)), float(np.median(spread)),
+            interval,
+        )  # fmt: skip
         rows.append(accuracy)
     verdicts = [v.ranked_right for v in validations if v.ranked_right is not None]
     return ValidationSummary(tuple(rows), sum(verdicts), len(verdicts))
@@ -234,6 +246,7 @@ def _one_size(
         identical=tuple(a for a in ran if a != pick and at_size[a].fingerprint == mine),
         params={a: dict(v) for a, v in (params or {}).items() if a in ran},
         checks={a: r.check for a, r in ran.items()},
+        iters=min(r.iters for r in ran.values()),
     )
 
 

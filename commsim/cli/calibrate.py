@@ -18,7 +18,7 @@ import numpy as np
 
 from commsim import units
 from commsim.bench import DEFAULT_TIMEOUT
-from commsim.bench.calibrate import SUITES, Samples, calibrate
+from commsim.bench.calibrate import DEFAULT_BLOCKS, SUITES, Samples, calibrate
 from commsim.cli import nccl_tests
 from commsim.cli.arguments import int_type, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError
@@ -53,6 +53,11 @@ ranks started with mpirun. Each size's median over --repeats is fitted with a ro
 relative least-squares line, piecewise: the breakpoints (eager/rendezvous switch, copy modes,
 cache levels) are found from the data, a new piece only where the curve bends by more than the
 repeats' own noise. The fit's R^2 and residuals are printed and written into the profile.
+The repeats are taken in --blocks interleaved passes over the sizes; 100 resamples of the
+blocks are fitted again, a breakpoint found in fewer than 75% of them is merged away (said as
+"unstable breakpoints merged"), and each piece's start, alpha and bandwidth get a 95%
+percentile interval, written into the profile beside the fit. --until-stable N measures up to
+N more rounds of blocks while a curve stays unstable.
 
 --from-nccl-tests LOG --cluster PRESET|FILE fits a cluster's link parameters (latency and a
 bandwidth efficiency per link class) to an nccl-tests log instead, and writes a cluster file."""
@@ -101,6 +106,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="timed repeats per size; the median is fitted, the spread reported (default: 15)",
     )
     g.add_argument(
+        "--blocks",
+        type=int_type("--blocks", 1),
+        default=None,
+        help="take the repeats in this many interleaved passes over the sizes; a breakpoint "
+        "stays only where resamples of the blocks find it again, and every parameter gets a "
+        "95%% interval (1: one pass, no intervals; default: the most blocks up to "
+        f"{DEFAULT_BLOCKS} that divide --repeats, 5 for 15)",
+    )
+    g.add_argument(
+        "--until-stable",
+        type=int_type("--until-stable", 0),
+        default=0,
+        metavar="ROUNDS",
+        help="while a curve has a breakpoint its resamples do not confirm, measure up to this "
+        "many more rounds of --blocks blocks and refit on all of them; a profile still "
+        "unstable says so (default: 0, one round)",
+    )
+    g.add_argument(
         "--warmup", type=int_type("--warmup", 0), default=2, help="untimed repeats (default: 2)"
     )
     g.add_argument(
@@ -132,6 +155,8 @@ class CalibrateRequest:
     plot: str | None = None
     as_json: bool = False
     progress: bool | None = None
+    blocks: int | None = None  # None: the most up to DEFAULT_BLOCKS that divide the repeats
+    until_stable: int = 0  # more rounds of blocks while a curve is unstable
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,6 +202,7 @@ def render(result: CalibrateResult, as_json: bool) -> str:
             "llrrrrrr",
         ),
     ]
+    lines += _interval_lines(p)
     red = p.curves.get("reduction")
     if red is not None:
         lines.append(
@@ -199,6 +225,36 @@ def render(result: CalibrateResult, as_json: bool) -> str:
     return "\n".join(lines)
 
 
+def _interval_lines(p: Profile) -> list[str]:
+    """Each resampled curve's status, and its pieces' 95% intervals (start, alpha, bandwidth)."""
+    lines = []
+    for kind, c in p.curves.items():
+        iv = c.intervals
+        if iv is None:
+            continue
+        lines.append(
+            f"{kind}: {iv.status} ({iv.replicates} resamples of {iv.blocks} blocks, "
+            f"{100 * iv.level:.0f}% percentile intervals)"
+        )
+        for i in range(len(c.fit.pieces)):
+            (s0, s1), (a0, a1), (b0, b1) = iv.start[i], iv.alpha[i], iv.beta[i]
+            where = (
+                "from 0"
+                if i == 0
+                else f"from {units.format_size(s0, exact=False)}..{units.format_size(s1, exact=False)}"
+                f" (found in {100 * iv.support[i]:.0f}%)"
+            )
+            lines.append(
+                f"  {where}: alpha {units.format_time(a0)}..{units.format_time(a1)}, bandwidth "
+                f"{_bw(b1)}..{_bw(b0)}"
+            )
+    return lines
+
+
+def _bw(beta: float) -> str:
+    return "inf" if beta <= 0 else units.format_bandwidth(1 / beta)
+
+
 def parse(args: argparse.Namespace) -> CalibrateRequest:
     if args.cluster:
         raise UsageError("--cluster goes with --from-nccl-tests LOG")
@@ -207,7 +263,8 @@ def parse(args: argparse.Namespace) -> CalibrateRequest:
         raise UsageError(f"-o {args.output}: a profile is a .toml file")
     return CalibrateRequest(
         args.backend, args.nranks, parse_sizes(args.sizes), args.repeats, args.warmup,
-        float(args.timeout), output, args.plot, args.json, args.progress,
+        float(args.timeout), output, args.plot, args.json, args.progress, args.blocks,
+        args.until_stable,
     )  # fmt: skip
 
 
@@ -215,7 +272,8 @@ def compute(request: CalibrateRequest) -> CalibrateResult:
     """Measure, fit, and write the profile (and the plot) where the request says."""
     profile, samples = calibrate(
         request.backend, request.nranks, request.sizes, repeats=request.repeats,
-        warmup=request.warmup, timeout=request.timeout, progress=request.progress,
+        warmup=request.warmup, blocks=request.blocks, until_stable=request.until_stable,
+        timeout=request.timeout, progress=request.progress,
     )  # fmt: skip
     if request.output is not None:
         save_profile(profile, request.output)

@@ -37,7 +37,7 @@ from commsim.cli.nccl_pick import Pick, auto_channels, fixed_rows, pick_rows
 from commsim.cli.output import format_table, to_json
 
 if TYPE_CHECKING:  # imported where used: `commsim --help` needs neither
-    from commsim.bench.calibrate import ClusterFit
+    from commsim.bench.calibrate import ClusterFit, LibraryFit
     from commsim.interop import NcclTestsLog
 
 __all__ = [
@@ -95,6 +95,7 @@ class NcclTestsResult:
     summary: dict[str, Any]
     fit: ClusterFit | None = None
     toml: str | None = None
+    library: LibraryFit | str | None = None  # calibrate: NCCL's cost model fitted, or why not
     picks: tuple[Pick, ...] = ()  # validate: per row, what the model ran (``request.carried``)
     notes: tuple[str, ...] = ()
 
@@ -298,7 +299,7 @@ def compute(request: NcclTestsRequest) -> NcclTestsResult:
         if r.plot:
             _plot(r.plot, r.log, fit.predicted, r.fit_up_to, fit.breakpoint, f"fitted {r.cluster}")
         summary = _summary(fit.sizes, fit.error, r.fit_up_to)
-        return NcclTestsResult(request, fit.predicted, summary, fit, toml)
+        return NcclTestsResult(request, fit.predicted, summary, fit, toml, _library(r))
     picks: tuple[Pick, ...] = ()
     notes: tuple[str, ...] = ()
     if r.carried:
@@ -323,6 +324,48 @@ def _carried(r: NcclTestsRequest) -> tuple[np.ndarray, tuple[Pick, ...], tuple[s
     return pick_rows(
         model, r.log.collective, r.log.nranks, sizes, r.ranks_per_node, most, r.protocol
     )
+
+
+def _library(r: NcclTestsRequest) -> LibraryFit | str:
+    """NCCL's cost model fitted to the same rows, or the one line saying why it is not."""
+    from commsim.bench.calibrate import fit_library
+    from commsim.errors import CommsimError
+
+    try:
+        return fit_library(r.log, fit_up_to=r.fit_up_to)
+    except CommsimError as e:
+        return str(e)
+
+
+def _library_lines(lib: LibraryFit | str | None, fit_up_to: int) -> list[str]:
+    """The library parameters (NCCL's cost model, one line per protocol) and what they predict."""
+    if lib is None:
+        return []
+    if isinstance(lib, str):
+        return ["", f"library parameters: not fitted: {lib}"]
+    lines = [
+        "",
+        f"library parameters (NCCL's cost model, tuning.cc; rows up to "
+        f"{units.format_size(fit_up_to)}, noise {100 * lib.noise:.1f}% from out-of-place vs "
+        "in-place):",
+        f"  bus bandwidth {units.format_bandwidth(lib.bus_bandwidth)} (the last regime's slope), "
+        f"launch {units.format_time(lib.launch)}",
+    ]
+    for p in lib.protocols:
+        eff = "-" if p.efficiency is None else f"{p.efficiency:.3f}"
+        lines.append(
+            f"  {p.name:<24} from {units.format_size(p.start, exact=False):>7} ({p.rows} rows): "
+            f"constant {units.format_time(p.constant)}, efficiency {eff}"
+        )
+    fit_err, held = lib.median_error(held_out=False), lib.median_error()
+    lines.append(
+        f"  median |error| of this model: fit rows {100 * fit_err:.1f}%"
+        + ("" if np.isnan(held) else f", rows from 64MiB {100 * held:.1f}%")
+    )
+    lines += [
+        f"  not identified: {n}" if "identifiable" in n else f"  note: {n}" for n in lib.notes
+    ]
+    return lines
 
 
 def _summary(sizes: np.ndarray, err: np.ndarray, fit_up_to: int) -> dict[str, Any]:
@@ -395,8 +438,11 @@ def _carried_label(r: NcclTestsRequest, algorithm: str) -> str:
 def _render_fit(result: NcclTestsResult, fit: ClusterFit) -> str:
     r, log = result.request, result.request.log
     if r.as_json:
+        lib = result.library
         doc = {"log": log.describe(), **fit.to_dict(), "summary": result.summary,
-               "toml": result.toml, "output": r.output, "notes": [*r.notes, *fit.notes]}  # fmt: skip
+               "toml": result.toml, "output": r.output, "notes": [*r.notes, *fit.notes],
+               "library": lib.to_dict() if lib is not None and not isinstance(lib, str)
+               else {"refused": lib}}  # fmt: skip
         return to_json(doc) + "\n"
     lines = [
         log.describe(),
@@ -417,6 +463,7 @@ def _render_fit(result: NcclTestsResult, fit: ClusterFit) -> str:
         "",
         *_summary_lines(result.summary, r.fit_up_to),
         *(f"note: {n}" for n in (*r.notes, *fit.notes)),
+        *_library_lines(result.library, r.fit_up_to),
     ]
     if r.output:
         lines.append(f"wrote {r.output} (use it: --cluster {r.output})")

@@ -276,15 +276,19 @@ def render(result: ValidateResult, as_json: bool) -> str:
 
 def _summary_lines(summary: ValidationSummary, ovh: bool, tuned: bool = False) -> list[str]:
     rows = [
-        [a.algorithm, str(a.points), _pct(a.median_abs_error)]
+        [a.algorithm, str(a.points), _pct(a.median_abs_error), _interval(a.error_interval)]
         + ([_pct(a.median_abs_error_with_overhead)] if ovh else [])
         + [_pct(a.median_spread)]
         for a in summary.algorithms
     ]
-    heads = ["algorithm", "sizes", "median |error|"]
+    heads = ["algorithm", "sizes", "median |error|", "95% interval"]
     heads += ["with overhead"] if ovh else []
     heads += ["median spread"]
-    lines = [format_table(heads, rows, "lrr" + "r" * ovh + "r")]
+    lines = [format_table(heads, rows, "lrrr" + "r" * ovh + "r")]
+    lines.append(
+        "95% interval: of the median |error|, over the timed repeats (a parametric bootstrap of "
+        "each size's median from its spread; docs/validation.md)"
+    )
     share = summary.ranking_share
     if share is None:
         lines.append("ranking: not checked (fewer than two algorithms ran at every size)")
@@ -306,6 +310,13 @@ def _label(algorithm: str, params: dict[str, Any]) -> str:
 
 def _time_or_dash(x: float | None) -> str:
     return "-" if x is None else units.format_time(x)
+
+
+def _interval(lo_hi: tuple[float, float]) -> str:
+    lo, hi = lo_hi
+    return (
+        "-" if not (math.isfinite(lo) and math.isfinite(hi)) else f"{100 * lo:.1f}..{100 * hi:.1f}%"
+    )
 
 
 def _pct(x: float) -> str:

@@ -13,12 +13,14 @@ Examples:
     3.0
 """
 
+from commsim.profiles._intervals import FitIntervals
 from commsim.profiles._pieces import Piece, PiecewiseLinear
 from commsim.profiles._profile import Curve, FitQuality, LogGPParameters, Profile
 from commsim.profiles._toml import is_profile_file, load_profile, save_profile
 
 __all__ = [
     "Curve",
+    "FitIntervals",
     "FitQuality",
     "LogGPParameters",
     "Piece",

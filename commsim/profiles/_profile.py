@@ -27,6 +27,7 @@ import numpy as np
 
 from commsim import units
 from commsim.errors import ParameterError
+from commsim.profiles._intervals import FitIntervals
 from commsim.profiles._pieces import PiecewiseLinear
 
 __all__ = ["Curve", "FitQuality", "LogGPParameters", "Profile"]
@@ -55,7 +56,9 @@ class FitQuality:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Curve:
-    """A measured curve and its fit: ``median_s[i]`` at ``sizes[i]`` bytes, ``spread`` IQR/median."""
+    """A measured curve and its fit: ``median_s[i]`` at ``sizes[i]`` bytes, ``spread`` IQR/median;
+    ``intervals`` the fit's parameter intervals when it was resampled (``None`` otherwise, and in
+    a profile written before intervals existed)."""
 
     kind: str
     fit: PiecewiseLinear
@@ -63,6 +66,7 @@ class Curve:
     sizes: np.ndarray
     median_s: np.ndarray
     spread: np.ndarray
+    intervals: FitIntervals | None = None
 
     def __post_init__(self) -> None:
         for name in ("sizes", "median_s", "spread"):
@@ -74,7 +78,8 @@ class Curve:
             )
 
     def describe(self) -> str:
-        return f"{self.kind}: {self.fit.describe()} ({self.quality.describe()})"
+        status = f", {self.intervals.status}" if self.intervals is not None else ""
+        return f"{self.kind}: {self.fit.describe()} ({self.quality.describe()}{status})"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -187,6 +192,7 @@ def _curve_dict(c: Curve) -> dict[str, Any]:
         "sizes": c.sizes.tolist(),
         "median_s": c.median_s.tolist(),
         "spread": c.spread.tolist(),
+        **({"intervals": c.intervals.to_dict()} if c.intervals is not None else {}),
     }
 
 
@@ -276,10 +282,21 @@ def _curve(r: _Reader, kind: str, d: Any) -> Curve:
         max_rel_residual=float(d.get("max_rel_residual", float("nan"))),
         points=int(d.get("points", len(sizes))),
     )
-    return Curve(kind, fit, quality, sizes, med, spread)
+    intervals = None
+    if "intervals" in d:
+        if not isinstance(d["intervals"], Mapping):
+            raise r.error(f"{field}intervals", "must be a table")
+        try:
+            intervals = FitIntervals.from_dict(d["intervals"], f"{field}intervals")
+        except ParameterError as e:
+            raise r.error(f"{field}intervals", str(e).partition(": ")[2]) from None
+        if len(intervals.support) != len(fit.pieces):
+            raise r.error(f"{field}intervals", "needs one interval per piece")
+    return Curve(kind, fit, quality, sizes, med, spread, intervals)
 
 
 _CURVE_KEYS = {
+    "intervals",
     "pieces",
     "r2",
     "median_rel_residual",

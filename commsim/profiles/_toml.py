@@ -81,6 +81,9 @@ def _dumps(profile: Profile) -> str:
         for k in ("median_rel_residual", "max_rel_residual", "points", "sizes", "median_s"):
             out.append(f"{k} = {value(c[k])}")
         out.append(f"spread = {value(c['spread'])}")
+        if "intervals" in c:
+            out += ["", f"[curves.{kind}.intervals]  # {c['intervals']['status']}"]
+            out += [f"{k} = {value(v)}" for k, v in c["intervals"].items()]
         for p in c["pieces"]:
             out += ["", f"[[curves.{kind}.pieces]]"]
             out.append(

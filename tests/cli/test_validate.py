@@ -142,5 +142,5 @@ def test_every_row_shows_its_own_check_when_sizes_round_differently():
     assert len({m.nbytes for m in result.measurements}) > 1  # the premise: they round apart
     assert v.checks == dict.fromkeys(algos, "ok")
     rows = [line.split() for line in validate.render(result, as_json=False).splitlines()]
-    table = [r for r in rows if any(a in r for a in algos) and len(r) > 4]  # not the summary
+    table = [r for r in rows if any(a in r for a in algos) and len(r) > 5]  # not the summary
     assert [r[-1] for r in table] == ["ok"] * 3

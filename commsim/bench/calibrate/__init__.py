@@ -4,13 +4,18 @@
   devices, CUDA devices) and fit them: a :class:`commsim.profiles.Profile`.
 * :class:`Samples`: what one microbenchmark measured (raw times per size and repeat).
 * :func:`fit_curve`, :func:`fit_pieces`: the robust piecewise-linear fits (breakpoints from the
-  data), with their quality.
+  data), with their quality; :func:`fit_at` with given breakpoints.
+* :func:`fit_stable`: the fit of samples taken in blocks, with only the breakpoints resamples
+  of the blocks confirm, and a 95 % interval for every parameter.
 * :func:`profile_from_samples`: samples to a profile (γ, LogGP, the per-call overhead).
 * :func:`fit_cluster`: a cluster's link latency and efficiency fitted to an nccl-tests log
   (:class:`commsim.interop.NcclTestsLog`), a :class:`ClusterFit`; :func:`predict_rows`, the
   cluster's prediction of every row and :func:`log_model` its model (a protocol chosen);
   :func:`cluster_description`, a preset or file as the fit
   reads it.
+* :func:`fit_library`: NCCL's own cost model (a line per protocol, their lower envelope) fitted to
+  an nccl-tests log: launch, bus bandwidth, protocol efficiencies, and what the log cannot
+  identify (:class:`LibraryFit`).
 
 The nccl-tests log format itself (``parse_nccl_tests``, ``NcclTestsLog``, ...) lives in
 :mod:`commsim.interop`. :data:`SUITES` holds the transport microbenchmarks, by the kind of
@@ -31,11 +36,13 @@ from commsim._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from commsim.bench.calibrate._calibrate import (
+        DEFAULT_BLOCKS,
         DEFAULT_SIZES,
         SUITES,
         Suite,
         calibrate,
         cuda_device_samples,
+        default_blocks,
         jax_device_samples,
         machine,
         mpi_samples,
@@ -52,26 +59,43 @@ if TYPE_CHECKING:
         log_model,
         predict_rows,
     )
-    from commsim.bench.calibrate._fit import fit_curve, fit_pieces
+    from commsim.bench.calibrate._fit import fit_at, fit_curve, fit_pieces
+    from commsim.bench.calibrate._library_fit import (
+        LibraryFit,
+        ProtocolLine,
+        fit_library,
+        library_times,
+    )
     from commsim.bench.calibrate._samples import KINDS, Samples
+    from commsim.bench.calibrate._stability import REPLICATES, SUPPORT, fit_stable
 
 __all__ = [
+    "DEFAULT_BLOCKS",
     "DEFAULT_FIT_UP_TO",
     "DEFAULT_SIZES",
     "HELD_OUT_FROM",
     "KINDS",
+    "REPLICATES",
     "SUITES",
+    "SUPPORT",
     "ClusterFit",
+    "LibraryFit",
     "LinkFit",
+    "ProtocolLine",
     "Samples",
     "Suite",
     "calibrate",
     "cluster_description",
     "cuda_device_samples",
+    "default_blocks",
+    "fit_at",
     "fit_cluster",
     "fit_curve",
+    "fit_library",
     "fit_pieces",
+    "fit_stable",
     "jax_device_samples",
+    "library_times",
     "log_model",
     "machine",
     "mpi_samples",
@@ -84,11 +108,13 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "commsim.bench.calibrate._calibrate": (
+            "DEFAULT_BLOCKS",
             "DEFAULT_SIZES",
             "SUITES",
             "Suite",
             "calibrate",
             "cuda_device_samples",
+            "default_blocks",
             "jax_device_samples",
             "machine",
             "mpi_samples",
@@ -105,7 +131,14 @@ __getattr__, __dir__ = lazy_exports(
             "log_model",
             "predict_rows",
         ),
-        "commsim.bench.calibrate._fit": ("fit_curve", "fit_pieces"),
+        "commsim.bench.calibrate._fit": ("fit_at", "fit_curve", "fit_pieces"),
+        "commsim.bench.calibrate._library_fit": (
+            "LibraryFit",
+            "ProtocolLine",
+            "fit_library",
+            "library_times",
+        ),
         "commsim.bench.calibrate._samples": ("KINDS", "Samples"),
+        "commsim.bench.calibrate._stability": ("REPLICATES", "SUPPORT", "fit_stable"),
     },
 )

@@ -28,18 +28,20 @@ import numpy as np
 
 from commsim.bench._launch import DEFAULT_TIMEOUT, run_module
 from commsim.bench._machine import oversubscription, usable_cores
-from commsim.bench.calibrate._fit import fit_curve
 from commsim.bench.calibrate._samples import KINDS, Samples
+from commsim.bench.calibrate._stability import fit_stable
 from commsim.errors import CommsimError
 from commsim.exec import BACKENDS, backend_info
 from commsim.profiles import LogGPParameters, Profile
 
 __all__ = [
+    "DEFAULT_BLOCKS",
     "DEFAULT_SIZES",
     "SUITES",
     "Suite",
     "calibrate",
     "cuda_device_samples",
+    "default_blocks",
     "jax_device_samples",
     "machine",
     "mpi_samples",
@@ -49,6 +51,9 @@ __all__ = [
 
 #: 8 B .. 64 MiB, powers of two (the issue's range; nccl-tests' default step)
 DEFAULT_SIZES = tuple(2**k for k in range(3, 27))
+#: interleaved measurement blocks (passes over the sizes) that the stability check resamples:
+#: 15 repeats as 5 blocks of 3 (:mod:`commsim.bench.calibrate._stability`)
+DEFAULT_BLOCKS = 5
 
 
 def machine() -> str:
@@ -68,25 +73,49 @@ def _check_sizes(sizes: Sequence[int]) -> list[int]:
     return out
 
 
+def default_blocks(repeats: int) -> int:
+    """The most blocks up to :data:`DEFAULT_BLOCKS` that split ``repeats`` evenly.
+
+    Examples:
+        >>> default_blocks(15), default_blocks(8), default_blocks(3), default_blocks(7)
+        (5, 4, 3, 1)
+    """
+    return next(b for b in range(min(DEFAULT_BLOCKS, repeats), 0, -1) if repeats % b == 0)
+
+
+def _check_blocks(repeats: int, blocks: int) -> None:
+    if blocks < 1 or repeats % blocks:
+        raise CommsimError(
+            f"--repeats {repeats} do not split into --blocks {blocks} equal blocks: give a "
+            "multiple of the blocks (e.g. --repeats 15 --blocks 5)"
+        )
+
+
 def mpi_samples(
     nranks: int,
     sizes: Sequence[int] = DEFAULT_SIZES,
     *,
     repeats: int = 15,
     warmup: int = 2,
+    blocks: int = 1,
     kinds: Sequence[str] = ("pingpong", "exchange", "burst", "overhead", "reduction", "call"),
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool | None = None,
 ) -> list[Samples]:
     """Run the MPI microbenchmarks (:mod:`commsim.bench.calibrate._mpi_bench`) on ``nranks``
-    processes of one ``mpirun``; one :class:`Samples` per kind."""
+    processes of one ``mpirun``; one :class:`Samples` per kind, the repeats of each size taken
+    in ``blocks`` interleaved passes over the sizes."""
     if nranks < 2:
         raise CommsimError(f"calibrating MPI needs at least 2 ranks (a ping-pong), got -p {nranks}")
     bad = [k for k in kinds if k not in KINDS]
     if bad:
         raise CommsimError(f"unknown measurement {bad[0]!r}; one of {', '.join(KINDS)}")
     sizes = _check_sizes(sizes)
-    config = {"kinds": list(kinds), "sizes": sizes, "repeats": repeats, "warmup": warmup}
+    _check_blocks(repeats, blocks)
+    config = {
+        "kinds": list(kinds), "sizes": sizes, "repeats": repeats, "warmup": warmup,
+        "blocks": blocks,
+    }  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="commsim-calibrate-") as tmp:
         raw = run_module(
             "commsim.bench.calibrate._mpi_bench", config, nranks, Path(tmp), timeout, progress
@@ -100,6 +129,7 @@ def mpi_samples(
             r.get("executor", "mpi"),
             nranks,
             (*r.get("notes", ()), *((note,) if note else ())),
+            int(r.get("blocks", 1)),
         )
         for r in raw
     ]
@@ -108,7 +138,8 @@ def mpi_samples(
 def _in_process(module: str, function: str, where: str) -> Callable[..., list[Samples]]:
     """A suite that runs in this process: ``module.function(sizes, repeats=, warmup=,
     progress=)`` (imported when it runs) under the suites' signature; ``nranks`` and ``timeout``
-    do not apply to one process, which measures on ``where``."""
+    do not apply to one process, which measures on ``where``. Its repeats of a size run back to
+    back, so ``blocks`` splits them into consecutive blocks (not interleaved passes)."""
 
     def run(
         nranks: int,
@@ -116,11 +147,17 @@ def _in_process(module: str, function: str, where: str) -> Callable[..., list[Sa
         *,
         repeats: int = 15,
         warmup: int = 2,
+        blocks: int = 1,
         timeout: float = DEFAULT_TIMEOUT,
         progress: bool | None = None,
     ) -> list[Samples]:
         measure = getattr(importlib.import_module(module), function)
-        return measure(_check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress)
+        _check_blocks(repeats, blocks)
+        out = measure(_check_sizes(sizes), repeats=repeats, warmup=warmup, progress=progress)
+        return [
+            dataclasses.replace(s, blocks=blocks) if s.times.shape[1] % blocks == 0 else s
+            for s in out
+        ]
 
     run.__name__ = run.__qualname__ = f"{function.partition('_')[0]}_device_samples"
     run.__doc__ = f"The microbenchmarks of :func:`{module}.{function}` on {where}."
@@ -137,8 +174,8 @@ cuda_device_samples = _in_process(
 
 @dataclasses.dataclass(frozen=True)
 class Suite:
-    """A suite of transport microbenchmarks: ``run(nranks, sizes, *, repeats, warmup, timeout,
-    progress)`` returns one :class:`Samples` per kind; ``transport`` says what it measures (a
+    """A suite of transport microbenchmarks: ``run(nranks, sizes, *, repeats, warmup, blocks,
+    timeout, progress)`` returns one :class:`Samples` per kind; ``transport`` says what it measures (a
     profile's header)."""
 
     run: Callable[..., list[Samples]]
@@ -183,10 +220,12 @@ def _transport(backend: str) -> str:
 def profile_from_samples(
     samples: Sequence[Samples], *, backend: str, nranks: int, transport: str = ""
 ) -> Profile:
-    """Fit every curve of ``samples`` and derive γ, LogGP and the call overhead (module doc)."""
+    """Fit every curve of ``samples`` and derive γ, LogGP and the call overhead (module doc);
+    samples taken in blocks get stable fits with intervals
+    (:mod:`commsim.bench.calibrate._stability`)."""
     by_kind = {s.kind: s for s in samples}
     curves = {
-        k: fit_curve(s)
+        k: fit_stable(s)
         for k, s in by_kind.items()
         if k not in ("call", "overhead") and len(s.sizes) >= 2
     }
@@ -221,6 +260,8 @@ def calibrate(
     *,
     repeats: int = 15,
     warmup: int = 2,
+    blocks: int | None = None,
+    until_stable: int = 0,
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool | None = None,
 ) -> tuple[Profile, list[Samples]]:
@@ -228,8 +269,57 @@ def calibrate(
 
     The microbenchmarks are the suite the backend's row names (:attr:`BackendInfo.calibration
     <commsim.exec.BackendInfo.calibration>`, a key of :data:`SUITES`); a backend without one is
-    refused in one line.
+    refused in one line. The repeats are taken in ``blocks`` blocks (1: each size's back to
+    back, and no intervals; default :func:`default_blocks`), whose resamples decide which
+    breakpoints stay (:mod:`commsim.bench.calibrate._stability`). While a curve has a
+    breakpoint its resamples do not confirm, up to ``until_stable`` more rounds measure as many
+    blocks again and refit on all of them; a profile still unstable after them says so in a
+    note.
     """
     run = suite_of(backend).run
-    samples = run(nranks, sizes, repeats=repeats, warmup=warmup, timeout=timeout, progress=progress)
-    return profile_from_samples(samples, backend=backend, nranks=nranks), samples
+    blocks = default_blocks(repeats) if blocks is None else blocks
+    _check_blocks(repeats, blocks)
+    if until_stable < 0:
+        raise CommsimError(f"--until-stable must be >= 0 rounds, got {until_stable}")
+
+    def measure() -> list[Samples]:
+        return run(
+            nranks, sizes, repeats=repeats, warmup=warmup, blocks=blocks, timeout=timeout,
+            progress=progress,
+        )  # fmt: skip
+
+    samples = measure()
+    profile = profile_from_samples(samples, backend=backend, nranks=nranks)
+    rounds = 0
+    while _unstable(profile) and rounds < until_stable and blocks > 1:
+        rounds += 1
+        samples = _more_blocks(samples, measure())
+        profile = profile_from_samples(samples, backend=backend, nranks=nranks)
+    if until_stable and _unstable(profile):
+        note = (
+            f"still unstable after {rounds} more round{'s' * (rounds != 1)} of {blocks} blocks "
+            f"({', '.join(_unstable(profile))}): the machine's noise moves the breakpoints"
+        )
+        profile = dataclasses.replace(profile, notes=(*profile.notes, note))
+    return profile, samples
+
+
+def _unstable(profile: Profile) -> list[str]:
+    """The curves whose breakpoints the resamples did not all confirm."""
+    return [
+        k for k, c in profile.curves.items() if c.intervals is not None and not c.intervals.stable
+    ]
+
+
+def _more_blocks(old: list[Samples], new: list[Samples]) -> list[Samples]:
+    """Each kind's samples with a later round's blocks appended (the call samples: the new)."""
+    by_kind = {(s.kind, s.backend): s for s in new}
+    out = []
+    for s in old:
+        n = by_kind.get((s.kind, s.backend))
+        if n is None or s.blocks == 1 or n.blocks == 1 or len(n.sizes) != len(s.sizes):
+            out.append(n or s)
+            continue
+        times = np.hstack([s.times, n.times])
+        out.append(dataclasses.replace(s, times=times, blocks=s.blocks + n.blocks))
+    return out

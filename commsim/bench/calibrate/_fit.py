@@ -33,55 +33,129 @@ from commsim.bench.calibrate._samples import Samples
 from commsim.errors import CommsimError
 from commsim.profiles import Curve, FitQuality, Piece, PiecewiseLinear
 
-__all__ = ["fit_curve", "fit_pieces"]
+__all__ = ["fit_at", "fit_curve", "fit_pieces"]
 
 _HUBER = 1.345  # Huber's tuning constant: 95% efficiency under Gaussian noise
 _NOISE_FLOOR = 0.005  # relative: below this a curve's bend is not told apart from noise
 
 
-def _line(n: np.ndarray, t: np.ndarray, w: np.ndarray) -> tuple[float, float]:
-    """Weighted least squares :math:`\\alpha + \\beta n \\approx t` with α, β ≥ 0."""
-    sw, swn, swt = w.sum(), (w * n).sum(), (w * t).sum()
-    swnn, swnt = (w * n * n).sum(), (w * n * t).sum()
+def _lines(n: np.ndarray, t: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted least squares :math:`\\alpha + \\beta n \\approx t` with α, β ≥ 0, one line per
+    row of the weights ``w`` (``[segments, sizes]``; a zero weight leaves a size out)."""
+    sw, swn, swt = w.sum(1), (w * n).sum(1), (w * t).sum(1)
+    swnn, swnt = (w * n * n).sum(1), (w * n * t).sum(1)
     det = sw * swnn - swn * swn
-    if det > 1e-300 * max(sw * swnn, 1e-300):
+    with np.errstate(divide="ignore", invalid="ignore"):
         a = (swnn * swt - swn * swnt) / det
         b = (sw * swnt - swn * swt) / det
-        if a >= 0 and b >= 0:
-            return float(a), float(b)
-    # a constraint binds: the better of the two one-parameter fits
-    b0 = max(swnt / swnn, 0.0) if swnn > 0 else 0.0  # through the origin
-    a0 = max(swt / sw, 0.0)  # flat
-    r_b = (w * (b0 * n - t) ** 2).sum()
-    r_a = (w * (a0 - t) ** 2).sum()
-    return (0.0, float(b0)) if r_b <= r_a else (float(a0), 0.0)
+        ok = (det > 1e-300 * np.maximum(sw * swnn, 1e-300)) & (a >= 0) & (b >= 0)
+        # a constraint binds: the better of the two one-parameter fits
+        b0 = np.where(swnn > 0, np.maximum(swnt / swnn, 0.0), 0.0)  # through the origin
+    a0 = np.maximum(swt / sw, 0.0)  # flat
+    r_b = (w * (b0[:, None] * n - t) ** 2).sum(1)
+    r_a = (w * (a0[:, None] - t) ** 2).sum(1)
+    through = r_b <= r_a
+    return (
+        np.where(ok, a, np.where(through, 0.0, a0)),
+        np.where(ok, b, np.where(through, b0, 0.0)),
+    )
 
 
-def _robust_line(n: np.ndarray, t: np.ndarray) -> tuple[float, float, np.ndarray]:
-    """Huber-IRLS relative fit on one run of sizes: ``(alpha, beta, relative residuals)``."""
-    base = 1.0 / t**2
-    w = base.copy()
-    a, b = _line(n, t, w)
+def _masked_median(x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """The median of each row of ``x`` over the entries ``mask`` holds (at least one per row)."""
+    srt = np.sort(np.where(mask, x, np.inf), axis=1)
+    cnt = mask.sum(1)
+    rows = np.arange(len(x))
+    return 0.5 * (srt[rows, (cnt - 1) // 2] + srt[rows, cnt // 2])
+
+
+def _robust_lines(n: np.ndarray, t: np.ndarray, mask: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Huber-IRLS relative fits, one per row of ``mask`` (``[segments, sizes]``, the sizes of
+    each run): ``(alpha, beta, relative residuals [segments, sizes])``. Every run iterates
+    until its own fit stops moving (or its residuals' spread is 0), all runs at once."""
+    base = np.where(mask, 1.0 / t**2, 0.0)
+    a, b = _lines(n, t, base)
+    active = np.ones(len(a), dtype=bool)
     for _ in range(20):
-        r = (a + b * n - t) / t
-        scale = 1.4826 * np.median(np.abs(r - np.median(r)))
-        if scale <= 0:
+        r = (a[:, None] + b[:, None] * n - t) / t
+        dev = np.abs(r - _masked_median(r, mask)[:, None])
+        scale = 1.4826 * _masked_median(dev, mask)
+        go = active & (scale > 0)
+        if not go.any():
             break
-        u = np.abs(r) / (_HUBER * scale)
-        hw = np.where(u <= 1, 1.0, 1.0 / np.maximum(u, 1e-300))
-        a2, b2 = _line(n, t, base * hw)
-        if abs(a2 - a) <= 1e-12 * max(a, 1e-30) and abs(b2 - b) <= 1e-12 * max(b, 1e-30):
-            a, b = a2, b2
-            break
-        a, b = a2, b2
-    return a, b, (a + b * n - t) / t
+        with np.errstate(divide="ignore", invalid="ignore"):
+            u = np.abs(r) / (_HUBER * scale[:, None])
+        hw = np.where(u <= 1, 1.0, 1.0 / np.maximum(np.nan_to_num(u, nan=1.0), 1e-300))
+        a2, b2 = _lines(n, t, base * hw)
+        still = (np.abs(a2 - a) > 1e-12 * np.maximum(a, 1e-30)) | (
+            np.abs(b2 - b) > 1e-12 * np.maximum(b, 1e-30)
+        )
+        a, b = np.where(go, a2, a), np.where(go, b2, b)
+        active = go & still
+    return a, b, (a[:, None] + b[:, None] * n - t) / t
 
 
-def _huber_loss(r: np.ndarray, sigma: float) -> float:
-    """:math:`\\sum \\rho(r/\\sigma)` with Huber's ρ (quadratic, then linear past 1.345)."""
+def _huber_losses(r: np.ndarray, mask: np.ndarray, sigma: float) -> np.ndarray:
+    """:math:`\\sum \\rho(r/\\sigma)` with Huber's ρ (quadratic, then linear past 1.345), per row
+    of ``r`` over the sizes ``mask`` holds."""
     u = np.abs(r) / sigma
     c = _HUBER
-    return float(np.where(u <= c, 0.5 * u * u, c * u - 0.5 * c * c).sum())
+    return np.where(mask, np.where(u <= c, 0.5 * u * u, c * u - 0.5 * c * c), 0.0).sum(1)
+
+
+def _segments(n: np.ndarray, t: np.ndarray, least: int, sigma: float):
+    """Every run ``i..j`` of at least ``least`` sizes, fitted: ``(cost [m, m], fits)``, the
+    Huber loss of each (``inf`` where too short) and its ``(alpha, beta)`` by ``(i, j)``."""
+    m = len(n)
+    i, j = np.triu_indices(m)
+    keep = j - i + 1 >= min(least, m)
+    i, j = i[keep], j[keep]
+    k = np.arange(m)
+    mask = (k >= i[:, None]) & (k <= j[:, None])
+    a, b, r = _robust_lines(n, t, mask)
+    cost = np.full((m, m), np.inf)
+    cost[i, j] = _huber_losses(r, mask, sigma)
+    fits = {(int(x), int(y)): (float(p), float(q)) for x, y, p, q in zip(i, j, a, b, strict=True)}
+    return cost, fits
+
+
+def fit_at(
+    sizes: np.ndarray, times: np.ndarray, starts: list[int]
+) -> tuple[PiecewiseLinear, np.ndarray]:
+    """Fit ``times`` with the pieces starting at the indices ``starts`` (the first is 0): each
+    piece the robust relative line of its run; ``(the fit, relative residuals per size)``.
+
+    Examples:
+        >>> n = 2.0 ** np.arange(3, 20)
+        >>> fit, _ = fit_at(n, 1e-6 + n / 5e9, [0, 8])
+        >>> [p.start for p in fit.pieces], round(fit.pieces[1].alpha * 1e6, 6)
+        ([0.0, 2048.0], 1.0)
+    """
+    n = np.asarray(sizes, dtype=np.float64)
+    t = np.asarray(times, dtype=np.float64)
+    ends = [*(s - 1 for s in starts[1:]), len(n) - 1]
+    k = np.arange(len(n))
+    mask = np.array([(k >= s) & (k <= e) for s, e in zip(starts, ends, strict=True)])
+    a, b, _ = _robust_lines(n, t, mask)
+    fits = {(s, e): (float(x), float(y)) for s, e, x, y in zip(starts, ends, a, b, strict=True)}
+    return _assemble(n, t, starts, fits)
+
+
+def _assemble(
+    n: np.ndarray,
+    t: np.ndarray,
+    starts: list[int],
+    fits: dict[tuple[int, int], tuple[float, float]],
+) -> tuple[PiecewiseLinear, np.ndarray]:
+    """The pieces starting at indices ``starts`` with their ``fits``, and the residuals."""
+    m = len(n)
+    ends = [*(s - 1 for s in starts[1:]), m - 1]
+    pieces, resid = [], np.empty(m)
+    for s, e in zip(starts, ends, strict=True):
+        a, b = fits[s, e]
+        pieces.append(Piece(0.0 if s == 0 else float(n[s]), a, b))
+        resid[s : e + 1] = (a + b * n[s : e + 1] - t[s : e + 1]) / t[s : e + 1]
+    return PiecewiseLinear(tuple(pieces)), resid
 
 
 def fit_pieces(
@@ -120,14 +194,7 @@ def fit_pieces(
     m = len(n)
     least = min_points if m >= 2 * min_points else m + 1  # fewer sizes: one piece only
     k_max = max(1, min(max_pieces, m // max(least, 1)))
-    # cost[i, j]: Huber loss of one piece over sizes i..j (inclusive)
-    cost = np.full((m, m), np.inf)
-    fits: dict[tuple[int, int], tuple[float, float]] = {}
-    for i in range(m):
-        for j in range(i + min(least, m) - 1, m):
-            a, b, r = _robust_line(n[i : j + 1], t[i : j + 1])
-            cost[i, j] = _huber_loss(r, sigma)
-            fits[i, j] = a, b
+    cost, fits = _segments(n, t, least, sigma)
     # best[k, j]: the best split of sizes 0..j into k+1 pieces; back[k, j]: its last piece's start
     best = np.full((k_max, m), np.inf)
     back = np.zeros((k_max, m), dtype=np.int64)
@@ -146,13 +213,7 @@ def fit_pieces(
         starts.append(i)
         j = i - 1
     starts = [0, *reversed(starts)]
-    ends = [*(s - 1 for s in starts[1:]), m - 1]
-    pieces, resid = [], np.empty(m)
-    for s, e in zip(starts, ends, strict=True):
-        a, b = fits[s, e]
-        pieces.append(Piece(0.0 if s == 0 else float(n[s]), a, b))
-        resid[s : e + 1] = (a + b * n[s : e + 1] - t[s : e + 1]) / t[s : e + 1]
-    return PiecewiseLinear(tuple(pieces)), resid
+    return _assemble(n, t, starts, fits)
 
 
 def _quality(t: np.ndarray, fitted: np.ndarray, resid: np.ndarray) -> FitQuality:

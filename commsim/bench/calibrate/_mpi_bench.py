@@ -158,35 +158,46 @@ def _reduce(comm: Any, n: int) -> Any:
     return op, 1.0
 
 
-def _measure(comm: Any, kind: str, sizes: list[int], repeats: int, warmup: int, tick: Any) -> dict:
-    rows = []
-    for n in sizes:
-        if kind == "overhead":
-            op = _overhead(comm, n)
-            for _ in range(warmup):
-                op(10)
-            inner = 100
-            row = [op(inner) / inner for _ in range(repeats)]
-            row = comm.bcast(row, root=0)
-        elif kind == "burst":
-            op_k, _ = _burst(comm, n, _BURST)
-            op_1, _ = _burst(comm, n, 1)
-            t_k = np.array(_repeats(comm, op_k, repeats, warmup))
-            t_1 = np.array(_repeats(comm, op_1, repeats, warmup))
-            row = np.maximum((t_k - t_1) / (_BURST - 1), 1e-12).tolist()
-        else:
-            make = {"pingpong": _pingpong, "exchange": _exchange, "reduction": _reduce}[kind]
-            op, scale = make(comm, n)
-            row = [scale * x for x in _repeats(comm, op, repeats, warmup)]
-        rows.append(row)
-        tick(f"{kind} {n} B")
-    return {"kind": kind, "sizes": sizes, "times": rows}
+def _one(comm: Any, kind: str, n: int, repeats: int, warmup: int) -> list[float]:
+    """``repeats`` times of ``kind`` at ``n`` bytes (after ``warmup`` untimed)."""
+    if kind == "overhead":
+        op = _overhead(comm, n)
+        for _ in range(warmup):
+            op(10)
+        inner = 100
+        return comm.bcast([op(inner) / inner for _ in range(repeats)], root=0)
+    if kind == "burst":
+        op_k, _ = _burst(comm, n, _BURST)
+        op_1, _ = _burst(comm, n, 1)
+        t_k = np.array(_repeats(comm, op_k, repeats, warmup))
+        t_1 = np.array(_repeats(comm, op_1, repeats, warmup))
+        return np.maximum((t_k - t_1) / (_BURST - 1), 1e-12).tolist()
+    make = {"pingpong": _pingpong, "exchange": _exchange, "reduction": _reduce}[kind]
+    op, scale = make(comm, n)
+    return [scale * x for x in _repeats(comm, op, repeats, warmup)]
+
+
+def _measure(
+    comm: Any, kind: str, sizes: list[int], repeats: int, warmup: int, blocks: int, tick: Any
+) -> dict:
+    """Every size's repeats, taken in ``blocks`` interleaved passes over the sizes (block-major
+    columns); each pass warms each size up again, the first with ``warmup`` runs, later ones
+    with one."""
+    rows: list[list[float]] = [[] for _ in sizes]
+    per = repeats // blocks
+    for b in range(blocks):
+        for i, n in enumerate(sizes):
+            rows[i] += _one(comm, kind, n, per, warmup if b == 0 else min(warmup, 1))
+            if b == blocks - 1:
+                tick(f"{kind} {n} B")
+    return {"kind": kind, "sizes": sizes, "times": rows, "blocks": blocks}
 
 
 def _run(config: dict[str, Any], workdir: Path, comm: Any) -> None:
     rank = comm.Get_rank()
     kinds, sizes = config["kinds"], [int(s) for s in config["sizes"]]
     repeats, warmup = int(config["repeats"]), int(config["warmup"])
+    blocks = int(config.get("blocks", 1))
     per_kind = {
         k: (
             [0]
@@ -221,7 +232,7 @@ def _run(config: dict[str, Any], workdir: Path, comm: Any) -> None:
                 )  # fmt: skip
             tick("call")
             continue
-        out.append(_measure(comm, kind, per_kind[kind], repeats, warmup, tick))
+        out.append(_measure(comm, kind, per_kind[kind], repeats, warmup, blocks, tick))
     if rank == 0:
         _write(workdir / "results.json", json.dumps(out))
 

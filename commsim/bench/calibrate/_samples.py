@@ -37,7 +37,11 @@ KINDS = ("pingpong", "exchange", "reduction", "burst", "overhead", "call")
 
 @dataclasses.dataclass(frozen=True)
 class Samples:
-    """``times[i, j]``: seconds of repeat ``j`` at ``sizes[i]`` bytes, for one ``kind``."""
+    """``times[i, j]``: seconds of repeat ``j`` at ``sizes[i]`` bytes, for one ``kind``.
+
+    ``blocks``: the repeats were taken in this many interleaved passes over the sizes, block
+    ``b`` the columns ``b * r .. (b + 1) * r - 1`` (``r = repeats / blocks``); 1 when each
+    size's repeats ran back to back. :meth:`block_medians` gives each block's own medians."""
 
     kind: str
     sizes: np.ndarray  # bytes, [n], increasing
@@ -45,6 +49,7 @@ class Samples:
     backend: str  # "mpi", "jax" or "cuda"
     nranks: int  # processes or devices that ran it (2 for a ping-pong)
     notes: tuple[str, ...] = ()  # why the numbers may not mean what they seem
+    blocks: int = 1  # interleaved passes over the sizes that took the repeats
 
     def __post_init__(self) -> None:
         sizes = np.asarray(self.sizes, dtype=np.float64).reshape(-1)
@@ -56,6 +61,13 @@ class Samples:
                 f"{self.kind} samples need times [sizes, repeats], got {times.shape} for "
                 f"{len(sizes)} sizes"
             )
+        if isinstance(self.blocks, bool) or not isinstance(self.blocks, int) or self.blocks < 1:
+            raise CommsimError(f"{self.kind} samples: blocks must be a whole number >= 1")
+        if times.shape[1] % self.blocks:
+            raise CommsimError(
+                f"{self.kind} samples: {times.shape[1]} repeats do not split into "
+                f"{self.blocks} blocks"
+            )
         object.__setattr__(self, "sizes", sizes)
         object.__setattr__(self, "times", times)
         object.__setattr__(self, "notes", tuple(self.notes))
@@ -64,6 +76,17 @@ class Samples:
     def median(self) -> np.ndarray:
         """The median time per size (robust to a repeat that the machine interrupted)."""
         return np.median(self.times, axis=1)
+
+    def block_medians(self) -> np.ndarray:
+        """``[blocks, sizes]``: the median time per size within each block.
+
+        Examples:
+            >>> s = Samples("pingpong", [8, 16], [[1, 2, 3, 5], [2, 2, 4, 4]], "mpi", 2, blocks=2)
+            >>> s.block_medians().tolist()
+            [[1.5, 2.0], [4.0, 4.0]]
+        """
+        per = self.times.shape[1] // self.blocks
+        return np.median(self.times.reshape(len(self.sizes), self.blocks, per), axis=2).T
 
     @property
     def spread(self) -> np.ndarray:
@@ -80,6 +103,7 @@ class Samples:
             "backend": self.backend,
             "nranks": self.nranks,
             "notes": list(self.notes),
+            "blocks": self.blocks,
         }
 
     @classmethod

@@ -1,0 +1,159 @@
+"""Calibration that reproduces (issue #19 item 12): breakpoints that resamples of interleaved
+blocks confirm, an interval for every parameter, and profiles that keep them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from commsim.bench.calibrate import Samples, default_blocks, fit_at, fit_pieces, fit_stable
+from commsim.errors import CommsimError
+from commsim.profiles import FitIntervals, Profile, load_profile, save_profile
+
+N = 2.0 ** np.arange(3, 25)  # 8 B .. 16 MiB
+SWITCH = 65536.0
+TRUTH = ((1e-6, 1 / 4e9), (20e-6, 1 / 8e9))  # (alpha, beta) below and from the switch
+
+
+def _curve(n: np.ndarray) -> np.ndarray:
+    (a0, b0), (a1, b1) = TRUTH
+    return np.where(n < SWITCH, a0 + n * b0, a1 + n * b1)
+
+
+def _draw(seed: int, noise: float = 0.02, blocks: int = 5, per: int = 3) -> Samples:
+    """A curve with a protocol switch, measured with relative noise, in interleaved blocks."""
+    rng = np.random.default_rng(seed)
+    times = _curve(N)[:, None] * (1 + noise * rng.standard_normal((len(N), blocks * per)))
+    return Samples("exchange", N, np.abs(times), "mpi", 2, blocks=blocks)
+
+
+def test_a_known_switch_is_recovered_and_its_intervals_cover_the_truth():
+    c = fit_stable(_draw(3))
+    iv = c.intervals
+    assert [p.start for p in c.fit.pieces] == [0.0, SWITCH]
+    assert iv.status == "stable" and iv.stable and iv.support[1] >= 0.75
+    assert iv.start[1, 0] <= SWITCH <= iv.start[1, 1]
+    for k, (alpha, beta) in enumerate(TRUTH):
+        assert iv.covers(k, alpha, beta), (k, iv.alpha[k], iv.beta[k])
+    assert iv.replicates == 100 and iv.blocks == 5 and iv.level == 0.95
+
+
+@pytest.mark.parametrize("seeds", [(1, 2), (5, 6), (7, 8)])
+def test_two_noisy_draws_of_one_curve_give_the_same_pieces(seeds):
+    a, b = (fit_stable(_draw(s, noise=0.05)) for s in seeds)
+    assert [p.start for p in a.fit.pieces] == [p.start for p in b.fit.pieces]
+    assert a.intervals.agrees(b.intervals)  # every parameter's two intervals overlap
+
+
+def test_the_same_samples_give_the_same_intervals():
+    s = _draw(4)
+    a, b = fit_stable(s), fit_stable(s)
+    assert np.array_equal(a.intervals.alpha, b.intervals.alpha)
+    assert np.array_equal(a.intervals.beta, b.intervals.beta)
+
+
+def test_a_breakpoint_the_resamples_do_not_confirm_is_merged():
+    # a bend of 3% in one size range, under 3% noise: the full data may split, resamples rarely
+    rng = np.random.default_rng(0)
+    t = (2e-6 + N / 5e9) * np.where((N >= 4096) & (N < 65536), 1.03, 1.0)
+    times = t[:, None] * (1 + 0.03 * rng.standard_normal((len(N), 6)))
+    c = fit_stable(Samples("exchange", N, times, "mpi", 2, blocks=2), support=1.01)
+    assert len(c.fit.pieces) == 1
+    if not c.intervals.stable:  # a split was proposed and refused: the status says so
+        assert c.intervals.status.startswith("unstable breakpoints merged: ")
+
+
+def test_one_block_falls_back_to_the_plain_fit():
+    s = dataclasses.replace(_draw(3), blocks=1)
+    assert fit_stable(s).intervals is None
+
+
+def test_block_medians_and_the_blocks_are_checked():
+    s = _draw(3, blocks=3, per=2)
+    assert s.block_medians().shape == (3, len(N))
+    with pytest.raises(CommsimError, match="do not split into 4 blocks"):
+        Samples("exchange", N, s.times, "mpi", 2, blocks=4)
+    assert default_blocks(15) == 5 and default_blocks(7) == 1
+
+
+def test_fit_at_uses_the_given_breakpoints():
+    fit, r = fit_at(N, _curve(N), [0, int(np.searchsorted(N, SWITCH))])
+    assert [p.start for p in fit.pieces] == [0.0, SWITCH] and np.abs(r).max() < 1e-9
+    free, _ = fit_pieces(N, _curve(N))
+    assert np.allclose(free.alphas, fit.alphas) and np.allclose(free.betas, fit.betas)
+
+
+def _profile(curve) -> Profile:
+    return Profile("mpi", 2, "test", "here", "2026-11-26", {"exchange": curve})
+
+
+def test_intervals_round_trip_through_the_profile_file(tmp_path):
+    c = fit_stable(_draw(3))
+    back = load_profile(save_profile(_profile(c), tmp_path / "p.toml")).curves["exchange"]
+    assert isinstance(back.intervals, FitIntervals)
+    assert np.array_equal(back.intervals.alpha, c.intervals.alpha)
+    assert back.intervals.status == "stable" and back.intervals.blocks == 5
+    assert "stable" in back.describe()
+
+
+def test_a_profile_without_intervals_still_loads(tmp_path):
+    # a file as commsim wrote it before intervals existed: no [curves.*.intervals]
+    old = tmp_path / "old.toml"
+    old.write_text(
+        'format = "commsim-profile"\nversion = 1\nbackend = "mpi"\nnranks = 2\n'
+        'transport = "t"\nmachine = "m"\ndate = "2026-01-01"\nnotes = []\n\n'
+        "[call_overhead_s]\n\n[curves.exchange]\nr2 = 1.0\nmedian_rel_residual = 0.0\n"
+        "max_rel_residual = 0.0\npoints = 2\nsizes = [8.0, 1024.0]\n"
+        "median_s = [1e-06, 2e-06]\nspread = [0.0, 0.0]\n\n[[curves.exchange.pieces]]\n"
+        "start_bytes = 0.0\nalpha_s = 1e-06\nbeta_s_per_byte = 1e-09\n"
+    )
+    p = load_profile(old)
+    assert p.curves["exchange"].intervals is None
+    assert float(p.message_curve().fit(1000)) == pytest.approx(2e-6)
+
+
+def test_a_bad_intervals_table_is_one_line_naming_the_field(tmp_path):
+    c = fit_stable(_draw(3))
+    path = save_profile(_profile(c), tmp_path / "p.toml")
+    path.write_text(path.read_text().replace("replicates = 100\n", ""))
+    with pytest.raises(Exception, match=r"curves\.exchange\.intervals: missing replicates"):
+        load_profile(path)
+
+
+def test_the_median_error_interval_covers_the_error_and_shrinks_with_repeats():
+    from commsim.bench import median_error_interval
+
+    pred, meas, spread = np.array([1.1, 1.3, 0.8, 1.2]), np.ones(4), np.full(4, 0.2)
+    lo, hi = median_error_interval(pred, meas, spread, 5)
+    assert lo <= 0.2 <= hi  # the median |error| itself, 20%
+    lo2, hi2 = median_error_interval(pred, meas, spread, 500)
+    assert hi2 - lo2 < hi - lo
+    assert median_error_interval(pred, meas, spread, 5) == (lo, hi)  # a fixed seed
+
+
+def test_until_stable_measures_more_blocks_and_says_when_it_stays_unstable(monkeypatch):
+    import functools
+
+    from commsim.bench.calibrate import _calibrate
+    from commsim.bench.calibrate._calibrate import Suite
+
+    calls = []
+
+    def run(nranks, sizes, *, repeats, warmup, blocks, timeout, progress):
+        calls.append(blocks)
+        return [_draw(len(calls), blocks=blocks, per=repeats // blocks)]
+
+    monkeypatch.setattr(_calibrate, "suite_of", lambda backend: Suite(run, "fake"))
+    # every breakpoint refused: the switch at 64 KiB stays "unstable" however much is measured
+    monkeypatch.setattr(_calibrate, "fit_stable", functools.partial(fit_stable, support=1.01))
+    profile, samples = _calibrate.calibrate("mpi", 2, repeats=15, until_stable=2)
+    assert calls == [5, 5, 5] and samples[0].blocks == 15 and samples[0].times.shape[1] == 45
+    assert any(
+        "still unstable after 2 more rounds of 5 blocks (exchange)" in n for n in profile.notes
+    )
+    calls.clear()
+    monkeypatch.setattr(_calibrate, "fit_stable", fit_stable)
+    profile, _ = _calibrate.calibrate("mpi", 2, repeats=15, until_stable=2)
+    assert calls == [5] and not profile.notes  # stable at once: one round
