@@ -9,8 +9,9 @@ overhead of bucketing 100 small tensors (1 KiB - 1 MiB, log-uniform) is reported
 Both sides are called the way a user calls them: one jitted function per call. Under MPI the input
 is not donated (the output is a new array); on JAX the 64 MiB input is donated and both programs
 are compiled with :func:`commsim.exec.jax.compiler_options`, which is how a gradient behaves inside
-a jitted training step (an intermediate whose buffer XLA reuses); the bucketing comparison is not
-donated. Times are medians of ``--iters`` calls, the two sides interleaved; under
+a jitted training step (an intermediate whose buffer XLA reuses); ``--no-donate`` calls both sides
+on the same input without donation (each call then writes a new array, as a user's plain
+``jax.jit`` does). The bucketing comparison is not donated. Times are medians of ``--iters`` calls, the two sides interleaved; under
 MPI each call starts after a barrier and counts as the slowest rank's time. ``ratio`` is
 ``t_native / t_dropin`` (1.0: as fast as the native collective).
 
@@ -18,6 +19,7 @@ Usage::
 
     python benchmarks/bench_dropin.py --backend mpi     # starts mpirun -n 2 itself
     python benchmarks/bench_dropin.py --backend jax     # 8 CPU devices
+    python benchmarks/bench_dropin.py --backend jax --no-donate --tensors 0
 """
 
 from __future__ import annotations
@@ -43,6 +45,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--tensors", type=int, default=100, help="small tensors to bucket [100]")
     ap.add_argument("--buckets", default="256KiB,1MiB,4MiB", help="bucket_bytes to try")
+    ap.add_argument(
+        "--no-donate",
+        dest="donate",
+        action="store_false",
+        help="jax: do not donate the gradient (default: donated, as inside a training step)",
+    )
     args = ap.parse_args(argv)
     args.ranks = args.ranks or (2 if args.backend == "mpi" else 8)
     return args
@@ -170,17 +178,23 @@ def jax_main(args: argparse.Namespace) -> int:
     n = parse_size(args.size) // 4
     host = np.random.default_rng(0).standard_normal((p * n,), np.float32)
     x = jax.device_put(host, sharded)
-    native = in_mesh(lambda v: lax.psum(v, "data"), x, donate=True)
+    native = in_mesh(lambda v: lax.psum(v, "data"), x, donate=args.donate)
     want = np.asarray(native(jax.device_put(host, sharded)))
     calls: dict[str, Callable[[], Any]] = {"lax.psum": native}
     for a in args.algorithms.split(","):
         s = commsim.build("allreduce", a, nranks=p)
-        f = in_mesh(commsim.exec.jax.collective(s, axis_name="data"), x, donate=True)
+        f = in_mesh(commsim.exec.jax.collective(s, axis_name="data"), x, donate=args.donate)
         calls[f"drop-in {a}"] = f
         got = np.asarray(f(jax.device_put(host, sharded)))
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
     # a gradient inside a training step is an intermediate: XLA reuses its buffer, as donation does
-    times = timed(calls, args.iters, lambda t: t, fresh=lambda: jax.device_put(host, sharded))
+    fresh = (lambda: jax.device_put(host, sharded)) if args.donate else (lambda: x)
+    times = timed(calls, args.iters, lambda t: t, fresh=fresh)
+    header(args, p)
+    donated = "donated" if args.donate else "not donated"
+    report(f"allreduce of {args.size} float32 per device ({donated})", times, "lax.psum")
+    if not args.tensors:
+        return 0
 
     tensors = small_tensors(args.tensors)
     tree = [jax.device_put(np.tile(t, p), sharded) for t in tensors]
@@ -192,8 +206,6 @@ def jax_main(args: argparse.Namespace) -> int:
         f = in_mesh(commsim.exec.jax.collective(ring, axis_name="data", bucket_bytes=b), tree)
         bcalls[f"ring, buckets {b or 'none'}"] = lambda f=f: f(tree)
     btimes = timed(bcalls, args.iters, lambda t: t)
-    header(args, p)
-    report(f"allreduce of {args.size} float32 per device", times, "lax.psum")
     total = sum(t.nbytes for t in tensors)
     report(f"{args.tensors} tensors, {total / 2**20:.1f} MiB in all", btimes, "lax.psum per tensor")
     return 0
@@ -206,7 +218,7 @@ def header(args: argparse.Namespace, p: int) -> None:
     print(
         f"# drop-in collectives, {p} {what}, {os.cpu_count()} cores, {platform.machine()}, "
         f"jax {jax.__version__}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-        f"median of {args.iters}; ratio = t(native) / t"
+        f"load average {os.getloadavg()[0]:.1f}, median of {args.iters}; ratio = t(native) / t"
     )
 
 

@@ -179,15 +179,36 @@ def test_single_leaf_allreduce_adds_no_copies(mesh, algo, rounds):
     """The hot path: one float32 array whose size the schedule's units divide is the buffer
     itself (a reshape): no concatenate, no pad, and once the caller donates its input and
     compiles with the backend's options, not one copy in the compiled program, as in the
-    backend's own program (``direct`` has steps of several ``ppermute`` rounds)."""
+    backend's own program (``direct`` has steps of several ``ppermute`` rounds). The caller
+    returns the result in the shape it came in (a reshape of it, such as ``[None]``, would fuse
+    into the last write, which then cannot run in place: a copy; ``docs/sharp-bits.md``)."""
     f = collective(commsim.build("allreduce", algo, nranks=P8), AXIS)
-    x = per_device(mesh, np.random.default_rng(7), {"": ((1 << 12,), "float32")})[""]
-    body = jax.shard_map(lambda v: f(v[0])[None], mesh=mesh, in_specs=P(AXIS), out_specs=P(AXIS))
+    host = np.random.default_rng(7).standard_normal(P8 << 12).astype(np.float32)
+    x = jax.device_put(host, NamedSharding(mesh, P(AXIS)))
+    body = jax.shard_map(f, mesh=mesh, in_specs=P(AXIS), out_specs=P(AXIS))
     lowered = jax.jit(body, donate_argnums=0).lower(x)
     assert "concatenate" not in lowered.as_text() and "stablehlo.pad" not in lowered.as_text()
     hlo = lowered.compile(compiler_options=compiler_options("cpu")).as_text()
     ops = re.findall(r"= \S+ ([\w-]+)\(", hlo)
     assert ops.count("collective-permute") == rounds and "copy" not in ops
+
+
+@pytest.mark.parametrize("algo", ["ring", "rabenseifner", "direct"])
+def test_without_donation_one_copy_and_no_buffer_sized_temporary(mesh, algo):
+    """Not donated, the input is copied once into the output buffer (``psum`` too writes a new
+    array) and the schedule runs in place there: the program returns the ``[nelems]`` buffer
+    it was given, unreshaped, so XLA needs no temporary buffer and no second copy
+    (``docs/benchmarks.md``, "Static windows"; a ring's temporaries are one payload)."""
+    f = collective(commsim.build("allreduce", algo, nranks=P8), AXIS)
+    n = 1 << 12
+    x = jax.device_put(np.ones(P8 * n, np.float32), NamedSharding(mesh, P(AXIS)))
+    body = jax.shard_map(f, mesh=mesh, in_specs=P(AXIS), out_specs=P(AXIS))
+    compiled = jax.jit(body).lower(x).compile(compiler_options=compiler_options("cpu"))
+    ops = re.findall(r"= \S+ ([\w-]+)\(", compiled.as_text())
+    assert ops.count("copy") <= 1
+    if algo == "ring":
+        assert compiled.memory_analysis().temp_size_in_bytes < n * 4
+    np.testing.assert_array_equal(np.asarray(compiled(x)), np.full(P8 * n, P8, np.float32))
 
 
 # -- bucketing ----------------------------------------------------------------------------------

@@ -121,6 +121,9 @@ class TreeCollective:
 
     backend = ""
     dtypes: Collection[str] = ()
+    #: pad so that every slot of the buffer is a multiple of this many bytes (1: no more
+    #: padding than the schedule's units need; see :func:`commsim.exec._packing.packing`)
+    align_bytes = 1
 
     def __init__(
         self,
@@ -283,10 +286,11 @@ class TreeCollective:
 
     def _packing(self, schedule: Schedule, leaves: list[Any], names: list[str]) -> Packing:
         shapes = tuple(tuple(x.shape) for x in leaves)
+        align = max(1, self.align_bytes // leaves[0].dtype.itemsize)
         return self._cache.get(
             schedule,
-            ("packing", shapes, self.tiled),
-            lambda: packing(schedule, list(shapes), names, self.tiled),
+            ("packing", shapes, self.tiled, align),
+            lambda: packing(schedule, list(shapes), names, self.tiled, align),
         )
 
     def _group(self, leaves: list[Any], names: list[str]) -> list[Any]:

@@ -127,11 +127,15 @@ def packing(
     shapes: list[Shape],
     names: list[str] | None = None,
     tiled: bool = False,
+    align: int = 1,
 ) -> Packing:
     """The packing of leaves of ``shapes`` for one call of ``schedule`` (numpy only).
 
     ``names`` name the leaves in error messages (default: their indices); ``tiled`` is
-    ``lax.all_gather``'s: the gathered blocks stacked on a new axis or concatenated.
+    ``lax.all_gather``'s: the gathered blocks stacked on a new axis or concatenated. ``align``
+    pads further, so that every slot unit holds a multiple of ``align`` elements: the
+    buffer's cuts between slots then fall on multiples of ``align`` elements (the MPI drop-in
+    asks for 8 bytes: :attr:`commsim.exec.mpi.MpiCollective.align_bytes`).
 
     Examples:
         >>> import commsim
@@ -139,6 +143,8 @@ def packing(
         >>> pk = packing(s, [(8, 3), (4,)])  # each block: 2 x 3 of the first, 1 of the second
         >>> pk.rows_in, pk.rows_out, pk.columns, pk.width, pk.out_shapes
         (4, 1, (0, 6, 7), 7, ((2, 3), (1,)))
+        >>> packing(s, [(8, 3), (4,)], align=2).width  # 8 columns: 2 elements per slot unit
+        8
     """
     p = schedule.nranks
     cut_in, cut_out = _blocks(schedule, "input_region"), _blocks(schedule, "output_region")
@@ -147,7 +153,7 @@ def packing(
     for name, shape in zip(names, shapes, strict=True):
         _check_shape(schedule, name, tuple(shape), cut_in, cut_out, tiled)
     cols = np.cumsum([0] + [math.prod(s) // rin for s in shapes]).tolist()
-    u = schedule.nbytes_units
+    u = schedule.nbytes_units * align  # count multiple of u <=> per_unit multiple of align
     blocked = schedule.spec.block_multiple > 0
     step = u // math.gcd(u, p) if blocked else u  # w multiple of step <=> count multiple of u
     width = max(step, -(-cols[-1] // step) * step)

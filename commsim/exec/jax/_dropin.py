@@ -97,7 +97,7 @@ class JaxCollective(TreeCollective):
         from commsim.exec.jax._program import program
 
         body = program(self._plan(schedule, lay), self.axis_name, lambda: None, self.wire)
-        return body(buf.reshape(1, -1)).reshape(-1)
+        return body(buf)  # [nelems] in, [nelems] out: no reshape (a copy of the buffer)
 
 
 def collective(

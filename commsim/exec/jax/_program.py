@@ -1,7 +1,8 @@
 r"""The JAX mesh backend's device program: a :class:`~commsim.exec.jax._plan.Plan` as one jitted
 ``shard_map``.
 
-The schedule is unrolled at trace time into one function of the device's row ``[1, nelems]``, so
+The schedule is unrolled at trace time into one function of the device's row ``[..., nelems]``
+(``[1, nelems]`` in the mesh backend, ``[nelems]`` in the drop-in), so
 XLA sees (and schedules) every step at once. Per step, :func:`program` slices every payload from
 the pre-step buffer (``lax.dynamic_slice`` windows, concatenated per round), sends each with one
 ``lax.ppermute``, then applies every write with ``lax.dynamic_update_slice``: overwrite, add, or a
@@ -16,6 +17,18 @@ and donates its input when asked. :func:`native_program` is JAX's own collective
 collective's input, for the same mesh. ``repeat(buf, k)`` runs a program ``k`` times in one call
 (a ``fori_loop`` around the ``shard_map``: one dispatch for ``k`` runs), and :func:`idle` is a
 run that moves nothing through the same path (the executor's own cost per call).
+
+**Windows stay dynamic, and the buffer keeps its shape** (measured on XLA CPU, jaxlib 0.10.2;
+``docs/benchmarks.md``, "Static windows"). Every window start is read from the table at run time,
+even where it is the same on every device: XLA then emits each reduce (a ``dynamic_slice`` of
+the old window, an add, a ``dynamic_update_slice`` at the same start, fused) in place, as a loop
+over the window only. With a start known at compile time the old window's read becomes a static
+``slice``, which XLA's in-place check does not match with the update's window, and the fusion is
+emitted as a loop over the whole buffer: a pass over all of it per write (a ring rotated so that
+every window is static ran 5× slower than this program). The body works
+on the last axis of whatever shape it is given and returns that shape: a reshape of the result
+(``[1, n]`` to ``[n]``) would fuse into the last write, which then cannot run in place, and XLA
+adds a temporary buffer and a copy of it.
 
 With a wire format (:mod:`commsim._wire`), each round's payload is encoded before its
 ``ppermute`` (cast to fp16/bf16, or int8 with a float32 scale per chunk, sent as a second
@@ -50,6 +63,17 @@ _ZERO = np.int32(0)  # the row index of dynamic slices: int32 like the table, al
 Body = Callable[[Any], Any]
 
 
+def _window(b: Any, start: Any, length: int) -> Any:
+    """Elements ``[start, start + length)`` of buffer ``b``'s last axis."""
+    lead = (_ZERO,) * (b.ndim - 1)
+    return lax.dynamic_slice(b, (*lead, start), (*b.shape[:-1], length))
+
+
+def _put(b: Any, v: Any, start: Any) -> Any:
+    """Buffer ``b`` with ``v`` written at ``start`` of its last axis."""
+    return lax.dynamic_update_slice(b, v, (*(_ZERO,) * (b.ndim - 1), start))
+
+
 def _payloads(
     b: Any, row: Any, rounds: tuple[Round, ...], axis: str, wire: Wire | None = None
 ) -> list[Any]:
@@ -57,8 +81,8 @@ def _payloads(
     wire format ``wire`` when given (encoded, sent, decoded)."""
     out = []
     for rnd in rounds:
-        parts = [lax.dynamic_slice(b, (_ZERO, row[s.send]), (1, s.length)) for s in rnd.segments]
-        payload = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=1)
+        parts = [_window(b, row[s.send], s.length) for s in rnd.segments]
+        payload = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=-1)
         if rnd.perm is not None and wire is not None:
             sent = [lax.ppermute(x, axis, list(rnd.perm)) for x in wire.encode(payload, jnp)]
             payload = wire.decode(tuple(sent), payload.dtype, jnp)
@@ -71,18 +95,18 @@ def _payloads(
 def _write(b: Any, row: Any, rnd: Round, payload: Any) -> Any:
     """Buffer ``b`` with round ``rnd``'s received ``payload`` written (overwrite, add, masked)."""
     for s in rnd.segments:
-        v = payload if len(rnd.segments) == 1 else payload[:, s.offset : s.offset + s.length]
+        v = payload if len(rnd.segments) == 1 else payload[..., s.offset : s.offset + s.length]
         start = row[s.recv]
         if s.mode != "set" or s.masked:
-            old = lax.dynamic_slice(b, (_ZERO, start), (1, s.length))
+            old = _window(b, start, s.length)
             if s.mode == "add":
                 v = old + v
             elif s.mode == "mixed":
                 v = jnp.where(row[s.red] != 0, old + v, v)
             if s.masked:
-                i = lax.broadcasted_iota(np.int32, (1, s.length), 1)
+                i = lax.broadcasted_iota(np.int32, v.shape, v.ndim - 1)
                 v = jnp.where((i >= row[s.lo]) & (i < row[s.hi]), v, old)
-        b = lax.dynamic_update_slice(b, v, (_ZERO, start))
+        b = _put(b, v, start)
     return b
 
 
@@ -99,10 +123,10 @@ def _merged(bufs: list[Any], pl: Plan, axis: str) -> Any:
     """Each ``(rank, slot)`` from the buffer of the channel that owns it (:attr:`Plan.owner`)."""
     assert pl.owner is not None and pl.slot_elems is not None
     owner = jnp.asarray(pl.owner)[lax.axis_index(axis)]
-    per_elem = jnp.repeat(owner, pl.slot_elems, total_repeat_length=pl.nelems)[None, :]
-    out = bufs[0][:, : pl.nelems]
+    per_elem = jnp.repeat(owner, pl.slot_elems, total_repeat_length=pl.nelems)
+    out = bufs[0][..., : pl.nelems]
     for c in range(1, len(bufs)):
-        out = jnp.where(per_elem == c, bufs[c][:, : pl.nelems], out)
+        out = jnp.where(per_elem == c, bufs[c][..., : pl.nelems], out)
     return out
 
 
@@ -117,15 +141,15 @@ def program(pl: Plan, axis: str, on_trace: Callable[[], None], wire: Wire | None
 
     def body(x: Any) -> Any:
         on_trace()
-        b = x  # [1, nelems]: kept 2-D so that the output aliases the donated input
+        b = x  # [..., nelems]: the output keeps the input's shape (see the module's docstring)
         if pl.pad:
-            b = jnp.pad(b, ((0, 0), (0, pl.pad)))
+            b = jnp.pad(b, [(0, 0)] * (b.ndim - 1) + [(0, pl.pad)])
         row = jnp.asarray(pl.table)[lax.axis_index(axis)]
         if pl.owner is None:
             for rounds in pl.steps:
                 if rounds:
                     b = _step(b, row, rounds, axis, wire)
-            return b[:, : pl.nelems] if pl.pad else b
+            return b[..., : pl.nelems] if pl.pad else b
         bufs = [b] * pl.nbuffers
         for rounds in pl.steps:
             for c in sorted({r.channel for r in rounds}):

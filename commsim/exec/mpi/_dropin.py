@@ -15,6 +15,9 @@ blocks of the leading dimension, broadcast from the schedule's root).
 once, collectively, when the drop-in is created on every rank), so its messages, tagged by
 step, never match the application's own. ``comm``'s size must be the schedule's ``p``.
 
+**Alignment.** The packing pads every slot to a multiple of :attr:`MpiCollective.align_bytes`
+(8 bytes): a chunk cut at an odd float32 offset cost more than the padding's one copy.
+
 **Copies.** The packed buffer is cut into the plan's chunks (slices of the packing
 ``concatenate``, which XLA fuses: one write of the buffer), and the output leaves are sliced
 from the chunks (one read). For one array whose size the schedule's units divide, that is one
@@ -44,6 +47,10 @@ class MpiCollective(TreeCollective):
 
     backend = "mpi"
     dtypes = DTYPES
+    #: slots of a multiple of 8 bytes: cuts between chunks on 4-byte (odd float32) offsets made
+    #: a 20 MiB ring allreduce on 2 ranks 1.6-2x slower than on 8-byte ones, more than the pad
+    #: costs (measured; ``docs/benchmarks.md``, "Static windows")
+    align_bytes = 8
 
     def __init__(self, schedule: Schedule | str, comm: Any = None, **options: Any) -> None:
         super().__init__(schedule, **options)
