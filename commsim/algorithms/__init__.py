@@ -23,6 +23,11 @@ from commsim.algorithms import (  # noqa: F401
     torus_multiport,
     trees,
 )
+
+# isort: split
+from commsim.algorithms import packed_trees  # noqa: F401  (registered last: ties keep their rows)
+
+# isort: split
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._math import cost_text, math_text
 from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS
