@@ -26,7 +26,7 @@ import numpy as np
 from commsim._ir import Step
 from commsim.errors import ParameterError
 
-__all__ = ["Edges", "format_trees", "parse_trees", "tree_edges"]
+__all__ = ["Edges", "format_trees", "parse_trees", "ring_channels", "tree_edges"]
 
 #: A tree as the rows take it: ``(root, parents, weight)``.
 TreeSpec = tuple[int, tuple[int, ...], int]
@@ -64,6 +64,8 @@ def parse_trees(trees: str | Sequence[Any], nranks: int) -> tuple[TreeSpec, ...]
             )
         try:
             raw = [_parse_one(t.strip(), p) for t in text.split(",")]
+        except ParameterError:
+            raise
         except ValueError:
             raise ParameterError(
                 f"trees must be 'auto' or trees like '2:r.0.0.1,1.r.1.2', got {trees!r:.80}"
@@ -132,7 +134,7 @@ class Edges(NamedTuple):
     dst: np.ndarray
     slot: np.ndarray  # first slot of chunk 0
     count: np.ndarray  # slots per chunk: the tree's weight
-    channel: np.ndarray  # the tree
+    channel: np.ndarray  # the tree's (:func:`ring_channels`)
     offset: np.ndarray  # step of chunk 0
     stride: int  # slots from one chunk to the next: W
     segments: int
@@ -177,5 +179,41 @@ def tree_edges(
     offset = heights(parents, depth)[t, v] if up else depth[t, u]
     src, dst = (v, u) if up else (u, v)
     order = np.argsort(offset, kind="stable")
+    channel = ring_channels(parents, roots, depth)[t]
     return Edges(src[order], dst[order], (base[roots] + before)[t][order], weight[t][order],
-                 t[order], offset[order], stride, segments, up)  # fmt: skip
+                 channel[order], offset[order], stride, segments, up)  # fmt: skip
+
+
+def ring_channels(parents: np.ndarray, roots: np.ndarray, depth: np.ndarray) -> np.ndarray:
+    """Each tree's channel: chains (no rank with two children) that close into the same ring
+    share one, the ``k``-th chain of each root on the ring's ``k``-th channel (a ring allgather
+    is ``p`` chains, one per root, and runs on one channel: a rank forwards every block on the
+    port it received it on); every other tree has a channel of its own.
+
+    Examples:
+        >>> par = np.array([[-1, 0, 1], [2, -1, 1], [1, 2, -1], [-1, 0, 0]])
+        >>> ring_channels(par, np.array([0, 1, 2, 0]), depths(par)).tolist()
+        [0, 0, 0, 1]
+    """
+    n, p = parents.shape
+    kids = np.zeros((n, p), dtype=np.int64)
+    t, v = np.nonzero(parents >= 0)
+    np.add.at(kids, (t, parents[t, v]), 1)
+    chain = (kids <= 1).all(axis=1)
+    last = np.argmax(depth, axis=1)
+    succ = np.full((n, p), -1, dtype=np.int64)  # successor on the closed ring
+    succ[t, parents[t, v]] = v
+    succ[np.arange(n), last] = roots
+    out = np.full(n, -1, dtype=np.int64)
+    seen: dict[tuple[tuple[int, ...], int], int] = {}
+    count: dict[tuple[tuple[int, ...], int], int] = {}
+    for i in range(n):  # build-time pass over the trees, O(trees · p)
+        if not chain[i] or p < 2:
+            continue
+        ring = tuple(succ[i].tolist())
+        k = count.get((ring, int(roots[i])), 0)
+        count[(ring, int(roots[i]))] = k + 1
+        out[i] = seen.setdefault((ring, k), len(seen))
+    alone = out < 0
+    out[alone] = len(seen) + np.arange(int(alone.sum()))
+    return out

@@ -7,8 +7,10 @@ link evenly (Blink, ForestColl), also on GPU subsets where no ring of direct lin
 command line fills ``trees`` from ``--cluster``/``--topology`` when it can). Here tree ``t`` of
 root ``r`` with weight ``w_t`` carries ``w_t`` of ``r``'s ``W`` shares, as ``w_t`` copies of one
 share each (so that every message is one share: contention models share a link equally among
-messages), each copy on a channel of its own and cut in ``c = segments`` chunks that follow each
-other down the tree one level per step (pipelined).
+messages), each copy cut in ``c = segments`` chunks that follow each other down the tree one
+level per step (pipelined). Each copy has a channel of its own, except chains that close into
+one ring, which share one (:func:`~commsim.algorithms._tree_edges.ring_channels`: the chains of
+:func:`commsim.topology.pack_rings`' rings are then the packed rings' schedule).
 Reduce-scatter and reduce run the trees reversed, reducing towards the root; allreduce is the
 reduce-scatter then the allgather over the same trees. The slot layout and the step of each
 chunk are :mod:`commsim.algorithms._tree_edges`'.
@@ -119,10 +121,10 @@ def _shares(trees: tuple[TreeSpec, ...], roots: list[int]) -> int:
     return next(iter(have.values()))
 
 
-def _phase(edges: Edges, collective: str, p: int, nslots: int, ntrees: int, params) -> Schedule:
+def _phase(edges: Edges, collective: str, p: int, nslots: int, params) -> Schedule:
     per = edges.per_step()
     return lazy(collective, p, edges.nsteps, edges.step, slot_units=nslots, algorithm=NAME,
-             params=params, nchannels=max(ntrees, 1), ntransfers_hint=int(per.sum()),
+             params=params, nchannels=int(edges.channel.max(initial=0)) + 1, ntransfers_hint=int(per.sum()),
              max_step_transfers_hint=int(per.max(initial=0)))  # fmt: skip
 
 
@@ -136,7 +138,7 @@ def _packed(collective: str, p: int, trees: object, c: int, root: int | None, up
     base[roots] = np.arange(len(roots)) * c * w
     edges = tree_edges(mine, c, base, w, up)
     params = {"trees": trees, "segments": c}
-    return _phase(edges, collective, p, len(roots) * c * w, len(mine), params)
+    return _phase(edges, collective, p, len(roots) * c * w, params)
 
 
 # -- exact costs ----------------------------------------------------------------------------------

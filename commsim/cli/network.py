@@ -197,8 +197,8 @@ class NetworkChoice:
         """``choice`` with ``trees`` packed into the network's direct links
         (:func:`commsim.topology.pack_trees`, ranks on their placed hosts, from the root alone
         for a rooted collective) for every algorithm that has that parameter and was not given
-        it, or was given ``trees=pack``, at one ``p``; ``segments``, when not given, becomes the
-        deepest tree's depth (at least as many steady steps as filling ones). A failed
+        it, or was given ``trees=pack``, at one ``p``; ``segments``, when not given, as
+        :mod:`commsim.cli.packing` says. A failed
         ``trees=pack`` is an error; a failed default keeps ``trees=auto``, with a note."""
         from commsim.cli.packing import pack_trees_for
 

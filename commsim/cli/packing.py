@@ -2,7 +2,9 @@
 
 The packing (:func:`commsim.topology.pack_trees`) runs on the placed hosts of the one ``p``
 asked for; its trees become the rows' ``trees`` text and, unless given, ``segments`` becomes the
-deepest tree's depth, so that a tree's pipeline has at least as many steady steps as filling ones.
+deepest tree's depth where some tree branches, so that a tree's pipeline has at least as many
+steady steps as filling ones (chains, the rings of :func:`commsim.topology.pack_rings`, keep 1:
+every step of a ring is already balanced).
 ``trees=pack`` asks for a packing explicitly: where there is none (a graph too large for it, no
 direct links joining the hosts, several ``-p``) that is a one-line error; the default
 ``trees=auto`` is replaced only where a packing exists, with a note either way.
@@ -87,10 +89,12 @@ def pack_trees_for(
             raise ParameterError(f"{', '.join(asked)}: trees=pack: {why}")
         return choice, [f"{names} keep trees=auto: {why}"]
     text = format_trees(packing.trees)
-    deepest = int(depths(np.array([t.parent for t in packing.trees])).max())
+    parents = np.array([t.parent for t in packing.trees])
+    branches = any(len(set(p)) < len(p) for p in parents.tolist())  # a parent twice: two children
+    deepest = int(depths(parents).max()) if branches else 1
     params = {a: dict(v) for a, v in choice.params.items()}
     for a in free + asked:
         params[a]["trees"] = text
-        params[a].setdefault("segments", max(deepest, 1))
+        params[a].setdefault("segments", deepest)
     note = f"{shown(len(packing.trees), packing.gap)} for {names}"
     return dataclasses.replace(choice, params=params), [note]
