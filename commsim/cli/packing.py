@@ -18,7 +18,7 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -52,6 +52,13 @@ def _takers(choice: ScheduleChoice) -> tuple[list[str], list[str]]:
     return free, asked
 
 
+def _direct(graph: Any, hosts: list[Any]) -> bool:
+    """Whether two of ``hosts`` share a link (one pass over the edges: no ``h × h`` matrix on
+    a 4,096-chip torus)."""
+    inside = set(hosts)
+    return any(u in inside and v in inside and u != v for u, v in graph.edges)
+
+
 def pack_trees_for(
     network: NetworkChoice, choice: ScheduleChoice
 ) -> tuple[ScheduleChoice, list[str]]:
@@ -59,7 +66,7 @@ def pack_trees_for(
     from commsim import spec
     from commsim.algorithms._tree_edges import depths
     from commsim.algorithms.packed_trees import format_trees
-    from commsim.topology import link_units, pack_trees, place
+    from commsim.topology import pack_trees, place
 
     free, asked = _takers(choice)
     if not free and not asked:
@@ -71,7 +78,7 @@ def pack_trees_for(
         why = "trees are packed for one -p at a time"
     else:
         hosts = [net.nodes[net.hosts[h]] for h in place(net, choice.nranks[0], network.placement)]
-        if not link_units(net.graph, hosts).any():
+        if not _direct(net.graph, hosts):
             if not asked:  # a switched network: nothing to pack, no note
                 return choice, []
             why = "the hosts share no direct link"
