@@ -17,12 +17,9 @@ from __future__ import annotations
 import argparse
 import time
 
-import numpy as np
-
 import commsim
-from commsim.algorithms._tree_edges import depths
 from commsim.algorithms.packed_rings import format_rings
-from commsim.algorithms.packed_trees import format_trees
+from commsim.algorithms.packed_trees import format_trees, suggested_segments
 from commsim.clusters import cluster
 from commsim.models import Topology
 from commsim.topology import pack_rings, pack_trees, torus
@@ -38,10 +35,8 @@ def _timed(fn):
 
 
 def _segments(packing) -> int:
-    """The command line's rule (:mod:`commsim.cli.packing`)."""
-    parents = np.array([t.parent for t in packing.trees])
-    branches = any(len(set(p)) < len(p) for p in parents.tolist())
-    return int(depths(parents).max()) if branches else 1
+    """The command line's rule (:func:`commsim.algorithms.packed_trees.suggested_segments`)."""
+    return suggested_segments(packing.trees, len(packing.trees[0].parent))
 
 
 def packing_rows(cases):

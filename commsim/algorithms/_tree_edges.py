@@ -191,7 +191,7 @@ def ring_channels(parents: np.ndarray, roots: np.ndarray, depth: np.ndarray) -> 
     port it received it on); every other tree has a channel of its own.
 
     Examples:
-        >>> par = np.array([[-1, 0, 1], [2, -1, 1], [1, 2, -1], [-1, 0, 0]])
+        >>> par = np.array([[-1, 0, 1], [2, -1, 1], [2, 0, -1], [-1, 0, 0]])  # 3 chains, a star
         >>> ring_channels(par, np.array([0, 1, 2, 0]), depths(par)).tolist()
         [0, 0, 0, 1]
     """

@@ -64,6 +64,7 @@ __all__ = [
     "packed_trees_reduce",
     "packed_trees_reduce_scatter",
     "parse_trees",
+    "suggested_segments",
     "tree_estimate",
 ]
 
@@ -206,6 +207,24 @@ def _reduce_cost(nranks: int, nbytes: FloatOrArray, alpha: float, beta: float, g
     """:func:`packed_trees_reduce`'s ``.. math::``, exact for ``trees="auto"``; for given trees
     :func:`tree_estimate`'s time."""
     return _rooted_cost(nranks, nbytes, alpha, beta, gamma, trees, segments, 1)
+
+
+def suggested_segments(trees: object, nranks: int) -> int:
+    """``segments`` for ``trees``: 1 where every tree is a chain (the rings of
+    :func:`commsim.topology.pack_rings`: every step of a ring is already balanced), else the
+    deepest tree's depth, so that a tree's pipeline has at least as many steady steps as
+    filling ones. The command line uses it when it packs trees.
+
+    Examples:
+        >>> suggested_segments("r.0.1.2,3.r.1.2", 4), suggested_segments("r.0.0.2", 4)
+        (1, 2)
+    """
+    given = parse_trees(trees, nranks)  # type: ignore[arg-type]
+    if not given:
+        return 1
+    parents = np.array([t[1] for t in given], dtype=np.int64)
+    branches = any(len(set(p)) < len(p) for p in parents.tolist())  # a parent twice: two children
+    return int(depths(parents).max()) if branches else 1
 
 
 def auto_trees(nranks: int, trees: str = "auto", segments: int = 1, **_: object) -> bool:

@@ -1,10 +1,9 @@
 """Trees packed from the network for the ``packed_trees`` rows (:meth:`NetworkChoice.with_packed_trees`).
 
 The packing (:func:`commsim.topology.pack_trees`) runs on the placed hosts of the one ``p``
-asked for; its trees become the rows' ``trees`` text and, unless given, ``segments`` becomes the
-deepest tree's depth where some tree branches, so that a tree's pipeline has at least as many
-steady steps as filling ones (chains, the rings of :func:`commsim.topology.pack_rings`, keep 1:
-every step of a ring is already balanced).
+asked for; its trees become the rows' ``trees`` text and, unless given, ``segments`` becomes
+:func:`commsim.algorithms.packed_trees.suggested_segments` (1 for chains, else the deepest
+tree's depth).
 ``trees=pack`` asks for a packing explicitly: where there is none (a graph too large for it, no
 direct links joining the hosts, several ``-p``) that is a one-line error; the default
 ``trees=auto`` is replaced only where a packing exists, with a note either way.
@@ -19,8 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 from typing import TYPE_CHECKING, Any
-
-import numpy as np
 
 from commsim.cli.schedules import ScheduleChoice
 from commsim.errors import ParameterError
@@ -64,8 +61,7 @@ def pack_trees_for(
 ) -> tuple[ScheduleChoice, list[str]]:
     """:meth:`NetworkChoice.with_packed_trees` (module docstring)."""
     from commsim import spec
-    from commsim.algorithms._tree_edges import depths
-    from commsim.algorithms.packed_trees import format_trees
+    from commsim.algorithms.packed_trees import format_trees, suggested_segments
     from commsim.topology import pack_trees, place
 
     free, asked = _takers(choice)
@@ -96,12 +92,10 @@ def pack_trees_for(
             raise ParameterError(f"{', '.join(asked)}: trees=pack: {why}")
         return choice, [f"{names} keep trees=auto: {why}"]
     text = format_trees(packing.trees)
-    parents = np.array([t.parent for t in packing.trees])
-    branches = any(len(set(p)) < len(p) for p in parents.tolist())  # a parent twice: two children
-    deepest = int(depths(parents).max()) if branches else 1
+    segments = suggested_segments(text, choice.nranks[0])
     params = {a: dict(v) for a, v in choice.params.items()}
     for a in free + asked:
         params[a]["trees"] = text
-        params[a].setdefault("segments", deepest)
+        params[a].setdefault("segments", segments)
     note = f"{shown(len(packing.trees), packing.gap)} for {names}"
     return dataclasses.replace(choice, params=params), [note]
