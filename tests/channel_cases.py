@@ -6,9 +6,11 @@ For every collective: ``channels(s, 2)`` (two copies of one row, NCCL's channels
 ``parallel(a, b)`` of two different schedules with the same slot layout, so that two channels
 between one pair of ranks, channels that progress at different paces (the parts have different
 step counts) and unequal messages per channel all occur. And ``packed_rings`` with two rings in
-opposite directions (each rank sends to both neighbours at once, on two channels). And a
+opposite directions (each rank sends to both neighbours at once, on two channels). A
 pipelined one (``pipeline(channels(hierarchical, 2), 2)``: two chunks' messages merged, on two
-channels).
+channels). And ``packed_trees`` with a star (weight 2: two channels) and a chain per root, in two
+pipelined chunks: branching ranks, chunks of different trees in one step, and a reduction up the
+trees.
 """
 
 from __future__ import annotations
@@ -58,4 +60,26 @@ def cases(p: int) -> list[tuple[str, Schedule]]:
         out.append((f"{c}/packed_rings(2)", _build(c, "packed_rings", {"rings": both_ways}, p)))
     hier = channels(_build("allreduce", "hierarchical", {"ranks_per_node": 2}, p), 2)
     out.append(("allreduce/pipeline(channels(hierarchical,2),2)", pipeline(hier, 2)))
+    out += _packed_trees_cases(p)
+    return out
+
+
+def _star_and_chain(p: int, root: int) -> str:
+    """Root's star (weight 2) and its chain up the ranks, as ``trees`` text."""
+    star = ["r" if v == root else str(root) for v in range(p)]
+    chain = ["r" if v == root else str((v - 1) % p) for v in range(p)]
+    return f"2:{'.'.join(star)},{'.'.join(chain)}"
+
+
+def _packed_trees_cases(p: int) -> list[tuple[str, Schedule]]:
+    """``packed_trees`` with :func:`_star_and_chain` trees for every root (every collective it
+    has), two chunks each."""
+    if p < 2:
+        return []
+    every = ",".join(_star_and_chain(p, r) for r in range(p))
+    out = []
+    for c in ("allreduce", "reduce_scatter", "allgather", "broadcast", "reduce"):
+        trees = _star_and_chain(p, p - 1) if commsim.spec(c).rooted else every
+        params = {"trees": trees, "segments": 2}
+        out.append((f"{c}/packed_trees(star+chain)", _build(c, "packed_trees", params, p)))
     return out

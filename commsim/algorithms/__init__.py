@@ -29,6 +29,7 @@ from commsim.algorithms import (  # noqa: F401
 
 # isort: off
 from commsim.algorithms import in_network  # noqa: F401  (appended: the registry keeps its order)
+from commsim.algorithms import packed_trees  # noqa: F401  (registered last: ties keep their rows)
 
 # isort: on
 from commsim.algorithms._channel_layout import on_channels, rotate_in_servers

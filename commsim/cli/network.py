@@ -193,13 +193,26 @@ class NetworkChoice:
         note = f"{len(orders)} rings packed into the direct links for {', '.join(takers)}"
         return dataclasses.replace(choice, params=params), [note]
 
+    def with_packed_trees(self, choice: ScheduleChoice) -> tuple[ScheduleChoice, list[str]]:
+        """``choice`` with ``trees`` packed into the network's direct links
+        (:func:`commsim.topology.pack_trees`, ranks on their placed hosts, from the root alone
+        for a rooted collective) for every algorithm that has that parameter and was not given
+        it, or was given ``trees=pack``, at one ``p``; ``segments``, when not given, as
+        :mod:`commsim.cli.packing` says. A failed
+        ``trees=pack`` is an error; a failed default keeps ``trees=auto``, with a note."""
+        from commsim.cli.packing import pack_trees_for
+
+        return pack_trees_for(self, choice)
+
     def with_network_params(self, choice: ScheduleChoice) -> tuple[ScheduleChoice, list[str]]:
-        """:meth:`with_ranks_per_node`, :meth:`with_torus_dims`, then :meth:`with_packed_rings`:
-        every algorithm parameter the network implies, with one note per parameter set."""
+        """:meth:`with_ranks_per_node`, :meth:`with_torus_dims`, :meth:`with_packed_rings`, then
+        :meth:`with_packed_trees`: every algorithm parameter the network implies, with one note
+        per parameter set."""
         choice, notes = self.with_ranks_per_node(choice)
         choice, more = self.with_torus_dims(choice)
         choice, rings = self.with_packed_rings(choice)
-        return choice, notes + more + rings
+        choice, trees = self.with_packed_trees(choice)
+        return choice, notes + more + rings + trees
 
 
 def _accepts(row: Any, nranks: int, dims: str) -> bool:

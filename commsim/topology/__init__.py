@@ -7,7 +7,8 @@ hosts. Generators (networkx style, size first, ``bandwidth=``/``latency=`` every
 :func:`kary_fat_tree`, :func:`dragonfly`, :func:`nvlink_island`, :func:`rail_optimized`,
 :func:`hybrid_cube_mesh` (a DGX-1's GPUs), and
 :func:`join` for an intra-server graph joined by an inter-server one. :func:`pack_rings` finds
-the rings a mesh of direct links carries at once. :func:`summarize` measures a
+the rings a mesh of direct links carries at once, :func:`pack_trees` its weighted spanning
+trees. :func:`summarize` measures a
 network (links by class, diameter, bisection bandwidth); :func:`draw` pictures a small one. The topology model (:class:`commsim.models.Topology`) times schedules on it.
 """
 
@@ -29,16 +30,20 @@ from commsim.topology._summary import (
     TopologySummary,
     summarize,
 )
+from commsim.topology._tree_packing import MAX_TREE_HOSTS, Tree, TreePacking, pack_trees
 
 __all__ = [
     "BISECTION_METHODS",
     "DGX1_NVLINKS",
     "GENERATORS",
     "MAX_DRAW_NODES",
+    "MAX_TREE_HOSTS",
     "PLACEMENTS",
     "LinkClassSummary",
     "Network",
     "TopologySummary",
+    "Tree",
+    "TreePacking",
     "as_bandwidth",
     "as_latency",
     "as_network",
@@ -55,6 +60,7 @@ __all__ = [
     "load_topology",
     "nvlink_island",
     "pack_rings",
+    "pack_trees",
     "parse_topology",
     "place",
     "rail_optimized",
