@@ -52,6 +52,8 @@ import numpy as np
 from commsim._ir import Schedule
 from commsim.errors import ParameterError
 from commsim.models._inputs import as_schedule, as_sizes
+from commsim.models._twin_batch import replay_many
+from commsim.models._twin_orbits import fold
 from commsim.models._twin_program import Program, hockney_program, topology_program
 from commsim.models.hockney import Hockney
 from commsim.models.topology import Topology
@@ -80,15 +82,22 @@ class Twin:
         (6.0, 6000.0)
     """
 
-    def __init__(self, program: Program, kind: str, defaults: dict[str, Any]) -> None:
+    def __init__(
+        self, program: Program, kind: str, defaults: dict[str, Any], *, compress: bool = True
+    ) -> None:
         self.program, self.kind, self._defaults = program, kind, defaults
+        #: the program the replay runs: ``program`` folded onto its orbits when it has a port
+        #: symmetry (:mod:`commsim.models._twin_orbits`; exact), else ``program`` itself
+        self.replayed = (fold(program) if compress else None) or program
         with jax.enable_x64(True):
-            self._consts = _constants(program)
+            self._consts = _constants(self.replayed)
 
     @classmethod
-    def of(cls, model: Any, schedule: Schedule) -> Twin:
+    def of(cls, model: Any, schedule: Schedule, *, compress: bool = True) -> Twin:
         """The twin of ``model`` (a single-port :class:`Hockney` with any ``links``, or a
-        :class:`Topology` under ``"none"``/``"bottleneck"``) timing ``schedule``."""
+        :class:`Topology` under ``"none"``/``"bottleneck"``) timing ``schedule``;
+        ``compress=False`` replays every port even where the program has a symmetry (the
+        reference the compressed replay is tested against)."""
         schedule = as_schedule(schedule)
         if isinstance(model, Hockney):
             if model.ports != "single" or model.message is not None:
@@ -98,7 +107,7 @@ class Twin:
                 )
             program = hockney_program(schedule, links=model.links)
             defaults = {"alpha": model.alpha, "beta": model.beta, "gamma": model.gamma}
-            return cls(program, "hockney", defaults)
+            return cls(program, "hockney", defaults, compress=compress)
         if isinstance(model, Topology):
             program = topology_program(model, schedule)
             n = len(program.classes)
@@ -109,7 +118,7 @@ class Twin:
                 "overhead": model.overhead,
                 "launch": model.call_cost,
             }
-            return cls(program, "topology", defaults)
+            return cls(program, "topology", defaults, compress=compress)
         raise ParameterError(
             f"the twin mirrors Hockney and Topology models, not {type(model).__name__}"
         )
@@ -221,7 +230,7 @@ def _replay(c: dict[str, jax.Array], params: dict[str, Any], nbytes: jax.Array, 
 
 _time = jax.jit(_replay, static_argnames="kind")
 _grad = jax.jit(jax.grad(_replay, argnums=1), static_argnames="kind")
-_sweep = jax.jit(jax.vmap(_replay, in_axes=(None, 0, None, None)), static_argnames="kind")
+_sweep = jax.jit(replay_many, static_argnames="kind")
 
 
 def _constants(program: Program) -> dict[str, jax.Array]:
