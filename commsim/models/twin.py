@@ -29,6 +29,14 @@ The time is piecewise linear in these (a max of sums), hence differentiable almo
 ``"flow"`` contention are not replayed: their rates depend on the order of events, and the twin
 refuses them (finite differences of the compiled model are the way there).
 
+Compression (exact; :attr:`Twin.replayed`): when the program is invariant under a shift of its
+ports (a ring on identical servers, every rank of a Hockney schedule), the replay runs one port
+per orbit (:mod:`commsim.models._twin_orbits`): every other port's clock is bitwise its
+representative's, so the time and the gradient are the full replay's. A program without such a
+symmetry (a straggler, a skewed start) is replayed on every port. :meth:`Twin.sweep` runs the
+parameter sets as the innermost axis of every array (:mod:`commsim.models._twin_batch`), so a
+round's gathers move contiguous rows.
+
 Homogeneity: :math:`T(s\theta) = s\,T(\theta)` for latencies, inverse bandwidths, γ and overhead
 together (with no start skew), so the elasticities :math:`\partial \log T / \partial \log \theta_i`
 sum to 1 (Euler's theorem): :meth:`Twin.elasticities` returns them.
