@@ -1,9 +1,11 @@
-"""The twin's compressions: the orbit fold and the batched sweep give the full replay's numbers.
+"""The twin's compressions: the orbit fold, the batched sweep and matrix powers of repeated
+rounds give the full replay's numbers.
 
 Every registry row on Hockney and four allreduce rows on a cluster: the folded replay equals
 the full one (``compress=False``) and the compiled model to 1e-9, its gradient equals the full
 replay's, and ``sweep`` (parameter sets as the inner axis) equals one call per set. A program
-without symmetry (a straggler, a skewed start) is replayed on every port.
+without symmetry (a straggler, a skewed start) is replayed on every port. Runs of identical
+rounds of a folded program, swept as max-plus matrix powers, equal the replay to 1e-9.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from commsim.clusters import cluster
 from commsim.errors import ParameterError, ScheduleError
 from commsim.models import Hockney, Twin
 from commsim.models._twin_orbits import fold, period
+from commsim.models._twin_runs import runs
 
 SIZES = np.array([1e3, 1e6, 1e9])
 H = Hockney(alpha=2e-6, beta=1 / 25e9, gamma=1 / 100e9)
@@ -97,3 +100,28 @@ def test_sweep_equals_one_call_per_parameter_set(kind):
     many = twin.sweep(batch, 3e6)
     one = [float(twin.time({k: v[i] for k, v in batch.items()}, 3e6)) for i in range(n)]
     np.testing.assert_allclose(many, one, rtol=1e-12)
+
+
+def test_runs_of_identical_rounds_are_matrix_powers_in_a_sweep():
+    model = cluster_model(cluster("dgx-h100:16"), contention="bottleneck")
+    s = commsim.build("allreduce", "ring", nranks=128)
+    twin, full = _both(model, s)
+    assert twin._runs == ((0, 127), (127, 127))  # reduce-scatter, then allgather
+    assert full._runs is None and runs(twin.program) is None  # 128 ports: no matrix powers
+    rng = np.random.default_rng(2)
+    base, n = twin.params(), 5
+    batch = {k: np.asarray(v) * rng.uniform(0.5, 2.0, (n, *np.shape(v))) for k, v in base.items()}
+    for size in SIZES:
+        np.testing.assert_allclose(twin.sweep(batch, size), full.sweep(batch, size), rtol=1e-9)
+    one = {k: np.asarray(v)[None] for k, v in base.items()}
+    np.testing.assert_allclose(twin.sweep(one, 1e9), model.predict(s, 1e9).time, rtol=1e-9)
+
+
+@pytest.mark.parametrize("collective", ["allreduce", "allgather", "reduce_scatter"])
+def test_hockney_ring_sweeps_by_matrix_powers(collective):
+    s = commsim.build(collective, "ring", nranks=8)
+    twin, full = _both(H, s)
+    assert twin.replayed.nports == 1 and twin._runs is not None
+    batch = {k: np.linspace(0.5, 2.0, 4) * v for k, v in twin.params().items()}
+    for size in SIZES:
+        np.testing.assert_allclose(twin.sweep(batch, size), full.sweep(batch, size), rtol=1e-9)

@@ -20,10 +20,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-__all__ = ["replay_many"]
+__all__ = ["coefficients", "replay_many"]
 
 
-def _coefficients(c: dict[str, jax.Array], params: dict[str, Any], kind: str):
+def coefficients(c: dict[str, jax.Array], params: dict[str, Any], kind: str):
     """Per pattern and message, for every set: latency ``[P, width, N]``, inverse rate
     ``[P, width, N]``; and γ, the launch cost ``[N]``."""
     if kind == "hockney":
@@ -46,7 +46,7 @@ def replay_many(c: dict[str, jax.Array], params: dict[str, Any], nbytes: jax.Arr
     """The time of the program ``c`` for every parameter set of ``params`` (each entry with a
     leading axis of ``N`` sets) at size ``nbytes``: ``[N]``."""
     per_unit = nbytes * c["units_per_byte"]
-    lat, inv, gamma, launch = _coefficients(c, params, kind)
+    lat, inv, gamma, launch = coefficients(c, params, kind)
     n = gamma.shape[0]
     never = jnp.full((1, n), -jnp.inf)
     zero = jnp.zeros((1, n))

@@ -63,6 +63,7 @@ from commsim.models._inputs import as_schedule, as_sizes
 from commsim.models._twin_batch import replay_many
 from commsim.models._twin_orbits import fold
 from commsim.models._twin_program import Program, hockney_program, topology_program
+from commsim.models._twin_runs import replay_runs, runs
 from commsim.models.hockney import Hockney
 from commsim.models.topology import Topology
 
@@ -97,6 +98,7 @@ class Twin:
         #: the program the replay runs: ``program`` folded onto its orbits when it has a port
         #: symmetry (:mod:`commsim.models._twin_orbits`; exact), else ``program`` itself
         self.replayed = (fold(program) if compress else None) or program
+        self._runs = runs(self.replayed) if compress else None  # sweep: matrix powers
         with jax.enable_x64(True):
             self._consts = _constants(self.replayed)
 
@@ -166,9 +168,10 @@ class Twin:
             )
         with jax.enable_x64(True):
             batch = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
-            return np.asarray(
-                _sweep(self._consts, batch, jnp.asarray(nbytes, dtype=jnp.float64), self.kind)
-            )
+            n = jnp.asarray(nbytes, dtype=jnp.float64)
+            if self._runs is not None:
+                return np.asarray(_sweep_runs(self._consts, batch, n, self.kind, self._runs))
+            return np.asarray(_sweep(self._consts, batch, n, self.kind))
 
     def grad(self, params: dict[str, Any], nbytes: Any) -> dict[str, Any]:
         """``d time / d params`` (same structure as ``params``), as Python floats and arrays."""
@@ -239,6 +242,7 @@ def _replay(c: dict[str, jax.Array], params: dict[str, Any], nbytes: jax.Array, 
 _time = jax.jit(_replay, static_argnames="kind")
 _grad = jax.jit(jax.grad(_replay, argnums=1), static_argnames="kind")
 _sweep = jax.jit(replay_many, static_argnames="kind")
+_sweep_runs = jax.jit(replay_runs, static_argnames=("kind", "segments"))
 
 
 def _constants(program: Program) -> dict[str, jax.Array]:
