@@ -1,4 +1,4 @@
-r"""Repeated rounds as max-plus matrix powers: a folded ring's 2,046 rounds in two dozen products.
+r"""Repeated rounds as max-plus matrix powers: a ring's 2,046 rounds in a few dozen products.
 
 A round of the twin's replay maps the clocks :math:`c` (ports plus the dummy) to
 

@@ -35,7 +35,9 @@ per orbit (:mod:`commsim.models._twin_orbits`): every other port's clock is bitw
 representative's, so the time and the gradient are the full replay's. A program without such a
 symmetry (a straggler, a skewed start) is replayed on every port. :meth:`Twin.sweep` runs the
 parameter sets as the innermost axis of every array (:mod:`commsim.models._twin_batch`), so a
-round's gathers move contiguous rows.
+round's gathers move contiguous rows; on a folded program of few ports it applies each run of
+identical rounds as a max-plus matrix power (:mod:`commsim.models._twin_runs`; equal to the
+replay to rounding, 1e-9 tested).
 
 Homogeneity: :math:`T(s\theta) = s\,T(\theta)` for latencies, inverse bandwidths, γ and overhead
 together (with no start skew), so the elasticities :math:`\partial \log T / \partial \log \theta_i`
