@@ -29,6 +29,16 @@ The time is piecewise linear in these (a max of sums), hence differentiable almo
 ``"flow"`` contention are not replayed: their rates depend on the order of events, and the twin
 refuses them (finite differences of the compiled model are the way there).
 
+Compression (exact; :attr:`Twin.replayed`): when the program is invariant under a shift of its
+ports (a ring on identical servers, every rank of a Hockney schedule), the replay runs one port
+per orbit (:mod:`commsim.models._twin_orbits`): every other port's clock is bitwise its
+representative's, so the time and the gradient are the full replay's. A program without such a
+symmetry (a straggler, a skewed start) is replayed on every port. :meth:`Twin.sweep` runs the
+parameter sets as the innermost axis of every array (:mod:`commsim.models._twin_batch`), so a
+round's gathers move contiguous rows; on a folded program of few ports it applies each run of
+identical rounds as a max-plus matrix power (:mod:`commsim.models._twin_runs`; equal to the
+replay to rounding, 1e-9 tested).
+
 Homogeneity: :math:`T(s\theta) = s\,T(\theta)` for latencies, inverse bandwidths, γ and overhead
 together (with no start skew), so the elasticities :math:`\partial \log T / \partial \log \theta_i`
 sum to 1 (Euler's theorem): :meth:`Twin.elasticities` returns them.
@@ -52,7 +62,10 @@ import numpy as np
 from commsim._ir import Schedule
 from commsim.errors import ParameterError
 from commsim.models._inputs import as_schedule, as_sizes
+from commsim.models._twin_batch import replay_many
+from commsim.models._twin_orbits import fold
 from commsim.models._twin_program import Program, hockney_program, topology_program
+from commsim.models._twin_runs import replay_runs, runs
 from commsim.models.hockney import Hockney
 from commsim.models.topology import Topology
 
@@ -80,15 +93,23 @@ class Twin:
         (6.0, 6000.0)
     """
 
-    def __init__(self, program: Program, kind: str, defaults: dict[str, Any]) -> None:
+    def __init__(
+        self, program: Program, kind: str, defaults: dict[str, Any], *, compress: bool = True
+    ) -> None:
         self.program, self.kind, self._defaults = program, kind, defaults
+        #: the program the replay runs: ``program`` folded onto its orbits when it has a port
+        #: symmetry (:mod:`commsim.models._twin_orbits`; exact), else ``program`` itself
+        self.replayed = (fold(program) if compress else None) or program
+        self._runs = runs(self.replayed) if compress else None  # sweep: matrix powers
         with jax.enable_x64(True):
-            self._consts = _constants(program)
+            self._consts = _constants(self.replayed)
 
     @classmethod
-    def of(cls, model: Any, schedule: Schedule) -> Twin:
+    def of(cls, model: Any, schedule: Schedule, *, compress: bool = True) -> Twin:
         """The twin of ``model`` (a single-port :class:`Hockney` with any ``links``, or a
-        :class:`Topology` under ``"none"``/``"bottleneck"``) timing ``schedule``."""
+        :class:`Topology` under ``"none"``/``"bottleneck"``) timing ``schedule``;
+        ``compress=False`` replays every port even where the program has a symmetry (the
+        reference the compressed replay is tested against)."""
         schedule = as_schedule(schedule)
         if isinstance(model, Hockney):
             if model.ports != "single" or model.message is not None:
@@ -98,7 +119,7 @@ class Twin:
                 )
             program = hockney_program(schedule, links=model.links)
             defaults = {"alpha": model.alpha, "beta": model.beta, "gamma": model.gamma}
-            return cls(program, "hockney", defaults)
+            return cls(program, "hockney", defaults, compress=compress)
         if isinstance(model, Topology):
             program = topology_program(model, schedule)
             n = len(program.classes)
@@ -109,7 +130,7 @@ class Twin:
                 "overhead": model.overhead,
                 "launch": model.call_cost,
             }
-            return cls(program, "topology", defaults)
+            return cls(program, "topology", defaults, compress=compress)
         raise ParameterError(
             f"the twin mirrors Hockney and Topology models, not {type(model).__name__}"
         )
@@ -149,9 +170,10 @@ class Twin:
             )
         with jax.enable_x64(True):
             batch = {k: jnp.asarray(v, dtype=jnp.float64) for k, v in params.items()}
-            return np.asarray(
-                _sweep(self._consts, batch, jnp.asarray(nbytes, dtype=jnp.float64), self.kind)
-            )
+            n = jnp.asarray(nbytes, dtype=jnp.float64)
+            if self._runs is not None:
+                return np.asarray(_sweep_runs(self._consts, batch, n, self.kind, self._runs))
+            return np.asarray(_sweep(self._consts, batch, n, self.kind))
 
     def grad(self, params: dict[str, Any], nbytes: Any) -> dict[str, Any]:
         """``d time / d params`` (same structure as ``params``), as Python floats and arrays."""
@@ -221,7 +243,8 @@ def _replay(c: dict[str, jax.Array], params: dict[str, Any], nbytes: jax.Array, 
 
 _time = jax.jit(_replay, static_argnames="kind")
 _grad = jax.jit(jax.grad(_replay, argnums=1), static_argnames="kind")
-_sweep = jax.jit(jax.vmap(_replay, in_axes=(None, 0, None, None)), static_argnames="kind")
+_sweep = jax.jit(replay_many, static_argnames="kind")
+_sweep_runs = jax.jit(replay_runs, static_argnames=("kind", "segments"))
 
 
 def _constants(program: Program) -> dict[str, jax.Array]:
