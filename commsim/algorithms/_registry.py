@@ -232,15 +232,6 @@ def register(
         ):  # the same module imported twice (doctest collection) re-registers harmlessly
             raise ValueError(f"{collective}/{name} registered twice")
         REGISTRY[key] = AlgorithmInfo(
-            collective,
-            name,
-            fn,
-            constraints,
-            params,
-            reference,
-            cost_fn,
-            exact,
-            cost or "",
             collective, name, fn, constraints, params, reference, cost_fn, exact, cost or "", named,
             helpers_for, channel_ranks,
         )  # fmt: skip
