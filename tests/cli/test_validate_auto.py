@@ -90,6 +90,7 @@ def test_channels_and_protocol_carry_the_default_algorithm(cli_json):
         (("-a", "auto", "--channels", "0"), "--channels must be an integer >= 1"),
         (("-a", "auto,snake_ring"), "-a auto picks the algorithm per row; drop snake_ring"),
         (("--channels", "two"), "--channels must be an integer >= 1"),
+        (("-a", "auto", "--channels", "5000"), "--channels: at most 1024"),
         (("-a", "auto", "--protocol", "fast"), "unknown protocol 'fast'"),
     ],
 )
