@@ -9,8 +9,7 @@
 * :func:`fit_cluster`: a cluster's link latency and efficiency fitted to an nccl-tests log
   (:class:`commsim.interop.NcclTestsLog`), a :class:`ClusterFit`; :func:`predict_rows`, the
   cluster's prediction of every row and :func:`log_model` its model (a protocol chosen);
-  :func:`cluster_description`, a preset or file as the fit
-  reads it.
+  :func:`cluster_description`, a preset or file as the fit reads it.
 
 The nccl-tests log format itself (``parse_nccl_tests``, ``NcclTestsLog``, ...) lives in
 :mod:`commsim.interop`. :data:`SUITES` holds the transport microbenchmarks, by the kind of
