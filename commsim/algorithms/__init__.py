@@ -36,7 +36,7 @@ from commsim.algorithms._channel_layout import on_channels, rotate_in_servers
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._math import cost_text, math_text
 from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS, NCCL_CHOICES
-from commsim.algorithms._parallel import channels, parallel
+from commsim.algorithms._parallel import MAX_PARTS, channels, parallel
 from commsim.algorithms._pipeline import pipeline
 from commsim.algorithms._registry import (
     REGISTRY,
@@ -49,6 +49,7 @@ from commsim.algorithms._registry import (
 )
 
 __all__ = [
+    "MAX_PARTS",
     "NCCL_ALGORITHMS",
     "NCCL_CHOICES",
     "REGISTRY",

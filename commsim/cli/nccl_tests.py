@@ -244,8 +244,16 @@ def _auto(value: Any, mode: str) -> str | None:
 
 
 def _channels(args: argparse.Namespace) -> int | None:
-    """``--channels`` (``None`` when not given); 0 or a word is one line, exit 2."""
-    return None if getattr(args, "channels", None) is None else parse_channels(args)
+    """``--channels`` (``None`` when not given); 0, a word or more than
+    :data:`~commsim.algorithms.MAX_PARTS` is one line, exit 2."""
+    from commsim.algorithms import MAX_PARTS
+
+    if getattr(args, "channels", None) is None:
+        return None
+    k = parse_channels(args)
+    if k > MAX_PARTS:
+        raise UsageError(f"--channels: at most {MAX_PARTS} (a buffer's parts), got {k}")
+    return k
 
 
 def _schedule(
@@ -321,9 +329,12 @@ def _carried(r: NcclTestsRequest) -> tuple[np.ndarray, tuple[Pick, ...], tuple[s
     if not r.auto:
         return (*fixed_rows(model, r.schedule, sizes, r.channels or 1, r.protocol), ())
     most = r.channels if r.channels is not None else auto_channels(r.ranks_per_node)
-    return pick_rows(
+    times, picks, notes = pick_rows(
         model, r.log.collective, r.log.nranks, sizes, r.ranks_per_node, most, r.protocol
     )
+    if commsim.spec(r.log.collective).rooted and r.schedule.root:
+        notes = (*notes, f"-a auto: the tuner builds root 0, the log's root is {r.schedule.root}")
+    return times, picks, notes
 
 
 def _library(r: NcclTestsRequest) -> LibraryFit | str:

@@ -12,10 +12,10 @@ import pytest
 from commsim.algorithms import NCCL_CHOICES
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "examples" / "nccl-tests" / "published"
-#: log → (preset, extra options): up to 2 channels here, 1 on the 72-rank GB200 log, to keep the
-#: test short (the default, 8, is test_auto_spreads_the_two_node_ring_over_the_nics's; score.py
-#: runs it on every log)
-TWO = ("--channels", "2")
+#: log → (preset, extra options): up to 2 channels here, 1 on the 72-rank GB200 log, and one
+#: protocol, to keep the test short (the defaults, 8 channels and the fastest protocol, are
+#: test_auto_spreads_the_two_node_ring_over_the_nics's; score.py runs them on every log)
+TWO = ("--channels", "2", "--protocol", "Simple")
 LOGS = {
     "nccl-tests-290-h100-1node-all_reduce.log": ("dgx-h100:1", TWO),
     "nccl-tests-290-h100-2node-ring-all_reduce.log": ("dgx-h100:2", TWO),
@@ -26,7 +26,7 @@ LOGS = {
     "oci-a100-2node-all_reduce.log": ("dgx-a100:2", TWO),
     "coreweave-gb200-nvl72-all_reduce.log": (
         "gb200-nvl72:1",
-        ("--collective", "allreduce", "--channels", "1"),
+        ("--collective", "allreduce", "--channels", "1", "--protocol", "Simple"),
     ),
 }
 H100_2NODE = str(PUBLISHED / "oci-h100-2node-all_reduce.log")
@@ -43,12 +43,12 @@ def test_auto_names_its_pick_on_every_published_log(cli_json, name):
         "validate", "--from-nccl-tests", str(PUBLISHED / name), "--cluster", preset, "-a", "auto",
         *extra,
     )  # fmt: skip
-    assert doc["algorithm"] == "auto" and doc["protocol"] == "auto"
+    assert doc["algorithm"] == "auto" and doc["protocol"] == "Simple"
     most = int(extra[extra.index("--channels") + 1])
     for row in doc["rows"]:
         pick = row["pick"]
         assert pick["algorithm"] in NCCL_CHOICES["allreduce"]
-        assert pick["protocol"] in ("LL", "LL128", "Simple")
+        assert pick["protocol"] == "Simple"
         assert 1 <= pick["channels"] <= most
         assert row["predicted_s"] > 0
 
@@ -58,8 +58,10 @@ def test_auto_spreads_the_two_node_ring_over_the_nics(cli_json):
     25% of the published times (one NIC's ring alone was 8-9x too slow)."""
     doc = cli_json("validate", "--from-nccl-tests", H100_2NODE, "--cluster", "dgx-h100:2",
                    "-a", "auto")  # fmt: skip
+    assert doc["protocol"] == "auto"
     for row in doc["rows"]:
         assert row["pick"]["algorithm"] == "snake_ring" and row["pick"]["channels"] == 8
+        assert row["pick"]["protocol"] in ("LL", "LL128", "Simple")
         assert abs(row["error"]) < 0.25
 
 
@@ -90,6 +92,7 @@ def test_channels_and_protocol_carry_the_default_algorithm(cli_json):
         (("-a", "auto", "--channels", "0"), "--channels must be an integer >= 1"),
         (("-a", "auto,snake_ring"), "-a auto picks the algorithm per row; drop snake_ring"),
         (("--channels", "two"), "--channels must be an integer >= 1"),
+        (("-a", "auto", "--channels", "5000"), "--channels: at most 1024"),
         (("-a", "auto", "--protocol", "fast"), "unknown protocol 'fast'"),
     ],
 )
