@@ -204,6 +204,7 @@ VALIDATION_KEYS = [
     "identical",
     "params",
     "checks",
+    "iters",
     "error",
     "error_with_overhead",
     "ranked_right",

@@ -343,7 +343,7 @@ def _library(r: NcclTestsRequest) -> LibraryFit | str:
     from commsim.errors import CommsimError
 
     try:
-        return fit_library(r.log, fit_up_to=r.fit_up_to)
+        return fit_library(r.log, r.schedule, fit_up_to=r.fit_up_to)
     except CommsimError as e:
         return str(e)
 

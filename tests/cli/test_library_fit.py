@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import commsim
 from commsim.bench.calibrate import ProtocolLine, fit_library, library_times
 from commsim.errors import CommsimError
 from commsim.interop import NcclTestsLog, read_nccl_tests
@@ -15,6 +16,7 @@ from commsim.models import PROTOCOLS
 
 PUBLISHED = Path(__file__).parents[2] / "examples" / "nccl-tests" / "published"
 SIZES = [2**k for k in range(6, 34)]  # 64 B .. 8 GiB, as nccl-tests -b 64 -e 8G -f 2
+RING8 = commsim.build("allreduce", "ring", nranks=8)  # NCCL's ring: 14 steps
 
 
 def _synthetic(launch: float, bus: float = 200e9) -> NcclTestsLog:
@@ -33,7 +35,7 @@ def _synthetic(launch: float, bus: float = 200e9) -> NcclTestsLog:
 
 @pytest.mark.parametrize("launch", [5e-6, 20e-6])
 def test_a_known_launch_and_bandwidth_are_recovered_from_a_synthetic_log(launch):
-    fit = fit_library(_synthetic(launch))
+    fit = fit_library(_synthetic(launch), RING8)
     assert fit.launch == pytest.approx(launch, rel=0.02)
     assert fit.bus_bandwidth == pytest.approx(200e9, rel=0.02)
     assert [p.name for p in fit.protocols] == ["LL", "LL128", "Simple"]
@@ -44,17 +46,17 @@ def test_a_known_launch_and_bandwidth_are_recovered_from_a_synthetic_log(launch)
 
 def test_the_published_one_node_a100_log_extrapolates_within_15_percent():
     log = read_nccl_tests(PUBLISHED / "oci-a100-1node-all_reduce.log")
-    fit = fit_library(log)
+    fit = fit_library(log, RING8)
     held = log.sizes >= 64 * 2**20
     assert held.sum() == 8 and not (fit.sizes[held] <= fit.fit_up_to).any()
     assert fit.median_error() <= 0.15
     assert fit.protocols[-1].name == "Simple" and fit.protocols[-1].rows >= 2
 
 
-def test_a_collective_without_nccls_ring_is_refused_in_one_line():
-    log = NcclTestsLog.from_times("broadcast", 4, [1024, 2048, 4096], [1e-5, 1.1e-5, 1.2e-5])
-    with pytest.raises(CommsimError, match="knows NCCL's ring for allreduce"):
-        fit_library(log)
+def test_a_schedule_of_another_collective_or_size_is_refused_in_one_line():
+    log = NcclTestsLog.from_times("allgather", 8, [1024, 2048, 4096], [1e-5, 1.1e-5, 1.2e-5])
+    with pytest.raises(CommsimError, match="the schedule is allreduce on 8 ranks but"):
+        fit_library(log, RING8)
 
 
 def test_calibrate_prints_the_library_parameters_and_json_carries_them(cli, cli_json):

@@ -11,8 +11,8 @@ runs the protocol of least predicted time:
 
 with :math:`F` the collective's bus-bandwidth factor (nccl-tests' ``busbw = algbw · F``), :math:`B`
 the bus bandwidth of the Simple protocol (:math:`\eta_\text{Simple} = 1`), :math:`\eta_p` the
-other protocols' share of it, :math:`S` the ring's steps (:math:`2(P-1)` for allreduce,
-:math:`P-1` for allgather and reduce-scatter) and :math:`h_p` a step's latency. The minimum of
+other protocols' share of it, :math:`S` the schedule's steps (NCCL's ring: :math:`2(P-1)` for
+allreduce, :math:`P-1` for allgather and reduce-scatter) and :math:`h_p` a step's latency. The minimum of
 lines is a lower envelope: along the sizes, the protocols take over one after the other, each
 with more latency and more bandwidth. Within Simple, NCCL also runs fewer channels while a call
 is small (``src/enqueue.cc``, ``topoGetAlgoInfo``: one channel less while
@@ -63,7 +63,7 @@ from typing import Any
 
 import numpy as np
 
-from commsim._collectives import spec
+from commsim._ir import Schedule
 from commsim.bench.calibrate._fit import _huber_losses, _robust_lines
 from commsim.errors import CommsimError
 from commsim.interop import NcclTestsLog
@@ -165,17 +165,6 @@ def library_times(protocols: tuple[ProtocolLine, ...], sizes: np.ndarray) -> np.
     return np.min([p.constant + n * p.slope for p in protocols], axis=0)
 
 
-def _steps(collective: str, nranks: int) -> int:
-    if collective == "allreduce":
-        return 2 * (nranks - 1)
-    if collective in ("allgather", "reduce_scatter"):
-        return nranks - 1
-    raise CommsimError(
-        f"the library fit knows NCCL's ring for allreduce, allgather and reduce_scatter, "
-        f"not {collective}"
-    )
-
-
 def _noise(log: NcclTestsLog, rows: np.ndarray) -> float:
     """Relative noise of one time from the out-of-place and in-place runs of each row: their
     difference has :math:`\\sqrt 2\\sigma`, its median absolute value :math:`0.6745\\sqrt 2\\sigma`."""
@@ -225,15 +214,24 @@ def _envelope(n: np.ndarray, t: np.ndarray, sigma: float) -> list[tuple[int, int
     return best
 
 
-def fit_library(log: NcclTestsLog, *, fit_up_to: int = 16 * 2**20) -> LibraryFit:
+def fit_library(
+    log: NcclTestsLog, schedule: Schedule, *, fit_up_to: int = 16 * 2**20
+) -> LibraryFit:
     """Fit NCCL's cost model (the module docstring) to ``log``'s rows up to ``fit_up_to`` bytes.
 
     Args:
-        log: the parsed nccl-tests log (allreduce, allgather or reduce_scatter).
+        log: the parsed nccl-tests log.
+        schedule: the schedule NCCL runs for it (its steps are :math:`S`, its collective's
+            bus-bandwidth factor :math:`F`): the ring for allreduce, allgather, reduce-scatter.
         fit_up_to: rows up to this many bytes are fitted; larger ones only predicted.
     """
-    steps = _steps(log.collective, log.nranks)
-    factor = float(spec(log.collective).busbw_factor(log.nranks))
+    if schedule.nranks != log.nranks or schedule.spec.name != log.collective:
+        raise CommsimError(
+            f"the schedule is {schedule.spec.name} on {schedule.nranks} ranks but {log.source} "
+            f"is {log.collective} on {log.nranks}"
+        )
+    steps = schedule.nsteps
+    factor = float(schedule.spec.busbw_factor(schedule.workers))
     sizes, times = log.sizes, log.times
     rows = (sizes > 0) & (sizes <= fit_up_to)
     if rows.sum() < 2:
@@ -270,6 +268,11 @@ def fit_library(log: NcclTestsLog, *, fit_up_to: int = 16 * 2**20) -> LibraryFit
     first = PROTOCOLS[names[0]]
     hop = first.hop_intra if (log.nodes or 1) == 1 else first.hop_inter
     launch = max(lines[0].constant - steps * hop, 0.0)
+    if launch == 0.0:
+        notes.append(
+            f"launch: {names[0]}'s constant is below {steps} of NCCL's step latencies: this log's "
+            "steps are faster than NCCL's table, and the launch is reported as 0"
+        )
     notes.append(
         f"launch: {names[0]}'s constant less {steps} steps of NCCL's {names[0]} step latency "
         "(one rank count cannot separate a launch from its step latencies)"
