@@ -27,7 +27,10 @@ to the caller's ``jit`` (``donate_argnums``) and compile with :func:`compiler_op
 based copy insertion, what the mesh backend compiles with), and the compiled program holds no
 copy of the buffer at all, like the backend's own; without donation XLA copies the input once
 (``psum`` too writes a new array), and without the options a schedule whose steps have several
-``ppermute`` rounds (e.g. ``direct``) costs a copy of the buffer per such step::
+``ppermute`` rounds (e.g. ``direct``) costs a copy of the buffer per such step. The schedule
+runs on the ``[nelems]`` buffer and returns it unreshaped: a 1-D leaf comes back as it went in,
+and a reshape of the result after the call (``f(x)[None]``, or a leaf of several dimensions)
+fuses into the last write, which XLA CPU then runs out of place, a copy more::
 
     step = jax.jit(train_step, donate_argnums=0)
     compiled = step.lower(grads).compile(compiler_options=compiler_options("cpu"))
