@@ -1,4 +1,4 @@
-"""Trees packed from the network for the ``packed_trees`` rows (:meth:`NetworkChoice.with_packed_trees`).
+"""Trees packed from the network for the ``packed_trees`` rows (``NetworkChoice``).
 
 The packing (:func:`commsim.topology.pack_trees`) runs on the placed hosts of the one ``p``
 asked for; its trees become the rows' ``trees`` text and, unless given, ``segments`` becomes
@@ -17,13 +17,10 @@ Examples:
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from commsim.cli.schedules import ScheduleChoice
 from commsim.errors import ParameterError
-
-if TYPE_CHECKING:
-    from commsim.cli.network import NetworkChoice
 
 __all__ = ["pack_trees_for", "shown"]
 
@@ -56,9 +53,7 @@ def _direct(graph: Any, hosts: list[Any]) -> bool:
     return any(u in inside and v in inside and u != v for u, v in graph.edges)
 
 
-def pack_trees_for(
-    network: NetworkChoice, choice: ScheduleChoice
-) -> tuple[ScheduleChoice, list[str]]:
+def pack_trees_for(network: Any, choice: ScheduleChoice) -> tuple[ScheduleChoice, list[str]]:
     """:meth:`NetworkChoice.with_packed_trees` (module docstring)."""
     from commsim import spec
     from commsim.algorithms.packed_trees import format_trees, suggested_segments

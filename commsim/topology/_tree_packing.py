@@ -41,12 +41,12 @@ branching theorem: the bound is reached). The bound is exact over every ``S`` up
 bound that may be loose). With an exact oracle the LP would reach the bound; Prim's rule is not
 exact and the rounding to ``W`` shares loses up to about ``1/W`` per root, so there is no
 worst-case guarantee: the gap :attr:`TreePacking.gap` is reported with every packing, and
-measured 0 on a DGX-1 and its GPU subsets 0-3 and 0-4, 4x4x4 and 8-ring tori, 0.7-1.3 % on an
-8x8 torus (``tests/test_tree_packing.py``, ``docs/benchmarks.md``).
+measured 0 on a DGX-1 and its GPU subsets 0-3, {0,1,2,4} and 0-4 and on a 4x4x4 torus, 1.25 % on
+an 8x8 torus (``tests/test_tree_packing.py``, ``docs/benchmarks.md``).
 
 Size: the seed is :math:`8h` Prim trees of :math:`O(h^2)` array work each and the LP has one row
-per link and per root; about 2-7 s for 64 hosts on a shared 2-core machine
-(``docs/benchmarks.md``). Packing is refused above :data:`MAX_TREE_HOSTS` hosts with a one-line
+per link and per root: 5.4 s wall (1.0 s CPU) for the 4x4x4 torus on a loaded, shared 2-core
+machine (``docs/benchmarks.md``). Packing is refused above :data:`MAX_TREE_HOSTS` hosts with a one-line
 error. Links through switches are not used (a tree
 here is made of direct host-to-host links, as :func:`commsim.topology.pack_rings`' rings are).
 
