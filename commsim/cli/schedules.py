@@ -49,13 +49,16 @@ class ScheduleChoice:
     nranks: tuple[int, ...]
     params: Mapping[str, Mapping[str, Any]]
     root: int | None = None
+    gpus: bool = False
 
     def build(self, algorithm: str, nranks: int, budget: MemoryBudget) -> Schedule:
         """``algorithm`` on ``nranks`` ranks, built lazily; refused if its ``O(p)`` arrays
-        would not fit in ``budget``. For an in-network row (its helper ranks are switches)
-        ``nranks`` counts the GPUs and the switch's helpers come on top
-        (:meth:`commsim.algorithms.AlgorithmInfo.nranks_for`)."""
-        nranks = info(self.collective, algorithm).nranks_for(nranks)
+        would not fit in ``budget``. With ``gpus`` (``predict`` and ``compare``: ``-p`` counts
+        the GPUs) an in-network row's switch helpers come on top
+        (:meth:`commsim.algorithms.AlgorithmInfo.nranks_for`); without (``run``,
+        ``validate``: ``-p`` processes) every rank is one of the ``nranks``."""
+        if self.gpus:
+            nranks = info(self.collective, algorithm).nranks_for(nranks)
         budget.check_build(nranks)
         root = {} if self.root is None else {"root": self.root}
         try:
