@@ -49,7 +49,7 @@ class ScheduleChoice:
     nranks: tuple[int, ...]
     params: Mapping[str, Mapping[str, Any]]
     root: int | None = None
-    gpus: bool = False
+    gpus: bool = dataclasses.field(default=False, compare=False)
 
     def build(self, algorithm: str, nranks: int, budget: MemoryBudget) -> Schedule:
         """``algorithm`` on ``nranks`` ranks, built lazily; refused if its ``O(p)`` arrays
@@ -185,7 +185,8 @@ class ScheduleGroup:
                 )
             if not names:
                 raise UsageError(f"no {collective} algorithms are registered yet")
-            return tuple(names)
+            # rows whose helpers are a switch (nvls) need a reducing switch: named with -a only
+            return tuple(a for a in names if info(collective, a).helpers_for is None)
         chosen = [a.strip() for a in text.split(",")]
         if "" in chosen:
             raise UsageError(f"empty name in algorithm list {quote(text)}")
