@@ -8,6 +8,7 @@ to the bit, on every row, with channels and links.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import pathlib
 
@@ -132,6 +133,8 @@ def test_two_level_direct_run_is_the_network_run(row, monkeypatch):
     ran = 0
     for p in (2, 3, 8, 12, 13):
         s = commsim.build(row.collective, row.algorithm, nranks=p)
+        if s.in_network:  # TwoLevelHockney has no reducing switch: its helpers sit on hosts
+            s = dataclasses.replace(s, in_network=False)
         for m in TWO_LEVEL:
             direct = _direct(m, s, SIZES, monkeypatch)
             if direct is None:  # a step that is not one round of distinct messages

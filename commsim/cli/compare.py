@@ -147,6 +147,7 @@ def parse(args: argparse.Namespace) -> CompareRequest:
         args.nranks = str(network.default_nranks())  # every host
     schedules = SCHEDULES.parse(args)
     assert isinstance(schedules, ScheduleChoice)  # the group takes no --file
+    schedules = dataclasses.replace(schedules, gpus=True)  # -p counts GPUs (switch rows)
     notes: list[str] = []
     if network is not None:
         schedules, notes = network.with_network_params(schedules)

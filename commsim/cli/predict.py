@@ -121,6 +121,8 @@ def parse(args: argparse.Namespace) -> PredictRequest:
     if network is not None and args.nranks is None and not args.file:
         args.nranks = str(network.default_nranks())  # every host
     schedules = SCHEDULES.parse(args)
+    if isinstance(schedules, ScheduleChoice):  # -p counts GPUs: a switch's helpers on top
+        schedules = dataclasses.replace(schedules, gpus=True)
     notes: list[str] = []
     if network is not None and isinstance(schedules, ScheduleChoice):
         schedules, notes = network.with_network_params(schedules)

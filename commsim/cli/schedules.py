@@ -49,13 +49,16 @@ class ScheduleChoice:
     nranks: tuple[int, ...]
     params: Mapping[str, Mapping[str, Any]]
     root: int | None = None
+    gpus: bool = dataclasses.field(default=False, compare=False)
 
     def build(self, algorithm: str, nranks: int, budget: MemoryBudget) -> Schedule:
         """``algorithm`` on ``nranks`` ranks, built lazily; refused if its ``O(p)`` arrays
-        would not fit in ``budget``. For an in-network row (its helper ranks are switches)
-        ``nranks`` counts the GPUs and the switch's helpers come on top
-        (:meth:`commsim.algorithms.AlgorithmInfo.nranks_for`)."""
-        nranks = info(self.collective, algorithm).nranks_for(nranks)
+        would not fit in ``budget``. With ``gpus`` (``predict`` and ``compare``: ``-p`` counts
+        the GPUs) an in-network row's switch helpers come on top
+        (:meth:`commsim.algorithms.AlgorithmInfo.nranks_for`); without (``run``,
+        ``validate``: ``-p`` processes) every rank is one of the ``nranks``."""
+        if self.gpus:
+            nranks = info(self.collective, algorithm).nranks_for(nranks)
         budget.check_build(nranks)
         root = {} if self.root is None else {"root": self.root}
         try:
@@ -182,7 +185,8 @@ class ScheduleGroup:
                 )
             if not names:
                 raise UsageError(f"no {collective} algorithms are registered yet")
-            return tuple(names)
+            # rows whose helpers are a switch (nvls) need a reducing switch: named with -a only
+            return tuple(a for a in names if info(collective, a).helpers_for is None)
         chosen = [a.strip() for a in text.split(",")]
         if "" in chosen:
             raise UsageError(f"empty name in algorithm list {quote(text)}")
