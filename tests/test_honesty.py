@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 import platform
 
 import numpy as np
+import pytest
 
 from commsim.bench import ERROR_BOUND, validation_warnings
 from commsim.bench._machine import usable_cores
@@ -47,3 +49,22 @@ def test_each_algorithm_above_the_bound_is_named_with_the_causes_seen():
     old = _profile("elsewhere: 64 cores", "2026-01-01T00:00:00")
     w = validation_warnings(_summary(0.45), 2, old, load=0.0, now=dt.datetime(2026, 11, 26))
     assert any("measured on 'elsewhere" in x for x in w) and any("days old" in x for x in w)
+
+
+def test_other_load_does_not_count_this_process():
+    """A busy loop in this process is the run's own work, not another job's."""
+    import time
+
+    from commsim.bench import OtherLoad
+
+    w = OtherLoad.start()
+    end = time.perf_counter() + 0.5
+    x = 0
+    while time.perf_counter() < end:
+        x += 1
+    load = w.stop(own_processes=1)
+    if load is None:
+        pytest.skip("no /proc/stat and no load average here")
+    # one core of ours was busy all along; other jobs' share is counted apart from it
+    assert 0.0 <= load < os.cpu_count()
+    assert load < 1.0 or os.getloadavg()[0] > 1.5  # only a busy machine reads as busy

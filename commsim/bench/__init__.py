@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from commsim.bench._local import measure
     from commsim.bench._loop import layout_for_size
     from commsim.bench._measurement import Measurement, format_table, timing_stats
+    from commsim.bench._other_load import OtherLoad
     from commsim.bench._ranks import measure_in_place, under_mpirun
     from commsim.bench._request import BenchRequest
     from commsim.bench._timer import LocalTimer, MpiTimer, Timer
@@ -61,6 +62,7 @@ __all__ = [
     "LocalTimer",
     "Measurement",
     "MpiTimer",
+    "OtherLoad",
     "Timer",
     "Validation",
     "ValidationSummary",
@@ -88,6 +90,7 @@ __getattr__, __dir__ = lazy_exports(
         "commsim.bench._any": ("measure_any",),
         "commsim.bench._error_interval": ("median_error_interval",),
         "commsim.bench._honesty": ("ERROR_BOUND", "validation_warnings"),
+        "commsim.bench._other_load": ("OtherLoad",),
         "commsim.bench._launch": ("DEFAULT_TIMEOUT", "measure_mpi"),
         "commsim.bench._local": ("measure",),
         "commsim.bench._loop": ("layout_for_size",),

@@ -3,7 +3,8 @@
 A model validated on this machine is only as good as its parameters and the measurement it is
 checked against. :func:`validation_warnings` flags every algorithm whose median |error| is above
 :data:`ERROR_BOUND` (the bound ``docs/validation.md`` states) and names the likely causes it can
-see: other jobs on the machine (its load average), more ranks than cores, no measured profile, or
+see: other jobs on the machine (the cores they kept busy during the run,
+:class:`commsim.bench.OtherLoad`; else the load average), more ranks than cores, no measured profile, or
 a profile measured on another machine or long ago.
 """
 
@@ -59,8 +60,8 @@ def validation_warnings(
             load = None
     if load is not None and load > 0.5 * cores:
         out.append(
-            f"likely cause: the machine is busy (load average {load:.1f} on {cores} cores): "
-            "other jobs slow the measured runs; rerun on an idle machine"
+            f"likely cause: the machine is busy (other jobs used {load:.1f} of {cores} cores "
+            "during the run): they slow the measured runs; rerun on an idle machine"
         )
     if nranks > cores:
         out.append(f"likely cause: {nranks} ranks on {cores} cores are oversubscribed")

@@ -25,6 +25,7 @@ from commsim.bench import (
     DEFAULT_TIMEOUT,
     BenchRequest,
     Measurement,
+    OtherLoad,
     Validation,
     ValidationSummary,
     summarize,
@@ -197,6 +198,7 @@ def parse(args: argparse.Namespace) -> ValidateRequest:
 def compute(request: ValidateRequest) -> ValidateResult:
     choice, budget = request.schedules, MemoryBudget.parse(None)
     [nranks] = choice.nranks
+    others = OtherLoad.start()  # other jobs' CPU use while this runs (not the run's own ranks)
     if request.tune:
         budget.check_build(nranks)
         result = sweep(
@@ -217,7 +219,8 @@ def compute(request: ValidateRequest) -> ValidateResult:
             timeout=request.timeout, progress=request.progress, overhead=request.overhead,
         )  # fmt: skip
     summary = summarize(tuple(validations))
-    warnings = validation_warnings(summary, nranks, request.profile)
+    load = others.stop(own_processes=nranks)
+    warnings = validation_warnings(summary, nranks, request.profile, load=load)
     return ValidateResult(
         choice.collective, nranks, request.backend, request.model, request.bench,
         tuple(validations), tuple(measurements), request.overhead, notes, request.tune, warnings,
