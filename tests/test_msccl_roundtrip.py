@@ -36,6 +36,11 @@ PIECES = {
 
 ALGORITHMS = [(c, a) for c in commsim.COLLECTIVES for a in commsim.available(c)]
 
+#: Two chains between one pair of ranks in opposite directions (p = 2): the importer numbers the
+#: two messages' thread blocks as one full-duplex port (``_msccl_channels``: a sending and a
+#: receiving thread block may share a number), so one channel comes back, at the same cost.
+DUPLEX_PAIR = {("reduce_scatter", "packed_trees"), ("allgather", "packed_trees")}
+
 
 def _messages(s: commsim.Schedule) -> int:
     """Distinct (step, sender, receiver) pairs: what Hockney charges one latency each."""
@@ -52,11 +57,16 @@ def test_export_import_verifies_and_keeps_the_cost(collective, algorithm):
     model = Hockney()
     for p in P:
         s = commsim.build(collective, algorithm, nranks=p)
+        if s.helpers:  # MSCCL-IR has no data-free ranks: refused (test_msccl_export)
+            continue
         r = parse_msccl(format_msccl(s))
         commsim.verify(r)
         # the importer's channels refine the schedule's: thread blocks of different channels
         # share no written data, though one channel's may split further (they are data-free)
-        assert r.nchannels >= s.nchannels, f"{collective}/{algorithm} p={p}"
+        if (collective, algorithm) in DUPLEX_PAIR and p == 2:
+            assert (r.nchannels, s.nchannels) == (1, 2), f"{collective}/{algorithm} p={p}"
+        else:
+            assert r.nchannels >= s.nchannels, f"{collective}/{algorithm} p={p}"
         before = np.array([model.predict(s, n).time for n in SIZES])
         after = np.array([model.predict(r, n).time for n in SIZES])
         key, label = (collective, algorithm), f"{collective}/{algorithm} p={p}"

@@ -190,11 +190,17 @@ def test_a_panel_with_every_time_zero_is_left_out_with_a_note(figure):
     assert "p=1 (every time is 0s)" in title_text(fig)
 
 
+def _listed(collective: str) -> list[str]:
+    """The rows a command without -a shows: all but those whose helpers are a switch (nvls)."""
+    names = commsim.available(collective)
+    return [a for a in names if commsim.algorithms.info(collective, a).helpers_for is None]
+
+
 def test_one_panel_with_every_allreduce_algorithm_fits_and_shows_every_curve(figure):
     rc, _, fig = figure("-c", "allreduce", "-p", "8")
     assert rc == 0
     labels = legend_labels(fig)
-    assert len(labels) == len(commsim.available("allreduce")) + 1 and plot.BOUND in labels
+    assert len(labels) == len(_listed("allreduce")) + 1 and plot.BOUND in labels
     assert "direct (= ring)" in labels and "ring" in labels  # the tie, named once
     assert_laid_out(fig)
     assert_ticks_use_commsim_units(fig)
@@ -259,7 +265,7 @@ def test_one_size_is_drawn_as_points_side_by_side(figure):
     assert rc == 0
     (ax,) = fig.axes
     points = [line for line in ax.get_lines() if line.get_label() != plot.BOUND]
-    n = len(commsim.available("allreduce"))
+    n = len(_listed("allreduce"))
     assert len(points) == n and all(line.get_linestyle() == "None" for line in points)
     xs = [float(line.get_xdata()[0]) for line in points]
     assert len(set(xs)) == n and all(ax.get_xlim()[0] < x < ax.get_xlim()[1] for x in xs)
