@@ -9,6 +9,8 @@
 #   NUMBA_ENABLE_CUDASIM [1]  set to 0 on a machine with a GPU to run the `gpu` tests for real
 #   JAX_PLATFORMS [cpu]       the JAX-mesh tests use 8 fake CPU devices (XLA_FLAGS)
 #   COMMSIM_MPI_SIZES ["2 4"] world sizes for tests/mpi; COMMSIM_MPI_TIMEOUT [600] s per mpirun
+#   COMMSIM_TEST_WORKERS [auto]  pytest-xdist workers for the main suite (one per core; 0: no
+#                             workers, everything in this process, e.g. to debug with -x --pdb)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -44,7 +46,8 @@ part() {
 part "ruff check" 0 ruff check .
 part "ruff format --check" 0 ruff format --check .
 # Exit 5 (nothing collected) is a failure here: an empty run must not pass CI.
-part "pytest" 0 "${PYTEST[@]}" --durations=30 "$@"  # the slowest tests, to keep the suite short
+# The suite runs on every core (pytest-xdist); --durations lists the slowest tests, to keep it short.
+part "pytest" 0 "${PYTEST[@]}" -n "${COMMSIM_TEST_WORKERS:-auto}" --durations=30 "$@"
 
 # tests/mpi: the same files under mpirun (they also ran above, at world size 1). Exit 5 is fine
 # here, e.g. when `-k` deselects every MPI test. `timeout` turns a deadlock into a failure.
