@@ -15,7 +15,9 @@ the spread.
                answers with one empty message; the per-message gap is
                :math:`(T_{16} - T_1) / 15`
 ``overhead``   rank 0's time inside one ``Send`` of an eager-size message (LogGP's o)
-``reduction``  ``numpy.add(a, b, out=a)`` over ``size`` bytes of float32 on rank 0 (γ)
+``reduction``  ``numpy.add(a, b, out=a)`` over ``size`` bytes of float32 on every rank at
+               once (γ): an allreduce step reduces on every rank together, so they share
+               the memory system as the ``exchange`` pairs do
 ``call``       each MPI executor's run that moves nothing (mpi4jax's, ``mpi``, and
                mpi4py's on numpy, ``mpi4py``), timed as the measurement loop times a
                schedule (:mod:`commsim.bench._overhead`): its per-run overhead
@@ -145,15 +147,16 @@ def _overhead(comm: Any, n: int) -> Any:
 
 
 def _reduce(comm: Any, n: int) -> Any:
+    """Every rank reduces its own ``n`` bytes at once (the slowest rank's time counts): a
+    reduce-scatter or allreduce step has every rank reduce together, and one rank alone would
+    have the memory bandwidth to itself."""
     a = np.ones(max(n // 4, 1), np.float32)
     b = np.ones_like(a)
-    rank = comm.Get_rank()
 
     def op(k: int) -> None:
-        if rank == 0:
-            for _ in range(k):
-                np.add(a, b, out=a)
-                a[:1] = 1.0  # keep the values small; one element, negligible
+        for _ in range(k):
+            np.add(a, b, out=a)
+            a[:1] = 1.0  # keep the values small; one element, negligible
 
     return op, 1.0
 
