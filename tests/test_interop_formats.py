@@ -99,8 +99,11 @@ SCHEDULE_ROWS = [r for r in ROWS if r.holds is commsim.Schedule]
 
 @pytest.mark.parametrize(
     ("row", "suffix"),
-    [(r, s) for r in SCHEDULE_ROWS for s in (*r.suffixes, *(x.upper() for x in r.suffixes))],
-    ids=str,
+    [
+        pytest.param(r, s, id=f"{r.name}{s}")
+        for r in SCHEDULE_ROWS
+        for s in (*r.suffixes, *(x.upper() for x in r.suffixes))
+    ],
 )
 def test_save_and_load_dispatch_by_the_tables_suffixes(row, suffix, tmp_path):
     path = commsim.save(SCHEDULE, tmp_path / f"s{suffix}", **_options(row))
