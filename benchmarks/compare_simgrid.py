@@ -62,21 +62,25 @@ def message_sets(size: int) -> list[tuple[str, list[int], list[int], float]]:
 
 
 # -- the SimGrid side (runs under the SimGrid interpreter, imports nothing of commsim) ------------
+def engine_flags(model: str) -> list[str]:
+    """SimGrid's configuration for a comparison of sharing models, not of TCP corrections:
+    ``model`` (``raw`` on 4.x, ``CM02`` on 3.3x) with latency and bandwidth factors 1, no TCP
+    window bound, no cross traffic on the reverse links, weight-S 0."""
+    return [
+        f"--cfg=network/model:{model}",
+        "--cfg=network/latency-factor:1",
+        "--cfg=network/bandwidth-factor:1",
+        "--cfg=network/TCP-gamma:1e30",  # no window bound (4.1's raw model: 0, the same)
+        "--cfg=network/crosstraffic:0",
+        "--cfg=network/weight-S:0",
+        "--log=root.thres:critical",
+    ]
+
+
 def simgrid_side(spines: int, model: str) -> None:
     import simgrid
 
-    engine = simgrid.Engine(
-        [
-            "compare_simgrid",
-            f"--cfg=network/model:{model}",
-            "--cfg=network/latency-factor:1",
-            "--cfg=network/bandwidth-factor:1",
-            "--cfg=network/TCP-gamma:1e30",  # no window bound (4.1's raw model: 0, the same)
-            "--cfg=network/crosstraffic:0",
-            "--cfg=network/weight-S:0",
-            "--log=root.thres:critical",
-        ]
-    )
+    engine = simgrid.Engine(["compare_simgrid", *engine_flags(model)])
     policy = simgrid.Link.SharingPolicy.SPLITDUPLEX
     if hasattr(simgrid.NetZone, "add_netzone_fatTree"):  # SimGrid >= 4.0
         root = engine.netzone_root
