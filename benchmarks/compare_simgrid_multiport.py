@@ -65,7 +65,9 @@ TORUS_LATENCY = 1e-6  # s per link (the presets' ICI latency)
 
 
 # -- the message sets (commsim side) ---------------------------------------------------------------
-def _torus_shift(dx: int, dy: int, dz: int):
+# numpy and commsim are imported inside the commsim side's functions: the SimGrid side runs this
+# file under an interpreter that has neither (Debian's /usr/bin/python3).
+def _torus_shift(dx: int, dy: int, dz: int) -> tuple:
     """Every chip of the 4×4×4 torus to the chip ``(x+dx, y+dy, z+dz)``: ``(src, dst)``."""
     import numpy as np
 
@@ -74,13 +76,14 @@ def _torus_shift(dx: int, dy: int, dz: int):
     return r, ((x + dx) % 4) * 16 + ((y + dy) % 4) * 4 + (z + dz) % 4
 
 
-def _cat(*pairs):
+def _cat(*pairs: tuple) -> tuple:
+    """The messages of several ``(src, dst)`` sets as one set."""
     import numpy as np
 
     return np.concatenate([p[0] for p in pairs]), np.concatenate([p[1] for p in pairs])
 
 
-def _first_step(schedule):
+def _first_step(schedule) -> tuple:
     """The messages of a schedule's step 0: one per distinct ``(src, dst, channel)``."""
     import numpy as np
 
