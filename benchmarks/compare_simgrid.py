@@ -21,10 +21,12 @@ Every link has the same bandwidth and latency.
 The last column routes commsim by its ECMP hash instead (``routing="ecmp"``, the generator's
 default), against the same SimGrid times: what the routing alone changes.
 
-SimGrid runs in its own virtual environment (it is not a dependency of commsim)::
+SimGrid runs under its own interpreter (it is not a dependency of commsim): by default Debian's
+``/usr/bin/python3`` with ``python3-simgrid`` (3.32, ``--model CM02``, the default); with
+SimGrid 4.x from PyPI in a virtual environment, ``--model raw``::
 
-    python3 -m venv /tmp/sg && /tmp/sg/bin/pip install simgrid numpy
-    python benchmarks/compare_simgrid.py --simgrid-python /tmp/sg/bin/python
+    python benchmarks/compare_simgrid.py                       # Debian's python3-simgrid
+    python benchmarks/compare_simgrid.py --simgrid-python /tmp/sg/bin/python --model raw
 
 The script calls itself with ``--simgrid-side`` under that interpreter (which imports only
 SimGrid) and prints a markdown table of both times and the relative error.
@@ -43,7 +45,7 @@ BANDWIDTH = 25e9  # bytes/s per link and direction
 LATENCY = 1e-6  # s per link
 SIZES = (64 * 2**10, 2**20, 16 * 2**20, 256 * 2**20)  # the collective's buffer
 TREES = {"1:1": 16, "4:1": 4}  # spines
-MODEL = "raw"  # SimGrid 4.1's plain max-min model; "CM02" (factors set to 1 below) on 3.3x
+MODEL = "CM02"  # with the factors of engine_flags: 3.3x's plain max-min model; "raw" on 4.x
 
 
 def message_sets(size: int) -> list[tuple[str, list[int], list[int], float]]:
@@ -62,21 +64,25 @@ def message_sets(size: int) -> list[tuple[str, list[int], list[int], float]]:
 
 
 # -- the SimGrid side (runs under the SimGrid interpreter, imports nothing of commsim) ------------
+def engine_flags(model: str) -> list[str]:
+    """SimGrid's configuration for a comparison of sharing models, not of TCP corrections:
+    ``model`` (``raw`` on 4.x, ``CM02`` on 3.3x) with latency and bandwidth factors 1, no TCP
+    window bound, no cross traffic on the reverse links, weight-S 0."""
+    return [
+        f"--cfg=network/model:{model}",
+        "--cfg=network/latency-factor:1",
+        "--cfg=network/bandwidth-factor:1",
+        "--cfg=network/TCP-gamma:1e30",  # no window bound (4.1's raw model: 0, the same)
+        "--cfg=network/crosstraffic:0",
+        "--cfg=network/weight-S:0",
+        "--log=root.thres:critical",
+    ]
+
+
 def simgrid_side(spines: int, model: str) -> None:
     import simgrid
 
-    engine = simgrid.Engine(
-        [
-            "compare_simgrid",
-            f"--cfg=network/model:{model}",
-            "--cfg=network/latency-factor:1",
-            "--cfg=network/bandwidth-factor:1",
-            "--cfg=network/TCP-gamma:1e30",  # no window bound (4.1's raw model: 0, the same)
-            "--cfg=network/crosstraffic:0",
-            "--cfg=network/weight-S:0",
-            "--log=root.thres:critical",
-        ]
-    )
+    engine = simgrid.Engine(["compare_simgrid", *engine_flags(model)])
     policy = simgrid.Link.SharingPolicy.SPLITDUPLEX
     if hasattr(simgrid.NetZone, "add_netzone_fatTree"):  # SimGrid >= 4.0
         root = engine.netzone_root
@@ -140,7 +146,7 @@ def commsim_times(spines: int, routing: str) -> list[dict]:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    ap.add_argument("--simgrid-python", default="/tmp/sg/bin/python",
+    ap.add_argument("--simgrid-python", default="/usr/bin/python3",
                     help="an interpreter with simgrid installed")  # fmt: skip
     ap.add_argument("--model", default=MODEL, help="SimGrid's network/model (raw, or CM02)")
     ap.add_argument("--simgrid-side", type=int, metavar="SPINES", help=argparse.SUPPRESS)
