@@ -20,6 +20,14 @@ Usage::
     python benchmarks/bench_dropin.py --backend mpi     # starts mpirun -n 2 itself
     python benchmarks/bench_dropin.py --backend jax     # 8 CPU devices
     python benchmarks/bench_dropin.py --backend jax --no-donate --tensors 0
+    python benchmarks/bench_dropin.py --backend jax --tensors 0 --lowerings --size 16MiB
+
+``--lowerings`` (jax) adds three hand-written programs beside the drop-in, to see where a ring's
+time goes on XLA CPU (``docs/benchmarks.md``, "Chunk arrays"): the ring allreduce lowered as
+chunk arrays after rotating each device's buffer by its index (no ``dynamic_update_slice`` in
+any step: each step a ``ppermute`` of one chunk array and an add into another, placed back once
+at the end), the ring's ``2(p-1)`` ``ppermute`` s of one chunk each with nothing else, and one
+copy of the buffer (``x + 0``).
 """
 
 from __future__ import annotations
@@ -51,6 +59,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_false",
         help="jax: do not donate the gradient (default: donated, as inside a training step)",
     )
+    ap.add_argument(
+        "--lowerings",
+        action="store_true",
+        help="jax: also time hand-written ring lowerings (rotated chunk arrays, ppermutes alone, a copy)",
+    )
     args = ap.parse_args(argv)
     args.ranks = args.ranks or (2 if args.backend == "mpi" else 8)
     return args
@@ -68,33 +81,50 @@ def timed(
     iters: int,
     sync: Callable[[float], float],
     fresh: Callable[[], Any] | None = None,
+    cpu: dict[str, float] | None = None,
 ) -> dict:
     """Median seconds per call of each entry, interleaved, after one untimed warm-up each. With
-    ``fresh``, each call takes ``fresh()``'s value (made untimed: a donated input is used up)."""
+    ``fresh``, each call takes ``fresh()``'s value (made untimed: a donated input is used up).
+    With ``cpu``, it also gets each entry's median CPU seconds per call of this process
+    (``time.process_time``: every device's thread on JAX CPU; less sensitive to load than wall)."""
     import jax
 
-    def once(f: Callable[..., Any]) -> float:
+    used: dict[str, list[float]] = {k: [] for k in calls}
+
+    def once(f: Callable[..., Any], name: str = "") -> float:
         args = () if fresh is None else (jax.block_until_ready(fresh()),)
-        t = time.perf_counter()
+        c, t = time.process_time(), time.perf_counter()
         jax.block_until_ready(f(*args))
-        return time.perf_counter() - t
+        t = time.perf_counter() - t
+        if name:
+            used[name].append(time.process_time() - c)
+        return t
 
     for f in calls.values():
         once(f)
     samples: dict[str, list[float]] = {k: [] for k in calls}
     for _ in range(iters):
         for name, f in calls.items():
-            samples[name].append(sync(once(f)))
+            samples[name].append(sync(once(f, name)))
+    if cpu is not None:
+        cpu.update({k: float(np.median(v)) for k, v in used.items()})
     return {k: float(np.median(v)) for k, v in samples.items()}
 
 
-def report(title: str, times: dict[str, float], baseline: str) -> None:
+def report(
+    title: str, times: dict[str, float], baseline: str, cpu: dict[str, float] | None = None
+) -> None:
+    """A table of ``times`` and their ratios to ``baseline``'s, and CPU times when given."""
     from commsim.units import format_time
 
     print(f"\n## {title}")
-    print(f"{'':>28} {'median':>10} {'ratio':>7}")
+    extra = f" {'cpu':>10} {'ratio':>7}" if cpu else ""
+    print(f"{'':>28} {'median':>10} {'ratio':>7}{extra}")
     for name, t in times.items():
-        print(f"{name:>28} {format_time(t):>10} {times[baseline] / t:6.2f}x")
+        row = f"{name:>28} {format_time(t):>10} {times[baseline] / t:6.2f}x"
+        if cpu:
+            row += f" {format_time(cpu[name]):>10} {cpu[baseline] / cpu[name]:6.2f}x"
+        print(row)
 
 
 def mpi_main(args: argparse.Namespace) -> int:
@@ -155,6 +185,54 @@ def mpi_main(args: argparse.Namespace) -> int:
     return 0
 
 
+def rotated_chunks_ring(p: int, axis: str) -> Callable[[Any], Any]:
+    """The ring allreduce of a ``[n]`` buffer (``p`` divides ``n``) as ``p`` chunk arrays.
+
+    Device ``d`` cuts its buffer into chunks rotated by ``d`` (chunk ``j`` is slot ``(j + d) mod
+    p``), so the chunk every device sends at a step has the same static index: reduce-scatter
+    step ``s`` sends chunk ``-s`` and adds what it receives into chunk ``-s - 1``, allgather step
+    ``s`` sends chunk ``1 - s`` and keeps what it receives as chunk ``-s`` (indices mod ``p``).
+    The chunks go back to their slots with one ``dynamic_update_slice`` each at the end."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    ring = [(i, (i + 1) % p) for i in range(p)]
+
+    def body(x: Any) -> Any:
+        size = x.shape[-1] // p
+        d = lax.axis_index(axis)
+        starts = [((j + d) % p) * size for j in range(p)]
+        c = [lax.dynamic_slice(x, (st,), (size,)) for st in starts]
+        for s in range(p - 1):
+            c[(-s - 1) % p] = c[(-s - 1) % p] + lax.ppermute(c[-s % p], axis, ring)
+        for s in range(p - 1):
+            c[-s % p] = lax.ppermute(c[(1 - s) % p], axis, ring)
+        out = jnp.zeros_like(x)
+        for chunk, st in zip(c, starts, strict=True):
+            out = lax.dynamic_update_slice(out, chunk, (st,))
+        return out
+
+    return body
+
+
+def ring_ppermutes(p: int, axis: str) -> Callable[[Any], Any]:
+    """The ring allreduce's ``2(p-1)`` ``ppermute`` s of one chunk each, and nothing else (its
+    result is not an allreduce): what the ring's transfers alone cost."""
+    import jax.numpy as jnp
+    from jax import lax
+
+    ring = [(i, (i + 1) % p) for i in range(p)]
+
+    def body(x: Any) -> Any:
+        size = x.shape[-1] // p
+        c = [x[j * size : (j + 1) * size] for j in range(p)]
+        for s in range(2 * (p - 1)):
+            c[(-s - 1) % p] = lax.ppermute(c[-s % p], axis, ring)
+        return jnp.concatenate(c)
+
+    return body
+
+
 def jax_main(args: argparse.Namespace) -> int:
     os.environ.setdefault("XLA_FLAGS", f"--xla_force_host_platform_device_count={args.ranks}")
     import jax
@@ -187,12 +265,20 @@ def jax_main(args: argparse.Namespace) -> int:
         calls[f"drop-in {a}"] = f
         got = np.asarray(f(jax.device_put(host, sharded)))
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+    if args.lowerings:
+        chunks = in_mesh(rotated_chunks_ring(p, "data"), x, donate=args.donate)
+        got = np.asarray(chunks(jax.device_put(host, sharded)))
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-3)
+        calls["ring, rotated chunks"] = chunks
+        calls["ring's ppermutes alone"] = in_mesh(ring_ppermutes(p, "data"), x, args.donate)
+        calls["one copy (x + 0)"] = in_mesh(lambda v: v + 0, x, donate=args.donate)
     # a gradient inside a training step is an intermediate: XLA reuses its buffer, as donation does
     fresh = (lambda: jax.device_put(host, sharded)) if args.donate else (lambda: x)
-    times = timed(calls, args.iters, lambda t: t, fresh=fresh)
+    cpu: dict[str, float] = {}
+    times = timed(calls, args.iters, lambda t: t, fresh=fresh, cpu=cpu)
     header(args, p)
     donated = "donated" if args.donate else "not donated"
-    report(f"allreduce of {args.size} float32 per device ({donated})", times, "lax.psum")
+    report(f"allreduce of {args.size} float32 per device ({donated})", times, "lax.psum", cpu)
     if not args.tensors:
         return 0
 

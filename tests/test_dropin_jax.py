@@ -356,3 +356,34 @@ def test_empty_leaves_pass_through(mesh):
     out = on_mesh(mesh, f)(x)
     assert out["z"].shape == (P8, 0, 3) and f.traces == 0
     assert math.prod(out["z"].shape) == 0
+
+
+def test_benchmark_rotated_chunks_ring_is_the_ring_and_nothing_else(mesh):
+    """``benchmarks/bench_dropin.py --lowerings``'s hand-written ring (chunk arrays rotated by
+    the device's index, ``docs/benchmarks.md``, "Chunk arrays") equals ``psum``, and its compiled
+    program holds only the ring: ``2(p-1)`` ``ppermute`` s, no ``dynamic-update-slice`` before the
+    ``p`` that place the chunks at the end, no copy of the buffer."""
+    import pathlib
+    import runpy
+
+    path = pathlib.Path(__file__).parent.parent / "benchmarks" / "bench_dropin.py"
+    bench = runpy.run_path(str(path))
+    n = 1 << 12
+    host = np.random.default_rng(0).integers(-100, 100, P8 * n).astype(np.float32)
+    x = jax.device_put(host, NamedSharding(mesh, P(AXIS)))
+    body = jax.shard_map(
+        bench["rotated_chunks_ring"](P8, AXIS),
+        mesh=mesh,
+        in_specs=P(AXIS),
+        out_specs=P(AXIS),
+        check_vma=False,
+    )
+    compiled = jax.jit(body).lower(x).compile(compiler_options=compiler_options("cpu"))
+    ops = re.findall(r"= \S+ ([\w-]+)\(", compiled.as_text())
+    assert ops.count("collective-permute") == 2 * (P8 - 1)
+    assert ops.count("dynamic-update-slice") == P8
+    assert "copy" not in ops
+    before = ops[: ops.index("dynamic-update-slice")]  # the reduce-scatter writes no window
+    assert before.count("collective-permute") >= P8 - 1
+    want = np.tile(host.reshape(P8, n).sum(0), P8)
+    np.testing.assert_array_equal(np.asarray(compiled(x)), want)
