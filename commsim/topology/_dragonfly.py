@@ -94,4 +94,5 @@ def dragonfly(
             g.edges[u, v]["bandwidth"] += gbw
         else:
             g.add_edge(u, v, bandwidth=gbw, latency=glat, kind="global", route_weight=3)
+    g.graph["routing"] = ("dragonfly", {"groups": G, "routers": a})
     return g
