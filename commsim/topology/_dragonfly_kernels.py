@@ -123,8 +123,8 @@ def _ends(
     s, d, out_indptr, out_nbr, out_weight, in_indptr, in_nbr, in_weight, t
 ):  # pragma: no cover
     """As :func:`commsim.topology._routing._ends`, distances by :func:`_dist`; ``t`` is
-    ``(fwd, group, rid, gmask, wl, wg)``. Returns the least weight, the number of (first, last)
-    forwarding node choices that achieve it, and the ``pick``-th choice when ``pick >= 0``."""
+    ``(fwd, group, rid, gmask, wl, wg)``. Returns the least weight from host ``s`` to host ``d``
+    (-1 if none) and the number of (first, last) forwarding node choices that achieve it."""
     fwd, group, rid, gmask, wl, wg = t
     best, n = -1, 0
     a_self, b_self = fwd[s], fwd[d]
