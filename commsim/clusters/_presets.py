@@ -27,7 +27,7 @@ from commsim.clusters._build import build_cluster
 from commsim.clusters._cluster import Cluster
 from commsim.errors import ParameterError, UnknownNameError
 
-__all__ = ["NCCL_LAUNCH", "PRESETS", "cluster", "load_cluster"]
+__all__ = ["MAX_DRAGONFLY_GROUPS", "NCCL_LAUNCH", "PRESETS", "cluster", "load_cluster"]
 
 
 def _count(spec: str, arg: str, what: str) -> int:
@@ -41,6 +41,12 @@ def _count(spec: str, arg: str, what: str) -> int:
 #: (``src/graph/tuning.cc``, ``baseLatencies``, NCCL commit 5067397; the same for every GPU
 #: generation). docs/library.md states the rule.
 NCCL_LAUNCH = "6.6us"
+
+#: The most groups of the ``dragonfly`` preset: a balanced dragonfly's :math:`a h + 1` with its
+#: 32 routers of 16 global links per group (Kim et al. 2008; docs/clusters.md#dragonfly), where
+#: every pair of groups still has a global link. Routes come from indices
+#: (:mod:`commsim.topology._dragonfly_kernels`), so no routing table bounds it.
+MAX_DRAGONFLY_GROUPS = 32 * 16 + 1
 
 #: What a GPU collective library adds to every GPU preset (docs/library.md).
 _NCCL = {"launch": NCCL_LAUNCH, "reduction_overlap": True}
@@ -253,10 +259,10 @@ def _dgx1_v100(spec: str, arg: str) -> dict[str, Any]:
 def _dragonfly(spec: str, arg: str) -> dict[str, Any]:
     """A Slingshot-like dragonfly: 200 Gb/s, 64-port switches (16 hosts, 31 local, 16 global)."""
     groups = _count(spec, arg, "the number of dragonfly groups")
-    if groups > 100:
+    if groups > MAX_DRAGONFLY_GROUPS:
         raise ParameterError(
-            f"cluster {spec!r}: at most 100 groups here (the topology allows 513, but its "
-            "16,000 switches exceed what commsim's minimal routing tabulates)"
+            f"cluster {spec!r}: at most {MAX_DRAGONFLY_GROUPS} groups (32 routers of 16 global "
+            f"links each join at most 32 x 16 = 512 other groups)"
         )
     return {
         "name": spec,

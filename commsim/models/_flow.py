@@ -22,16 +22,21 @@ of the step. With one message per link at a time, this is ``"none"`` exactly.
 
 Cost: the whole schedule's messages are materialized (arrays of ``O(messages)``), and each event
 costs ``O(flows in flight × path length)``: meant for small and medium ``p``. The messages,
-routes and per-rank sequences are built once for all sizes; the sizes then run in parallel, one
-numba thread per size (:func:`_simulate_sizes`), each its own serial simulation, because the
-order of events depends on the size (a message's latency against its transfer time decides
-which of two flows ends first). Predictions are those of one size at a time, bit for bit
-(tested).
+routes and per-rank sequences are built once for all sizes; each size then runs its own serial
+simulation, because the order of events may depend on the size (a message's latency against its
+transfer time decides which of two flows ends first). The sizes run as chains of neighbouring
+sizes, one Python thread per chain (the compiled loop releases the GIL, :func:`_run_sizes`),
+and a size *recalls* the previous size's rate computations: the max-min rates of a set of flows
+are a function of the list of flows in flight alone, so where the list at the ``c``-th
+computation is the one the previous size had there, its rates are copied, bit for bit
+(:func:`_recall`; neighbouring sizes of a ring on a cluster share most of their event
+structure). Predictions are those of one size at a time, bit for bit (tested).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, NamedTuple
 
 import numba
 import numpy as np
@@ -47,9 +52,8 @@ __all__ = ["MAX_FLOW_MESSAGES", "simulate"]
 
 #: The flow simulation materializes every message; beyond this many it refuses.
 MAX_FLOW_MESSAGES = 20_000_000
-_SIZES_PER_BATCH = (
-    4  # sizes simulated together (one thread each): their arrays are in memory at once
-)
+#: threads, each simulating a chain of neighbouring sizes (one size's arrays in memory each)
+_CHAINS = 4
 
 
 @numba.njit(cache=True, nogil=True)
@@ -131,13 +135,52 @@ def _advance(  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
+def _recall(active, nact, rate, call, prev_ptr, prev_items, prev_rates):  # pragma: no cover
+    """Rates of the flows ``active[:nact]`` from the previous size's rate computation number
+    ``call``, if it had the same flows in the same order (max-min rates are a function of that
+    list alone, so they are its bits); ``False`` if it did not."""
+    if call + 1 >= prev_ptr.shape[0]:
+        return False
+    lo = prev_ptr[call]
+    if prev_ptr[call + 1] - lo != nact:
+        return False
+    for a in range(nact):
+        if prev_items[lo + a] != active[a]:
+            return False
+    for a in range(nact):
+        rate[active[a]] = prev_rates[lo + a]
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def _grow(items, rates, need):  # pragma: no cover
+    """``items`` and ``rates`` copied into arrays of at least ``need`` entries (doubling)."""
+    size = max(need, 2 * items.shape[0])
+    new_items = np.empty(size, dtype=np.int64)
+    new_rates = np.empty(size)
+    new_items[: items.shape[0]] = items
+    new_rates[: rates.shape[0]] = rates
+    return new_items, new_rates
+
+
+@numba.njit(cache=True, nogil=True)
+def _grow_ptr(ptr):  # pragma: no cover
+    """``ptr`` copied into an array twice as long."""
+    new = np.zeros(2 * ptr.shape[0], dtype=np.int64)
+    new[: ptr.shape[0]] = ptr
+    return new
+
+
+@numba.njit(cache=True, nogil=True)
 def _simulate(  # pragma: no cover
     src, dst, rnd, work, lat, red_time, indptr, links, bw, seq_indptr, seq_items, clock, is_local,
-    overlap,
+    overlap, prev_ptr, prev_items, prev_rates,
 ):  # fmt: skip
-    """Run the events; returns per item (start, end, pred). ``work``: bytes (network items) or
-    seconds (local items, which run at rate 1 on no link); ``overlap``: a receiver reduces
-    while the message arrives."""
+    """Run the events; returns per item (start, end, pred), then this run's record of rate
+    computations ``(ptr, items, rates)`` for the next size to recall. ``work``: bytes (network
+    items) or seconds (local items, which run at rate 1 on no link); ``overlap``: a receiver
+    reduces while the message arrives; ``prev_*``: the previous size's record (``ptr = [0]``:
+    none)."""
     n = src.shape[0]
     p = clock.shape[0]
     state = np.zeros(n, dtype=np.int8)  # 0 waiting, 1 scheduled, 2 active, 3 done
@@ -168,6 +211,10 @@ def _simulate(  # pragma: no cover
         ntouched += 1
     now = 0.0
     done = 0
+    ncalls = 0  # rate computations so far, and what each gave (for the next size to recall)
+    rec_ptr = np.zeros(1024, dtype=np.int64)
+    rec_items = np.empty(max(1024, n), dtype=np.int64)
+    rec_rates = np.empty(max(1024, n))
     while done < n:
         # schedule the items whose ends are both free of earlier rounds
         event += 1
@@ -266,34 +313,30 @@ def _simulate(  # pragma: no cover
             else:
                 i += 1
         if changed and nact:
-            _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen)
+            if not _recall(active, nact, rate, ncalls, prev_ptr, prev_items, prev_rates):
+                _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen)
+                for a in range(nact):
+                    if is_local[active[a]]:
+                        rate[active[a]] = 1.0
+            if rec_ptr[ncalls] + nact > rec_items.shape[0]:
+                rec_items, rec_rates = _grow(rec_items, rec_rates, rec_ptr[ncalls] + nact)
+            if ncalls + 2 > rec_ptr.shape[0]:
+                rec_ptr = _grow_ptr(rec_ptr)
+            lo = rec_ptr[ncalls]
             for a in range(nact):
-                if is_local[active[a]]:
-                    rate[active[a]] = 1.0
-    return start, end, pred
-
-
-@numba.njit(cache=True, nogil=True, parallel=True)
-def _simulate_sizes(  # pragma: no cover
-    src, dst, rnd, work, lat, red_time, indptr, links, bw, seq_indptr, seq_items, clock, is_local,
-    overlap,
-):  # fmt: skip
-    """:func:`_simulate` for several sizes at once, one thread per size: row ``j`` of ``work``,
-    ``red_time`` and ``clock`` is size ``j``'s; returns ``(start, end, pred)`` as ``[sizes, n]``.
-    Each size runs the same serial simulation, so its numbers are those of one call."""
-    k, n = work.shape
-    start = np.empty((k, n))
-    end = np.empty((k, n))
-    pred = np.empty((k, n), dtype=np.int64)
-    for j in numba.prange(k):
-        s, e, pr = _simulate(
-            src, dst, rnd, work[j], lat, red_time[j], indptr, links, bw, seq_indptr, seq_items,
-            clock[j], is_local, overlap,
-        )  # fmt: skip
-        start[j] = s
-        end[j] = e
-        pred[j] = pr
-    return start, end, pred
+                rec_items[lo + a] = active[a]
+                rec_rates[lo + a] = rate[active[a]]
+            ncalls += 1
+            rec_ptr[ncalls] = lo + nact
+    tot = rec_ptr[ncalls]
+    return (
+        start,
+        end,
+        pred,
+        rec_ptr[: ncalls + 1].copy(),
+        rec_items[:tot].copy(),
+        rec_rates[:tot].copy(),
+    )
 
 
 class _Items(NamedTuple):
@@ -386,9 +429,10 @@ def simulate(
     past ``max_messages`` messages, :data:`MAX_FLOW_MESSAGES` by default). ``params`` are the
     topology model's (:class:`~commsim.models._network_params.NetworkParams`).
 
-    The sizes run in parallel, one thread per size (numba ``prange``): each size's event order
-    depends on its size (latency against transfer time), so each runs its own simulation, but
-    the messages, routes and per-rank sequences are built once for all.
+    The sizes run as chains of neighbouring sizes in parallel threads: each size's event order
+    may depend on its size (latency against transfer time), so each runs its own simulation,
+    recalling the previous size's rates where its flows in flight are the same (module
+    docstring); the messages, routes and per-rank sequences are built once for all.
     """
     limit = MAX_FLOW_MESSAGES if max_messages is None else min(max_messages, MAX_FLOW_MESSAGES)
     K = schedule.nchannels  # one port per channel: virtual rank r·K + c (port_ranks)
@@ -487,7 +531,7 @@ def _sequences(items: _Items, p: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit, K):
-    """Simulate every size (a few at a time, in parallel); returns the final clocks
+    """Simulate every size (a chain of neighbouring sizes per thread); returns the final clocks
     ``[p·K, sizes]``, step times ``[nsteps, sizes]``, time parts ``[parts, sizes]``, the last
     size's ``(start, end, pred)`` and its exposed reductions."""
     net, n, p0 = params.network, len(items.src), schedule.nranks
@@ -504,33 +548,46 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
     clock = np.zeros((len(init), nsizes))
     step_time = np.zeros((schedule.nsteps, nsizes))
     step_ends = np.flatnonzero(np.diff(items.step)) + 1  # items are in step order
-    last, red_net_last = None, np.zeros(n)
-    batch = max(1, min(numba.get_num_threads(), _SIZES_PER_BATCH))
-    for k0 in range(0, nsizes, batch):
-        ks = range(k0, min(k0 + batch, nsizes))
-        bytes_ = np.array([items.units * per_unit[k] * f / efficiency for k in ks])  # + flags
-        red_time = np.array([items.red * per_unit[k] * params.gamma * slow[items.dst] for k in ks])
+    out: dict[str, Any] = {"last": None, "red_net": np.zeros(n)}
+
+    def one(k: int, prev: tuple) -> tuple:
+        bytes_ = items.units * per_unit[k] * f / efficiency  # + flags
+        red_time = items.red * per_unit[k] * params.gamma * slow[items.dst]
         work = np.where(items.local, red_time, bytes_)
         red_net = np.where(items.local, 0.0, red_time)
-        c = np.repeat(init[None, :], len(ks), axis=0)
-        start, end, pred = _simulate_sizes(
+        c = init.copy()
+        start, end, pred, *record = _simulate(
             items.src, items.dst, items.rnd, work, routes.lat, red_net, *capped, seq_indptr,
-            seq_items, c, items.local, params.reduction_overlap,
+            seq_items, c, items.local, params.reduction_overlap, *prev,
         )  # fmt: skip
-        for j, k in enumerate(ks):
-            clock[:, k] = c[j]
-            parts[:, k] = _chain_parts(
-                c[j], items.src, items.dst, start[j], end[j], pred[j], routes.lat, routes.cls,
-                items.local, nparts, params.launch,
-            )  # fmt: skip
-            rn = red_net[j]
-            if params.reduction_overlap:  # what is left of each reduction after its transfer
-                rn = reduction_exposed(rn, end[j] - start[j] - routes.lat, True)
-            if n:
-                step_time[:, k] = _step_times(end[j] + rn, items.step, step_ends,
-                                              schedule.nsteps, init.max())  # fmt: skip
-            last, red_net_last = (start[j], end[j], pred[j]), rn
-    return clock, step_time, parts, last, red_net_last
+        clock[:, k] = c
+        parts[:, k] = _chain_parts(
+            c, items.src, items.dst, start, end, pred, routes.lat, routes.cls, items.local,
+            nparts, params.launch,
+        )  # fmt: skip
+        if params.reduction_overlap:  # what is left of each reduction after its transfer
+            red_net = reduction_exposed(red_net, end - start - routes.lat, True)
+        if n:
+            step_time[:, k] = _step_times(end + red_net, items.step, step_ends, schedule.nsteps,
+                                          init.max())  # fmt: skip
+        if k == nsizes - 1:
+            out["last"], out["red_net"] = (start, end, pred), red_net
+        return tuple(record)
+
+    def chain(ks: np.ndarray) -> None:
+        prev = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0))  # nothing to recall
+        for k in ks:
+            prev = one(int(k), prev)
+
+    chains = np.array_split(
+        np.arange(nsizes), max(1, min(numba.get_num_threads(), _CHAINS, nsizes))
+    )
+    if len(chains) == 1:
+        chain(chains[0])
+    else:
+        with ThreadPoolExecutor(len(chains)) as pool:
+            list(pool.map(chain, chains))
+    return clock, step_time, parts, out["last"], out["red_net"]
 
 
 def _step_times(fin, step, step_ends, nsteps: int, start: float) -> np.ndarray:

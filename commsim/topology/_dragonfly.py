@@ -9,6 +9,11 @@ consecutive arrangement). Hosts attach by ``"host"`` links. Global links have ``
 3, so minimal routes are local–global–local: at most one global link (one costs at most
 ``1 + 3 + 1``, two at least ``3 + 3``; with weight 2 a global–global route would tie). A balanced dragonfly has :math:`a = 2p = 2h` and at most
 :math:`a h + 1` groups.
+
+The graph carries ``graph.graph["routing"] = ("dragonfly", {"groups": G, "routers": a})``: its
+minimal routes are computed from group and router indices
+(:mod:`commsim.topology._dragonfly_kernels`), the routes shortest paths would take, without a
+table of hop counts between all routers, so any size up to :math:`a h + 1` groups routes.
 """
 
 from __future__ import annotations
@@ -94,4 +99,5 @@ def dragonfly(
             g.edges[u, v]["bandwidth"] += gbw
         else:
             g.add_edge(u, v, bandwidth=gbw, latency=glat, kind="global", route_weight=3)
+    g.graph["routing"] = ("dragonfly", {"groups": G, "routers": a})
     return g

@@ -128,6 +128,8 @@ def join(intra: nx.Graph, inter: nx.Graph, servers: int, *, name: str | None = N
     record = inter.graph.get("routing")
     if record and record[0] == "dmodk":
         out.graph["routing"] = ("dmodk", {**record[1], **_island(intra, ih), "prefix": "fabric"})
+    elif record and record[0] == "dragonfly":  # routers renamed; the islands reach only GPUs
+        out.graph["routing"] = ("dragonfly", {**record[1], "prefix": "fabric"})
     return out
 
 

@@ -42,7 +42,8 @@ else:
 __all__ = ["MAX_FORWARDING_NODES", "Network", "as_network"]
 
 #: Shortest-path routing keeps an ``F × F`` int16 distance table over forwarding nodes; past
-#: this many (512 MiB) a graph needs a structured router (a generator's ``graph["routing"]``).
+#: this many (512 MiB) a graph needs a structured router (a generator's ``graph["routing"]``:
+#: torus, d-mod-k trees, dragonfly), which keeps no such table.
 MAX_FORWARDING_NODES = 16_384
 
 
@@ -264,6 +265,8 @@ class Network:
                 )
                 if ok:
                     return indptr, links
+        if self._dragonfly is not None:
+            return self._route_dragonfly(src, dst)
         if self._dmodk is not None:
             indptr, links, ok = route_dmodk(
                 src, dst, *self._dmodk, self.out_indptr, self.out_nbr, self.out_link
@@ -281,6 +284,33 @@ class Network:
                 "with switches, traffic is forwarded by switches only"
             )
         return indptr, links
+
+    def _route_dragonfly(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Minimal routes on a dragonfly from group and router indices (the shortest paths'
+        routes without their ``F × F`` table: :mod:`commsim.topology._dragonfly_kernels`)."""
+        from commsim.topology._dragonfly_kernels import route_dragonfly  # numba: on first use
+
+        indptr, links, bad = route_dragonfly(
+            src, dst, self.out_indptr, self.out_nbr, self.out_link, self.out_weight,
+            self.in_indptr, self.in_nbr, self.in_weight, *self._dragonfly,
+        )  # fmt: skip
+        if bad >= 0:
+            raise ParameterError(
+                f"no route from {self.nodes[src[bad]]!r} to {self.nodes[dst[bad]]!r}: in a graph "
+                "with switches, traffic is forwarded by switches only"
+            )
+        return indptr, links
+
+    @functools.cached_property
+    def _dragonfly(self) -> Any:
+        """The tables of a dragonfly generator's record (``None``: no record, or the graph was
+        edited so that the index rule for minimal routes no longer holds: shortest paths)."""
+        record = self.graph.graph.get("routing")
+        if record is None or record[0] != "dragonfly":
+            return None
+        from commsim.topology._dragonfly_kernels import dragonfly_tables
+
+        return dragonfly_tables(record[1], self)
 
     @functools.cached_property
     def _dmodk(self) -> DmodkTables | None:
