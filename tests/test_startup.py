@@ -114,6 +114,17 @@ def test_the_static_command_table_is_each_modules_help():
     assert {n: c.HELP for n, c in zip(COMMAND_HELP, COMMANDS)} == COMMAND_HELP
 
 
+def test_a_small_prediction_starts_no_numba():
+    """Up to ``NUMPY_MAX_WORK`` transfer-size pairs the Hockney model runs its array kernels
+    (the same bits, ``tests/test_model_numpy_kernels.py``): numba's start-up would cost more."""
+    code = (
+        "import commsim\n"
+        "from commsim.models import Hockney\n"
+        "Hockney().predict(commsim.build('allreduce', 'ring', nranks=1024), 2**20)\n"
+    )
+    assert _heavy_after(code) == []
+
+
 def test_the_check_sees_an_eager_import():
     """The probe is a real test: a heavy import shows."""
     assert _heavy_after("import commsim, networkx") == ["networkx"]
