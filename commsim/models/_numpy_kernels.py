@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import sys
 from types import ModuleType
-from typing import Any
 
 import numpy as np
+
+Array = np.ndarray
 
 __all__ = [
     "NUMPY_MAX_WORK",
@@ -41,7 +42,7 @@ __all__ = [
 #: the most transfer-size pairs a prediction runs through these array kernels. Measured on the
 #: benchmark machine (ring allreduce, CPU time, ``docs/benchmarks.md``): the array kernels cost
 #: 50-90 ns a pair, numba's first prediction in a process 0.7-1.2 s (import and cache load) and
-#: then about 10 ns a pair, so numba pays from about 20 M pairs; a ring at p = 2048 (8.4 M, one
+#: then 10-20 ns a pair, so numba pays from about 20 M pairs; a ring at p = 2048 (8.4 M, one
 #: size) is below, a ring at p = 1024 with 21 sizes (44 M) above
 NUMPY_MAX_WORK = 16_000_000
 
@@ -57,7 +58,10 @@ def choose(ntransfers: int, nsizes: int) -> ModuleType:
     return _kernels
 
 
-def single_port_round(clock, src, dst, units, red, alpha, bw, gw, tmp) -> None:
+def single_port_round(
+    clock: Array, src: Array, dst: Array, units: Array, red: Array, alpha: float, bw: Array,
+    gw: Array, tmp: Array,
+) -> None:  # fmt: skip
     """One round (a matching) of rendezvous messages on ``clock`` ``[p, S]``, all reads before
     any write (:func:`commsim.models._kernels.single_port_round`)."""
     end = np.maximum(clock[src], clock[dst]) + alpha + np.multiply.outer(units, bw)
@@ -66,14 +70,17 @@ def single_port_round(clock, src, dst, units, red, alpha, bw, gw, tmp) -> None:
     tmp[: len(src)] = end
 
 
-def participants_max(clock, src, dst, out) -> None:
+def participants_max(clock: Array, src: Array, dst: Array, out: Array) -> None:
     """``out[k] = max(out[k], clock[src, k].max(), clock[dst, k].max())``."""
     if len(src):
         np.maximum(out, clock[src].max(axis=0), out=out)
         np.maximum(out, clock[dst].max(axis=0), out=out)
 
 
-def _fast_units(src, dst, src_slot, dst_slot, count, offsets, unit, p) -> Any:
+def _fast_units(
+    src: Array, dst: Array, src_slot: Array, dst_slot: Array, count: Array, offsets: Array,
+    unit: int, p: int,
+) -> Array | None:  # fmt: skip
     """Each transfer's units when the step has the fast shape (distinct senders, distinct
     receivers, no local transfer, ranks and slot ranges in bounds, equal sizes at both ends),
     else ``None``: the compiled kernels' per-transfer check, on whole arrays."""
@@ -92,8 +99,9 @@ def _fast_units(src, dst, src_slot, dst_slot, count, offsets, unit, p) -> Any:
 
 
 def fast_single_port_step(
-    clock, src, dst, src_slot, dst_slot, count, reduce, offsets, alpha, bw, gw, tmp,
-    seen_s, seen_d, tag, out,
+    clock: Array, src: Array, dst: Array, src_slot: Array, dst_slot: Array, count: Array,
+    reduce: Array, offsets: Array, alpha: float, bw: Array, gw: Array, tmp: Array,
+    seen_s: Array, seen_d: Array, tag: int, out: Array,
 ) -> bool:  # fmt: skip
     """A whole step of distinct messages on distinct ports at every size (``clock`` ``[p, S]``),
     or ``False`` with nothing touched (:func:`commsim.models._kernels.fast_single_port_step`)."""
@@ -109,8 +117,9 @@ def fast_single_port_step(
 
 
 def fast_single_port_step_1d(
-    clock, src, dst, src_slot, dst_slot, count, reduce, offsets, unit, alpha, bw, gw, old,
-    seen_s, seen_d, tag, out,
+    clock: Array, src: Array, dst: Array, src_slot: Array, dst_slot: Array, count: Array,
+    reduce: Array, offsets: Array, unit: int, alpha: float, bw: float, gw: float, old: Array,
+    seen_s: Array, seen_d: Array, tag: int, out: Array,
 ) -> bool:  # fmt: skip
     """:func:`fast_single_port_step` at one size (``clock`` ``[p]``, ``bw`` and ``gw`` numbers;
     :func:`commsim.models._kernels.fast_single_port_step_1d`)."""
