@@ -17,7 +17,8 @@ Adding a case is one entry in :data:`CASES`.
 Usage::
 
     python benchmarks/bench_scale.py                  # every case, a markdown table on stdout
-    python benchmarks/bench_scale.py --only startup   # one group
+    python benchmarks/bench_scale.py --only startup   # one group (or several: startup,kernels)
+    python benchmarks/bench_scale.py --only kernels --match "ring -p"   # rows whose label has it
     python benchmarks/bench_scale.py --repeat 5 --json out.json
 """
 
@@ -158,8 +159,11 @@ def measure(case: Case, repeat: int, timeout: float) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument(
-        "--only", help="run one group of cases (startup, predict, verify, kernels, verifyflow)"
+        "--only",
+        help="run these groups of cases, comma-separated (startup, predict, verify, kernels, "
+        "verifyflow)",
     )
+    ap.add_argument("--match", help="run the cases whose label contains this text")
     ap.add_argument("--verify-p", type=int, default=4096, help="rank count of the verify cases")
     ap.add_argument("--repeat", type=int, default=3, help="timed runs per case (default 3)")
     ap.add_argument("--json", help="also write the results to this JSON file")
@@ -168,7 +172,9 @@ def main() -> int:
 
     cases = CASES + verify_cases(args.verify_p)
     if args.only:
-        cases = [c for c in cases if c.group == args.only]
+        cases = [c for c in cases if c.group in args.only.split(",")]
+    if args.match:
+        cases = [c for c in cases if args.match in c.label]
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
     print(f"# commsim scale benchmark — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python "

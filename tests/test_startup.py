@@ -65,6 +65,66 @@ def test_the_help_parser_imports_no_heavy_library():
     assert _heavy_after(code) == []
 
 
+def _modules_after(code: str, prefix: str) -> list[str]:
+    """The modules named ``prefix...`` in ``sys.modules`` after ``code``, in a fresh interpreter."""
+    probe = (
+        f"{code}\nimport json, sys\n"
+        f"print(json.dumps(sorted(m for m in sys.modules if m.startswith({prefix!r}))))"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _commands_imported_by(*argv: str) -> list[str]:
+    """The command modules (``commsim.cli.NAME``) that ``commsim ARGV`` imports."""
+    from commsim.cli._main import COMMAND_HELP
+
+    code = (
+        "import contextlib, io\n"
+        "from commsim.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):\n"
+        f"    main({list(argv)!r})\n"
+    )
+    names = _modules_after(code, "commsim.cli.")
+    return [m.rsplit(".", 1)[-1] for m in names if m.rsplit(".", 1)[-1] in COMMAND_HELP]
+
+
+def test_the_top_level_help_imports_no_command_and_no_algorithm():
+    assert _commands_imported_by("--help") == []
+    assert _commands_imported_by("frobnicate") == []
+    assert _modules_after("from commsim.cli import main; main(['--help'])", "commsim.algo") == []
+
+
+def test_a_command_imports_its_own_module_only():
+    assert _commands_imported_by("algorithms", "-c", "allreduce") == ["algorithms"]
+    assert _commands_imported_by("--version", "predict") == ["predict"]
+
+
+def test_the_static_command_table_is_each_modules_help():
+    """``commsim --help`` lists :data:`COMMAND_HELP` without importing the commands: each line
+    is the module's own ``HELP``, and the table is ``COMMANDS``, in order."""
+    from commsim.cli import COMMANDS
+    from commsim.cli._main import COMMAND_HELP
+
+    assert [c.__name__ for c in COMMANDS] == [f"commsim.cli.{n}" for n in COMMAND_HELP]
+    assert {n: c.HELP for n, c in zip(COMMAND_HELP, COMMANDS)} == COMMAND_HELP
+
+
+def test_a_small_prediction_starts_no_numba():
+    """Up to ``NUMPY_MAX_WORK`` transfer-size pairs the Hockney model runs its array kernels
+    (the same bits, ``tests/test_model_numpy_kernels.py``): numba's start-up would cost more."""
+    code = (
+        "import commsim\n"
+        "from commsim.models import Hockney\n"
+        "Hockney().predict(commsim.build('allreduce', 'ring', nranks=1024), 2**20)\n"
+    )
+    assert _heavy_after(code) == []
+
+
 def test_the_check_sees_an_eager_import():
     """The probe is a real test: a heavy import shows."""
     assert _heavy_after("import commsim, networkx") == ["networkx"]

@@ -58,9 +58,35 @@ printing, no argparse); ``render(result, as_json) -> str``; ``main(args) -> int`
 (``-c -a -p --param --root --file``), :mod:`~commsim.cli.model` (the model from ``--alpha``...),
 :mod:`~commsim.cli.execution` (``--backend``, ``--iters``...), :mod:`~commsim.cli.memory`,
 :mod:`~commsim.cli.output` (tables, JSON) and :mod:`~commsim.cli.plot`. Adding a command is one
-module and one entry in :data:`COMMANDS`. Nothing outside this package imports it.
+module and one entry in :data:`~commsim.cli._main.COMMAND_HELP`. Nothing outside this package
+imports it.
+
+Start-up: ``commsim COMMAND`` imports that command's module only, and ``commsim --help`` none
+(:mod:`commsim.cli._main`); :data:`COMMANDS`, the tuple of every command's module, is built when
+it is first read.
 """
 
-from commsim.cli._main import COMMANDS, main
+from typing import TYPE_CHECKING, Any
+
+from commsim.cli._main import main
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    COMMANDS: tuple[ModuleType, ...]
 
 __all__ = ["COMMANDS", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``COMMANDS``: every command's module, imported on first use (PEP 562)."""
+    if name != "COMMANDS":
+        raise AttributeError(f"module 'commsim.cli' has no attribute {name!r}")
+    from commsim.cli._main import commands
+
+    globals()["COMMANDS"] = value = commands()
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | {"COMMANDS"})

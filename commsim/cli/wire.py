@@ -15,7 +15,6 @@ from typing import Any
 from commsim._wire import Wire, check_data, check_wire, wire
 from commsim.cli.errors import UsageError
 from commsim.errors import ParameterError, UnknownNameError
-from commsim.exec import check_compression
 from commsim.models import Model, compressed
 
 __all__ = [
@@ -77,6 +76,8 @@ def check_backend(w: Wire | None, backend: str) -> None:
     """Refuse, in one line, ``--wire`` on a backend whose row cannot send a wire format."""
     if w is None:
         return
+    from commsim.exec import check_compression  # the backends: imported by commands that run
+
     try:
         check_compression(backend)
     except ParameterError as e:

@@ -49,7 +49,10 @@ is stored once and a message's arithmetic runs once per distinct pair of end clo
 (:mod:`commsim.models._shared_clocks`), so a ring's 21 sizes cost about what one does. Both do
 the dense ``[ranks, sizes]`` kernel's arithmetic in its order: one size alone and the same size
 among many give the same bits. Other steps take the general path, ``O(messages · sizes)``
-array work per round.
+array work per round. A prediction of at most
+:data:`~commsim.models._numpy_kernels.NUMPY_MAX_WORK` transfer-size pairs (a ring at p = 1024,
+one size) runs the same arithmetic as array kernels (:mod:`commsim.models._numpy_kernels`, on
+dense clocks) instead: the same bits, without numba's start-up (0.7-1.2 s of CPU).
 
 :meth:`Hockney.timeline` runs the same clocks at one size and also keeps every message's start,
 arrival and reduction end (what :func:`commsim.models.chrome_trace` draws): the rounds go
@@ -67,6 +70,7 @@ from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._messages import port_messages
 from commsim.errors import ParameterError
+from commsim.models import _numpy_kernels
 from commsim.models._bounds import lower_bound
 from commsim.models._inputs import (
     as_inverse_bandwidth,
@@ -311,16 +315,19 @@ class _Clocks:
         self.clock1, self.tmp1 = self.clock.reshape(-1), self.tmp.reshape(-1)
         self.old = np.empty(p if self.one else 0)  # the one-size kernel's copy of the clocks
         self.bw0, self.gw0 = float(self.bw[0]), float(self.gw[0])
-        from commsim.models import _kernels  # numba: imported on first use, not with commsim
-
-        self.kernels = _kernels
+        # small work: the array kernels (same bits), not numba's start-up (_numpy_kernels)
+        ntransfers = schedule.ntransfers_hint
+        if ntransfers is None:
+            ntransfers = schedule.nsteps * (schedule.max_step_transfers_hint or schedule.nranks)
+        self.kernels = _numpy_kernels.choose(ntransfers, nsizes)
+        compiled = self.kernels is not _numpy_kernels
         self.recorder, self.i = recorder, 0
         self.fast = self.ports == 1 and self.piecewise is None and recorder is None
         # many sizes: each distinct clock vector once (bit for bit the dense clocks), until a
         # step needs the general path or sharing does not pay
         self.shared = (
             SharedClocks(p, nsizes, schedule.max_step_transfers_hint or p)
-            if self.fast and nsizes > 1
+            if self.fast and nsizes > 1 and compiled
             else None
         )
 
