@@ -292,9 +292,12 @@ def link_matchings(
 
     Message :math:`i` leaves port ``src[i]`` by the port's host link number ``out_slot[i]`` and
     enters ``dst[i]`` by link number ``in_slot[i]`` (numbers local to the host: ``0 .. D-1``).
-    Each (port, link) pair is a virtual port :math:`v = \text{port} \cdot D + \text{slot}`,
-    and the rounds are the :func:`matchings` of the virtual ports, so messages that leave by
-    distinct links share a round and those that share a link still go one round after another.
+    Each (port, link) pair is a virtual port :math:`v = \text{port} \cdot D + \text{slot}`.
+    The messages of one ``(out_slot, in_slot)`` pair keep the shift structure of the ports, so
+    each such group is split by :func:`matchings`; all groups' rounds, largest first, are then
+    merged first-fit into one of the last ``MERGE_WINDOW`` rounds whose virtual ports they do not
+    use (as :func:`matchings` merges shift classes), else start a new round. Messages that leave
+    by distinct links share a round; those that share a link still go one round after another.
     With one link per host (``D = 1``) these are :func:`matchings` exactly.
 
     Examples:
@@ -310,4 +313,41 @@ def link_matchings(
     width = int(max(out_slot.max(), in_slot.max())) + 1
     if width == 1:
         return matchings(src, dst, nports)
-    return matchings(src * width + out_slot, dst * width + in_slot, nports * width)
+    vsrc, vdst, n = src * width + out_slot, dst * width + in_slot, nports * width
+    order, starts = _runs(out_slot * width + in_slot)
+    groups = sorted(np.split(order, starts[1:]), key=len, reverse=True)
+    if len(groups) == 1:
+        return matchings(vsrc, vdst, n)
+    pool = [g[r] for g in groups for r in matchings(vsrc[g], vdst[g], n)]
+    pool.sort(key=len, reverse=True)  # stable: equal sizes keep their group's order
+    rounds: list[list[np.ndarray]] = []
+    mark = np.zeros((2, n), dtype=bool)
+    for idx in pool:
+        k = _first_fit(rounds, vsrc, vdst, idx, max(0, len(rounds) - MERGE_WINDOW), mark)
+        if k == len(rounds):
+            rounds.append([idx])
+        else:
+            rounds[k].append(idx)
+    return [np.sort(np.concatenate(r)) for r in rounds]
+
+
+def _first_fit(
+    rounds: list[list[np.ndarray]],
+    vsrc: np.ndarray,
+    vdst: np.ndarray,
+    idx: np.ndarray,
+    start: int,
+    mark: np.ndarray,
+) -> int:
+    """The first of rounds ``start .. start + MERGE_WINDOW - 1`` that uses none of the virtual
+    ports of messages ``idx``, else ``len(rounds)`` (a new round)."""
+    mark[0, vsrc[idx]] = True
+    mark[1, vdst[idx]] = True
+    found = len(rounds)
+    for k in range(start, min(len(rounds), start + MERGE_WINDOW)):
+        if not any(mark[0, vsrc[m]].any() or mark[1, vdst[m]].any() for m in rounds[k]):
+            found = k
+            break
+    mark[0, vsrc[idx]] = False
+    mark[1, vdst[idx]] = False
+    return found

@@ -327,6 +327,7 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     if preset is not None:
         c = _with_fields(preset, sets) if sets else cluster(preset)
         placement = placement_given or c.placement
+        _check_port_rule(port_rule, c.network, preset)
         return NetworkChoice(
             preset, c.network, placement, contention, c, contention_given is not None, port_rule
         )
@@ -340,10 +341,21 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
                 raise UsageError(f"{flag} needs a network: --topology or --cluster")
         return None
     network = Network(_graph(text))
+    _check_port_rule(port_rule, network, text)
     return NetworkChoice(
         text, network, placement_given or "linear", contention,
         contention_given=contention_given is not None, port_rule=port_rule,
     )  # fmt: skip
+
+
+def _check_port_rule(port_rule: str, network: Network, name: str) -> None:
+    """``--port-rule link`` where every host has one link would change nothing: refuse it."""
+    degree = np.diff(network.out_indptr)[network.hosts]
+    if port_rule == "link" and degree.max() <= 1:
+        raise UsageError(
+            f"--port-rule link changes nothing on {quote(name)}: every host has one link "
+            "(a host with several, NVLink beside a NIC or a torus chip, drives them at once)"
+        )
 
 
 def _with_fields(spec: str, sets: list[str]) -> Cluster:
