@@ -88,12 +88,15 @@ def link_port_messages(
     <commsim.models.Topology.hosts_of>`).
 
     Examples:
-        >>> import commsim
-        >>> from commsim.topology import Network, torus
-        >>> s = commsim.build("broadcast", "binomial_tree", nranks=4)  # rank 0 sends to 2, then 1
-        >>> net = Network(torus((2, 2)))  # ranks 1 and 2 are rank 0's neighbours by two links
-        >>> [len(link_port_messages(s.step(i), s, 1, net, np.arange(4))[1]) for i in range(2)]
-        [1, 1]
+        >>> from commsim._ir import Schedule, Step
+        >>> from commsim.topology import Network, switch, torus
+        >>> st = Step.make([0, 0], [1, 2], [0, 0], [0, 0])  # rank 0 sends to ranks 1 and 2
+        >>> s = Schedule.from_steps([st], collective="broadcast", nranks=3, nslots=1)
+        >>> hosts = np.arange(3)
+        >>> len(link_port_messages(st, s, 1, Network(torus((3,))), hosts)[1])  # two links
+        1
+        >>> len(link_port_messages(st, s, 1, Network(switch(3)), hosts)[1])  # one link
+        2
     """
     msg = messages(step, schedule)
     rank_src, rank_dst = msg.src, msg.dst
