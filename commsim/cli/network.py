@@ -295,7 +295,7 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
         metavar="RULE",
         help="channel: a rank sends one message per channel at a time (default); link: one per "
         "channel on each link of its host at once (NVLink beside the NIC, a torus chip's "
-        "links; docs/models.md)",
+        "links; docs/sharp-bits.md, Ports and links)",
     )
     g.add_argument(
         "--set",

@@ -1,15 +1,17 @@
 r"""The link-port rule: a rank drives each of its host's links at once.
 
 Under the default rule (``port_rule="channel"``) a port, one per ``(rank, channel)`` (IR rule 6),
-sends one and receives one message per round (:func:`commsim._messages.matchings`), so the
-messages a rank sends in one step on one channel go one after another even when they leave by
-different links of its host. Real hosts drive their links at once: an H100 drives its 18 NVLink 4
-links and its NIC together (NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022), NCCL's
-PXN and rail-aware paths keep NVLink and the NICs busy at the same time (NCCL 2.12 release notes,
-"PXN"), and a TPU v4 chip drives its six ICI links concurrently (Jouppi et al., "TPU v4", ISCA
-2023, §3). Under ``port_rule="link"`` a round holds, per port, at most one message per first-hop
-link of the sender's host and at most one per last-hop link of the receiver's host
-(:func:`commsim._messages.link_matchings`):
+sends one and receives one message per round (:func:`commsim._messages.matchings`), so the messages
+a rank sends in one step on one channel go one after another even when they leave by different
+links of its host. Real hosts drive their links at once: an H100 drives its 18 NVLink 4 links and
+its NIC together (NVIDIA H100 Tensor Core GPU Architecture whitepaper, 2022: "18 fourth-generation
+NVLink links", 900 GB/s in all), NCCL's PXN moves data over NVLink to the GPU on the destination's
+rail while the NICs send (NCCL 2.12, NVIDIA's "Doubling all2all performance with NCCL 2.12" post,
+2022), and a TPU v4 chip drives its six ICI links concurrently (Jouppi et al., "TPU v4: An
+Optically Reconfigurable Supercomputer for Machine Learning with Hardware Support for Embeddings",
+ISCA 2023); a DGX-1 V100 drives its six NVLink 2 links. Under ``port_rule="link"`` a round holds,
+per port, at most one message per first-hop link of the sender's host and at most one per last-hop
+link of the receiver's host (:func:`commsim._messages.link_matchings`):
 
 .. math::
 
@@ -24,12 +26,18 @@ order per channel (IR rule 3) is unchanged: the next step on the channel starts 
 step's messages are done. A host with one link (one NIC behind a switch) has one slot, so the
 rounds, and every number, are those of the default rule.
 
-Links are numbered per host (``0 .. degree - 1``, in the order of :class:`~commsim.topology.Network`'s
-adjacency), so the virtual ports of :func:`~commsim._messages.link_matchings` keep the shift
-structure of the ranks (a ring's rounds stay one shift class).
+Links are numbered per host (``0 .. degree - 1``, in the order of
+:class:`~commsim.topology.Network`'s adjacency), so the virtual ports of
+:func:`~commsim._messages.link_matchings` keep the shift structure of the ranks (a ring's rounds
+stay one shift class).
 
 See Also:
-    :class:`commsim.models.Topology` (``port_rule``), docs/models.md ("Ports and links").
+    :class:`commsim.models.Topology` (``port_rule``), docs/sharp-bits.md ("Ports and links"),
+    docs/benchmarks.md ("Link ports").
+
+References:
+    NVIDIA, *H100 Tensor Core GPU Architecture* (whitepaper, 2022). N. P. Jouppi et al.,
+    *TPU v4*, ISCA 2023. NVIDIA, *Doubling all2all Performance with NCCL 2.12* (2022).
 """
 
 from __future__ import annotations
