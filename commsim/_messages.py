@@ -11,6 +11,9 @@
   and receives at most one message. The cost models charge each rank's messages in that order,
   the JAX backend issues one ``ppermute`` per round, and the MPI backend one ``sendrecv`` per
   round, so all three agree on what a step means.
+* :func:`link_matchings` is :func:`matchings` under the link-port rule (a port sends one message
+  per first-hop link and receives one per last-hop link in a round), for models that know the
+  links (:class:`~commsim.models.Topology` with ``port_rule="link"``).
 * :func:`group` is the same grouping for the executors: per message the indices of its
   transfers, and the message rounds from :func:`matchings`.
 
@@ -36,6 +39,7 @@ __all__ = [
     "Grouping",
     "Messages",
     "group",
+    "link_matchings",
     "matchings",
     "messages",
     "port_messages",
@@ -274,3 +278,76 @@ def _occurrence_classes(src: np.ndarray, shift: np.ndarray, nranks: int) -> np.n
     occurrence = np.empty(len(key), dtype=np.int64)
     occurrence[order] = np.arange(len(key)) - run_start
     return shift + occurrence * nranks
+
+
+def link_matchings(
+    src: np.ndarray,
+    dst: np.ndarray,
+    nports: int,
+    out_slot: np.ndarray,
+    in_slot: np.ndarray,
+) -> list[np.ndarray]:
+    r"""Split messages into rounds where a port sends at most one message **per link** it
+    leaves by and receives at most one per link it enters by.
+
+    Message :math:`i` leaves port ``src[i]`` by the port's host link number ``out_slot[i]`` and
+    enters ``dst[i]`` by link number ``in_slot[i]`` (numbers local to the host: ``0 .. D-1``).
+    Each (port, link) pair is a virtual port :math:`v = \text{port} \cdot D + \text{slot}`.
+    The messages of one ``(out_slot, in_slot)`` pair keep the shift structure of the ports, so
+    each such group is split by :func:`matchings`; all groups' rounds, largest first, are then
+    merged first-fit into one of the last ``MERGE_WINDOW`` rounds whose virtual ports they do not
+    use (as :func:`matchings` merges shift classes), else start a new round. Messages that leave
+    by distinct links share a round; those that share a link still go one round after another.
+    With one link per host (``D = 1``) these are :func:`matchings` exactly.
+
+    Examples:
+        >>> import numpy as np
+        >>> src, dst = np.array([0, 0]), np.array([1, 2])  # rank 0 sends to ranks 1 and 2
+        >>> [len(r) for r in link_matchings(src, dst, 3, np.array([0, 1]), np.zeros(2, int))]
+        [2]
+        >>> [len(r) for r in link_matchings(src, dst, 3, np.array([0, 0]), np.zeros(2, int))]
+        [1, 1]
+    """
+    if len(src) == 0:
+        return []
+    width = int(max(out_slot.max(), in_slot.max())) + 1
+    if width == 1:
+        return matchings(src, dst, nports)
+    vsrc, vdst, n = src * width + out_slot, dst * width + in_slot, nports * width
+    order, starts = _runs(out_slot * width + in_slot)
+    groups = sorted(np.split(order, starts[1:]), key=len, reverse=True)
+    if len(groups) == 1:
+        return matchings(vsrc, vdst, n)
+    pool = [g[r] for g in groups for r in matchings(vsrc[g], vdst[g], n)]
+    pool.sort(key=len, reverse=True)  # stable: equal sizes keep their group's order
+    rounds: list[list[np.ndarray]] = []
+    mark = np.zeros((2, n), dtype=bool)
+    for idx in pool:
+        k = _first_fit(rounds, vsrc, vdst, idx, max(0, len(rounds) - MERGE_WINDOW), mark)
+        if k == len(rounds):
+            rounds.append([idx])
+        else:
+            rounds[k].append(idx)
+    return [np.sort(np.concatenate(r)) for r in rounds]
+
+
+def _first_fit(
+    rounds: list[list[np.ndarray]],
+    vsrc: np.ndarray,
+    vdst: np.ndarray,
+    idx: np.ndarray,
+    start: int,
+    mark: np.ndarray,
+) -> int:
+    """The first of rounds ``start .. start + MERGE_WINDOW - 1`` that uses none of the virtual
+    ports of messages ``idx``, else ``len(rounds)`` (a new round)."""
+    mark[0, vsrc[idx]] = True
+    mark[1, vdst[idx]] = True
+    found = len(rounds)
+    for k in range(start, min(len(rounds), start + MERGE_WINDOW)):
+        if not any(mark[0, vsrc[m]].any() or mark[1, vdst[m]].any() for m in rounds[k]):
+            found = k
+            break
+    mark[0, vsrc[idx]] = False
+    mark[1, vdst[idx]] = False
+    return found

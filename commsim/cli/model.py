@@ -288,6 +288,7 @@ def _topology_model(
             contention=network.contention,
             gamma=gamma,
             protocol=protocol,
+            port_rule=network.port_rule,
             **stragglers,
         )
     return Topology(
@@ -296,6 +297,7 @@ def _topology_model(
         contention=network.contention,
         gamma=_DEFAULT.gamma if gamma is None else gamma,
         protocol=protocol,
+        port_rule=network.port_rule,
         **stragglers,
     )
 
@@ -449,6 +451,10 @@ def _per_class_hockney(args: argparse.Namespace, network: NetworkChoice) -> Mode
     if network.contention_given:
         raise UsageError(
             "--model hockney shares no link: drop --contention, or use --model topology"
+        )
+    if network.port_rule != "channel":
+        raise UsageError(
+            "--model hockney has one port per rank: drop --port-rule, or use --model topology"
         )
     given = [f for f, v in (("--alpha", args.alpha), ("--beta", args.beta)) if v is not None]
     if args.ports != _DEFAULT.ports:

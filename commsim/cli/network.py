@@ -24,7 +24,7 @@ from commsim.cli.arguments import add_epilog
 from commsim.cli.errors import UsageError, quote
 from commsim.cli.schedules import ScheduleChoice
 from commsim.errors import ParameterError, UnknownNameError
-from commsim.models import CONTENTION
+from commsim.models import CONTENTION, PORT_RULES
 from commsim.topology import (
     GENERATORS,
     Network,
@@ -75,6 +75,7 @@ class NetworkChoice:
     contention: str
     cluster: Cluster | None = None
     contention_given: bool = False
+    port_rule: str = "channel"
 
     @property
     def ranks_per_node(self) -> int | None:
@@ -288,6 +289,15 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
         "simulates once per size, so give it few sizes at large p)",
     )
     g.add_argument(
+        "--port-rule",
+        default=None,
+        choices=PORT_RULES,
+        metavar="RULE",
+        help="channel: a rank sends one message per channel at a time (default); link: one per "
+        "channel on each link of its host at once (NVLink beside the NIC, a torus chip's "
+        "links; docs/sharp-bits.md, Ports and links)",
+    )
+    g.add_argument(
         "--set",
         action="append",
         metavar="FIELD=VALUE",
@@ -307,6 +317,8 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     placement_given = _placement(getattr(args, "placement", None))
     contention_given = getattr(args, "contention", None)
     contention = contention_given or "bottleneck"
+    rule_given = getattr(args, "port_rule", None)
+    port_rule = rule_given or "channel"
     if text is not None and preset is not None:
         raise UsageError("give --topology or --cluster, not both")
     sets = getattr(args, "set", None) or []
@@ -315,19 +327,35 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     if preset is not None:
         c = _with_fields(preset, sets) if sets else cluster(preset)
         placement = placement_given or c.placement
+        _check_port_rule(port_rule, c.network, preset)
         return NetworkChoice(
-            preset, c.network, placement, contention, c, contention_given is not None
+            preset, c.network, placement, contention, c, contention_given is not None, port_rule
         )
     if text is None:
-        for flag, given in (("--placement", placement_given), ("--contention", contention_given)):
+        for flag, given in (
+            ("--placement", placement_given),
+            ("--contention", contention_given),
+            ("--port-rule", rule_given),
+        ):
             if given is not None:
                 raise UsageError(f"{flag} needs a network: --topology or --cluster")
         return None
     network = Network(_graph(text))
+    _check_port_rule(port_rule, network, text)
     return NetworkChoice(
         text, network, placement_given or "linear", contention,
-        contention_given=contention_given is not None,
+        contention_given=contention_given is not None, port_rule=port_rule,
     )  # fmt: skip
+
+
+def _check_port_rule(port_rule: str, network: Network, name: str) -> None:
+    """``--port-rule link`` where every host has one link would change nothing: refuse it."""
+    degree = np.diff(network.out_indptr)[network.hosts]
+    if port_rule == "link" and degree.max() <= 1:
+        raise UsageError(
+            f"--port-rule link changes nothing on {quote(name)}: every host has one link "
+            "(a host with several, NVLink beside a NIC or a torus chip, drives them at once)"
+        )
 
 
 def _with_fields(spec: str, sets: list[str]) -> Cluster:

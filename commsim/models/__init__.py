@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from commsim.models._contention import CONTENTION
     from commsim.models._inputs import as_sizes
     from commsim.models._library import PROTOCOLS, Protocol
+    from commsim.models._link_ports import PORT_RULES
     from commsim.models._model import Model
     from commsim.models._prediction import TIE_RTOL, Prediction, fastest, tied
     from commsim.models._protocol_choice import ProtocolChoice
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTENTION",
+    "PORT_RULES",
     "PROTOCOLS",
     "TIE_RTOL",
     "ChromeTrace",
@@ -85,6 +87,7 @@ __getattr__, __dir__ = lazy_exports(
         "commsim.models._contention": ("CONTENTION",),
         "commsim.models._inputs": ("as_sizes",),
         "commsim.models._library": ("PROTOCOLS", "Protocol"),
+        "commsim.models._link_ports": ("PORT_RULES",),
         "commsim.models._model": ("Model",),
         "commsim.models._prediction": ("TIE_RTOL", "Prediction", "fastest", "tied"),
         "commsim.models._protocol_choice": ("ProtocolChoice",),

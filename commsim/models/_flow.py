@@ -423,8 +423,9 @@ class _FlowRun:
 
 
 def simulate(
-    params: NetworkParams, schedule, sizes: np.ndarray, hosts: np.ndarray, *, max_messages=None
-) -> _FlowRun:
+    params: NetworkParams, schedule, sizes: np.ndarray, hosts: np.ndarray, *, max_messages=None,
+    split=port_messages,
+) -> _FlowRun:  # fmt: skip
     """Materialize the schedule's messages and run the flow simulation once per size (refused
     past ``max_messages`` messages, :data:`MAX_FLOW_MESSAGES` by default). ``params`` are the
     topology model's (:class:`~commsim.models._network_params.NetworkParams`).
@@ -432,11 +433,13 @@ def simulate(
     The sizes run as chains of neighbouring sizes in parallel threads: each size's event order
     may depend on its size (latency against transfer time), so each runs its own simulation,
     recalling the previous size's rates where its flows in flight are the same (module
-    docstring); the messages, routes and per-rank sequences are built once for all.
+    docstring); the messages, routes and per-rank sequences are built once for all. ``split``
+    turns a step into messages and rounds (:func:`~commsim._messages.port_messages`, or the link-port rule's
+    :func:`~commsim.models._link_ports.link_port_messages`).
     """
     limit = MAX_FLOW_MESSAGES if max_messages is None else min(max_messages, MAX_FLOW_MESSAGES)
     K = schedule.nchannels  # one port per channel: virtual rank r·K + c (port_ranks)
-    items = _materialize(schedule, K, limit)
+    items = _materialize(schedule, K, limit, split)
     port_hosts = np.repeat(hosts, K)
     routes = _route(params, items, port_hosts)
     seq_indptr, seq_items = _sequences(items, schedule.nranks * K)
@@ -449,7 +452,7 @@ def simulate(
     )  # fmt: skip
 
 
-def _materialize(schedule, K: int, limit: int) -> _Items:
+def _materialize(schedule, K: int, limit: int, split=port_messages) -> _Items:
     """Every message of every round, and one local item per rank that reduces locally in a
     step; refused past ``limit`` messages (the caller's) or :data:`MAX_FLOW_MESSAGES`."""
     p = schedule.nranks * K
@@ -459,7 +462,7 @@ def _materialize(schedule, K: int, limit: int) -> _Items:
         if not len(st.src):
             continue
         schedule.check_step(st, i)
-        msg, rounds = port_messages(st, schedule, K)
+        msg, rounds = split(st, schedule, K)
         for idx in rounds:
             _append(cols, msg.src[idx], msg.dst[idx], nround, msg.units[idx],
                     msg.reduce_units[idx], i, False)  # fmt: skip

@@ -228,6 +228,11 @@ def topology_program(model, schedule: Schedule) -> Program:
             "the twin does not replay a protocol or a per-channel rate cap yet: predict "
             "without --protocol (and without a channel_bandwidth in the cluster)"
         )
+    if getattr(model, "port_rule", "channel") != "channel":
+        raise ParameterError(
+            "the twin replays the default port rule (a port per channel), not "
+            f"port_rule={model.port_rule!r}: predict with the compiled model"
+        )
     if model.contention not in ("none", "bottleneck"):
         raise ParameterError(
             f"the twin replays static contention ('none', 'bottleneck'), not "

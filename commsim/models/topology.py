@@ -13,6 +13,13 @@ flow-level simulation, :mod:`commsim.models._flow`). Everything else follows
   :func:`commsim._messages.port_ranks`), so a rank's channels progress independently; the
   messages of one round, on every port of every rank, are in flight together and share links
   (a host's own links too: a torus chip's six, NVLink beside a NIC);
+* with ``port_rule="link"`` (:mod:`commsim.models._link_ports`) a rank drives each of its host's
+  links at once: a round holds, per port, at most one message per first-hop link of the sender's
+  host and one per last-hop link of the receiver's host,
+  :math:`|\{m \in R : \text{port}(m) = q, \ell_1(m) = l\}| \le 1`, so a step's messages that
+  leave by distinct links (NVLink and the NIC, a torus chip's six links) are in flight together,
+  share links through the contention mode, and the port's clock is the latest of their ends;
+  a host with one link (one NIC behind a switch) keeps the default's numbers exactly;
 * per-port clocks and rendezvous: a message :math:`q \to r` starts at
   :math:`s = \max(c_q, c_r)` and ends at :math:`e = s + L_m + b / R_m`, where :math:`L_m` is the
   sum of its links' latencies (plus ``overhead``) and :math:`R_m` its rate; then
@@ -43,8 +50,9 @@ pass over each round's messages.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,7 +60,7 @@ import numpy as np
 from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._lazy import lazy_module
-from commsim._messages import port_messages
+from commsim._messages import Messages, port_messages
 from commsim.errors import ParameterError, ResourceError
 from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION, bottleneck_link, path_latency, rates
@@ -64,6 +72,7 @@ from commsim.models._library import (
     reduction_exposed,
     with_channel_cap,
 )
+from commsim.models._link_ports import PORT_RULES, link_port_messages
 from commsim.models._network_params import NetworkParams, random_skew
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
@@ -112,6 +121,9 @@ class Topology:
         channel_bandwidth: a per-channel rate cap (bytes/s or ``"60GB/s"``): each message
             also crosses a private link of this rate
             (:func:`~commsim.models._library.with_channel_cap`); ``None`` (default): no cap.
+        port_rule: ``"channel"`` (default): a port per (rank, channel) sends one and receives
+            one message per round; ``"link"``: one per round on each link of its host
+            (:mod:`commsim.models._link_ports`: NVLink beside the NIC, a torus chip's links).
 
     Examples:
         >>> import commsim
@@ -140,6 +152,7 @@ class Topology:
         reduction_overlap: bool = False,
         protocol: Protocol | str | None = None,
         channel_bandwidth: float | str | None = None,
+        port_rule: str = "channel",
     ) -> None:
         if contention not in CONTENTION:
             close = difflib.get_close_matches(str(contention), CONTENTION, n=1)
@@ -147,6 +160,12 @@ class Topology:
             raise ParameterError(
                 f"unknown contention {contention!r}{hint}: use {', '.join(CONTENTION)}"
             )
+        if port_rule not in PORT_RULES:
+            raise ParameterError(
+                f"unknown port_rule {port_rule!r}: use {' or '.join(PORT_RULES)} "
+                "(a port per channel, or per channel and host link)"
+            )
+        self.port_rule = port_rule
         net = as_network(network)
         if link_factor:
             net = Network(_apply_link_factor(net.graph, link_factor))
@@ -199,6 +218,7 @@ class Topology:
         cap = self.channel_bandwidth
         extra += f" channel cap={units.format_bandwidth(cap)}" if cap is not None else ""
         extra += " reduction overlapped" if self.reduction_overlap else ""
+        extra += " ports=link" if self.port_rule == "link" else ""
         place_ = self.placement if isinstance(self.placement, str) else "explicit"
         stragglers = (
             " with stragglers"
@@ -228,6 +248,7 @@ class Topology:
             "reduction_overlap": self.reduction_overlap,
             "protocol": self.protocol.name if self.protocol else None,
             "channel_bandwidth_Bps": self.channel_bandwidth,
+            **({"port_rule": self.port_rule} if self.port_rule != "channel" else {}),
         }
 
     #: what :meth:`lower_bound` is, for table headers; :meth:`bound` names the one that binds
@@ -350,11 +371,23 @@ class Topology:
         if self.contention == "flow":
             from commsim.models._flow import simulate  # numba: imported on first use
 
-            return simulate(self._params, schedule, sizes, hosts, max_messages=max_messages)
+            return simulate(
+                self._params, schedule, sizes, hosts, max_messages=max_messages,
+                split=self._split(hosts),
+            )  # fmt: skip
         run = _Run(self, schedule, sizes, hosts, max_messages=max_messages)
+        run.split = self._split(hosts)
         for i, st in enumerate(schedule.steps()):
             run.step(i, st)
         return run
+
+    def _split(self, hosts: np.ndarray) -> Callable[..., tuple[Messages, list[np.ndarray]]]:
+        """How a step becomes messages and rounds under :attr:`port_rule`:
+        :func:`~commsim._messages.port_messages`, or
+        :func:`~commsim.models._link_ports.link_port_messages` on this network."""
+        if self.port_rule == "channel":
+            return port_messages
+        return functools.partial(link_port_messages, network=self.network, hosts=hosts)
 
     def hosts_of(self, schedule: Schedule) -> np.ndarray:
         """Where each rank of ``schedule`` sits: host indices by the placement; a schedule's
@@ -506,11 +539,12 @@ class _Run:
         self.chunks: list[tuple[np.ndarray, ...]] = []
         self.units_by_round: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         self.kernel = kern.round_per_message
+        self.split: Callable[..., tuple[Messages, list[np.ndarray]]] = port_messages
 
     def step(self, i: int, st: Step) -> None:
         if len(st.src):
             self.schedule.check_step(st, i)
-            msg, rounds = port_messages(st, self.schedule, self.K)
+            msg, rounds = self.split(st, self.schedule, self.K)
             for idx in rounds:
                 self._round(i, msg.src[idx], msg.dst[idx], msg.units[idx], msg.reduce_units[idx])
             if len(msg.local_rank):

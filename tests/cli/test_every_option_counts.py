@@ -32,6 +32,7 @@ OPTIONS = {
     "profile": ["--profile", "PROFILE"],
     "one-sided": ["--one-sided"],
     "wire": ["--wire", "fp16"],
+    "port-rule": ["--port-rule", "link"],
 }
 
 
