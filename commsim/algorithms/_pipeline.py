@@ -39,8 +39,11 @@ that time instead, and the formula is only an estimate). The overlap
 NCCL gains needs a rank to drive the two phases' links at once (NVLink beside the NIC): on such
 a machine the wavefront takes about :math:`(S + K - 1)` steps of the slowest chunk-step,
 :math:`\max_s \tau_s(n/K)`, instead of :math:`\sum_s \tau_s(n)`. commsim's models give a rank
-one port per channel, and a chunk cannot change channel between phases (rule 6: the channels
-of one slot are unordered), so they charge the one-port time above.
+one port per channel by default, and a chunk cannot change channel between phases (rule 6: the
+channels of one slot are unordered), so they charge the one-port time above; the topology
+model's link-port rule (``Topology(..., port_rule="link")``, :mod:`commsim.models._link_ports`)
+lets a rank's messages of one step that leave by different host links go at once, and there a
+pipeline overlaps its phases (``docs/benchmarks.md``, "Link ports").
 
 See Also:
     :func:`commsim.algorithms.parallel`, :func:`commsim.algorithms.concat`,
