@@ -44,7 +44,7 @@ __all__ = [
 
 MERGE_WINDOW = 8
 _COMPILED_MIN = 2**16  # keys from which a radix sort (numba) replaces numpy's argsort
-_RADIX_MAX_BITS = 36  # ... when they fit in this many bits (three passes)
+_RADIX_MAX_BITS = 32  # ... when they fit in this many bits (four passes)
 
 
 class Messages(NamedTuple):

@@ -32,7 +32,7 @@ import numpy as np
 
 __all__ = ["DIGIT_BITS", "DIGIT_MASK", "counting_order"]
 
-DIGIT_BITS = 12  # bits sorted per pass: 4096 counters (32 KiB) stay in the L1/L2 cache
+DIGIT_BITS = 8  # bits sorted per pass: 256 buckets, few enough write streams for the cache
 DIGIT_MASK = (1 << DIGIT_BITS) - 1
 
 
@@ -43,11 +43,11 @@ def counting_order(key, nkeys):  # pragma: no cover
     the positions where its sorted keys change.
 
     Least significant digit first, :data:`DIGIT_BITS` bits a pass, each pass a stable counting
-    sort whose counters stay in cache (one pass for keys below ``2**DIGIT_BITS``).
+    sort whose counters stay in cache (one pass for keys below ``2**DIGIT_BITS``; 8 bits measured faster than 12 on 24-bit keys).
     """
     n = key.shape[0]
-    order = np.arange(n)
-    skey = key.astype(np.int64)
+    order, skey = np.arange(n), key.astype(np.int64)
+    out_order, out_key = np.empty(n, dtype=np.int64), np.empty(n, dtype=np.int64)
     shift = 0
     while (nkeys - 1) >> shift or shift == 0:
         count = np.zeros((1 << DIGIT_BITS) + 1, dtype=np.int64)
@@ -55,15 +55,14 @@ def counting_order(key, nkeys):  # pragma: no cover
             count[((skey[i] >> shift) & DIGIT_MASK) + 1] += 1
         for d in range(1, count.shape[0]):
             count[d] += count[d - 1]
-        out_order = np.empty(n, dtype=np.int64)
-        out_key = np.empty(n, dtype=np.int64)
         for i in range(n):
             d = (skey[i] >> shift) & DIGIT_MASK
             j = count[d]
             out_order[j] = order[i]
             out_key[j] = skey[i]
             count[d] = j + 1
-        order, skey = out_order, out_key
+        order, out_order = out_order, order
+        skey, out_key = out_key, skey
         shift += DIGIT_BITS
     runs = 1 if n else 0
     for i in range(1, n):
