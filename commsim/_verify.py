@@ -23,6 +23,7 @@ Cost: one pass over the steps, which are made one at a time and never kept; memo
 inputs are drawn straight into the state and the expected result is kept as one row where the
 collective gives every rank the same (allreduce, allgather, broadcast, ...), so nothing of size
 ``p · nslots`` exists twice; the input array is drawn again (same seed) only to word an error.
+A ring's state is kept skewed (:func:`_layout`), so that its steps walk memory in order.
 """
 
 from __future__ import annotations

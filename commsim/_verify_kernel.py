@@ -14,6 +14,11 @@ costs 2 bytes per slot instead of 9:
 * ``2·tag + r`` (``tag >= 1``): written in the step numbered ``tag``, by a reduction if ``r``;
 * ``1``: holds data written before the current window of tags (an input, or an old write).
 
+Where the state lies is the caller's choice (``skew``, :func:`at`): rank order (row ``rank``),
+or **skewed**, rank ``r``'s slot ``j`` in row ``r - j mod p`` (:func:`skew_rows` moves a state
+between the two), in which a ring's step (rank ``r`` sends block ``r - k`` to ``r + 1``) reads one
+row and writes the next from end to end instead of touching two rows far apart per transfer.
+
 Tags run ``1 .. MAX_TAG``; when they run out, :func:`retag` turns every nonzero stamp into
 ``1`` (``O(p · nslots)`` once per ``MAX_TAG`` steps) and numbering starts again.
 """
@@ -53,7 +58,9 @@ def at(rank, slot, nranks, nslots, skew):  # pragma: no cover
     """The flat index of ``(rank, slot)``: row ``rank - skew·slot mod p`` (:func:`skew_rows`)."""
     row = rank - skew * slot
     if row < 0:
-        row %= nranks
+        row += nranks  # a ring's slots are below p: no division
+        if row < 0:
+            row %= nranks
     return row * nslots + slot
 
 
