@@ -225,20 +225,26 @@ def apply_step_fused(  # pragma: no cover
 def skew_rows(state, direction):  # pragma: no cover
     """Rotate column ``j`` of the ``[p, nslots]`` array ``state`` by ``direction·j`` rows, in
     place: ``direction = 1`` moves ``(rank, j)`` to row ``rank - j mod p`` (the skewed layout,
-    :func:`at` with ``skew = 1``), ``-1`` moves it back. Columns go 16 at a time through a
-    ``[p, 16]`` buffer, so every row is read and written a cache line at a time.
+    :func:`at` with ``skew = 1``), ``-1`` moves it back. Columns go 256 bytes of a row at a
+    time through a ``[p, 256 bytes]`` buffer, so every row is read and written whole cache
+    lines at a time.
     """
     p, ncols = state.shape
-    width = 16
+    width = max(16, 256 // state.itemsize)  # 4 cache lines of each row at a time
     buf = np.empty((p, width), dtype=state.dtype)
+    first = np.empty(width, dtype=np.int64)
     for j0 in range(0, ncols, width):
         w = min(width, ncols - j0)
         for r in range(p):
             for c in range(w):
                 buf[r, c] = state[r, j0 + c]
+        for c in range(w):
+            first[c] = (direction * (j0 + c)) % p  # row r takes the buffer's row r + first
         for r in range(p):
             for c in range(w):
-                src = (r + direction * (j0 + c)) % p
+                src = r + first[c]
+                if src >= p:
+                    src -= p
                 state[r, j0 + c] = buf[src, c]
 
 
