@@ -483,11 +483,19 @@ def _layout(schedule: Schedule) -> int:
 def _relayout(values: np.ndarray, stamp: np.ndarray, skew: int, direction: int) -> None:
     """Into the skewed layout (``direction = 1``) or back to rank order (``-1``), in place;
     nothing when ``skew`` is 0 (:func:`commsim._verify_kernel.skew_rows`)."""
-    if skew:
-        from commsim import _verify_kernel as kern
+    if not skew:
+        return
+    from commsim import _verify_kernel as kern
 
-        kern.skew_rows(values, direction)
-        kern.skew_rows(stamp, direction)
+    for state in (values, stamp):
+        if not _rows_equal(state):  # equal rows: every rotation of a column leaves it alone
+            kern.skew_rows(state, direction)
+
+
+def _rows_equal(state: np.ndarray) -> bool:
+    """Whether every row of ``state`` equals the first (e.g. the stamps of an allreduce's
+    start: every rank holds every data slot), compared a block of rows at a time."""
+    return all((state[rows] == state[0]).all() for rows in _row_blocks(*state.shape))
 
 
 def _final_check(
