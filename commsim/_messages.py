@@ -47,6 +47,8 @@ __all__ = [
 ]
 
 MERGE_WINDOW = 8
+_COMPILED_MIN = 2**16  # keys from which a radix sort (numba) replaces numpy's argsort
+_RADIX_MAX_BITS = 32  # ... when they fit in this many bits (four passes)
 
 
 class Messages(NamedTuple):
@@ -78,8 +80,26 @@ def _max_count(a: np.ndarray) -> int:
     return int(np.bincount(a, minlength=1).max()) if len(a) else 0
 
 
+def _dense(key: np.ndarray) -> int:
+    """The key range ``max + 1`` where a radix sort of ``key`` pays (many keys, none negative,
+    at most :data:`_RADIX_MAX_BITS` bits); else 0."""
+    if len(key) < _COMPILED_MIN or key.min() < 0:
+        return 0
+    top = int(key.max()) + 1
+    return top if top <= 2**_RADIX_MAX_BITS else 0
+
+
 def _runs(key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """A stable sort of ``key`` and the start of each run of equal keys in the sorted order."""
+    """A stable sort of ``key`` and the start of each run of equal keys in the sorted order.
+
+    Small integer keys in large numbers are sorted by their digits, not compared
+    (:func:`commsim._messages_kernel.counting_order`): the same order, in linear time.
+    """
+    nkeys = _dense(key)
+    if nkeys:
+        from commsim import _messages_kernel as kern  # numba: imported on first use
+
+        return kern.counting_order(key, nkeys)
     order = np.argsort(key, kind="stable")
     skey = key[order]
     return order, np.flatnonzero(np.concatenate([[True], skey[1:] != skey[:-1]]))
@@ -112,9 +132,14 @@ def messages(step: Step, schedule: Schedule) -> Messages:
     if chan.any():
         key = key + chan * (p * p)
     order, starts = _runs(key)
-    msrc, mdst, mchan = src[order][starts], dst[order][starts], chan[order][starts]
-    munits = np.add.reduceat(units[order], starts)
-    mred = np.add.reduceat(red_units[order], starts)
+    if len(starts) < len(key):  # some messages of several transfers
+        first = order[starts]
+        munits = np.add.reduceat(units[order], starts)
+        mred = np.add.reduceat(red_units[order], starts)
+    else:  # one transfer per message: the sums are the transfers' own units
+        first = order
+        munits, mred = units[order], red_units[order]
+    msrc, mdst, mchan = src[first], dst[first], chan[first]
     unique = _max_count(msrc) <= 1 and _max_count(mdst) <= 1
     return Messages(msrc, mdst, munits, mred, local_rank, local_red, unique, mchan, local_chan)
 
@@ -236,9 +261,8 @@ def matchings(src: np.ndarray, dst: np.ndarray, nranks: int) -> list[np.ndarray]
         return [np.arange(n)]
     shift = (dst - src) % nranks
     shift = _occurrence_classes(src, shift, nranks)
-    order = np.argsort(shift, kind="stable")
-    sshift = shift[order]
-    bounds = np.flatnonzero(np.concatenate([[True], sshift[1:] != sshift[:-1], [True]]))
+    order, starts = _runs(shift)
+    bounds = np.append(starts, n)
     rounds: list[list[np.ndarray]] = []
     used: list[tuple[np.ndarray, np.ndarray]] = []
     for a, b in itertools.pairwise(bounds):
@@ -267,6 +291,10 @@ def matchings(src: np.ndarray, dst: np.ndarray, nranks: int) -> list[np.ndarray]
 def _occurrence_classes(src: np.ndarray, shift: np.ndarray, nranks: int) -> np.ndarray:
     """``shift`` where every ``(src, shift)`` pair is distinct; else ``shift + j·nranks`` for a
     pair's ``j``-th occurrence (repeats of a pair go to separate classes, in order)."""
+    if len(src) > 1:
+        pair = src * nranks + (shift + src) % nranks  # (src, dst), as :func:`messages` sorts
+        if (pair[1:] > pair[:-1]).all():  # sorted and distinct: no pair repeats
+            return shift
     key = shift * nranks + src
     order = np.argsort(key, kind="stable")
     skey = key[order]

@@ -23,6 +23,7 @@ Cost: one pass over the steps, which are made one at a time and never kept; memo
 inputs are drawn straight into the state and the expected result is kept as one row where the
 collective gives every rank the same (allreduce, allgather, broadcast, ...), so nothing of size
 ``p · nslots`` exists twice; the input array is drawn again (same seed) only to word an error.
+A ring's state is kept skewed (:func:`_layout`), so that its steps walk memory in order.
 """
 
 from __future__ import annotations
@@ -248,12 +249,13 @@ def _check_fields(schedule: Schedule, st: Step, i: int) -> None:
         raise ScheduleError(f"{_where(schedule)}: {e}", step=i) from None
 
 
-def _run_compiled(schedule: Schedule, values: np.ndarray, stamp: np.ndarray) -> int:
+def _run_compiled(schedule: Schedule, values: np.ndarray, stamp: np.ndarray, skew: int) -> int:
     """Every step through the compiled kernels; a fault is worded by the numpy interpreter.
 
     A step goes through the one-pass kernel first and, when it cannot take it (a transfer
     reads what an earlier one of the step wrote, or a fault), through the three-pass one. The
-    kernels check the ranges themselves; :meth:`Schedule.check_step` runs in numpy only where
+    state is in the layout ``skew`` names (:func:`_layout`); a fault puts it back in rank
+    order before the interpreter words it. The kernels check the ranges themselves; :meth:`Schedule.check_step` runs in numpy only where
     it checks more (field shapes, channels, slots of different sizes) or to word a fault.
     """
     from commsim import _verify_kernel as kern
@@ -280,15 +282,16 @@ def _run_compiled(schedule: Schedule, values: np.ndarray, stamp: np.ndarray) -> 
         args = (st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce, p, S, tag)
         code = kern.FAIL
         if one_pass < _ONE_PASS_TRIES:
-            code = kern.apply_step_fused(flat_values, flat_stamp, *args, buf, old)
+            code = kern.apply_step_fused(flat_values, flat_stamp, *args, buf, old, skew)
             one_pass = 0 if code == kern.OK else one_pass + 1
         if code != kern.OK:
-            code = kern.apply_step(flat_values, flat_stamp, *args, buf, old)
+            code = kern.apply_step(flat_values, flat_stamp, *args, buf, old, skew)
         if code < 0:  # more slots than ever before: grow the scratch and apply
             buf, old = np.empty(-code, dtype=np.uint64), np.empty(-code, dtype=np.uint16)
-            code = kern.apply_step(flat_values, flat_stamp, *args, buf, old)
+            code = kern.apply_step(flat_values, flat_stamp, *args, buf, old, skew)
         if code != kern.OK:
             _check_fields(schedule, st, i)  # a range fault is worded here
+            _relayout(values, stamp, skew, -1)
             it = _Interpreter(schedule, flat_values, kern.defined(flat_stamp))
             it.apply(st, i)  # the numpy interpreter raises the error with its message
             raise AssertionError(f"verifier kernel reported fault {code} the interpreter missed")
@@ -374,8 +377,10 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
     values, stamp = _start_state(schedule, pre, seed)
     del pre
     want, mask = _expected(schedule, values)
-    ntransfers = _run_compiled(schedule, values, stamp)
-    bad_at = _first_wrong(values, stamp, want, mask)
+    skew = _layout(schedule)
+    _relayout(values, stamp, skew, 1)
+    ntransfers = _run_compiled(schedule, values, stamp, skew)
+    bad_at = _final_check(values, stamp, want, mask, skew)
     if bad_at is not None:
         del values, stamp
         r, j = bad_at
@@ -449,6 +454,62 @@ def _expected(schedule: Schedule, values: np.ndarray) -> tuple[np.ndarray, np.nd
     if np.may_share_memory(want, values):
         want = want.copy()
     return want, mask
+
+
+def _layout(schedule: Schedule) -> int:
+    """``1`` where the state is kept **skewed** (rank ``r``'s slot ``j`` in row ``r - j mod p``),
+    ``0`` for rank order; asked of the first step.
+
+    A ring's step moves block ``r - k`` from rank ``r`` to ``r + 1``: in rank order every
+    transfer touches two rows far apart (a cache miss each, 537 M of them at p = 16,384); skewed,
+    the step reads row ``k`` and writes row ``k + 1`` from end to end. The skew pays when the
+    first step moves single slots and most of its transfers lie on one diagonal
+    (``rank - slot mod p`` the same) on both sides; a transfer of many slots, skewed, would touch
+    one row per slot instead, so rank order stays for everything else. Either layout gives the
+    same verdict and the same errors (the state is put back in rank order to word one).
+    """
+    p = schedule.nranks
+    if p < 2 or schedule.nsteps == 0:
+        return 0
+    st = schedule.step(0)
+    n = len(st.src)
+    if n == 0 or (st.count != 1).any() or min(st.src.min(), st.dst.min()) < 0:
+        return 0
+    sides = ((st.src, st.src_slot), (st.dst, st.dst_slot))
+    on_diagonal = min(int(np.bincount((rank - slot) % p).max()) for rank, slot in sides)
+    return int(2 * on_diagonal >= n)
+
+
+def _relayout(values: np.ndarray, stamp: np.ndarray, skew: int, direction: int) -> None:
+    """Into the skewed layout (``direction = 1``) or back to rank order (``-1``), in place;
+    nothing when ``skew`` is 0 (:func:`commsim._verify_kernel.skew_rows`)."""
+    if not skew:
+        return
+    from commsim import _verify_kernel as kern
+
+    for state in (values, stamp):
+        if not _rows_equal(state):  # equal rows: every rotation of a column leaves it alone
+            kern.skew_rows(state, direction)
+
+
+def _rows_equal(state: np.ndarray) -> bool:
+    """Whether every row of ``state`` equals the first (e.g. the stamps of an allreduce's
+    start: every rank holds every data slot), compared a block of rows at a time."""
+    return all((state[rows] == state[0]).all() for rows in _row_blocks(*state.shape))
+
+
+def _final_check(
+    values: np.ndarray, stamp: np.ndarray, want: np.ndarray, mask: np.ndarray, skew: int
+) -> tuple[int, int] | None:
+    """:func:`_first_wrong` of the state in its layout. Skewed, a post-condition that is one
+    row for every rank and holds on every slot is checked where the state lies (rotating a
+    column changes nothing there); otherwise, or to name the first wrong slot, the state goes
+    back to rank order first."""
+    shared = skew and want.strides[0] == 0 and mask.all()
+    if shared and _first_wrong(values, stamp, want, mask) is None:
+        return None
+    _relayout(values, stamp, skew, -1)
+    return _first_wrong(values, stamp, want, mask)
 
 
 def _first_wrong(

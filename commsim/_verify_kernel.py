@@ -14,6 +14,11 @@ costs 2 bytes per slot instead of 9:
 * ``2·tag + r`` (``tag >= 1``): written in the step numbered ``tag``, by a reduction if ``r``;
 * ``1``: holds data written before the current window of tags (an input, or an old write).
 
+Where the state lies is the caller's choice (``skew``, :func:`at`): rank order (row ``rank``),
+or **skewed**, rank ``r``'s slot ``j`` in row ``r - j mod p`` (:func:`skew_rows` moves a state
+between the two), in which a ring's step (rank ``r`` sends block ``r - k`` to ``r + 1``) reads one
+row and writes the next from end to end instead of touching two rows far apart per transfer.
+
 Tags run ``1 .. MAX_TAG``; when they run out, :func:`retag` turns every nonzero stamp into
 ``1`` (``O(p · nslots)`` once per ``MAX_TAG`` steps) and numbering starts again.
 """
@@ -33,9 +38,11 @@ __all__ = [
     "RANGE",
     "apply_step",
     "apply_step_fused",
+    "at",
     "defined",
     "retag",
     "scratch",
+    "skew_rows",
     "warm_up",
     "zeros",
 ]
@@ -46,10 +53,22 @@ RANGE = 4  # a rank, slot or count out of range (the caller's ``check_step`` wor
 MAX_TAG = 2**15 - 1  # 2·tag + 1 fits a uint16
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def at(rank, slot, nranks, nslots, skew):  # pragma: no cover
+    """The flat index of ``(rank, slot)``: row ``rank - skew·slot mod p`` (:func:`skew_rows`)."""
+    row = rank - skew * slot
+    if row < 0:
+        row += nranks  # a ring's slots are below p: no division
+        if row < 0:
+            row %= nranks
+    return row * nslots + slot
+
+
 @numba.njit(cache=True, nogil=True)
 def apply_step(  # pragma: no cover
-    values, stamp, src, dst, src_slot, dst_slot, count, reduce, nranks, nslots, tag, buf, old
-):
+    values, stamp, src, dst, src_slot, dst_slot, count, reduce, nranks, nslots, tag, buf, old,
+    skew,
+):  # fmt: skip
     """Check the step's ranges, then its reads (into ``buf``), then its writes; returns 0, a
     fault code, or ``-moved`` when ``buf`` and ``old`` are shorter than the step's moved slots.
 
@@ -74,9 +93,8 @@ def apply_step(  # pragma: no cover
         return -moved
     pos = 0
     for t in range(n):
-        base = src[t] * nslots + src_slot[t]
         for o in range(count[t]):
-            k = base + o
+            k = at(src[t], src_slot[t] + o, nranks, nslots, skew)
             if stamp[k] == 0:
                 return 1
             buf[pos] = values[k]
@@ -86,10 +104,9 @@ def apply_step(  # pragma: no cover
     pos = 0
     code = 0
     for t in range(n):
-        base = dst[t] * nslots + dst_slot[t]
         r = reduce[t]
         for o in range(count[t]):
-            k = base + o
+            k = at(dst[t], dst_slot[t] + o, nranks, nslots, skew)
             st = stamp[k]
             old[pos] = st
             pos += 1
@@ -108,32 +125,31 @@ def apply_step(  # pragma: no cover
         keys = np.empty(pos, dtype=np.int64)
         q = 0
         for t in range(n):
-            base = dst[t] * nslots + dst_slot[t]
             for o in range(count[t]):
                 if q < pos:
-                    keys[q] = base + o
+                    keys[q] = at(dst[t], dst_slot[t] + o, nranks, nslots, skew)
                     q += 1
         for q in range(pos - 1, -1, -1):
             stamp[keys[q]] = old[q]
         return code
     pos = 0
     for t in range(n):
-        base = dst[t] * nslots + dst_slot[t]
         if reduce[t]:
             for o in range(count[t]):
-                values[base + o] += buf[pos]
+                values[at(dst[t], dst_slot[t] + o, nranks, nslots, skew)] += buf[pos]
                 pos += 1
         else:
             for o in range(count[t]):
-                values[base + o] = buf[pos]
+                values[at(dst[t], dst_slot[t] + o, nranks, nslots, skew)] = buf[pos]
                 pos += 1
     return 0
 
 
 @numba.njit(cache=True, nogil=True)
 def apply_step_fused(  # pragma: no cover
-    values, stamp, src, dst, src_slot, dst_slot, count, reduce, nranks, nslots, tag, oldv, olds
-):
+    values, stamp, src, dst, src_slot, dst_slot, count, reduce, nranks, nslots, tag, oldv, olds,
+    skew,
+):  # fmt: skip
     """:func:`apply_step` in one pass (read, check and write each slot in turn), for steps whose
     transfers read no slot that the step writes earlier (a ring's do not): returns 0, or -1
     with the state as before the step when the step needs :func:`apply_step` (any fault, such
@@ -158,15 +174,14 @@ def apply_step_fused(  # pragma: no cover
         ):  # fmt: skip
             ok = False
             break
-        sbase = src[t] * nslots + src_slot[t]
-        dbase = dst[t] * nslots + dst_slot[t]
         r = reduce[t]
         for o in range(c):
-            ss = stamp[sbase + o]
+            sk = at(src[t], src_slot[t] + o, nranks, nslots, skew)
+            ss = stamp[sk]
             if ss == 0 or ss >> 1 == tag:  # no data, or written earlier in this step
                 ok = False
                 break
-            k = dbase + o
+            k = at(dst[t], dst_slot[t] + o, nranks, nslots, skew)
             st = stamp[k]
             if st >> 1 == tag:
                 if not (r and st & 1):
@@ -178,7 +193,7 @@ def apply_step_fused(  # pragma: no cover
             olds[pos] = st
             oldv[pos] = values[k]
             pos += 1
-            v = values[sbase + o]
+            v = values[sk]
             if r:
                 values[k] += v
                 stamp[k] = mark | np.uint16(1)
@@ -195,16 +210,42 @@ def apply_step_fused(  # pragma: no cover
     for t in range(n):
         if q >= pos:
             break
-        dbase = dst[t] * nslots + dst_slot[t]
         for o in range(count[t]):
             if q >= pos:
                 break
-            keys[q] = dbase + o
+            keys[q] = at(dst[t], dst_slot[t] + o, nranks, nslots, skew)
             q += 1
     for q in range(pos - 1, -1, -1):
         values[keys[q]] = oldv[q]
         stamp[keys[q]] = olds[q]
     return FAIL
+
+
+@numba.njit(cache=True, nogil=True)
+def skew_rows(state, direction):  # pragma: no cover
+    """Rotate column ``j`` of the ``[p, nslots]`` array ``state`` by ``direction·j`` rows, in
+    place: ``direction = 1`` moves ``(rank, j)`` to row ``rank - j mod p`` (the skewed layout,
+    :func:`at` with ``skew = 1``), ``-1`` moves it back. Columns go 256 bytes of a row at a
+    time through a ``[p, 256 bytes]`` buffer, so every row is read and written whole cache
+    lines at a time.
+    """
+    p, ncols = state.shape
+    width = max(16, 256 // state.itemsize)  # 4 cache lines of each row at a time
+    buf = np.empty((p, width), dtype=state.dtype)
+    first = np.empty(width, dtype=np.int64)
+    for j0 in range(0, ncols, width):
+        w = min(width, ncols - j0)
+        for r in range(p):
+            for c in range(w):
+                buf[r, c] = state[r, j0 + c]
+        for c in range(w):
+            first[c] = (direction * (j0 + c)) % p  # row r takes the buffer's row r + first
+        for r in range(p):
+            for c in range(w):
+                src = r + first[c]
+                if src >= p:
+                    src -= p
+                state[r, j0 + c] = buf[src, c]
 
 
 @numba.njit(cache=True, nogil=True)
@@ -254,8 +295,9 @@ def warm_up() -> None:
     zero = np.zeros(1, dtype=np.int64)
     values, stamp = np.zeros(2, dtype=np.uint64), scratch(np.ones(2, dtype=bool))
     buf, old = np.empty(1, dtype=np.uint64), np.empty(1, dtype=np.uint16)
-    apply_step(values, stamp, zero, one, zero, zero, one, np.zeros(1, bool), 2, 1, 1, buf, old)
-    apply_step_fused(
-        values, stamp, zero, one, zero, zero, one, np.zeros(1, bool), 2, 1, 2, buf, old
-    )
+    no = np.zeros(1, bool)
+    apply_step(values, stamp, zero, one, zero, zero, one, no, 2, 1, 1, buf, old, 0)
+    apply_step_fused(values, stamp, zero, one, zero, zero, one, no, 2, 1, 2, buf, old, 0)
     retag(stamp)
+    skew_rows(values.reshape(2, 1), 1)
+    skew_rows(stamp.reshape(2, 1), 1)

@@ -177,7 +177,7 @@ FLOORS = (
     ("commsim.errors",),
     ("commsim.units", "commsim._compat", "commsim._toml", "commsim._deprecation", "commsim._lazy"),
     ("commsim._collectives", "commsim.topology", "commsim.profiles"),
-    ("commsim._ir", "commsim.clusters", "commsim._wire"),
+    ("commsim._ir", "commsim.clusters", "commsim._wire", "commsim._messages_kernel"),
     (
         "commsim._messages",
         "commsim._progress",

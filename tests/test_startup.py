@@ -167,6 +167,7 @@ def test_the_ir_imports_nothing_built_on_it():
 #: the modules of compiled kernels (numba), each imported only where its kernels run
 KERNEL_MODULES = (
     "commsim._verify_kernel",
+    "commsim._messages_kernel",
     "commsim.models._kernels",
     "commsim.models._loggp_kernels",
     "commsim.models._topology_kernels",
