@@ -42,6 +42,7 @@ __all__ = [
     "link_matchings",
     "matchings",
     "messages",
+    "on_ports",
     "port_messages",
     "port_ranks",
 ]
@@ -157,14 +158,20 @@ def port_messages(step: Step, schedule: Schedule, ports: int) -> tuple[Messages,
         >>> sorted(msg.src.tolist()), len(rounds)  # rank r's channels are ports 2r and 2r + 1
         ([0, 1, 2, 3, 4, 5, 6, 7], 1)
     """
-    msg = messages(step, schedule)
-    if ports > 1:
-        src, dst = port_ranks(msg, ports)
-        local = msg.local_rank * ports + msg.local_channel % ports
-        msg = msg._replace(src=src, dst=dst, local_rank=local)
+    msg = on_ports(messages(step, schedule), ports)
     if msg.unique_ports:
         return msg, [np.arange(len(msg.src))]
     return msg, matchings(msg.src, msg.dst, schedule.nranks * ports)
+
+
+def on_ports(msg: Messages, ports: int) -> Messages:
+    """``msg`` with its senders, receivers and local reducers renamed to their ports
+    (:func:`port_ranks`; ``ports = 1``: unchanged)."""
+    if ports == 1:
+        return msg
+    src, dst = port_ranks(msg, ports)
+    local = msg.local_rank * ports + msg.local_channel % ports
+    return msg._replace(src=src, dst=dst, local_rank=local)
 
 
 def port_ranks(msg: Messages, ports: int) -> tuple[np.ndarray, np.ndarray]:

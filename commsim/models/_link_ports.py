@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from commsim._messages import Messages, link_matchings, messages, port_ranks
+from commsim._messages import Messages, link_matchings, messages, on_ports
 
 if TYPE_CHECKING:
     from commsim._ir import Schedule, Step
@@ -108,10 +108,7 @@ def link_port_messages(
     """
     msg = messages(step, schedule)
     rank_src, rank_dst = msg.src, msg.dst
-    if ports > 1:
-        src, dst = port_ranks(msg, ports)
-        local = msg.local_rank * ports + msg.local_channel % ports
-        msg = msg._replace(src=src, dst=dst, local_rank=local)
+    msg = on_ports(msg, ports)
     if msg.unique_ports:
         return msg, [np.arange(len(msg.src))]
     indptr, links = network.routes(hosts[rank_src], hosts[rank_dst])
