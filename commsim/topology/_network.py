@@ -278,12 +278,16 @@ class Network:
             src, dst, self.out_indptr, self.out_nbr, self.out_link, self.out_weight,
             self.in_indptr, self.in_nbr, self.in_weight, fwd_of, dist,
         )  # fmt: skip
+        self._refuse_unrouted(src, dst, bad)
+        return indptr, links
+
+    def _refuse_unrouted(self, src: np.ndarray, dst: np.ndarray, bad: int) -> None:
+        """One line for the first pair a router found no route for (``bad``; ``-1``: none)."""
         if bad >= 0:
             raise ParameterError(
                 f"no route from {self.nodes[src[bad]]!r} to {self.nodes[dst[bad]]!r}: in a graph "
                 "with switches, traffic is forwarded by switches only"
             )
-        return indptr, links
 
     def _route_dragonfly(self, src: np.ndarray, dst: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Minimal routes on a dragonfly from group and router indices (the shortest paths'
@@ -294,11 +298,7 @@ class Network:
             src, dst, self.out_indptr, self.out_nbr, self.out_link, self.out_weight,
             self.in_indptr, self.in_nbr, self.in_weight, *self._dragonfly,
         )  # fmt: skip
-        if bad >= 0:
-            raise ParameterError(
-                f"no route from {self.nodes[src[bad]]!r} to {self.nodes[dst[bad]]!r}: in a graph "
-                "with switches, traffic is forwarded by switches only"
-            )
+        self._refuse_unrouted(src, dst, bad)
         return indptr, links
 
     @functools.cached_property
