@@ -21,16 +21,20 @@ __all__ = ["ring_allgather", "ring_allreduce", "ring_reduce_scatter"]
 def _ring_steps(p: int, first_shift: int, reduce: bool):
     """Step function: in step ``s`` rank ``r`` sends block ``(r - s - first_shift) mod p`` to ``r + 1``.
 
-    The rank, neighbour, count and reduce arrays are shared by all steps (steps are read-only).
+    The rank, neighbour, count and reduce arrays are shared by all steps, and marked read-only
+    (steps are read-only; a model may then check the permutation they form once).
     """
     r = np.arange(p)
     nxt = (r + 1) % p
     ones = np.ones(p, dtype=np.int64)
     red = np.full(p, reduce)
+    twice = np.concatenate([r, r])  # twice[p - k + r] = (r - k) mod p: each step's blocks, a view
+    for a in (r, nxt, ones, red, twice):
+        a.flags.writeable = False
 
     def step(s: int) -> Step:
         k = (s + first_shift) % p  # block = (r - k) mod p, without a modulo over p elements
-        block = np.concatenate([r[p - k :], r[: p - k]])
+        block = twice[p - k : 2 * p - k]
         return Step(r, nxt, block, block, ones, red)
 
     return step

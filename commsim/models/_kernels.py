@@ -11,12 +11,15 @@ a shared compiled helper (inlined by numba or called) made ring predict at p = 1
 from __future__ import annotations
 
 import numba
+import numpy as np
 
 __all__ = [
     "fast_single_port_step",
     "fast_single_port_step_1d",
     "participants_max",
+    "shift_classes_step",
     "single_port_round",
+    "uniform_step",
 ]
 
 
@@ -215,4 +218,146 @@ def fast_single_port_step_1d(  # pragma: no cover
         if e > mx:
             mx = e
     out[0] = mx
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def uniform_step(  # pragma: no cover
+    src, dst, src_slot, dst_slot, count, reduce, offsets, unit, p, seen_s, seen_d, tag, known,
+    level, alpha, bw, gw, out,
+):  # fmt: skip
+    """Move level clocks (every rank's clock is ``level``, ``[sizes]``) by one uniform step:
+    ``True`` when every one of the ``p`` ranks sends exactly one message and receives exactly
+    one, each of ``u`` units with one reduce flag ``r`` (slot ranges in bounds, equal units at
+    both ends); ``False``, with nothing touched, otherwise.
+
+    The new level is :func:`fast_single_port_step`'s arithmetic for ends on one clock:
+    ``level + alpha + u*bw``, plus ``u*gw`` when ``r``; ``out`` (the running maximum) takes it.
+    ``known``: ``src`` and ``dst`` were found to be two permutations of the ranks with no fixed
+    point before (that check is skipped). ``tag`` marks ``seen_*`` and must differ from the
+    fast kernels' tags.
+
+    numpy: uniform when ``len(src) == p``, ``sorted(src) == sorted(dst) == range(p)``,
+    ``(src != dst).all()``, ``(units == units[0]).all()`` and ``(reduce == reduce[0]).all()``.
+    """
+    m = src.shape[0]
+    if m != p or m == 0:
+        return False
+    nslots = offsets.shape[0] - 1
+    r0 = reduce[0]
+    c0 = count[0]
+    bad = False
+    for j in range(m):  # branch-free: every transfer's checks in one pass
+        c = count[j]
+        a0 = src_slot[j]
+        b0 = dst_slot[j]
+        bad |= (c < 1) | (a0 < 0) | (b0 < 0) | (a0 > nslots - c) | (b0 > nslots - c)
+        bad |= reduce[j] != r0
+        if unit > 0:
+            bad |= c != c0
+    if bad:
+        return False
+    if unit > 0:
+        u = c0 * unit
+    else:
+        u = offsets[src_slot[0] + c0] - offsets[src_slot[0]]
+        for j in range(m):
+            c = count[j]
+            a0 = src_slot[j]
+            b0 = dst_slot[j]
+            if offsets[a0 + c] - offsets[a0] != u or offsets[b0 + c] - offsets[b0] != u:
+                return False
+    if not known:
+        for j in range(m):
+            s = src[j]
+            d = dst[j]
+            if s < 0 or s >= p or d < 0 or d >= p or s == d:
+                return False
+            if seen_s[s] == tag or seen_d[d] == tag:
+                return False
+            seen_s[s] = tag
+            seen_d[d] = tag
+    for k in range(level.shape[0]):
+        e = level[k] + alpha + u * bw[k]
+        if r0:
+            e = e + u * gw[k]
+        level[k] = e
+        if e > out[k]:
+            out[k] = e
+    return True
+
+
+@numba.njit(cache=True, nogil=True)
+def shift_classes_step(  # pragma: no cover
+    src, dst, src_slot, dst_slot, count, reduce, offsets, unit, p, level, alpha, bw, gw, out
+):
+    """Move level clocks by a step whose remote transfers form whole **shift classes**: ``True``
+    when every ordered pair ``(s, d)`` occurs at most once, each shift ``k = (d - s) mod p``
+    that occurs does so for all ``p`` senders (a permutation), all of one size ``u_k`` and one
+    reduce flag, and local transfers are copies (free); ``False``, nothing touched, otherwise.
+
+    Such a step's rounds (:func:`commsim._messages.matchings`) are its shift classes in
+    increasing ``k``, each a perfect matching, so the general path moves every clock alike,
+    round by round: ``level + alpha + u_k*bw`` (``+ u_k*gw`` when class ``k`` reduces), the
+    round kernel's arithmetic. All-to-all and direct reduce-scatter/allgather steps are of
+    this shape. The pair check takes ``p²`` bits (refused above 64 MiB of them).
+
+    numpy: the pairs are distinct, ``np.bincount(shift)`` is 0 or ``p`` for every shift, and
+    ``units`` and ``reduce`` are constant on each shift.
+    """
+    m = src.shape[0]
+    if m == 0 or p * p > 2**29:
+        return False
+    nslots = offsets.shape[0] - 1
+    bits = np.zeros((p * p + 63) // 64, dtype=np.uint64)
+    cnt = np.zeros(p, dtype=np.int64)
+    cls_units = np.zeros(p, dtype=np.int64)
+    cls_red = np.zeros(p, dtype=np.bool_)
+    for j in range(m):
+        s = src[j]
+        d = dst[j]
+        c = count[j]
+        a0 = src_slot[j]
+        b0 = dst_slot[j]
+        if s < 0 or s >= p or d < 0 or d >= p or c < 1 or a0 < 0 or b0 < 0:
+            return False
+        if a0 > nslots - c or b0 > nslots - c:
+            return False
+        if unit > 0:
+            u = c * unit
+        else:
+            u = offsets[a0 + c] - offsets[a0]
+            if offsets[b0 + c] - offsets[b0] != u:
+                return False
+        if s == d:
+            if reduce[j]:
+                return False  # a local reduction: the general path charges it
+            continue
+        k = (d - s + p) % p
+        at = s * p + k
+        word = at >> 6
+        bit = np.uint64(1) << np.uint64(at & 63)
+        if bits[word] & bit:
+            return False
+        bits[word] |= bit
+        if cnt[k] == 0:
+            cls_units[k] = u
+            cls_red[k] = reduce[j]
+        elif cls_units[k] != u or cls_red[k] != reduce[j]:
+            return False
+        cnt[k] += 1
+    for k in range(1, p):
+        if cnt[k] != 0 and cnt[k] != p:
+            return False
+    for k in range(1, p):
+        if cnt[k] == 0:
+            continue
+        u = cls_units[k]
+        for q in range(level.shape[0]):
+            e = level[q] + alpha + u * bw[q]
+            if cls_red[k]:
+                e = e + u * gw[q]
+            level[q] = e
+            if e > out[q]:
+                out[q] = e
     return True

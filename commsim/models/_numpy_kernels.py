@@ -35,8 +35,11 @@ __all__ = [
     "choose",
     "fast_single_port_step",
     "fast_single_port_step_1d",
+    "level_step",
     "participants_max",
+    "shift_classes_step",
     "single_port_round",
+    "uniform_step",
 ]
 
 #: the most transfer-size pairs a prediction runs through these array kernels. Measured on the
@@ -131,4 +134,73 @@ def fast_single_port_step_1d(
     clock[src] = np.maximum(clock[src], end)
     clock[dst] = np.maximum(clock[dst], finish)
     out[0] = max(out[0], finish.max())
+    return True
+
+
+def uniform_step(
+    src: Array, dst: Array, src_slot: Array, dst_slot: Array, count: Array, reduce: Array,
+    offsets: Array, unit: int, p: int, seen_s: Array, seen_d: Array, tag: int, known: bool,
+    level: Array, alpha: float, bw: Array, gw: Array, out: Array,
+) -> bool:  # fmt: skip
+    """Level clocks moved by one uniform step (each of the ``p`` ranks sends one message and
+    receives one, all of ``u`` units and one reduce flag), or ``False`` with nothing touched
+    (:func:`commsim.models._kernels.uniform_step`)."""
+    if len(src) != p or p == 0:
+        return False
+    units = _fast_units(src, dst, src_slot, dst_slot, count, offsets, unit, p)
+    if units is None or (units != units[0]).any() or (reduce != reduce[0]).any():
+        return False
+    level_step(level, alpha, int(units[0]), bw, gw, bool(reduce[0]), out)
+    return True
+
+
+def level_step(
+    level: Array, alpha: float, u: int, bw: Array, gw: Array, red: bool, out: Array
+) -> None:
+    """Every rank at ``level`` sends one message of ``u`` units and receives one: the new level
+    ``level + alpha + u*bw`` (``+ u*gw`` when it reduces), the fast kernels' arithmetic in their
+    order; ``out`` (the running maximum) takes it."""
+    end = level + alpha + u * bw
+    if red:
+        end = end + u * gw
+    level[:] = end
+    np.maximum(out, end, out=out)
+
+
+def shift_classes_step(
+    src: Array, dst: Array, src_slot: Array, dst_slot: Array, count: Array, reduce: Array,
+    offsets: Array, unit: int, p: int, level: Array, alpha: float, bw: Array, gw: Array,
+    out: Array,
+) -> bool:  # fmt: skip
+    """Level clocks moved by a step of whole shift classes, one size and flag per class, or
+    ``False`` with nothing touched (:func:`commsim.models._kernels.shift_classes_step`)."""
+    if len(src) == 0 or p * p > 2**29:
+        return False
+    if min(src.min(), dst.min(), src_slot.min(), dst_slot.min()) < 0 or count.min() < 1:
+        return False
+    if max(src.max(), dst.max()) >= p:
+        return False
+    if (np.maximum(src_slot, dst_slot) > len(offsets) - 1 - count).any():
+        return False
+    units = count * unit if unit > 0 else offsets[src_slot + count] - offsets[src_slot]
+    if unit <= 0 and (offsets[dst_slot + count] - offsets[dst_slot] != units).any():
+        return False
+    local = src == dst
+    if (local & reduce).any():
+        return False
+    remote = ~local
+    s, units, red = src[remote], units[remote], reduce[remote]
+    shift = (dst[remote] - s) % p
+    if np.bincount(s * p + shift, minlength=p * p).max(initial=0) > 1:
+        return False
+    cnt = np.bincount(shift, minlength=p)
+    if ((cnt != 0) & (cnt != p)).any():
+        return False
+    first = np.full(p, -1)
+    first[shift[::-1]] = np.arange(len(shift))[::-1]  # each class's first transfer
+    if (units != units[first[shift]]).any() or (red != red[first[shift]]).any():
+        return False
+    for k in np.flatnonzero(cnt):
+        j = first[k]
+        level_step(level, alpha, int(units[j]), bw, gw, bool(red[j]), out)
     return True

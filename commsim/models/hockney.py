@@ -42,8 +42,18 @@ How a schedule is timed (the IR's semantics made quantitative):
 The completion time is the largest final clock (a rank's, over its links). Under these rules the textbook algorithms
 reproduce their published closed forms exactly (each factory's docstring states its own).
 
-Cost of the model itself: one pass over the steps for all sizes at once. Single-port steps of
-distinct messages run in compiled kernels: one size in one pass over the transfers
+Cost of the model itself: one pass over the steps for all sizes at once. **Level clocks**
+first: all ranks start at one clock, and a **uniform step** (every rank sends exactly one message
+and receives exactly one, all of :math:`u` units and one reduce flag: a ring's shift, a recursive
+exchange, a pairwise alltoall round) keeps them equal, moving the common clock :math:`c` to
+:math:`c + \alpha + u\beta` (:math:`+\,u\gamma` when it reduces): the per-rank rule above with
+both ends at :math:`c`, in the kernels' order of operations, so the same bits. Such a step costs
+a check of its arrays instead of a clock update per transfer, and read-only arrays a step
+function shares between steps (a ring's ranks, counts and flags,
+:func:`commsim.algorithms.ring.ring_allreduce`) are checked once, so a ring allreduce at
+p = 16,384 (537 M transfers) takes about a second for any number of sizes. The first step that
+is not uniform hands every rank the common clock and the per-rank path below goes on from there.
+Single-port steps of distinct messages run in compiled kernels: one size in one pass over the transfers
 (:mod:`commsim.models._kernels`); many sizes on shared clocks, where each distinct clock vector
 is stored once and a message's arithmetic runs once per distinct pair of end clocks
 (:mod:`commsim.models._shared_clocks`), so a ring's 21 sizes cost about what one does. Both do
@@ -281,6 +291,21 @@ class Hockney:
         return clocks
 
 
+def _in_bounds(slot: np.ndarray, count: int, nslots: int) -> bool:
+    """Whether every range ``[slot, slot + count)`` lies in ``[0, nslots)``."""
+    return len(slot) == 0 or (int(slot.min()) >= 0 and int(slot.max()) <= nslots - count)
+
+
+def _read_only(a: np.ndarray) -> bool:
+    """Whether ``a`` and every array it views are read-only (nothing can change its values
+    without first making them writeable again)."""
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return a is None
+
+
 class _Clocks:
     """The per-rank clocks of one prediction, advanced step by step (the rules of the module
     docstring). Single-port steps go through the compiled fast path when their messages allow;
@@ -319,20 +344,106 @@ class _Clocks:
         ntransfers = schedule.ntransfers_hint
         if ntransfers is None:
             ntransfers = schedule.nsteps * (schedule.max_step_transfers_hint or schedule.nranks)
-        self.kernels = _numpy_kernels.choose(ntransfers, nsizes)
-        compiled = self.kernels is not _numpy_kernels
+        self.nslots = schedule.nslots
+        self._work = (ntransfers, nsizes)  # which kernels: chosen when a step first needs them
+        self._kernels: Any = None
         self.recorder, self.i = recorder, 0
         self.fast = self.ports == 1 and self.piecewise is None and recorder is None
         # many sizes: each distinct clock vector once (bit for bit the dense clocks), until a
         # step needs the general path or sharing does not pay
-        self.shared = (
-            SharedClocks(p, nsizes, schedule.max_step_transfers_hint or p)
-            if self.fast and nsizes > 1 and compiled
-            else None
+        self.share = (
+            self.fast and nsizes > 1 and ntransfers * nsizes > _numpy_kernels.NUMPY_MAX_WORK
         )
+        self.shared: SharedClocks | None = None
+        # level clocks: while every rank's clock is one vector, uniform steps move it at once
+        self.level: np.ndarray | None = np.zeros(nsizes) if self.fast and self.LEVEL else None
+        self.level_steps = 0  # steps the level clocks took (tests and benchmarks read it)
+        # read-only arrays already checked: a permutation pair (src, dst), and a count and
+        # reduce array with one value each (count, reduce, that count, that flag)
+        self._perm: tuple[np.ndarray, np.ndarray] | None = None
+        self._flat: tuple[np.ndarray, np.ndarray, int, bool] | None = None
+        if self.level is None and self.share:
+            self.shared = SharedClocks(p, nsizes, schedule.max_step_transfers_hint or p)
+
+    @property
+    def kernels(self) -> Any:
+        """The array kernels for small work, the compiled ones (numba, imported now) above."""
+        if self._kernels is None:
+            self._kernels = _numpy_kernels.choose(*self._work)
+        return self._kernels
+
+    #: whether uniform steps on level clocks take the shortcut (tests turn it off to compare)
+    LEVEL = True
+
+    def _uniform(self, i: int, st: Step) -> bool:
+        """One uniform step on level clocks: ``True`` when ``st`` is one (see the module
+        docstring), the level then moved; ``False`` with nothing touched otherwise.
+
+        Read-only arrays seen before (a ring's ranks, counts and flags, shared by its steps)
+        are not checked again: only the step's slot ranges are, two array reductions each, and
+        then the level moves without a compiled kernel (so without numba's start-up)."""
+        level = self.level
+        assert level is not None
+        perm, flat = self._perm, self._flat
+        known = perm is not None and st.src is perm[0] and st.dst is perm[1]
+        if known and flat is not None and st.count is flat[0] and st.reduce is flat[1]:
+            c, red = flat[2], flat[3]
+            if (
+                self.unit > 0
+                and _in_bounds(st.src_slot, c, self.nslots)
+                and (st.dst_slot is st.src_slot or _in_bounds(st.dst_slot, c, self.nslots))
+            ):
+                _numpy_kernels.level_step(
+                    level, self.alpha, c * self.unit, self.bw, self.gw, red, self.last
+                )
+                self.level_steps += 1
+                return True
+        frozen = all(map(_read_only, (st.src, st.dst, st.count, st.reduce)))
+        kernels = _numpy_kernels if frozen else self.kernels  # checked once: no numba for it
+        if not kernels.uniform_step(
+            st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce,
+            self.schedule.slot_offsets, self.unit, self.p, self.seen_s, self.seen_d, -(i + 1),
+            known, level, self.alpha, self.bw, self.gw, self.last,
+        ):  # fmt: skip
+            return False
+        if frozen:  # a uniform step: a permutation pair, one count, one flag
+            self._perm = (st.src, st.dst)
+            self._flat = (st.count, st.reduce, int(st.count[0]), bool(st.reduce[0]))
+        self.level_steps += 1
+        return True
+
+    def _shift_classes(self, st: Step) -> bool:
+        """A step of whole shift classes on level clocks (an all-to-all round of messages):
+        ``True`` when ``st`` is one, the level then moved class by class, as the general path's
+        rounds would move every clock; ``False`` with nothing touched otherwise."""
+        if len(st.src) < 2 * self.p:  # one class at most: a uniform step or not this shape
+            return False
+        if not self.kernels.shift_classes_step(
+            st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce,
+            self.schedule.slot_offsets, self.unit, self.p, self.level, self.alpha, self.bw,
+            self.gw, self.last,
+        ):  # fmt: skip
+            return False
+        self.level_steps += 1
+        return True
+
+    def _leave_level(self) -> None:
+        """From level clocks to per-rank clocks (shared or dense) that all hold the level."""
+        level, self.level = self.level, None
+        if level is None:
+            return
+        if self.share:
+            self.shared = SharedClocks(
+                self.p, len(level), self.schedule.max_step_transfers_hint or self.p, start=level
+            )
+        else:
+            self.clock[:] = level
 
     def _dense(self) -> None:
-        """Leave the shared clocks for the dense ``[p, sizes]`` table (same numbers)."""
+        """Leave the level or shared clocks for the dense ``[p, sizes]`` table (same numbers)."""
+        if self.level is not None:
+            self.clock[:] = self.level
+            self.level = None
         if self.shared is not None:
             self.clock[:] = self.shared.dense()
             self.shared = None
@@ -363,6 +474,10 @@ class _Clocks:
 
     def _fast(self, i: int, st: Step) -> bool:
         """The compiled single-port step; ``False`` when its messages need the general path."""
+        if self.level is not None:
+            if self._uniform(i, st) or (self.links == 1 and self._shift_classes(st)):
+                return True
+            self._leave_level()
         if 2 * len(st.src) > len(self.tmp):
             self.tmp = np.empty((2 * len(st.src), self.clock.shape[1]))
             self.tmp1 = self.tmp.reshape(-1)
