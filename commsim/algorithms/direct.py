@@ -37,9 +37,11 @@ __all__ = [
 
 def _all_pairs(p: int) -> tuple[np.ndarray, np.ndarray]:
     """Senders and receivers of every ordered pair ``r → r + k``, ``k = 1 … p-1``, by shift."""
-    shift = np.repeat(np.arange(1, p), p)
-    src = np.tile(np.arange(p), p - 1)
-    return src, (src + shift) % p
+    r = np.arange(p)
+    src = np.broadcast_to(r, (p - 1, p)).ravel()  # row k - 1: every rank
+    dst = r + np.arange(1, p)[:, None]  # r + k, then mod p without a division
+    dst[dst >= p] -= p
+    return src, dst.ravel()
 
 
 def _shift_pairs(p: int, k: int) -> tuple[np.ndarray, np.ndarray]:
