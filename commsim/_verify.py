@@ -23,7 +23,9 @@ Cost: one pass over the steps, which are made one at a time and never kept; memo
 inputs are drawn straight into the state and the expected result is kept as one row where the
 collective gives every rank the same (allreduce, allgather, broadcast, ...), so nothing of size
 ``p · nslots`` exists twice; the input array is drawn again (same seed) only to word an error.
-A ring's state is kept skewed (:func:`_layout`), so that its steps walk memory in order.
+A ring's state is kept skewed (:func:`_layout`), so that its steps walk memory in order. The
+inputs are a function of seed, rank and slot (SplitMix64, :func:`commsim._verify_kernel.fill_inputs`),
+so a skewed state has them drawn where the layout puts them rather than moved there.
 """
 
 from __future__ import annotations
@@ -378,7 +380,8 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
     del pre
     want, mask = _expected(schedule, values)
     skew = _layout(schedule)
-    _relayout(values, stamp, skew, 1)
+    if skew:
+        _skew_start(schedule, values, stamp, seed)
     ntransfers = _run_compiled(schedule, values, stamp, skew)
     bad_at = _final_check(values, stamp, want, mask, skew)
     if bad_at is not None:
@@ -399,7 +402,10 @@ def _verify(schedule: Schedule, seed: int) -> Verified:
 
 
 _ONE_PASS_TRIES = 16  # one-pass attempts that fail in a row before a schedule stops trying
-_ROWS_BYTES = 64 * 2**20  # rows of the state handled at once when filling or comparing it
+# rows of the state handled at once when filling or comparing it: small enough that the
+# temporaries come from reused heap memory (64 MiB blocks were mapped and faulted in anew each
+# time: 4x slower to draw the inputs on the benchmark machine)
+_ROWS_BYTES = 2 * 2**20
 
 
 def _row_blocks(p: int, ncols: int):
@@ -409,18 +415,14 @@ def _row_blocks(p: int, ncols: int):
 
 
 def _inputs(schedule: Schedule, seed: int, out: np.ndarray | None = None) -> np.ndarray:
-    """The random input of every data slot, ``[p, ndata]`` ``uint64`` (into ``out`` if given).
+    """The random input of every data slot, ``[p, ndata]`` ``uint64`` (into ``out`` if given),
+    in rank order: a function of seed, rank and slot
+    (:func:`commsim._verify_kernel.fill_inputs`)."""
+    from commsim import _verify_kernel as kern
 
-    Drawn block of rows by block of rows from one generator: the same numbers as one draw of
-    the whole array (full-range ``uint64`` draws take one raw word each).
-    """
     p, D = schedule.nranks, schedule.ndata
     out = np.empty((p, D), dtype=np.uint64) if out is None else out
-    rng = np.random.default_rng(seed)
-    top = np.iinfo(np.uint64).max
-    for rows in _row_blocks(p, D):
-        n = rows.stop - rows.start
-        out[rows] = rng.integers(0, top, size=(n, D), dtype=np.uint64, endpoint=True)
+    kern.fill_inputs(out, np.uint64(kern.input_key(seed)), 0)
     return out
 
 
@@ -438,6 +440,23 @@ def _start_state(schedule: Schedule, pre: np.ndarray, seed: int) -> tuple[np.nda
         if not pre[rows].all():
             values[rows, :D][~pre[rows]] = 0
     return values, stamp
+
+
+def _skew_start(schedule: Schedule, values: np.ndarray, stamp: np.ndarray, seed: int) -> None:
+    """The start state (:func:`_start_state`) put in the skewed layout: the stamps rotated
+    (:func:`commsim._verify_kernel.skew_rows`, unless every row is alike), the inputs drawn
+    again where the layout puts them (a function of the slot: cheaper than moving them), and
+    zeroed where no data is."""
+    from commsim import _verify_kernel as kern
+
+    p, D = schedule.nranks, schedule.ndata
+    if not _rows_equal(stamp):
+        kern.skew_rows(stamp, 1)
+    kern.fill_inputs(values[:, :D], np.uint64(kern.input_key(seed)), 1)
+    for rows in _row_blocks(p, D):
+        empty = stamp[rows, :D] == 0
+        if empty.any():
+            values[rows, :D][empty] = 0
 
 
 def _expected(schedule: Schedule, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -40,6 +40,8 @@ __all__ = [
     "apply_step_fused",
     "at",
     "defined",
+    "fill_inputs",
+    "input_key",
     "retag",
     "scratch",
     "skew_rows",
@@ -301,3 +303,43 @@ def warm_up() -> None:
     retag(stamp)
     skew_rows(values.reshape(2, 1), 1)
     skew_rows(stamp.reshape(2, 1), 1)
+    fill_inputs(np.zeros((2, 2), dtype=np.uint64)[:, :1], np.uint64(1), 1)  # a state's view
+
+
+_MASK64 = 2**64 - 1
+
+
+def input_key(seed: int) -> int:
+    """The key of seed ``seed``'s inputs: ``seed`` through SplitMix64's output function
+    (Steele, Lea & Flood, "Fast splittable pseudorandom number generators", OOPSLA 2014)."""
+    z = (int(seed) + 0x9E3779B97F4A7C15) & _MASK64
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return z ^ (z >> 31)
+
+
+@numba.njit(cache=True, nogil=True)
+def fill_inputs(out, key, skew):  # pragma: no cover
+    """Every rank's random inputs into ``out`` (``[p, ndata]``, a view of the state's data
+    slots), in the layout ``skew`` names: row ``row``, column ``j`` holds the input of rank
+    ``row + skew·j mod p``, slot ``j``.
+
+    The input of ``(rank, j)`` is SplitMix64's output function of ``key XOR (rank·ndata + j)``
+    (:func:`input_key`): a bijection of 64-bit words, so distinct slots get distinct
+    pseudo-random words, and a function of the slot alone, so either layout is filled directly
+    (no rotation of the state) and the same slot gets the same word in both.
+    """
+    p, d = out.shape
+    k = np.uint64(key)
+    golden = np.uint64(0x9E3779B97F4A7C15)
+    m1 = np.uint64(0xBF58476D1CE4E5B9)
+    m2 = np.uint64(0x94D049BB133111EB)
+    s30, s27, s31 = np.uint64(30), np.uint64(27), np.uint64(31)
+    for row in range(p):
+        for j in range(d):
+            rank = row + skew * j
+            rank = rank % p
+            z = (k ^ np.uint64(rank * d + j)) + golden
+            z = (z ^ (z >> s30)) * m1
+            z = (z ^ (z >> s27)) * m2
+            out[row, j] = z ^ (z >> s31)

@@ -597,7 +597,8 @@ def _mutate_doc(draw: st.DrawFn, doc: dict[str, Any]) -> None:
         elif field in ("nranks", "ndata", "root"):
             doc[field] = draw(st.sampled_from([0, -1, 64, 1000, 2**24 + 1, 2**31, 2**63, 10**30]))
         elif steps and isinstance(steps[0], dict):
-            n = len(steps[0].get("src", [])) or 1
+            src = steps[0].get("src")
+            n = len(src) if isinstance(src, list) and src else 1
             steps[0][field] = [draw(st.sampled_from([2**63 - 1, -(2**63), 2**40, -1]))] * n
     elif kind == "deep":
         target[key] = _DEEP

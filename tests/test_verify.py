@@ -178,7 +178,9 @@ def test_a_race_after_the_tags_restart_is_still_found(monkeypatch):
     s = commsim.build("allreduce", "ring", nranks=4).materialize()
     steps = list(s.steps())
     st = steps[5]
-    steps[5] = Step(st.src, st.dst.copy(), st.src_slot, st.dst_slot, st.count, st.reduce * False)
+    steps[5] = Step(
+        st.src, st.dst.copy(), st.src_slot, st.dst_slot.copy(), st.count, st.reduce * False
+    )  # copies: a ring's step arrays are read-only
     steps[5].dst[1] = steps[5].dst[0]  # two overwrites of one slot
     steps[5].dst_slot[1] = steps[5].dst_slot[0]
     bad = _one_step(steps, p=4, nslots=s.nslots)
