@@ -52,8 +52,10 @@ a check of its arrays instead of a clock update per transfer, and read-only arra
 function shares between steps (a ring's ranks, counts and flags,
 :func:`commsim.algorithms.ring.ring_allreduce`) are checked once, so a ring allreduce at
 p = 16,384 (537 M transfers) takes about a second for any number of sizes. The first step that
-is not uniform hands every rank the common clock and the per-rank path below goes on from there.
-Single-port steps of distinct messages run in compiled kernels: one size in one pass over the transfers
+is not uniform hands every rank the common clock and the per-rank path below goes on from
+there. (A step of whole shift classes, every rank to every other as in a direct all-to-all,
+moves the common clock class by class, as the general path's rounds would.) Single-port steps
+of distinct messages run in compiled kernels: one size in one pass over the transfers
 (:mod:`commsim.models._kernels`); many sizes on shared clocks, where each distinct clock vector
 is stored once and a message's arithmetic runs once per distinct pair of end clocks
 (:mod:`commsim.models._shared_clocks`), so a ring's 21 sizes cost about what one does. Both do
