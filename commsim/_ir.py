@@ -70,6 +70,7 @@ import dataclasses
 import functools
 import hashlib
 import numbers
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -78,7 +79,7 @@ import numpy as np
 from commsim._collectives import CollectiveSpec, spec
 from commsim.errors import ScheduleError
 
-__all__ = ["MAX_NRANKS", "MAX_SLOTS", "Schedule", "Step"]
+__all__ = ["MAX_NRANKS", "MAX_SLOTS", "Schedule", "Step", "is_shared", "share_between_steps"]
 
 _I = np.int64
 _MAX_UNITS = 2**62  # total slot units: offsets are int64, and sums of two must not overflow
@@ -110,6 +111,26 @@ def _no_channel(n: int) -> np.ndarray:
         _zeros = np.zeros(max(n, 2 * len(_zeros)), dtype=_I)
         _zeros.flags.writeable = False
     return _zeros[:n]
+
+
+_shared: weakref.WeakValueDictionary[int, np.ndarray] = weakref.WeakValueDictionary()
+
+
+def share_between_steps(*arrays: np.ndarray) -> None:
+    """Declare arrays that a step function hands, unchanged, to many of its steps (a ring's
+    ranks, neighbours, counts and flags). Steps are read-only, so a consumer may check what such
+    an array holds once and trust it afterwards (:meth:`commsim.models.Hockney.predict` does).
+
+    The arrays stay writeable: numpy's read-only flag would make numba compile every kernel
+    again for each mix of read-only and writeable arguments.
+    """
+    for a in arrays:
+        _shared[id(a)] = a
+
+
+def is_shared(a: np.ndarray) -> bool:
+    """Whether ``a`` itself was declared with :func:`share_between_steps`."""
+    return _shared.get(id(a)) is a
 
 
 class _StepFields(NamedTuple):

@@ -281,7 +281,8 @@ def _run_compiled(schedule: Schedule, values: np.ndarray, stamp: np.ndarray, ske
         if tag > kern.MAX_TAG:
             kern.retag(flat_stamp)
             tag = 1
-        args = (st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce, p, S, tag)
+        fields = (_writeable(f) for f in st[:6])  # one kernel signature, not one per mix
+        args = (*fields, p, S, tag)
         code = kern.FAIL
         if one_pass < _ONE_PASS_TRIES:
             code = kern.apply_step_fused(flat_values, flat_stamp, *args, buf, old, skew)
@@ -299,6 +300,12 @@ def _run_compiled(schedule: Schedule, values: np.ndarray, stamp: np.ndarray, ske
             raise AssertionError(f"verifier kernel reported fault {code} the interpreter missed")
         ntransfers += n
     return ntransfers
+
+
+def _writeable(a: np.ndarray) -> np.ndarray:
+    """``a``, or a writeable copy of a read-only array: numba compiles a kernel anew for every
+    mix of read-only and writeable arguments (seconds each in a fresh checkout)."""
+    return a if a.flags.writeable else a.copy()
 
 
 def _check_memory(schedule: Schedule) -> None:

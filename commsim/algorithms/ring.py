@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from commsim._ir import Schedule, Step
+from commsim._ir import Schedule, Step, share_between_steps
 from commsim.algorithms._combinators import concat, lazy
 from commsim.algorithms._registry import FloatOrArray, register
 
@@ -21,16 +21,15 @@ __all__ = ["ring_allgather", "ring_allreduce", "ring_reduce_scatter"]
 def _ring_steps(p: int, first_shift: int, reduce: bool):
     """Step function: in step ``s`` rank ``r`` sends block ``(r - s - first_shift) mod p`` to ``r + 1``.
 
-    The rank, neighbour, count and reduce arrays are shared by all steps, and marked read-only
-    (steps are read-only; a model may then check the permutation they form once).
+    The rank, neighbour, count and reduce arrays are shared by all steps, and declared so
+    (:func:`commsim._ir.share_between_steps`: a model may check the permutation they form once).
     """
     r = np.arange(p)
     nxt = (r + 1) % p
     ones = np.ones(p, dtype=np.int64)
     red = np.full(p, reduce)
     twice = np.concatenate([r, r])  # twice[p - k + r] = (r - k) mod p: each step's blocks, a view
-    for a in (r, nxt, ones, red, twice):
-        a.flags.writeable = False
+    share_between_steps(r, nxt, ones, red)
 
     def step(s: int) -> Step:
         k = (s + first_shift) % p  # block = (r - k) mod p, without a modulo over p elements

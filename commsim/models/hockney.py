@@ -48,9 +48,9 @@ and receives exactly one, all of :math:`u` units and one reduce flag: a ring's s
 exchange, a pairwise alltoall round) keeps them equal, moving the common clock :math:`c` to
 :math:`c + \alpha + u\beta` (:math:`+\,u\gamma` when it reduces): the per-rank rule above with
 both ends at :math:`c`, in the kernels' order of operations, so the same bits. Such a step costs
-a check of its arrays instead of a clock update per transfer, and read-only arrays a step
-function shares between steps (a ring's ranks, counts and flags,
-:func:`commsim.algorithms.ring.ring_allreduce`) are checked once, so a ring allreduce at
+a check of its arrays instead of a clock update per transfer, and arrays a step function
+declares shared between steps (a ring's ranks, counts and flags:
+:func:`commsim._ir.share_between_steps`) or that are read-only are checked once, so a ring allreduce at
 p = 16,384 (537 M transfers) takes about a second for any number of sizes. The first step that
 is not uniform hands every rank the common clock and the per-rank path below goes on from
 there. (A step of whole shift classes, every rank to every other as in a direct all-to-all,
@@ -79,7 +79,7 @@ from typing import Any
 import numpy as np
 
 from commsim import units
-from commsim._ir import Schedule, Step
+from commsim._ir import Schedule, Step, is_shared
 from commsim._messages import port_messages
 from commsim.errors import ParameterError
 from commsim.models import _numpy_kernels
@@ -299,8 +299,11 @@ def _in_bounds(slot: np.ndarray, count: int, nslots: int) -> bool:
 
 
 def _read_only(a: np.ndarray) -> bool:
-    """Whether ``a`` and every array it views are read-only (nothing can change its values
-    without first making them writeable again)."""
+    """Whether ``a`` is declared shared between steps (:func:`commsim._ir.share_between_steps`),
+    or it and every array it views are read-only (nothing can change its values without first
+    making them writeable again)."""
+    if is_shared(a):
+        return True
     while isinstance(a, np.ndarray):
         if a.flags.writeable:
             return False
@@ -381,8 +384,8 @@ class _Clocks:
         """One uniform step on level clocks: ``True`` when ``st`` is one (see the module
         docstring), the level then moved; ``False`` with nothing touched otherwise.
 
-        Read-only arrays seen before (a ring's ranks, counts and flags, shared by its steps)
-        are not checked again: only the step's slot ranges are, two array reductions each, and
+        Shared or read-only arrays seen before (a ring's ranks, counts and flags) are not
+        checked again: only the step's slot ranges are, two array reductions each, and
         then the level moves without a compiled kernel (so without numba's start-up)."""
         level = self.level
         assert level is not None
