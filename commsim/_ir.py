@@ -126,11 +126,30 @@ def share_between_steps(*arrays: np.ndarray) -> None:
     """
     for a in arrays:
         _shared[id(a)] = a
+        _bounds.pop(id(a), None)
 
 
 def is_shared(a: np.ndarray) -> bool:
     """Whether ``a`` itself was declared with :func:`share_between_steps`."""
     return _shared.get(id(a)) is a
+
+
+_bounds: dict[int, tuple[int, int]] = {}  # (min, max) of declared arrays, keyed as _shared
+
+
+def shared_bounds(a: np.ndarray) -> tuple[int, int] | None:
+    """``(min, max)`` bounding the values of ``a`` where ``a`` is, or is a view of, a non-empty
+    integer array declared with :func:`share_between_steps` (a ring's blocks are slices of one
+    shared array): found once per declared array, then free; ``None`` for any other array."""
+    base = a if is_shared(a) else a.base
+    if not isinstance(base, np.ndarray) or not is_shared(base) or base.dtype.kind not in "iu":
+        return None
+    found = _bounds.get(id(base))
+    if found is None:
+        if base.size == 0:
+            return None
+        found = _bounds[id(base)] = (int(base.min()), int(base.max()))
+    return found
 
 
 class _StepFields(NamedTuple):

@@ -22,14 +22,15 @@ def _ring_steps(p: int, first_shift: int, reduce: bool):
     """Step function: in step ``s`` rank ``r`` sends block ``(r - s - first_shift) mod p`` to ``r + 1``.
 
     The rank, neighbour, count and reduce arrays are shared by all steps, and declared so
-    (:func:`commsim._ir.share_between_steps`: a model may check the permutation they form once).
+    (:func:`commsim._ir.share_between_steps`: a model may check the permutation they form once),
+    as is the array whose slices are the steps' blocks (their range is known once).
     """
     r = np.arange(p)
     nxt = (r + 1) % p
     ones = np.ones(p, dtype=np.int64)
     red = np.full(p, reduce)
     twice = np.concatenate([r, r])  # twice[p - k + r] = (r - k) mod p: each step's blocks, a view
-    share_between_steps(r, nxt, ones, red)
+    share_between_steps(r, nxt, ones, red, twice)
 
     def step(s: int) -> Step:
         k = (s + first_shift) % p  # block = (r - k) mod p, without a modulo over p elements

@@ -23,7 +23,7 @@ import numba
 
 from commsim.models import _shared_kernels
 
-__all__ = ["fast_class_step", "shared_class_step"]
+__all__ = ["fast_class_step", "periodic_class_step", "shared_class_step"]
 
 _LATENCY, _REDUCTION, _TRANSFER = 0, 1, 3  # commsim.models._topology_kernels' components
 
@@ -79,7 +79,7 @@ def fast_class_step(  # pragma: no cover
                 mcomp[j, q, k] = comp[w, q, k]
             mcomp[j, _LATENCY, k] += lat[x]
             mcomp[j, _TRANSFER + x, k] += tr
-    for j in range(m):  # the clocks, in the round kernel's order
+    for j in range(m):  # the clocks, in the round kernel's order: receivers, then senders
         s = src[j]
         d = dst[j]
         x = 1 if server[s] != server[d] else 0
@@ -88,22 +88,25 @@ def fast_class_step(  # pragma: no cover
         sent[x, s] += u
         received[x, d] += u
         for k in range(ns):
-            e = tmp[j, k]
-            if e > clock[s, k]:
-                clock[s, k] = e
-                for q in range(nc):
-                    comp[s, q, k] = mcomp[j, q, k]
             rt = red * gw[k]
             if overlap:
                 rt -= u * per_unit[k] * inv[x]
                 if rt < 0.0:
                     rt = 0.0
-            e2 = e + rt
+            e2 = tmp[j, k] + rt
             if e2 > clock[d, k]:
                 clock[d, k] = e2
                 for q in range(nc):
                     comp[d, q, k] = mcomp[j, q, k]
                 comp[d, _REDUCTION, k] += rt
+    for j in range(m):
+        s = src[j]
+        for k in range(ns):
+            e = tmp[j, k]
+            if e > clock[s, k]:
+                clock[s, k] = e
+                for q in range(nc):
+                    comp[s, q, k] = mcomp[j, q, k]
     for j in range(m):  # the step's end: its participants' latest clock
         s = src[j]
         d = dst[j]
@@ -232,7 +235,7 @@ def shared_class_step(  # pragma: no cover
         ends[1, j] = le2
     xa, xb, xv = -1, -1, -1  # the last update taken
     mmask = mkey.shape[0] - 1
-    for j in range(m):  # the clocks, in the round kernel's order
+    for j in range(m):
         s = src[j]
         d = dst[j]
         x = 1 if server[s] != server[d] else 0
@@ -240,8 +243,9 @@ def shared_class_step(  # pragma: no cover
         u = c * unit if unit > 0 else offsets[src_slot[j] + c] - offsets[src_slot[j]]
         sent[x, s] += u
         received[x, d] += u
-        for side in range(2):
-            rk = s if side == 0 else d
+    for side in (1, 0):  # the clocks, in the round kernel's order: receivers, then senders
+        for j in range(m):
+            rk = src[j] if side == 0 else dst[j]
             a = ids[rk]
             b = ends[side, j]
             if a == b:
@@ -268,3 +272,84 @@ def shared_class_step(  # pragma: no cover
                     if values[v, k] > last[k]:
                         last[k] = values[v, k]
     return 1
+
+
+@numba.njit(cache=True, nogil=True)
+def periodic_class_step(  # pragma: no cover
+    clock, comp, src, dst, count, reduce, touching, unit, g, server, lat, inv, per_unit, gw,
+    overlap, tmp, mcomp, last, sent, received,
+):  # fmt: skip
+    """:func:`fast_class_step` on **periodic** clocks: ``clock`` (``[g, sizes]``) and ``comp``
+    hold ranks ``0 .. g-1``, rank ``r`` standing for every rank ``r mod g``
+    (:mod:`commsim.models._periodic_clocks`). Only the messages ``touching`` (indices, in the
+    step's order) one of those ranks are visited: their ends read ``clock[src mod g]`` and
+    ``clock[dst mod g]``, and only ends below ``g`` are updated, in the step's order, with
+    :func:`fast_class_step`'s arithmetic on the same operands (so the same bits). The caller
+    has checked the step's shape once: every rank sends and receives at most one message, and
+    the shift by ``g`` maps the step onto itself. ``sent``/``received`` (``[2, g]``) add the
+    units of ranks ``0 .. g-1`` by class.
+    """
+    m = touching.shape[0]
+    ns = clock.shape[1]
+    nc = comp.shape[1]
+    for jj in range(m):  # message ends, from the old clocks
+        j = touching[jj]
+        s = src[j]
+        d = dst[j]
+        x = 1 if server[s] != server[d] else 0
+        u = count[j] * unit
+        qs = s % g
+        qd = d % g
+        for k in range(ns):
+            a = clock[qs, k]
+            b = clock[qd, k]
+            w = qs if a >= b else qd
+            tr = u * per_unit[k] * inv[x]
+            tmp[jj, k] = (a if a > b else b) + lat[x] + tr
+            for q in range(nc):
+                mcomp[jj, q, k] = comp[w, q, k]
+            mcomp[jj, _LATENCY, k] += lat[x]
+            mcomp[jj, _TRANSFER + x, k] += tr
+    for jj in range(m):  # the clocks of ranks 0 .. g-1, in the round kernel's order:
+        j = touching[jj]  # receivers, then senders
+        s = src[j]
+        d = dst[j]
+        x = 1 if server[s] != server[d] else 0
+        u = count[j] * unit
+        red = u if reduce[j] else 0
+        if d < g:
+            received[x, d] += u
+            for k in range(ns):
+                rt = red * gw[k]
+                if overlap:
+                    rt -= u * per_unit[k] * inv[x]
+                    if rt < 0.0:
+                        rt = 0.0
+                e2 = tmp[jj, k] + rt
+                if e2 > clock[d, k]:
+                    clock[d, k] = e2
+                    for q in range(nc):
+                        comp[d, q, k] = mcomp[jj, q, k]
+                    comp[d, _REDUCTION, k] += rt
+    for jj in range(m):
+        j = touching[jj]
+        s = src[j]
+        if s < g:
+            x = 1 if server[s] != server[dst[j]] else 0
+            u = count[j] * unit
+            sent[x, s] += u
+            for k in range(ns):
+                e = tmp[jj, k]
+                if e > clock[s, k]:
+                    clock[s, k] = e
+                    for q in range(nc):
+                        comp[s, q, k] = mcomp[jj, q, k]
+    for jj in range(m):  # the step's end: its participants' latest clock
+        j = touching[jj]
+        for side in range(2):
+            r = src[j] if side == 0 else dst[j]
+            if r < g:
+                for k in range(ns):
+                    v = clock[r, k]
+                    if v > last[k]:
+                        last[k] = v

@@ -79,7 +79,7 @@ from typing import Any
 import numpy as np
 
 from commsim import units
-from commsim._ir import Schedule, Step, is_shared
+from commsim._ir import Schedule, Step, is_shared, shared_bounds
 from commsim._messages import port_messages
 from commsim.errors import ParameterError
 from commsim.models import _numpy_kernels
@@ -294,8 +294,14 @@ class Hockney:
 
 
 def _in_bounds(slot: np.ndarray, count: int, nslots: int) -> bool:
-    """Whether every range ``[slot, slot + count)`` lies in ``[0, nslots)``."""
-    return len(slot) == 0 or (int(slot.min()) >= 0 and int(slot.max()) <= nslots - count)
+    """Whether every range ``[slot, slot + count)`` lies in ``[0, nslots)`` (free for a view of
+    an array shared between steps whose range fits: :func:`commsim._ir.shared_bounds`)."""
+    if len(slot) == 0:
+        return True
+    known = shared_bounds(slot)
+    if known is not None and known[0] >= 0 and known[1] <= nslots - count:
+        return True
+    return int(slot.min()) >= 0 and int(slot.max()) <= nslots - count
 
 
 def _read_only(a: np.ndarray) -> bool:

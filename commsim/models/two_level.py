@@ -22,6 +22,7 @@ from commsim._ir import Schedule
 from commsim.errors import ParameterError
 from commsim.models._bounds import lower_bound
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
+from commsim.models._periodic_clocks import PeriodicClocks, period
 from commsim.models._prediction import Prediction
 from commsim.models._shared_clocks import SharedClocks
 from commsim.models._usage import NetworkUsage, Timeline
@@ -197,6 +198,9 @@ class _DirectRun:
         start = np.concatenate([self.clock[:1], self.comp[:1].reshape(1, -1)], axis=1)
         alike = p > 0 and bool((self.clock == self.clock[0]).all())
         self.shared = SharedClocks(p, start.shape[1], m, start[0]) if alike else None
+        # g clocks for p ranks while the steps commute with the shift by a server (g ranks)
+        g = period(self.server, self.clock) if self.unit > 0 else None
+        self.periodic = PeriodicClocks(self.clock, self.comp, g) if g else None
 
     @classmethod
     def of(cls, model: Topology, schedule: Schedule, sizes: np.ndarray) -> _DirectRun | None:
@@ -212,6 +216,12 @@ class _DirectRun:
 
         offsets = schedule.slot_offsets
         for i, st in enumerate(schedule.steps()):
+            if run.periodic is not None and len(st.src):
+                if run._periodic_step(k, st):
+                    run.nmsg += len(st.src)
+                    run.step_time[i] = run.last
+                    continue
+                run._leave_periodic()
             if run.shared is not None and len(st.src):
                 done = run.shared.advance(len(st.src), run._shared_step(k, st, i + 1))
                 if done == 0:
@@ -236,6 +246,32 @@ class _DirectRun:
         run._dense()
         return run
 
+    def _periodic_step(self, k: Any, st: Any) -> bool:
+        """``st`` on the periodic clocks, or ``False`` (nothing changed) where it does not
+        commute with the shift by a server (:mod:`commsim.models._periodic_clocks`)."""
+        per = self.periodic
+        assert per is not None
+        touching = per.touching(st, self.schedule.nslots)
+        if touching is None:
+            return False
+        k.periodic_class_step(
+            per.clock, per.comp, st.src, st.dst, st.count, st.reduce, touching, self.unit,
+            per.g, self.server, self.lat, self.inv, self.per_unit, self.gw,
+            self.model.reduction_overlap, per.tmp, per.mcomp, self.last, per.sent, per.received,
+        )  # fmt: skip
+        return True
+
+    def _leave_periodic(self) -> None:
+        """From the periodic clocks to every rank's (dense, then shared again where every
+        rank's row is one of a few: the same numbers)."""
+        per, self.periodic = self.periodic, None
+        if per is None:
+            return
+        per.expand(self.clock, self.comp, self.units[0], self.units[1])
+        if self.shared is not None:
+            rows = np.concatenate([per.clock, per.comp.reshape(per.g, -1)], axis=1)
+            self.shared.load(rows, np.arange(len(self.clock)) % per.g)
+
     def _shared_step(self, k: Any, st: Any, tag: int) -> Any:
         """The shared clocks' step kernel for ``st``, as :meth:`SharedClocks.advance
         <commsim.models._shared_clocks.SharedClocks.advance>` calls it."""
@@ -249,7 +285,10 @@ class _DirectRun:
         )  # fmt: skip
 
     def _dense(self) -> None:
-        """Leave the shared clocks for the dense tables (same numbers)."""
+        """Leave the periodic or shared clocks for the dense tables (same numbers)."""
+        if self.periodic is not None:
+            per, self.periodic, self.shared = self.periodic, None, None
+            per.expand(self.clock, self.comp, self.units[0], self.units[1])
         if self.shared is not None:
             ns = len(self.per_unit)
             rows = self.shared.dense()

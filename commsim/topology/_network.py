@@ -47,6 +47,9 @@ __all__ = ["MAX_FORWARDING_NODES", "Network", "as_network"]
 MAX_FORWARDING_NODES = 16_384
 
 
+_PLAIN = (str, int, float)  # link values parsed once per distinct value (bool is not int here)
+
+
 def _edge_name(u: Any, v: Any) -> str:
     return f"({u!r}, {v!r})"
 
@@ -123,6 +126,7 @@ class Network:
     def _read_links(self, index: dict[Any, int]) -> None:
         src, dst, bw, lat, kinds, weights = [], [], [], [], [], []
         kind_ids: dict[str, int] = {}
+        parsed: dict[tuple[Any, Any], tuple[float, float]] = {}  # many links share their values
         for u, v, data in self.graph.edges(data=True):
             if u == v:
                 raise ParameterError(f"edge {_edge_name(u, v)} is a self-loop; remove it")
@@ -131,8 +135,14 @@ class Network:
                     f"edge {_edge_name(u, v)} has no 'bandwidth' attribute "
                     "(bytes/s, or a string such as '400Gb/s')"
                 )
-            b = as_bandwidth(data["bandwidth"], f"bandwidth of edge {_edge_name(u, v)}")
-            t = as_latency(data.get("latency", 0.0), f"latency of edge {_edge_name(u, v)}")
+            raw = (data["bandwidth"], data.get("latency", 0.0))
+            try:
+                b, t = parsed[raw]
+            except (KeyError, TypeError):  # TypeError: an unhashable value, parsed to say so
+                b = as_bandwidth(raw[0], f"bandwidth of edge {_edge_name(u, v)}")
+                t = as_latency(raw[1], f"latency of edge {_edge_name(u, v)}")
+                if type(raw[0]) in _PLAIN and type(raw[1]) in _PLAIN:
+                    parsed[raw] = b, t
             k = str(data.get("kind", "link"))
             w = data.get("route_weight", 1)
             if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= 8:
