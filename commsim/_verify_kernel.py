@@ -335,11 +335,14 @@ def fill_inputs(out, key, skew):  # pragma: no cover
     m1 = np.uint64(0xBF58476D1CE4E5B9)
     m2 = np.uint64(0x94D049BB133111EB)
     s30, s27, s31 = np.uint64(30), np.uint64(27), np.uint64(31)
+    step = skew % p if p else 0
     for row in range(p):
+        rank = row  # row + skew·j mod p, kept in range by one subtraction (no division)
         for j in range(d):
-            rank = row + skew * j
-            rank = rank % p
             z = (k ^ np.uint64(rank * d + j)) + golden
             z = (z ^ (z >> s30)) * m1
             z = (z ^ (z >> s27)) * m2
             out[row, j] = z ^ (z >> s31)
+            rank += step
+            if rank >= p:
+                rank -= p

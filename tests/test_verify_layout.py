@@ -84,3 +84,26 @@ def test_channels_keep_their_checks_in_the_skewed_layout(monkeypatch):
     s = channels(commsim.build("allreduce", "ring", nranks=6), 2)
     got = _both_layouts(monkeypatch, s)
     assert got[0] == got[1] and got[0].startswith("ok")
+
+
+def _splitmix_inputs(p: int, d: int, skew: int, seed: int) -> np.ndarray:
+    """Every input by the definition, one Python integer at a time: SplitMix64's output
+    function of ``key XOR (rank·d + j)``, rank ``row + skew·j mod p``."""
+    mask = 2**64 - 1
+    key = kern.input_key(seed)
+    out = np.empty((p, d), dtype=np.uint64)
+    for row in range(p):
+        for j in range(d):
+            z = ((key ^ (((row + skew * j) % p) * d + j)) + 0x9E3779B97F4A7C15) & mask
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+            out[row, j] = z ^ (z >> 31)
+    return out
+
+
+@pytest.mark.parametrize(("p", "d"), [(1, 3), (5, 12), (7, 7), (16, 4)])
+@pytest.mark.parametrize("skew", [0, 1])
+def test_inputs_are_splitmix64_of_rank_and_slot_in_either_layout(p, d, skew):
+    got = np.empty((p, d), dtype=np.uint64)
+    kern.fill_inputs(got, np.uint64(kern.input_key(3)), skew)
+    np.testing.assert_array_equal(got, _splitmix_inputs(p, d, skew, 3))
