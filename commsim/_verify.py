@@ -53,7 +53,7 @@ MEMORY_LIMIT = 12 * 2**30  # bytes of verifier state beyond which verify() refus
 _BYTES_PER_SLOT = 8 + 2
 _BYTES_PER_DATA_SLOT = 1  # plus 8 where the expected result is not one shared row
 _BYTES_PER_TRANSFER = 12 * 8
-_BYTES_PER_CHANNEL_SLOT = 8 + 1  # the channel check's owner and written flag, per slot
+_BYTES_PER_CHANNEL_SLOT = 4 + 1  # the channel check's owner and written flag, per slot
 
 
 def memory_estimate(schedule: Schedule) -> int:
@@ -188,27 +188,59 @@ def _initial_state(
 
 
 class _ChannelOwners:
-    """Which channel owns each ``(rank, slot)``: ``-1`` untouched, ``c`` touched by channel ``c``
-    only, ``-2`` read (never written) by several. A write needs the slot untouched or its own;
-    a read needs the slot unwritten or written by its own channel. ``O(moved slots)`` per step."""
+    """Which channel owns each ``(rank, slot)``, stored as ``0`` untouched, ``c + 1`` touched by
+    channel ``c`` only, ``-1`` read (never written) by several. A write needs the slot untouched
+    or its own; a read needs the slot unwritten or written by its own channel. ``O(moved
+    slots)`` per step. The tables are zeroed in huge pages where the OS gives them
+    (:func:`commsim._verify_kernel.zeros`): a channel's transfer touches one slot per rank, a
+    page apart at thousands of slots per rank."""
 
     def __init__(self, schedule: Schedule) -> None:
+        from commsim import _verify_kernel as kern
+
         self.s = schedule
         size = schedule.nranks * schedule.nslots
-        self.owner = np.full(size, -1, dtype=np.int64)
-        self.written = np.zeros(size, dtype=bool)
+        self.owner = kern.zeros((size,), np.int32)
+        self.written = kern.zeros((size,), np.bool_)
+        self._undo = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, bool))
 
-    def _fail(self, i: int, key: int, ch: int, other: int, what: str) -> None:
+    def check(self, st: Step, i: int) -> None:
+        """:meth:`apply` through the compiled kernel
+        (:func:`commsim._verify_kernel.channel_owners_step`, same rules, one pass over the
+        moved slots); a fault is worded by :meth:`apply` on the state as before the step.
+        The step's ranges must have been checked."""
+        from commsim import _verify_kernel as kern
+
+        if len(st.src) == 0:
+            return
+        fields = (*(_writeable(f) for f in st[:6]), _writeable(st.channel))
+        code = kern.channel_owners_step(
+            self.owner, self.written, *fields, self.s.nslots, *self._undo
+        )
+        if code < 0:
+            n = -code
+            self._undo = (np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, bool))
+            code = kern.channel_owners_step(
+                self.owner, self.written, *fields, self.s.nslots, *self._undo
+            )
+        if code:
+            self.apply(st, i)  # raises the error with its message
+            raise AssertionError("channel kernel reported a fault the numpy check missed")
+
+    def _fail(self, i: int, key: int, ch: int, stored: int, what: str) -> None:
         r, sl = divmod(int(key), self.s.nslots)
-        others = "several other channels" if other == -2 else f"channel {other}"
+        several = stored == -1
+        others = "several other channels" if several else f"channel {stored - 1}"
         raise ScheduleError(
             f"{_where(self.s)}: step {i}: channel {ch} {what} rank {r} slot {sl}, which "
-            f"{others} also use{'' if other == -2 else 's'}: channels must work on separate "
+            f"{others} also use{'' if several else 's'}: channels must work on separate "
             f"data (IR rule 6: a slot written on one channel is touched by no other)",
             step=i, rank=r, slot=sl,
         )  # fmt: skip
 
     def apply(self, st: Step, i: int) -> None:
+        """The step's reads, then its writes, with numpy arrays (the kernel's rules; raises
+        the error of the first fault)."""
         if len(st.src) == 0:
             return
         n = len(st.count)
@@ -219,24 +251,25 @@ class _ChannelOwners:
         writes = st.dst[rep] * S + st.dst_slot[rep] + offs
         red = st.reduce[rep]
         keys = np.concatenate([reads, writes[red]])  # a reduction reads its destination too
-        kch = np.concatenate([ch, ch[red]])
+        kch = np.concatenate([ch, ch[red]]) + 1  # stored form
         owner, written = self.owner, self.written
         prev = owner[keys]
         bad = written[keys] & (prev != kch)
         if bad.any():
             e = int(np.argmax(bad))
-            self._fail(i, keys[e], int(kch[e]), int(prev[e]), "reads")
-        new = np.where((prev == -1) | (prev == kch), kch, -2)
+            self._fail(i, keys[e], int(kch[e]) - 1, int(prev[e]), "reads")
+        new = np.where((prev == 0) | (prev == kch), kch, -1)
         owner[keys] = new
         mixed = owner[keys] != new
-        owner[keys[mixed]] = -2
+        owner[keys[mixed]] = -1
         prev = owner[writes]
-        bad = (prev != -1) & (prev != ch)
+        mine = ch + 1
+        bad = (prev != 0) & (prev != mine)
         if bad.any():
             e = int(np.argmax(bad))
             self._fail(i, writes[e], int(ch[e]), int(prev[e]), "writes")
-        owner[writes] = ch
-        mixed = owner[writes] != ch
+        owner[writes] = mine
+        mixed = owner[writes] != mine
         if mixed.any():
             e = int(np.argmax(mixed))
             self._fail(i, writes[e], int(ch[e]), int(owner[writes[e]]), "writes")
@@ -276,7 +309,7 @@ def _run_compiled(schedule: Schedule, values: np.ndarray, stamp: np.ndarray, ske
         if numpy_check or any(len(f) != n for f in st) or st.channel.any():
             _check_fields(schedule, st, i)
         if owners is not None:
-            owners.apply(st, i)
+            owners.check(st, i)
         tag += 1
         if tag > kern.MAX_TAG:
             kern.retag(flat_stamp)

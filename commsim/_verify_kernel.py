@@ -39,6 +39,7 @@ __all__ = [
     "apply_step",
     "apply_step_fused",
     "at",
+    "channel_owners_step",
     "defined",
     "fill_inputs",
     "input_key",
@@ -224,6 +225,73 @@ def apply_step_fused(  # pragma: no cover
 
 
 @numba.njit(cache=True, nogil=True)
+def channel_owners_step(  # pragma: no cover
+    owner, written, src, dst, src_slot, dst_slot, count, reduce, channel, nslots, undo_k,
+    undo_o, undo_w,
+):  # fmt: skip
+    """IR rule 6 for one step, compiled: ``_ChannelOwners.apply`` in ``_verify.py`` (``owner``:
+    ``0`` untouched, ``c + 1`` touched by channel ``c`` only, ``-1`` read by several;
+    ``written``: some step wrote it). Every read first (a reduction reads its destination too),
+    then every write, in the step's order, as the numpy version does with its arrays. Returns
+    0, 1 on a fault with ``owner`` and ``written`` as before the step (the caller words it with
+    the numpy version), or ``-slots`` when the undo log (``undo_*``) is shorter than the step's
+    ``2 · moved slots`` (3 for a reduction). The caller has checked the fields' ranges."""
+    n = src.shape[0]
+    need = 0
+    for t in range(n):
+        need += count[t] * (3 if reduce[t] else 2)
+    if need > undo_k.shape[0]:
+        return -need
+    pos = 0
+    bad = False
+    for side in range(2):  # reads: the sources, then the destinations of reductions
+        for t in range(n):
+            if side == 1 and not reduce[t]:
+                continue
+            mine = channel[t] + 1
+            base = src[t] * nslots + src_slot[t] if side == 0 else dst[t] * nslots + dst_slot[t]
+            for k in range(base, base + count[t]):
+                prev = owner[k]
+                if prev == mine:
+                    continue  # nothing changes: no undo entry
+                if written[k]:
+                    bad = True
+                    break
+                undo_k[pos] = k
+                undo_o[pos] = prev
+                undo_w[pos] = False
+                pos += 1
+                owner[k] = mine if prev == 0 else -1
+            if bad:
+                break
+        if bad:
+            break
+    if not bad:
+        for t in range(n):  # the writes
+            mine = channel[t] + 1
+            base = dst[t] * nslots + dst_slot[t]
+            for k in range(base, base + count[t]):
+                prev = owner[k]
+                if prev != 0 and prev != mine:
+                    bad = True
+                    break
+                undo_k[pos] = k
+                undo_o[pos] = prev
+                undo_w[pos] = written[k]
+                pos += 1
+                owner[k] = mine
+                written[k] = True
+            if bad:
+                break
+    if not bad:
+        return 0
+    for q in range(pos - 1, -1, -1):  # put back, latest first
+        owner[undo_k[q]] = undo_o[q]
+        written[undo_k[q]] = undo_w[q]
+    return 1
+
+
+@numba.njit(cache=True, nogil=True)
 def skew_rows(state, direction):  # pragma: no cover
     """Rotate column ``j`` of the ``[p, nslots]`` array ``state`` by ``direction·j`` rows, in
     place: ``direction = 1`` moves ``(rank, j)`` to row ``rank - j mod p`` (the skewed layout,
@@ -301,6 +369,9 @@ def warm_up() -> None:
     apply_step(values, stamp, zero, one, zero, zero, one, no, 2, 1, 1, buf, old, 0)
     apply_step_fused(values, stamp, zero, one, zero, zero, one, no, 2, 1, 2, buf, old, 0)
     retag(stamp)
+    owner, written = np.zeros(2, dtype=np.int32), np.zeros(2, dtype=bool)
+    undo = np.empty(3, dtype=np.int64), np.empty(3, dtype=np.int64), np.empty(3, dtype=bool)
+    channel_owners_step(owner, written, zero, one, zero, zero, one, no, zero, 1, *undo)
     skew_rows(values.reshape(2, 1), 1)
     skew_rows(stamp.reshape(2, 1), 1)
     fill_inputs(np.zeros((2, 2), dtype=np.uint64)[:, :1], np.uint64(1), 1)  # a state's view
