@@ -25,6 +25,7 @@ Tags run ``1 .. MAX_TAG``; when they run out, :func:`retag` turns every nonzero 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import mmap
 
@@ -334,6 +335,11 @@ def zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
     row): with 4 KiB pages every access is a TLB miss; 2 MiB pages cover the whole state of
     p = 16,384 (measured: about a quarter less time per transfer). Linux's transparent huge
     pages in ``madvise`` mode need the ``MADV_HUGEPAGE`` hint; elsewhere this is ``np.zeros``.
+
+    The pages are then populated at once (``MADV_POPULATE_WRITE``, Linux 5.14+; ignored where
+    refused): the state is written whole anyway, and one call maps it far faster than a fault
+    per page as the kernels first touch it (2 GiB on the benchmark VM: 0.34 s, against 4.2 s
+    faulted in page by page).
     """
     dt = np.dtype(dtype)
     nbytes = int(np.prod(shape)) * dt.itemsize
@@ -345,7 +351,12 @@ def zeros(shape: tuple[int, ...], dtype: type) -> np.ndarray:
         buf.madvise(hint)
     except (OSError, ValueError, AttributeError):
         return np.zeros(shape, dtype=dt)
+    with contextlib.suppress(OSError, ValueError):  # older kernels: faulted in when touched
+        buf.madvise(_MADV_POPULATE_WRITE)
     return np.frombuffer(buf, dtype=dt).reshape(shape)  # anonymous memory starts zeroed
+
+
+_MADV_POPULATE_WRITE = getattr(mmap, "MADV_POPULATE_WRITE", 23)  # <linux/mman.h>
 
 
 def scratch(defined: np.ndarray) -> np.ndarray:

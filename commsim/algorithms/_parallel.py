@@ -21,6 +21,7 @@ of a schedule whose time is :math:`a\alpha + b\,n\beta + c\,n\gamma`, the copies
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -54,6 +55,12 @@ def parallel(
     if len(parts) > MAX_PARTS:
         raise ParameterError(f"parallel splits a buffer into at most {MAX_PARTS} parts")
     first = parts[0]
+    if len(parts) == 1:  # one part: its own steps, on the whole of every slot
+        return dataclasses.replace(
+            first,
+            algorithm=algorithm or first.algorithm,
+            params=params if params is not None else {},
+        )
     for s in parts[1:]:
         for what in ("collective", "nranks", "root", "ndata", "helpers"):
             if getattr(s, what) != getattr(first, what):

@@ -90,6 +90,9 @@ def _packed(factory, nranks: int, rings: Rings, blocks: bool) -> Schedule:
     for order in orders:
         ring = factory(nranks)
         perm = np.asarray(order, dtype=np.int64)
+        if np.array_equal(perm, np.arange(nranks)):  # the ring in rank order: itself
+            parts.append(ring)  # (its slots are single: renaming blocks changes nothing)
+            continue
         parts.append(relabel_blocks(ring, perm) if blocks else relabel(ring, perm, nranks))
     return parallel(*parts, algorithm="packed_rings", params={"rings": rings})
 
