@@ -111,11 +111,19 @@ def bottleneck_link(
     if group is None:
         count = np.bincount(links, minlength=len(bandwidth))[links]
     else:  # messages crossing the same link in the same group
-        key = group[owner].astype(np.int64) * len(bandwidth) + links
-        _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
-        count = counts[inverse]
+        g = group.astype(np.int64)
+        g = g - g.min()
+        key = g[owner] * len(bandwidth) + links
+        if (int(g.max()) + 1) * len(bandwidth) <= _BINCOUNT_MAX:  # counted in place: no sort
+            count = np.bincount(key)[key]
+        else:
+            _, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+            count = counts[inverse]
     share = bandwidth[links] / count
     low = share == np.repeat(_segment_min(share, indptr), np.diff(indptr))
     idx = np.flatnonzero(low)
-    _, first = np.unique(owner[idx], return_index=True)
+    first = np.flatnonzero(np.diff(owner[idx], prepend=-1))  # owner[idx] ascends: no sort
     return links[idx[first]]
+
+
+_BINCOUNT_MAX = 2**25  # (group, link) keys counted with one bincount up to this many (256 MiB)
