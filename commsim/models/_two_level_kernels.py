@@ -28,6 +28,56 @@ __all__ = ["fast_class_step", "periodic_class_step", "shared_class_step"]
 _LATENCY, _REDUCTION, _TRANSFER = 0, 1, 3  # commsim.models._topology_kernels' components
 
 
+@numba.njit(cache=True, nogil=True, inline="always")
+def _message_end(
+    clock, comp, a_row, b_row, u, x, lat, inv, per_unit, tmp, mcomp, j
+):  # pragma: no cover
+    """Message ``j``'s end per size into ``tmp[j]``, and its components into ``mcomp[j]``:
+    from the later of rows ``a_row`` (sender) and ``b_row`` (receiver), plus its class's
+    latency and ``u`` units' transfer time."""
+    for k in range(clock.shape[1]):
+        a = clock[a_row, k]
+        b = clock[b_row, k]
+        w = a_row if a >= b else b_row
+        tr = u * per_unit[k] * inv[x]
+        tmp[j, k] = (a if a > b else b) + lat[x] + tr
+        for q in range(comp.shape[1]):
+            mcomp[j, q, k] = comp[w, q, k]
+        mcomp[j, _LATENCY, k] += lat[x]
+        mcomp[j, _TRANSFER + x, k] += tr
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _receive(
+    clock, comp, row, u, red, x, inv, per_unit, gw, overlap, tmp, mcomp, j
+):  # pragma: no cover
+    """Row ``row`` (the receiver) takes message ``j``'s end plus its reduction (what of it the
+    transfer does not hide, with ``overlap``) where that is later."""
+    for k in range(clock.shape[1]):
+        rt = red * gw[k]
+        if overlap:
+            rt -= u * per_unit[k] * inv[x]
+            if rt < 0.0:
+                rt = 0.0
+        e2 = tmp[j, k] + rt
+        if e2 > clock[row, k]:
+            clock[row, k] = e2
+            for q in range(comp.shape[1]):
+                comp[row, q, k] = mcomp[j, q, k]
+            comp[row, _REDUCTION, k] += rt
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _send(clock, comp, row, tmp, mcomp, j):  # pragma: no cover
+    """Row ``row`` (the sender) takes message ``j``'s end where that is later."""
+    for k in range(clock.shape[1]):
+        e = tmp[j, k]
+        if e > clock[row, k]:
+            clock[row, k] = e
+            for q in range(comp.shape[1]):
+                comp[row, q, k] = mcomp[j, q, k]
+
+
 @numba.njit(cache=True, nogil=True)
 def fast_class_step(  # pragma: no cover
     clock, comp, src, dst, src_slot, dst_slot, count, reduce, offsets, server, lat, inv,
@@ -44,7 +94,6 @@ def fast_class_step(  # pragma: no cover
     m = src.shape[0]
     p = clock.shape[0]
     ns = clock.shape[1]
-    nc = comp.shape[1]
     nslots = offsets.shape[0] - 1
     if tmp.shape[0] < m or mcomp.shape[0] < m:
         return False
@@ -69,44 +118,18 @@ def fast_class_step(  # pragma: no cover
         d = dst[j]
         x = 1 if server[s] != server[d] else 0
         u = offsets[src_slot[j] + count[j]] - offsets[src_slot[j]]
-        for k in range(ns):
-            a = clock[s, k]
-            b = clock[d, k]
-            w = s if a >= b else d
-            tr = u * per_unit[k] * inv[x]
-            tmp[j, k] = (a if a > b else b) + lat[x] + tr
-            for q in range(nc):
-                mcomp[j, q, k] = comp[w, q, k]
-            mcomp[j, _LATENCY, k] += lat[x]
-            mcomp[j, _TRANSFER + x, k] += tr
+        _message_end(clock, comp, s, d, u, x, lat, inv, per_unit, tmp, mcomp, j)
     for j in range(m):  # the clocks, in the round kernel's order: receivers, then senders
         s = src[j]
         d = dst[j]
         x = 1 if server[s] != server[d] else 0
         u = offsets[src_slot[j] + count[j]] - offsets[src_slot[j]]
-        red = u if reduce[j] else 0
         sent[x, s] += u
         received[x, d] += u
-        for k in range(ns):
-            rt = red * gw[k]
-            if overlap:
-                rt -= u * per_unit[k] * inv[x]
-                if rt < 0.0:
-                    rt = 0.0
-            e2 = tmp[j, k] + rt
-            if e2 > clock[d, k]:
-                clock[d, k] = e2
-                for q in range(nc):
-                    comp[d, q, k] = mcomp[j, q, k]
-                comp[d, _REDUCTION, k] += rt
+        red = u if reduce[j] else 0
+        _receive(clock, comp, d, u, red, x, inv, per_unit, gw, overlap, tmp, mcomp, j)
     for j in range(m):
-        s = src[j]
-        for k in range(ns):
-            e = tmp[j, k]
-            if e > clock[s, k]:
-                clock[s, k] = e
-                for q in range(nc):
-                    comp[s, q, k] = mcomp[j, q, k]
+        _send(clock, comp, src[j], tmp, mcomp, j)
     for j in range(m):  # the step's end: its participants' latest clock
         s = src[j]
         d = dst[j]
@@ -291,59 +314,27 @@ def periodic_class_step(  # pragma: no cover
     """
     m = touching.shape[0]
     ns = clock.shape[1]
-    nc = comp.shape[1]
     for jj in range(m):  # message ends, from the old clocks
         j = touching[jj]
-        s = src[j]
-        d = dst[j]
-        x = 1 if server[s] != server[d] else 0
+        x = 1 if server[src[j]] != server[dst[j]] else 0
         u = count[j] * unit
-        qs = s % g
-        qd = d % g
-        for k in range(ns):
-            a = clock[qs, k]
-            b = clock[qd, k]
-            w = qs if a >= b else qd
-            tr = u * per_unit[k] * inv[x]
-            tmp[jj, k] = (a if a > b else b) + lat[x] + tr
-            for q in range(nc):
-                mcomp[jj, q, k] = comp[w, q, k]
-            mcomp[jj, _LATENCY, k] += lat[x]
-            mcomp[jj, _TRANSFER + x, k] += tr
+        _message_end(clock, comp, src[j] % g, dst[j] % g, u, x, lat, inv, per_unit, tmp, mcomp, jj)
     for jj in range(m):  # the clocks of ranks 0 .. g-1, in the round kernel's order:
         j = touching[jj]  # receivers, then senders
-        s = src[j]
         d = dst[j]
-        x = 1 if server[s] != server[d] else 0
-        u = count[j] * unit
-        red = u if reduce[j] else 0
         if d < g:
+            x = 1 if server[src[j]] != server[d] else 0
+            u = count[j] * unit
             received[x, d] += u
-            for k in range(ns):
-                rt = red * gw[k]
-                if overlap:
-                    rt -= u * per_unit[k] * inv[x]
-                    if rt < 0.0:
-                        rt = 0.0
-                e2 = tmp[jj, k] + rt
-                if e2 > clock[d, k]:
-                    clock[d, k] = e2
-                    for q in range(nc):
-                        comp[d, q, k] = mcomp[jj, q, k]
-                    comp[d, _REDUCTION, k] += rt
+            red = u if reduce[j] else 0
+            _receive(clock, comp, d, u, red, x, inv, per_unit, gw, overlap, tmp, mcomp, jj)
     for jj in range(m):
         j = touching[jj]
         s = src[j]
         if s < g:
             x = 1 if server[s] != server[dst[j]] else 0
-            u = count[j] * unit
-            sent[x, s] += u
-            for k in range(ns):
-                e = tmp[jj, k]
-                if e > clock[s, k]:
-                    clock[s, k] = e
-                    for q in range(nc):
-                        comp[s, q, k] = mcomp[jj, q, k]
+            sent[x, s] += count[j] * unit
+            _send(clock, comp, s, tmp, mcomp, jj)
     for jj in range(m):  # the step's end: its participants' latest clock
         j = touching[jj]
         for side in range(2):
