@@ -4,13 +4,14 @@ On a network of whole servers of ``g`` consecutive ranks (``p`` a multiple of ``
 class of a message is a function of ``src // g != dst // g``, which the shift
 :math:`\sigma(r) = r + g \bmod p` preserves. If a step's messages are mapped onto themselves by
 :math:`\sigma` (message ``s → d`` of ``u`` units present exactly when ``σ(s) → σ(d)`` of ``u``
-units is, with the same reduce flag), the step maps clocks with ``c[σ(r)] = c[r]`` to clocks with the same property:
-rank ``σ(r)``'s messages are rank ``r``'s, moved, and read equal clocks (and meet them in the same order: every kernel that keeps clock components
-updates a rank's receive before its send, :data:`commsim.models._topology_kernels.RECEIVE_FIRST`,
-so the order of the step's messages does not matter). So the clocks of ranks
-``0 .. g-1`` stand for all of them, and a step costs the at most ``2g`` messages that touch
-those ranks instead of ``p`` (:func:`commsim.models._two_level_kernels.periodic_class_step`,
-the dense kernel's arithmetic on the same operands, so the same bits).
+units is, with the same reduce flag), the step maps clocks with ``c[σ(r)] = c[r]`` to clocks
+with the same property: rank ``σ(r)``'s messages are rank ``r``'s, moved, and read equal clocks.
+They also meet them in the same order, whatever the order of the step's messages: every kernel
+that keeps clock components updates a rank's receive before its send
+(:data:`commsim.models._topology_kernels.RECEIVE_FIRST`). So the clocks of ranks ``0 .. g-1``
+stand for all of them, and a step costs the at most ``2g`` messages that touch those ranks
+instead of ``p`` (:func:`commsim.models._two_level_kernels.periodic_class_step`, the dense
+kernel's arithmetic on the same operands, so the same bits).
 
 Checking that a step commutes with :math:`\sigma` costs ``O(p)``, once per set of arrays: only
 steps whose rank, count and flag arrays the step function declared shared between steps
@@ -47,9 +48,8 @@ def touching_messages(
 ) -> np.ndarray | None:
     """The indices of the messages with an end below ``g``, in the step's order, when the shift
     by ``g`` (a divisor of ``p``) maps the step onto itself (module docstring); ``None`` when it
-    does not, or when
-    a rank sends or receives more than one message, sends to itself, or a field is out of
-    range (the caller then takes the dense path, which names any error)."""
+    does not, or when a rank sends or receives more than one message, sends to itself, or a
+    field is out of range (the caller then takes the dense path, which names any error)."""
     m = len(src)
     if not (m and len(dst) == m == len(count) == len(reduce)) or m > p or g < 1 or p % g:
         return None
