@@ -39,9 +39,9 @@ def _all_pairs(p: int) -> tuple[np.ndarray, np.ndarray]:
     """Senders and receivers of every ordered pair ``r → r + k``, ``k = 1 … p-1``, by shift."""
     r = np.arange(p)
     src = np.broadcast_to(r, (p - 1, p)).ravel()  # row k - 1: every rank
-    dst = r + np.arange(1, p)[:, None]  # r + k, then mod p without a division
-    dst[dst >= p] -= p
-    return src, dst.ravel()
+    twice = np.concatenate([r, r])  # row k - 1 of the windows: (r + k) mod p, no arithmetic
+    dst = np.lib.stride_tricks.sliding_window_view(twice, p)[1:p].ravel()
+    return src, dst
 
 
 def _shift_pairs(p: int, k: int) -> tuple[np.ndarray, np.ndarray]:
