@@ -17,14 +17,13 @@ SIZES = np.array([0.0, 1.0, 4096.0, 1e6 + 3])
     "row", [REGISTRY[k] for k in sorted(REGISTRY)], ids=lambda r: f"{r.collective}/{r.algorithm}"
 )
 def test_equal_classes_are_hockney(row):
+    """With one class, Hockney; a schedule's channels each on a port of their own, as in the
+    topology model (Hockney with a link per channel)."""
     m = TwoLevelHockney(("2us", "25GB/s"), ("2us", "25GB/s"), ranks_per_node=4)
     for p in (1, 3, 8, 13):
         s = commsim.build(row.collective, row.algorithm, nranks=p)
-        if s.nchannels > 1:
-            pytest.skip("TwoLevelHockney does not read channels yet (#25)")
-        np.testing.assert_allclose(
-            m.predict(s, SIZES).time, Hockney().predict(s, SIZES).time, rtol=1e-9, atol=1e-15
-        )
+        want = Hockney(links=s.nchannels).predict(s, SIZES).time
+        np.testing.assert_allclose(m.predict(s, SIZES).time, want, rtol=1e-9, atol=1e-15)
 
 
 def test_hierarchical_allreduce_pays_each_phase_on_its_class():

@@ -3,7 +3,8 @@ r"""Hockney with per-link-class parameters: one α, β inside a server, another 
 A message between ranks of the same server (``ranks_per_node`` consecutive ranks) costs
 :math:`\alpha_\text{intra} + b\beta_\text{intra}`, between servers
 :math:`\alpha_\text{inter} + b\beta_\text{inter}`; everything else is :class:`Hockney`'s
-single-port rules. It is the topology model on a two-level network without contention — every
+single-port rules (a schedule's channels each on a port of their own, as Hockney with a link
+per channel). It is the topology model on a two-level network without contention — every
 server a crossbar of ``intra`` links, every rank's port into one crossbar of ``inter`` links —
 so the two agree by construction, and the prediction carries the same time parts per link class
 (``"intra"``, ``"inter"``).
