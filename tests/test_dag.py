@@ -32,8 +32,6 @@ def _message_list(s: commsim.Schedule) -> list[tuple[int, int, int, int, int]]:
 @pytest.mark.parametrize("p", [2, 5, 8])
 def test_nodes_are_the_messages_and_the_graph_is_a_dag(collective, algorithm, p):
     s = commsim.build(collective, algorithm, p)
-    if s.nchannels > 1:
-        pytest.skip("message_graph keys messages by (step, src, dst): not channel-aware yet (#25)")
     g = message_graph(s)
     want = _message_list(s)
     assert g.number_of_nodes() == len(want)
@@ -42,13 +40,15 @@ def test_nodes_are_the_messages_and_the_graph_is_a_dag(collective, algorithm, p)
         for _, d in g.nodes(data=True)
     )
     assert got == want
-    assert all(key == (d["step"], d["src"], d["dst"]) for key, d in g.nodes(data=True))
+    for key, d in g.nodes(data=True):  # the channel in the key only where there are several
+        assert key == (d["step"], d["src"], d["dst"], d["channel"])[: 3 + (s.nchannels > 1)]
     assert nx.is_directed_acyclic_graph(g)
     for u, v, e in g.edges(data=True):
         assert u[0] < v[0]  # a dependency always points forward in steps
         assert e["order"] or e["data"]
-        if e["order"]:  # program order: the two messages share a rank
+        if e["order"]:  # program order: the two messages share a rank and a channel
             assert {u[1], u[2]} & {v[1], v[2]}
+            assert g.nodes[u]["channel"] == g.nodes[v]["channel"]
         if e["data"]:  # v sends what u delivered, or reduces into it
             assert u[2] == v[1] or (u[2] == v[2] and g.nodes[v]["reduce_units"] > 0)
 
@@ -139,3 +139,17 @@ def test_to_networkx_is_a_deprecated_alias():
     with pytest.warns(DeprecationWarning, match=r"use commsim.viz.message_graph\(schedule\)"):
         g = s.to_networkx()
     assert nx.utils.graphs_equal(g, message_graph(s))
+
+
+def test_channels_keep_their_own_program_order():
+    """Two rings side by side (channels 0 and 1, IR rule 6): each message waits for its ranks'
+    latest messages on its own channel only, so the critical path is one ring's 2(p - 1)."""
+    p = 5
+    two = commsim.algorithms.channels(commsim.build("allreduce", "ring", p), 2)
+    g = message_graph(two)
+    assert g.number_of_nodes() == 2 * 2 * (p - 1) * p
+    for u, v, e in g.edges(data=True):
+        assert u[3] == v[3]  # no edge crosses channels
+    assert len(critical_path(g)) == 2 * (p - 1)
+    preds = sorted(g.predecessors((1, 1, 2, 1)))  # step 1, rank 1 -> 2 on channel 1
+    assert preds == [(0, 0, 1, 1), (0, 1, 2, 1), (0, 2, 3, 1)]

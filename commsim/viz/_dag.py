@@ -1,8 +1,10 @@
 r"""The message dependency DAG of a schedule, as a networkx graph.
 
 **Nodes** are messages: one per ``(step, src, dst)`` with ``src != dst`` (the IR's "one message
-per ``(step, src, dst)``" rule, grouped by :func:`commsim._messages.group`). The node key is the
-tuple ``(step, src, dst)``; its attributes are ``step``, ``src``, ``dst``, ``slots`` (the source
+per ``(step, src, dst)``" rule, grouped by :func:`commsim._messages.group`), and per channel in
+a schedule of several (IR rule 6). The node key is the tuple ``(step, src, dst)``, or
+``(step, src, dst, channel)`` in a schedule of several channels; its attributes are ``step``,
+``src``, ``dst``, ``channel``, ``slots`` (the source
 slot ranges, half-open ``(lo, hi)`` pairs in the sender's buffer), ``dst_slots`` (the same in the
 receiver's), ``units`` (data units moved) and ``reduce_units`` (units the receiver reduces).
 Local transfers (``src == dst``) are memory operations, not messages: they are no nodes, but
@@ -11,11 +13,13 @@ data flows through them (below).
 **Edges** ``u -> v`` mean "``u`` must finish before ``v`` can start", for one of two reasons,
 recorded as boolean edge attributes (an edge may have both):
 
-* ``order`` (**per-rank program order**, the IR's rule 3): a rank starts its step-``k`` work
-  once it has finished its own earlier steps. So a message of step ``k`` from ``s`` to ``d``
-  depends on every message that ``s`` sent or received in ``s``'s latest earlier step with a
-  message, and likewise for ``d`` (the receiver must have finished its earlier steps to take
-  part). Only the latest such step is linked; earlier ones are ancestors through it.
+* ``order`` (**per-rank, per-channel program order**, the IR's rule 3): a rank starts its
+  step-``k`` work on a channel once it has finished its own earlier steps on that channel. So a
+  message of step ``k`` from ``s`` to ``d`` on channel ``c`` depends on every message that ``s``
+  sent or received on ``c`` in ``s``'s latest earlier step with one, and likewise for ``d`` (the
+  receiver must have finished its earlier steps to take part). Only the latest such step is
+  linked; earlier ones are ancestors through it. Channels share no order edge: independent
+  rings or trees progress separately.
 * ``data`` (**data dependencies**): the message depends on the message that last wrote each
   slot it sends (at the sender), and, for a reduction, on the message that last wrote each slot
   it reduces into (at the receiver). "Last wrote" follows local copies: a slot copied locally
@@ -130,7 +134,8 @@ def message_graph(schedule: Schedule) -> nx.DiGraph:
         schedule: any schedule with at most :data:`MAX_DAG_TRANSFERS` transfers.
 
     Returns:
-        A ``networkx.DiGraph`` keyed by ``(step, src, dst)``; ``graph.graph`` holds the schedule's
+        A ``networkx.DiGraph`` keyed by ``(step, src, dst)`` (``(step, src, dst, channel)`` for a
+        schedule of several channels); ``graph.graph`` holds the schedule's
         :meth:`~commsim.Schedule.summary`.
 
     Raises:
@@ -171,19 +176,26 @@ class _DagBuilder:
     wrote each ``(rank, slot)`` last, and each rank's latest step's messages."""
 
     def __init__(self, schedule: Schedule, graph: nx.DiGraph) -> None:
-        p = schedule.nranks
+        p, self.nch = schedule.nranks, schedule.nchannels
         self.schedule, self.graph = schedule, graph
-        self.keys: list[tuple[int, int, int]] = []  # message id -> node key
+        self.keys: list[tuple[int, ...]] = []  # message id -> node key
+        self.channel: list[int] = []  # message id -> its channel
         self.writers = _Writers(p * schedule.nslots)
-        self.latest: list[list[int]] = [[] for _ in range(p)]  # per rank: latest step's ids
+        # per port (rank r's channel c: r·channels + c): the latest step's message ids
+        self.latest: list[list[int]] = [[] for _ in range(p * self.nch)]
 
     def add_step(self, k: int, st: Step) -> None:
         """Step ``k``'s messages as nodes, their edges from what they wait for, and the writers
         and latest messages after it."""
-        schedule, keys, nslots = self.schedule, self.keys, self.schedule.nslots
-        g = group(st.src, st.dst, schedule.nranks)
+        schedule, keys, nslots, nch = self.schedule, self.keys, self.schedule.nslots, self.nch
+        g = group(st.src, st.dst, schedule.nranks, st.channel if nch > 1 else None)
         ids = list(range(len(keys), len(keys) + len(g.src)))
-        keys += [(k, int(s), int(d)) for s, d in zip(g.src, g.dst, strict=True)]
+        chans = [int(st.channel[tr[0]]) for tr in g.transfers]
+        self.channel += chans
+        if nch > 1:
+            keys += [(k, int(s), int(d), c) for s, d, c in zip(g.src, g.dst, chans, strict=True)]
+        else:
+            keys += [(k, int(s), int(d)) for s, d in zip(g.src, g.dst, strict=True)]
         owner = np.full(len(st.src), -1, dtype=np.int64)  # transfer -> its message id
         for m, tr in zip(ids, g.transfers, strict=True):
             owner[tr] = m
@@ -203,30 +215,34 @@ class _DagBuilder:
             st.dst[lt][copy] * nslots + ld[copy],
             st.src[lt][copy] * nslots + ls[copy],
         )
-        step_ranks: dict[int, list[int]] = {}
-        for m, s, d in zip(ids, g.src.tolist(), g.dst.tolist(), strict=True):
-            step_ranks.setdefault(s, []).append(m)
-            step_ranks.setdefault(d, []).append(m)
-        for r, ms in step_ranks.items():
-            self.latest[r] = ms
+        step_ports: dict[int, list[int]] = {}
+        for m, s, d, c in zip(ids, g.src.tolist(), g.dst.tolist(), chans, strict=True):
+            step_ports.setdefault(s * nch + c, []).append(m)
+            step_ports.setdefault(d * nch + c, []).append(m)
+        for port, ms in step_ports.items():
+            self.latest[port] = ms
 
     def _add_messages(self, k: int, st: Step, g: Any, ids: list[int], data: set) -> None:
         """The nodes of step ``k``'s messages ``ids``; program-order edges from both ranks'
-        latest messages, data edges from the messages that wrote what they read."""
+        latest messages on the same channel, data edges from the messages that wrote what they
+        read."""
         schedule, graph, keys, latest = self.schedule, self.graph, self.keys, self.latest
+        nch = self.nch
         for m, s, d, tr in zip(ids, g.src.tolist(), g.dst.tolist(), g.transfers, strict=True):
             units = schedule.range_units(st.src_slot[tr], st.count[tr])
+            c = self.channel[m]
             graph.add_node(
                 keys[m],
                 step=k,
                 src=s,
                 dst=d,
+                channel=c,
                 slots=slot_ranges(st.src_slot[tr], st.count[tr]),
                 dst_slots=slot_ranges(st.dst_slot[tr], st.count[tr]),
                 units=int(units.sum()),
                 reduce_units=int(units[st.reduce[tr]].sum()),
             )
-            for u in {*latest[s], *latest[d]}:
+            for u in {*latest[s * nch + c], *latest[d * nch + c]}:
                 graph.add_edge(keys[u], keys[m], order=True, data=(u, m) in data)
         for u, m in data:
             if not graph.has_edge(keys[u], keys[m]):
