@@ -148,7 +148,7 @@ def test_channels_keep_their_own_program_order():
     two = commsim.algorithms.channels(commsim.build("allreduce", "ring", p), 2)
     g = message_graph(two)
     assert g.number_of_nodes() == 2 * 2 * (p - 1) * p
-    for u, v, e in g.edges(data=True):
+    for u, v in g.edges():
         assert u[3] == v[3]  # no edge crosses channels
     assert len(critical_path(g)) == 2 * (p - 1)
     preds = sorted(g.predecessors((1, 1, 2, 1)))  # step 1, rank 1 -> 2 on channel 1
