@@ -236,3 +236,26 @@ def test_placements():
 def test_bad_placements(nranks, placement, message):
     with pytest.raises(ParameterError, match=message):
         place(_servers(3, 4), nranks, placement)
+
+
+def test_the_route_cache_gives_what_the_router_gives_over_many_small_additions():
+    """Lookups of random pairs, a few new ones at a time (the small table merged into the large
+    one now and then), equal the router's own answer for every pair, in the caller's order."""
+    from commsim.topology._route_cache import RouteCache
+
+    n = 50
+
+    def route_fn(s, d):  # a route of 1..4 links named after its pair
+        lens = (s + d) % 4 + 1
+        indptr = np.concatenate([[0], np.cumsum(lens)])
+        return indptr, np.repeat(s * 1000 + d, lens).astype(np.int64)
+
+    rng = np.random.default_rng(0)
+    cache = RouteCache(n, route_fn)
+    for _ in range(300):
+        k = int(rng.integers(1, 40))
+        s, d = rng.integers(0, n, k), rng.integers(0, n, k)
+        got, want = cache.routes(s, d), route_fn(s, d)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    assert len(cache.tables[0][0]) > 8 * len(cache.tables[1][0]) > 0  # both tables in use
