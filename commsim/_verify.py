@@ -204,16 +204,18 @@ class _ChannelOwners:
         self.written = kern.zeros((size,), np.bool_)
         self._undo = (np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, bool))
 
-    def check(self, st: Step, i: int) -> None:
+    def check(self, st: Step, i: int, fields: tuple[np.ndarray, ...] | None = None) -> None:
         """:meth:`apply` through the compiled kernel
         (:func:`commsim._verify_kernel.channel_owners_step`, same rules, one pass over the
         moved slots); a fault is worded by :meth:`apply` on the state as before the step.
-        The step's ranges must have been checked."""
+        The step's ranges must have been checked; ``fields``: its first six fields already
+        made writeable for the kernels (:func:`_writeable`), if the caller has them."""
         from commsim import _verify_kernel as kern
 
         if len(st.src) == 0:
             return
-        fields = (*(_writeable(f) for f in st[:6]), _writeable(st.channel))
+        six = fields if fields is not None else tuple(_writeable(f) for f in st[:6])
+        fields = (*six, _writeable(st.channel))
         code = kern.channel_owners_step(
             self.owner, self.written, *fields, self.s.nslots, *self._undo
         )
@@ -308,13 +310,13 @@ def _run_compiled(schedule: Schedule, values: np.ndarray, stamp: np.ndarray, ske
             continue
         if numpy_check or any(len(f) != n for f in st) or st.channel.any():
             _check_fields(schedule, st, i)
+        fields = tuple(_writeable(f) for f in st[:6])  # one kernel signature, not one per mix
         if owners is not None:
-            owners.check(st, i)
+            owners.check(st, i, fields)
         tag += 1
         if tag > kern.MAX_TAG:
             kern.retag(flat_stamp)
             tag = 1
-        fields = (_writeable(f) for f in st[:6])  # one kernel signature, not one per mix
         args = (*fields, p, S, tag)
         code = kern.FAIL
         if one_pass < _ONE_PASS_TRIES:
