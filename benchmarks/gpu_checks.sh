@@ -9,6 +9,7 @@
 # numba-cuda 0.30.4 does not import under numpy 2.5 (`np.row_stack` is gone): where the machine
 # has that pair, put a numpy 2.4 first on PYTHONPATH (docs/benchmarks.md shows how).
 #   1. the Numba-CUDA executor's tests on the real GPU (NUMBA_ENABLE_CUDASIM=0);
+#   1b. every registry row and parameter case on the Numba-CUDA backend (tests/test_registry.py);
 #   2. benchmarks/bench_cuda.py: ring and Rabenseifner allreduce, 8 ranks x 256 MiB, against the
 #      bound from the measured copy rate;
 #   3. benchmarks/bench_twin.py on JAX's GPU backend: the twin's vmapped what-if sweep;
@@ -36,6 +37,10 @@ echo "== 1. CUDA executor tests on the GPU"
 NUMBA_ENABLE_CUDASIM=0 JAX_PLATFORMS=cpu timeout 240 $py -m pytest -q -p no:cacheprovider \
   tests/test_exec_cuda.py tests/test_exec_channels.py -k "cuda or Cuda" 2>&1 \
   | tee "$out/pytest_cuda.log" | tail -25
+
+echo "== 1b. every registry row on the GPU (the registry sweep's cuda cases)"
+NUMBA_ENABLE_CUDASIM=0 JAX_PLATFORMS=cpu timeout 300 $py -m pytest -q -p no:cacheprovider \
+  tests/test_registry.py -k cuda 2>&1 | tee "$out/pytest_registry_cuda.log" | tail -15
 
 echo "== 2. bench_cuda: 8 ranks x 256 MiB"
 NUMBA_ENABLE_CUDASIM=0 JAX_PLATFORMS=cpu timeout 240 $py benchmarks/bench_cuda.py \
