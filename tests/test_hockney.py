@@ -149,7 +149,18 @@ def test_no_algorithm_beats_its_models_lower_bound(row, p, n, a, b, g, ports):
     s = commsim.build(collective, name, nranks=p)
     model = Hockney(a, b, g, ports=ports)
     t = model.predict(s, n).time
-    assert t >= model.lower_bound(collective, p, n) * (1 - 1e-9) - 1e-300
+    # helpers (an NVSwitch's ranks, IR rule 7) hold no data: the bound is over the workers
+    bound = model.lower_bound(collective, p, n, helpers=s.helpers)
+    assert t >= bound * (1 - 1e-9) - 1e-300
+
+
+def test_nvls_of_one_gpu_reduces_nothing():
+    # p = 2: one GPU and its switch; the found case of the property above (the bound over p
+    # ranks asked for a reduction of n/2 bytes that one GPU never does)
+    s = commsim.build("allreduce", "nvls", nranks=2)
+    model = Hockney(0.0, 0.0, 1.85e-9)
+    assert s.helpers == 1
+    assert model.predict(s, 1.0).time == 0.0 == model.lower_bound("allreduce", 2, 1.0, helpers=1)
 
 
 def test_k_port_lower_bound_counts_rounds_in_base_k_plus_1():
