@@ -46,26 +46,64 @@ def check_outputs(
     interpreted = lay.unpack(interpret(schedule, lay, lay.pack(inputs)))
     direct = lay.reference(inputs, schedule.root)
     w = as_wire(wire)
-    bound = None if w is None else _wire_tolerance(schedule, lay, inputs, w)[rows]
+    bound = None if w is None else _wire_tolerance(schedule, lay, inputs, w)
+    got = _checked(outputs, rows)
     for name, ref in (("the reference interpreter", interpreted), ("the collective", direct)):
-        got, want = outputs[rows], ref[rows]
-        if np.issubdtype(want.dtype, np.integer):
-            bad = got != want
-        else:
-            eps = float_eps(want.dtype)
-            tol = 4 * eps * schedule.nranks * np.maximum(np.abs(want), 1.0)
-            if bound is not None:
-                tol = np.maximum(tol, bound)
-            with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: compared below
-                close = np.abs(got - want) <= tol
-            same = (got == want) | (np.isnan(got) & np.isnan(want))  # equal infinities, NaN
-            bad = ~(close | same)
-        if bad.any():
-            r, e = (int(x) for x in np.argwhere(bad)[0])
+        want = _checked(ref, rows)
+        bad = _first_bad(
+            got, want, schedule.nranks, None if bound is None else _checked(bound, rows)
+        )
+        if bad is not None:
+            r, e = bad
             raise CommsimError(
                 f"{schedule.collective} {schedule.algorithm!r} (p={schedule.nranks}): rank {int(rows[r])} "
                 f"element {e} is {got[r, e]!r}, {name} gives {want[r, e]!r}"
             )
+
+
+def _checked(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The rows ``rows`` of ``a``: a view where they are the first ``len(rows)`` in order."""
+    if len(rows) and rows[0] == 0 and np.array_equal(rows, np.arange(len(rows))):
+        return a[: len(rows)]
+    return a[rows]
+
+
+#: elements compared at once: temporaries small enough to stay in cache and heap memory
+_BLOCK = 1 << 18
+
+
+def _first_bad(
+    got: np.ndarray, want: np.ndarray, nranks: int, bound: np.ndarray | None
+) -> tuple[int, int] | None:
+    """The first ``(row, element)`` where ``got`` is not ``want``: integers exactly, floats
+    within ``4·eps·p·max(|want|, 1)`` (and ``bound``), equal infinities and NaN alike.
+
+    Compared a block of elements at a time, each block first for plain equality (the inputs
+    are small integers: sums are exact, almost every element is equal), so no temporary is as
+    large as the outputs."""
+    nrows, n = want.shape
+    cols = min(n, _BLOCK)
+    rows_at_once = max(1, _BLOCK // max(cols, 1))
+    exact = np.issubdtype(want.dtype, np.integer)
+    for r0 in range(0, nrows, rows_at_once):  # row-major: the first bad element is the first
+        for c in range(0, n, max(cols, 1)):
+            at = (slice(r0, r0 + rows_at_once), slice(c, c + cols))
+            g, x = got[at], want[at]
+            bad = g != x
+            if not bad.any():
+                continue
+            if not exact:
+                eps = float_eps(want.dtype)
+                tol = 4 * eps * nranks * np.maximum(np.abs(x), 1.0)
+                if bound is not None:
+                    tol = np.maximum(tol, bound[at])
+                with np.errstate(invalid="ignore", over="ignore"):  # inf - inf: compared below
+                    close = np.abs(g - x) <= tol
+                bad &= ~(close | (np.isnan(g) & np.isnan(x)))  # equal infinities: not bad
+            if bad.any():
+                r, e = (int(v) for v in np.argwhere(bad)[0])
+                return r0 + r, c + e
+    return None
 
 
 def _wire_tolerance(schedule: Schedule, lay: Layout, inputs: np.ndarray, w: Wire) -> np.ndarray:

@@ -44,6 +44,29 @@ class Layout:
         starts, length = region
         return starts[:, None] + np.arange(length)
 
+    def _rows(self, buffers: np.ndarray, region: tuple[np.ndarray, int]) -> np.ndarray | None:
+        """Each rank's ``region`` of C-contiguous ``buffers [p, nelems]`` as a ``[p, length]``
+        view, where rank ``r``'s region starts at ``a + d·r`` (``d >= 0``: every collective's
+        regions, the same start or rank ``r``'s own block); ``None`` otherwise.
+
+        A view moves the data once; the index arrays of :meth:`_index` cost 8 bytes per
+        element (256 MiB for a 64 MiB float32 buffer on 2 ranks) and a gather on top."""
+        starts, length = region
+        p = self.nranks
+        if p == 0 or length == 0 or not buffers.flags.c_contiguous:
+            return None
+        a = int(starts[0])
+        d = int(starts[1] - starts[0]) if p > 1 else 0
+        if d < 0 or not np.array_equal(starts, a + d * np.arange(p)):
+            return None
+        size = buffers.itemsize
+        return np.lib.stride_tricks.as_strided(
+            buffers.reshape(-1)[a:],
+            shape=(p, length),
+            strides=((self.nelems + d) * size, size),
+            writeable=buffers.flags.writeable,
+        )
+
     def input_slice(self, rank: int) -> slice:
         """Rank ``rank``'s input elements in its buffer."""
         starts, length = self.spec.input_region(self.nranks, self.count)
@@ -60,8 +83,11 @@ class Layout:
 
     def take_input(self, buffers: np.ndarray) -> np.ndarray:
         """Each rank's input region of full buffers ``[p, nelems]`` → ``[p, input length]``."""
-        idx = self._index(self.spec.input_region(self.nranks, self.count))
-        return np.take_along_axis(buffers, idx, axis=1)
+        region = self.spec.input_region(self.nranks, self.count)
+        view = self._rows(buffers, region)
+        if view is not None:
+            return view.copy()
+        return np.take_along_axis(buffers, self._index(region), axis=1)
 
     def pack(self, inputs: np.ndarray) -> np.ndarray:
         """User inputs ``[p, ...]`` → full per-rank buffers ``[p, nelems]`` (zeros elsewhere, and
@@ -70,22 +96,35 @@ class Layout:
         if inputs.shape != want:
             raise CommsimError(f"{self.spec.name} input must have shape {want}, got {inputs.shape}")
         buf = np.zeros((self.nranks, self.nelems), dtype=inputs.dtype)
-        idx = self._index(self.spec.input_region(self.nranks, self.count))
-        np.put_along_axis(buf, idx, inputs, axis=1)
+        region = self.spec.input_region(self.nranks, self.count)
+        view = self._rows(buf, region)
+        if view is not None:
+            view[...] = inputs
+        else:
+            np.put_along_axis(buf, self._index(region), inputs, axis=1)
         buf[self.nranks - self.helpers :] = 0  # helper ranks hold no data
         return buf
 
     def unpack(self, buffers: np.ndarray) -> np.ndarray:
         """Full buffers ``[p, nelems]`` → user outputs ``[p, ...]``."""
-        idx = self._index(self.spec.output_region(self.nranks, self.count))
-        return np.take_along_axis(buffers, idx, axis=1)
+        region = self.spec.output_region(self.nranks, self.count)
+        view = self._rows(buffers, region)
+        if view is not None:
+            return view.copy()
+        return np.take_along_axis(buffers, self._index(region), axis=1)
 
     def place_output(self, outputs: np.ndarray) -> np.ndarray:
         """User outputs ``[p, ...]`` → full buffers ``[p, nelems]`` holding them (zeros elsewhere):
         where a backend's native collective leaves its result, the schedule leaves it too."""
         out = np.zeros((self.nranks, self.nelems), dtype=outputs.dtype)
-        idx = self._index(self.spec.output_region(self.nranks, self.count))
-        np.put_along_axis(out, idx, np.asarray(outputs).reshape(idx.shape), axis=1)
+        region = self.spec.output_region(self.nranks, self.count)
+        shape = (self.nranks, region[1])
+        view = self._rows(out, region)
+        if view is not None:
+            view[...] = np.asarray(outputs).reshape(shape)
+        else:
+            idx = self._index(region)
+            np.put_along_axis(out, idx, np.asarray(outputs).reshape(shape), axis=1)
         return out
 
     def reference(self, inputs: np.ndarray, root: int = 0) -> np.ndarray:
