@@ -127,10 +127,15 @@ def curve_names(fig: Any) -> list[str]:
     return [name for name in names if name != plot.BOUND]
 
 
-def colour_pixels(fig: Any, ax: Any, colour: str) -> int:
-    """How many pixels inside ``ax`` show ``colour`` (within anti-aliasing)."""
+def rendered(fig: Any) -> np.ndarray:
+    """The figure drawn, as ``[rows, columns, RGB]`` floats."""
     fig.canvas.draw()
-    image = np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(float)
+    return np.asarray(fig.canvas.buffer_rgba())[..., :3].astype(float)
+
+
+def colour_pixels(image: np.ndarray, ax: Any, colour: str) -> int:
+    """How many pixels inside ``ax`` of the drawn figure ``image`` (:func:`rendered`) show
+    ``colour`` (within anti-aliasing)."""
     box = ax.get_window_extent()
     height = image.shape[0]
     rows = slice(int(height - box.y1) + 2, int(height - box.y0) - 2)
@@ -142,6 +147,7 @@ def colour_pixels(fig: Any, ax: Any, colour: str) -> int:
 def assert_every_curve_shows(fig: Any) -> None:
     """In every panel, every algorithm drawn there shows its own colour, and the bound is
     drawn with something finite in view."""
+    image = rendered(fig)  # one drawing for every panel and colour
     for ax in fig.axes:
         lines = [a for a in ax.get_children() if getattr(a, "get_label", None)]
         here = {a.get_label() for a in lines if isinstance(a, Line2D)}
@@ -149,7 +155,7 @@ def assert_every_curve_shows(fig: Any) -> None:
             if name not in here:
                 continue
             colour = next(a.get_color() for a in lines if a.get_label() == name)
-            assert colour_pixels(fig, ax, colour) >= 30, (ax.get_title(), name)
+            assert colour_pixels(image, ax, colour) >= 30, (ax.get_title(), name)
         bound = [a for a in lines if a.get_label() == plot.BOUND]
         assert bound and all(b.get_visible() for b in bound), ax.get_title()
 
