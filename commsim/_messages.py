@@ -28,6 +28,7 @@ exchange ``r <-> r xor 2^k`` is two shift classes but one round). Only the last
 from __future__ import annotations
 
 import itertools
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -35,6 +36,7 @@ import numpy as np
 from commsim._ir import Schedule, Step
 
 __all__ = [
+    "MEMO_MESSAGES",
     "MERGE_WINDOW",
     "Grouping",
     "Messages",
@@ -45,6 +47,7 @@ __all__ = [
     "on_ports",
     "port_messages",
     "port_ranks",
+    "remembered",
 ]
 
 MERGE_WINDOW = 8
@@ -145,11 +148,20 @@ def messages(step: Step, schedule: Schedule) -> Messages:
     return Messages(msrc, mdst, munits, mred, local_rank, local_red, unique, mchan, local_chan)
 
 
-def port_messages(step: Step, schedule: Schedule, ports: int) -> tuple[Messages, list[np.ndarray]]:
+def port_messages(
+    step: Step, schedule: Schedule, ports: int, index: int | None = None
+) -> tuple[Messages, list[np.ndarray]]:
     """``step``'s :func:`messages` on ``ports`` ports per rank, and their rounds: senders,
     receivers and local reducers renamed to their ports (:func:`port_ranks`), the rounds the
     :func:`matchings` of those ports (one round when no port is used twice). What every model
     that keeps a clock per port runs on.
+
+    With ``index`` (the step's number in ``schedule``) the answer is remembered for the
+    schedule's life, up to :data:`MEMO_MESSAGES` messages per schedule: a schedule predicted
+    again (under another model, the same model at other sizes, a what-if sweep) skips the
+    grouping and the matching, and its caller may skip checking the step again (a remembered
+    step was checked when first seen; ``step_fn`` gives the same step each time). The arrays
+    are shared between calls: callers must not write to them.
 
     Examples:
         >>> import commsim
@@ -158,10 +170,41 @@ def port_messages(step: Step, schedule: Schedule, ports: int) -> tuple[Messages,
         >>> sorted(msg.src.tolist()), len(rounds)  # rank r's channels are ports 2r and 2r + 1
         ([0, 1, 2, 3, 4, 5, 6, 7], 1)
     """
+    memo = _MEMO.setdefault(schedule, _Memo()) if index is not None else None
+    if memo is not None:
+        hit = memo.steps.get((index, ports))
+        if hit is not None:
+            return hit
     msg = on_ports(messages(step, schedule), ports)
     if msg.unique_ports:
-        return msg, [np.arange(len(msg.src))]
-    return msg, matchings(msg.src, msg.dst, schedule.nranks * ports)
+        out = msg, [np.arange(len(msg.src))]
+    else:
+        out = msg, matchings(msg.src, msg.dst, schedule.nranks * ports)
+    if memo is not None and memo.messages + len(msg.src) <= MEMO_MESSAGES:
+        memo.steps[(index, ports)] = out
+        memo.messages += len(msg.src)
+    return out
+
+
+def remembered(schedule: Schedule, index: int, ports: int) -> bool:
+    """Whether :func:`port_messages` remembers step ``index`` of ``schedule`` on ``ports``
+    ports (the step was grouped, matched and checked before)."""
+    memo = _MEMO.get(schedule)
+    return memo is not None and (index, ports) in memo.steps
+
+
+class _Memo:
+    """One schedule's remembered :func:`port_messages` answers, by ``(step, ports)``."""
+
+    def __init__(self) -> None:
+        self.steps: dict[tuple[int, int], tuple[Messages, list[np.ndarray]]] = {}
+        self.messages = 0
+
+
+#: messages remembered per schedule (about 100 bytes each with their rounds): small and medium
+#: schedules are predicted again for free; a large one is recomputed, as before
+MEMO_MESSAGES = 1 << 20
+_MEMO: weakref.WeakKeyDictionary[Schedule, _Memo] = weakref.WeakKeyDictionary()
 
 
 def on_ports(msg: Messages, ports: int) -> Messages:

@@ -80,7 +80,7 @@ import numpy as np
 
 from commsim import units
 from commsim._ir import Schedule, Step, is_shared, shared_bounds
-from commsim._messages import port_messages
+from commsim._messages import port_messages, remembered
 from commsim.errors import ParameterError
 from commsim.models import _numpy_kernels
 from commsim.models._bounds import lower_bound
@@ -469,7 +469,8 @@ class _Clocks:
     def step(self, i: int, st: Step) -> None:
         self.i = i
         if len(st.src) and not (self.fast and self._fast(i, self._on_links(i, st))):
-            self.schedule.check_step(st, i)  # the general path: a malformed step is named here
+            if not remembered(self.schedule, i, self.links):  # else checked when first seen
+                self.schedule.check_step(st, i)  # the general path: names a malformed step
             self._general(st)
         self.step_time[i] = self.last
 
@@ -517,7 +518,7 @@ class _Clocks:
     def _general(self, st: Step) -> None:
         """Messages, their rounds (k at a time with k ports), local reductions, the step's end."""
         self._dense()
-        msg, rounds = port_messages(st, self.schedule, self.links)
+        msg, rounds = port_messages(st, self.schedule, self.links, self.i)
         for j in range(0, len(rounds), self.ports):
             if self.ports == 1:
                 idx = rounds[j]
