@@ -187,3 +187,22 @@ def test_the_tuner_leaves_switch_rows_out():
 
     assert families("allreduce", 8, "nvls", {}, float(GIB)) == []
     assert families("allreduce", 8, "ring", {}, float(GIB)) != []
+
+
+@pytest.mark.parametrize("combine", ["channels", "pipeline"])
+@pytest.mark.parametrize("name", ["nvls", "nvls_tree"])
+def test_channels_and_pipelines_keep_the_switch_helpers(combine, name):
+    """``channels`` (``parallel``) and ``pipeline`` of an in-network row keep its helpers
+    reducing switches: they verify, sit on the switch and never beat the bound (before, the
+    flag was dropped and the helpers were placed on hosts: "16 ranks on 8 hosts")."""
+    from commsim.algorithms import channels, pipeline
+
+    c = cluster("dgx-h100:1" if name == "nvls" else "dgx-h100:2")  # nvls: one server
+    s = commsim.build("allreduce", name, nranks=2 * c.nodes * c.gpus_per_node)
+    t = channels(s, 2) if combine == "channels" else pipeline(s, 3)
+    assert t.in_network and t.helpers == s.helpers
+    commsim.verify(t)
+    m = cluster_model(c)
+    pred = m.predict(t, [1e6, GIB])
+    bound, _ = m.bound("allreduce", t.nranks, np.array([1e6, GIB]), t.helpers)
+    assert (pred.time >= bound).all()

@@ -62,7 +62,7 @@ def parallel(
             params=params if params is not None else {},
         )
     for s in parts[1:]:
-        for what in ("collective", "nranks", "root", "ndata", "helpers"):
+        for what in ("collective", "nranks", "root", "ndata", "helpers", "in_network"):
             if getattr(s, what) != getattr(first, what):
                 raise ScheduleError(
                     f"parallel: {what} of {first.algorithm!r} and {s.algorithm!r} differ "
@@ -96,6 +96,7 @@ def parallel(
         algorithm=algorithm or "||".join(s.algorithm for s in parts),
         params=params if params is not None else {},
         helpers=first.helpers,
+        in_network=first.in_network,
     )
 
 

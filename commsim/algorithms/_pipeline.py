@@ -19,7 +19,8 @@ rules hold by construction:
   nothing is renamed.
 * **Channels** (rule 6): every chunk keeps the schedule's channels, and its sub-slots are
   touched on the channels that touched the whole slot, so a multi-channel schedule keeps the
-  verifier's promise; :attr:`~commsim.Schedule.helpers` (rule 7) are kept as they are.
+  verifier's promise; :attr:`~commsim.Schedule.helpers` (rule 7) are kept as they are, and
+  so is :attr:`~commsim.Schedule.in_network` (the helpers stay reducing switches).
 
 Time (single-port :class:`commsim.models.Hockney`): the chunks move the schedule's bytes and
 reduce its bytes, ``1/K`` each, so the β and γ terms are the schedule's; what changes is the
@@ -126,6 +127,7 @@ def pipeline(
         algorithm=algorithm or schedule.algorithm,
         params=params if params is not None else {**schedule.params, "pipeline": k},
         helpers=schedule.helpers,
+        in_network=schedule.in_network,
     )
 
 
