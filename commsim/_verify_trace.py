@@ -299,9 +299,7 @@ def first_fault(
     p, S, T = schedule.nranks, schedule.nslots, schedule.nsteps
     key = r * S + j
     created, lineage = _ancestors(schedule, key)  # lineage[k]: slot k's version is an ancestor
-    origins = np.flatnonzero(pre[:, j])
-    held = np.zeros((p * S, p), dtype=np.int32)
-    held[origins * S + j, origins] = 1
+    origins, held = _inputs_held(pre, j, S)
     written = np.full(p * S, -1, dtype=np.int64)
     read = np.zeros(p * S, dtype=bool)
     stranded, overwritten = _Losses.none("stranded", p), _Losses.none("overwritten", p)
@@ -350,8 +348,33 @@ def first_fault(
     keys = np.flatnonzero(~read & ~needed.reshape(-1))
     stranded.note(held[keys] > 0, keys, written[keys] + 1, T, -1)
     missing = origins[held[key, origins] == 0]
+    return _earliest(schedule, j, missing, stranded, overwritten, openings, twice)
+
+
+def _inputs_held(pre: np.ndarray, j: int, S: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ranks whose input feeds result slot ``j`` (``origins``), and ``held[k, o]``: slot
+    ``k`` (``rank · S + slot``) holds origin ``o``'s contribution, at the start (each origin's
+    input slot ``j`` holds its own, once)."""
+    origins = np.flatnonzero(pre[:, j])
+    held = np.zeros((len(pre) * S, len(pre)), dtype=np.int32)
+    held[origins * S + j, origins] = 1
+    return origins, held
+
+
+def _earliest(
+    schedule: Schedule,
+    j: int,
+    missing: np.ndarray,
+    stranded: _Losses,
+    overwritten: _Losses,
+    openings: _Openings,
+    twice: Fault | None,
+) -> Fault | None:
+    """The earliest of the faults found for result slot ``j``: the first loss of a
+    ``missing`` contribution (stranded, joined to the window it stayed open in, or
+    overwritten) and the first contribution counted twice."""
     lost = stranded.first(missing, j, schedule)
     if lost is not None and lost.until != lost.step:
-        lost = openings.join(lost, T, S)
+        lost = openings.join(lost, schedule.nsteps, schedule.nslots)
     found = [f for f in (lost, overwritten.first(missing, j, schedule), twice) if f is not None]
     return min(found, key=lambda f: (f.step, f.last), default=None)

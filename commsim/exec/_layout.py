@@ -53,7 +53,13 @@ class Layout:
         element (256 MiB for a 64 MiB float32 buffer on 2 ranks) and a gather on top."""
         starts, length = region
         p = self.nranks
-        if p == 0 or length == 0 or not buffers.flags.c_contiguous:
+        if (
+            not isinstance(buffers, np.ndarray)
+            or buffers.shape != (p, self.nelems)
+            or p == 0
+            or length == 0
+            or not buffers.flags.c_contiguous
+        ):
             return None
         a = int(starts[0])
         d = int(starts[1] - starts[0]) if p > 1 else 0
