@@ -21,16 +21,6 @@ os.environ.setdefault("JAX_PLATFORMS", "cpu")
 os.environ.setdefault("NUMBA_ENABLE_CUDASIM", "1")
 # mpi4jax warns on import when JAX is newer than the newest version it was tested with.
 os.environ.setdefault("MPI4JAX_NO_WARN_JAX_VERSION", "1")
-# XLA programs compiled once are loaded, not compiled again, by later tests, other xdist workers
-# and the CLI processes tests start (JAX's persistent cache, keyed by the program and the jaxlib
-# version): most of a JAX test's time is XLA compiling, and tests compile the same programs (the
-# SGD example's float32 run, a registry row at one p). Every program is kept, however quick.
-os.environ.setdefault(
-    "JAX_COMPILATION_CACHE_DIR",
-    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".cache", "jax"),
-)
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0")
-os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES", "0")
 
 from collections.abc import Iterator  # noqa: E402
 
