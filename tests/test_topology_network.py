@@ -259,3 +259,22 @@ def test_the_route_cache_gives_what_the_router_gives_over_many_small_additions()
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
     assert len(cache.tables[0][0]) > 8 * len(cache.tables[1][0]) > 0  # both tables in use
+
+
+@pytest.mark.parametrize("preset", ["dgx-h100:4", "tpu-v4:4x4x4", "dragonfly:9"])
+def test_rule_routed_networks_route_afresh_as_the_cache_would(preset):
+    """A generator's routing rule (d-mod-k, a torus's order, a dragonfly's minimal routes) is
+    computed on every call instead of cached; the answers are the cache's, pairs repeated."""
+    from commsim.clusters import cluster
+
+    net = cluster(preset).network
+    assert net._rule_routed
+    rng = np.random.default_rng(1)
+    h = net.nhosts
+    src, dst = rng.integers(0, h, 300), rng.integers(0, h, 300)
+    src, dst = src[src != dst], dst[src != dst]
+    src, dst = np.concatenate([src, src[:20]]), np.concatenate([dst, dst[:20]])
+    got = net.routes(src, dst)
+    want = net._cache.routes(net.endpoints[src], net.endpoints[dst])
+    assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
+    assert not Network(switch(4, bandwidth=1e9))._rule_routed  # shortest paths: cached
