@@ -47,11 +47,11 @@ def check_outputs(
     direct = lay.reference(inputs, schedule.root)
     w = as_wire(wire)
     bound = None if w is None else _wire_tolerance(schedule, lay, inputs, w)
-    got = _checked(outputs, rows)
+    got = _rows_of(outputs, rows)
     for name, ref in (("the reference interpreter", interpreted), ("the collective", direct)):
-        want = _checked(ref, rows)
+        want = _rows_of(ref, rows)
         bad = _first_bad(
-            got, want, schedule.nranks, None if bound is None else _checked(bound, rows)
+            got, want, schedule.nranks, None if bound is None else _rows_of(bound, rows)
         )
         if bad is not None:
             r, e = bad
@@ -61,7 +61,7 @@ def check_outputs(
             )
 
 
-def _checked(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
+def _rows_of(a: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """The rows ``rows`` of ``a``: a view where they are the first ``len(rows)`` in order."""
     if len(rows) and rows[0] == 0 and np.array_equal(rows, np.arange(len(rows))):
         return a[: len(rows)]
