@@ -265,14 +265,14 @@ class MpiBackend:
         """The MPI library's collective called through mpi4py on numpy buffers, outside JAX
         (as the OSU micro-benchmarks call it): the transport's own time beside :meth:`native`
         (the same collective through mpi4jax inside ``jax.jit``)."""
-        from commsim.exec.mpi import _program as prog
+        from commsim.exec.mpi import _host  # numpy and mpi4py only: no JAX on this path
 
         dt = _check_dtype(dtype)
         check_layout(schedule, layout)
         _check_world(schedule, self.size)
         if schedule.collective not in _NATIVE_NAMES:
             return None
-        return prog.host_compiled(schedule.collective, schedule.root, layout, self.comm, dt)
+        return _host.host_compiled(schedule.collective, schedule.root, layout, self.comm, dt)
 
     @staticmethod
     def host_native_name(collective: str) -> str:

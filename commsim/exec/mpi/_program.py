@@ -56,9 +56,9 @@ from jax import lax
 from mpi4py import MPI
 
 from commsim._wire import CHUNK, Wire
-from commsim.errors import CommsimError
 from commsim.exec._backend import Compiled, blocking, uploaded
 from commsim.exec._layout import Layout
+from commsim.exec.mpi._host import _gather, _row
 from commsim.exec.mpi._plan import RankPlan, Round, Segment, StepPlan
 
 __all__ = ["Stepped", "compiled", "cuts", "idle", "native_compiled", "program", "stepped"]
@@ -238,24 +238,6 @@ def stepped(pl: RankPlan, comm: Any, dtype: np.dtype, wire: Wire | None = None) 
     return Stepped(put, steps, get)
 
 
-def _row(host: Any, rank: int, dt: np.dtype, nelems: int) -> np.ndarray:
-    """Rank ``rank``'s row of ``[p, nelems]`` host buffers (or a ``[nelems]`` buffer as is)."""
-    a = np.asarray(host)
-    if a.ndim == 2:
-        a = a[rank]
-    if a.shape != (nelems,):
-        raise CommsimError(f"expected [p, {nelems}] or [{nelems}] buffers, got {a.shape}")
-    return np.ascontiguousarray(a, dtype=dt)
-
-
-def _gather(comm: Any, row: np.ndarray) -> np.ndarray:
-    """Every rank's ``[nelems]`` row, on every rank: ``[p, nelems]``."""
-    row = np.ascontiguousarray(row)
-    out = np.empty((comm.Get_size(), row.shape[0]), dtype=row.dtype)
-    comm.Allgather(row, out)
-    return out
-
-
 def compiled(
     pl: RankPlan, comm: Any, dtype: np.dtype, donate: bool, wire: Wire | None = None
 ) -> Compiled:
@@ -370,58 +352,6 @@ def native_compiled(
     def get(result: Any) -> np.ndarray:
         row = np.zeros(n, dtype=dtype)
         row[out] = np.asarray(result).reshape(-1)
-        return _gather(comm, row)
-
-    return Compiled(put=put, run=run, get=get, repeat=repeat)
-
-
-# the library's collective called directly, on host numpy buffers (mpi4py, as OSU calls it)
-def _bcast(comm: Any, root: int, x: np.ndarray, out: np.ndarray) -> None:
-    """MPI_Bcast works in place: the root's output buffer holds its input (one local copy)."""
-    if comm.Get_rank() == root:
-        out[:] = x
-    comm.Bcast(out, root=root)
-
-
-def _host_call(comm: Any, collective: str, root: int, out: np.ndarray) -> Callable:
-    """``call(x)``: ``collective`` through mpi4py from ``x`` into ``out``."""
-    p = comm.Get_size()
-    calls: dict[str, Callable] = {
-        "allreduce": lambda x: comm.Allreduce(x, out, op=MPI.SUM),
-        "reduce": lambda x: comm.Reduce(x, out, op=MPI.SUM, root=root),
-        "broadcast": lambda x: _bcast(comm, root, x, out),
-        "allgather": lambda x: comm.Allgather(x, out),
-        "alltoall": lambda x: comm.Alltoall(x.reshape(p, -1), out.reshape(p, -1)),
-        "reduce_scatter": lambda x: comm.Reduce_scatter_block(x, out, op=MPI.SUM),
-    }
-    return calls[collective]
-
-
-def host_compiled(
-    collective: str, root: int, layout: Layout, comm: Any, dtype: np.dtype
-) -> Compiled:
-    """The library's ``collective`` through mpi4py on numpy buffers, outside JAX: what the
-    transport itself costs for the same data (the OSU micro-benchmarks' way of calling it)."""
-    rank, n = comm.Get_rank(), layout.nelems
-    out_slice = layout.output_slice(rank)
-    out = np.empty(out_slice.stop - out_slice.start, dtype=dtype)
-    call = _host_call(comm, collective, root, out)
-
-    def put(host: Any) -> np.ndarray:
-        return _row(host, rank, dtype, n)[layout.input_slice(rank)].copy()
-
-    def run(x: np.ndarray) -> np.ndarray:
-        call(x)
-        return out
-
-    def repeat(x: np.ndarray, k: int) -> np.ndarray:  # back to back, timed like the others
-        for _ in range(int(k)):
-            call(x)
-        return out
-
-    def get(result: Any) -> np.ndarray:
-        row = np.zeros(n, dtype=dtype)
-        row[out_slice] = np.asarray(result).reshape(-1)
         return _gather(comm, row)
 
     return Compiled(put=put, run=run, get=get, repeat=repeat)
