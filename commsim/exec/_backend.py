@@ -31,6 +31,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from commsim._ir import Schedule
+from commsim.errors import CommsimError
 from commsim.exec._layout import Layout
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "OnCommunicator",
     "StepTimed",
     "blocking",
+    "rank_row",
     "supports",
     "uploaded",
 ]
@@ -60,6 +62,18 @@ class Compiled:
     run: Callable[[Any], Any]
     get: Callable[[Any], np.ndarray]
     repeat: Callable[[Any, int], Any] | None = None
+
+
+def rank_row(host: Any, rank: int, dtype: np.dtype, nelems: int) -> np.ndarray:
+    """Rank ``rank``'s row of ``[p, nelems]`` host buffers (or a ``[nelems]`` buffer as is),
+    C-contiguous in ``dtype`` (a view where it already is): what a rank's ``put`` starts from
+    in the backends whose processes each hold one row (MPI, SHMEM)."""
+    a = np.asarray(host)
+    if a.ndim == 2:
+        a = a[rank]
+    if a.shape != (nelems,):
+        raise CommsimError(f"expected [p, {nelems}] or [{nelems}] buffers, got {a.shape}")
+    return np.ascontiguousarray(a, dtype=dtype)
 
 
 def uploaded(array: Any) -> Any:

@@ -37,8 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from commsim.errors import CommsimError
-from commsim.exec._backend import Compiled
+from commsim.exec._backend import Compiled, rank_row
 from commsim.exec._layout import Layout
 from commsim.exec.mpi._plan import RankPlan, Round, Segment, StepPlan
 
@@ -196,7 +195,7 @@ def compiled(pl: RankPlan, comm: Any, dtype: np.dtype) -> Compiled:
         return buf
 
     return Compiled(
-        put=lambda host: _row(host, pl.rank, dtype, pl.nelems).copy(),
+        put=lambda host: rank_row(host, pl.rank, dtype, pl.nelems).copy(),
         run=run,
         get=lambda buf: _gather(comm, buf),
         repeat=_repeating(run),
@@ -229,16 +228,6 @@ def idle(comm: Any, dtype: np.dtype) -> Compiled:
         get=lambda buf: np.zeros((comm.Get_size(), 0), dtype),
         repeat=_repeating(run),
     )
-
-
-def _row(host: Any, rank: int, dt: np.dtype, nelems: int) -> np.ndarray:
-    """Rank ``rank``'s row of ``[p, nelems]`` host buffers (or a ``[nelems]`` buffer as is)."""
-    a = np.asarray(host)
-    if a.ndim == 2:
-        a = a[rank]
-    if a.shape != (nelems,):
-        raise CommsimError(f"expected [p, {nelems}] or [{nelems}] buffers, got {a.shape}")
-    return np.ascontiguousarray(a, dtype=dt)
 
 
 def _gather(comm: Any, row: np.ndarray) -> np.ndarray:
@@ -284,7 +273,7 @@ def host_compiled(
     call = _host_call(comm, collective, root, out)
 
     def put(host: Any) -> np.ndarray:
-        return _row(host, rank, dtype, n)[layout.input_slice(rank)].copy()
+        return rank_row(host, rank, dtype, n)[layout.input_slice(rank)].copy()
 
     def run(x: np.ndarray) -> np.ndarray:
         call(x)

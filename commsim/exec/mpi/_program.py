@@ -56,9 +56,9 @@ from jax import lax
 from mpi4py import MPI
 
 from commsim._wire import CHUNK, Wire
-from commsim.exec._backend import Compiled, blocking, uploaded
+from commsim.exec._backend import Compiled, blocking, rank_row, uploaded
 from commsim.exec._layout import Layout
-from commsim.exec.mpi._host import _gather, _row
+from commsim.exec.mpi._host import _gather
 from commsim.exec.mpi._plan import RankPlan, Round, Segment, StepPlan
 
 __all__ = ["Stepped", "compiled", "cuts", "idle", "native_compiled", "program", "stepped"]
@@ -229,7 +229,7 @@ def stepped(pl: RankPlan, comm: Any, dtype: np.dtype, wire: Wire | None = None) 
     steps = tuple((i, one(st)) for i, st in enumerate(pl.steps) if st.rounds or st.local)
 
     def put(host: Any) -> Chunks:
-        row = _row(host, pl.rank, dtype, pl.nelems)
+        row = rank_row(host, pl.rank, dtype, pl.nelems)
         return uploaded(tuple(jax.device_put(row[a:b]) for a, b in itertools.pairwise(ends)))
 
     def get(chunks: Chunks) -> np.ndarray:
@@ -254,7 +254,7 @@ def compiled(
     )
 
     def put(host: Any) -> Chunks:
-        row = _row(host, pl.rank, dtype, pl.nelems)
+        row = rank_row(host, pl.rank, dtype, pl.nelems)
         return uploaded(tuple(jax.device_put(row[a:b]) for a, b in itertools.pairwise(ends)))
 
     return Compiled(
@@ -347,7 +347,7 @@ def native_compiled(
     upload, run, repeat = _NATIVE[collective](comm, root, out.stop - out.start, dtype)
 
     def put(host: Any) -> Any:
-        return upload(_row(host, rank, dtype, n)[layout.input_slice(rank)].copy())
+        return upload(rank_row(host, rank, dtype, n)[layout.input_slice(rank)].copy())
 
     def get(result: Any) -> np.ndarray:
         row = np.zeros(n, dtype=dtype)

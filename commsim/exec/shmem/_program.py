@@ -56,7 +56,7 @@ import numpy as np
 from mpi4py import MPI
 
 from commsim.errors import CommsimError
-from commsim.exec._backend import Compiled
+from commsim.exec._backend import Compiled, rank_row
 from commsim.exec.shmem._plan import RankPuts, Segment, StepPuts
 
 __all__ = ["Signals", "compiled", "free_windows", "idle"]
@@ -148,16 +148,6 @@ def _write(buf: np.ndarray, s: Segment, value: np.ndarray) -> None:
         np.copyto(dst, value)
 
 
-def _row(host: Any, rank: int, dt: np.dtype, nelems: int) -> np.ndarray:
-    """Rank ``rank``'s row of ``[p, nelems]`` host buffers (or a ``[nelems]`` buffer), a copy."""
-    a = np.asarray(host)
-    if a.ndim == 2:
-        a = a[rank]
-    if a.shape != (nelems,):
-        raise CommsimError(f"expected [p, {nelems}] or [{nelems}] buffers, got {a.shape}")
-    return np.array(a, dtype=dt, copy=True, order="C")
-
-
 def _gather(comm: Any, row: np.ndarray) -> np.ndarray:
     """Every rank's ``[nelems]`` row, on every rank: ``[p, nelems]``."""
     out = np.empty((comm.Get_size(), row.shape[0]), dtype=row.dtype)
@@ -245,7 +235,7 @@ def compiled(pl: RankPuts, comm: Any, dtype: np.dtype, timeout: float | None = N
         return buf
 
     return Compiled(
-        put=lambda host: _row(host, pl.rank, dt, pl.nelems),
+        put=lambda host: rank_row(host, pl.rank, dt, pl.nelems).copy(),
         run=run,
         get=lambda buf: _gather(comm, buf),
         repeat=repeat,
