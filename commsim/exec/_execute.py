@@ -85,6 +85,7 @@ def _first_bad(
     cols = min(n, _BLOCK)
     rows_at_once = max(1, _BLOCK // max(cols, 1))
     exact = np.issubdtype(want.dtype, np.integer)
+    eps = 0.0 if exact else float_eps(want.dtype)
     for r0 in range(0, nrows, rows_at_once):  # row-major: the first bad element is the first
         for c in range(0, n, max(cols, 1)):
             at = (slice(r0, r0 + rows_at_once), slice(c, c + cols))
@@ -93,7 +94,6 @@ def _first_bad(
             if not bad.any():
                 continue
             if not exact:
-                eps = float_eps(want.dtype)
                 tol = 4 * eps * nranks * np.maximum(np.abs(x), 1.0)
                 if bound is not None:
                     tol = np.maximum(tol, bound[at])
