@@ -125,7 +125,7 @@ TWO_LEVEL = [
 def _direct(model, schedule, sizes, monkeypatch):
     with monkeypatch.context() as mp:  # every schedule is "too long for a critical path"
         mp.setattr(two_level_module, "CRITICAL_PATH_BUDGET", -1)
-        return two_level_module._DirectRun.of(model._topology(schedule.nranks), schedule, sizes)
+        return model._direct_run(schedule, sizes)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=lambda r: f"{r.collective}/{r.algorithm}")

@@ -40,7 +40,7 @@ def _run(model, schedule, monkeypatch, periodic: bool):
         mp.setattr(two_level_module, "CRITICAL_PATH_BUDGET", -1)  # always the direct run
         if not periodic:
             mp.setattr(two_level_module, "period", lambda server, clock: None)
-        return two_level_module._DirectRun.of(model._topology(schedule.nranks), schedule, SIZES)
+        return model._direct_run(schedule, SIZES)
 
 
 def _same(a, b) -> None:

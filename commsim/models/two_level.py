@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -33,7 +33,7 @@ from commsim.models._prediction import Prediction
 from commsim.models._shared_clocks import SharedClocks
 from commsim.models._usage import NetworkUsage, Timeline
 from commsim.models.topology import CRITICAL_PATH_BUDGET, Topology
-from commsim.topology import join, place, switch
+from commsim.topology import join, switch
 
 __all__ = ["TwoLevelHockney"]
 
@@ -144,14 +144,20 @@ class TwoLevelHockney:
         clocks, components and link bytes without routes; any other takes the network's run."""
         schedule = as_schedule(schedule)
         sizes, scalar = as_sizes(nbytes)
-        topology = self._topology(schedule.nranks)
-        run: Any = _DirectRun.of(topology, schedule, sizes)
+        run: Any = self._direct_run(schedule, sizes)
         if run is None:
-            run = topology._run(_hosted(schedule), sizes)
+            run = self._topology(schedule.nranks)._run(_hosted(schedule), sizes)
         return Prediction.from_clocks(
             schedule, sizes, scalar, run.rank_clock, run.step_time, model=self, notes=run.notes,
             network=run.usage,
         )  # fmt: skip
+
+    def _direct_run(self, schedule: Schedule, sizes: np.ndarray) -> _DirectRun | None:
+        """The direct run (:class:`_DirectRun`), or ``None`` where the network's run is needed.
+        It reads its two classes off the network of two servers at most: every server's links
+        are alike, so it builds no graph of ``p`` hosts."""
+        g = self.ranks_per_node
+        return _DirectRun.of(self._topology(min(schedule.nranks, 2 * g)), schedule, sizes, g)
 
     def timeline(
         self, schedule: Schedule, nbytes: Any, *, max_messages: int | None = None
@@ -162,6 +168,15 @@ class TwoLevelHockney:
         return self._topology(schedule.nranks).timeline(
             _hosted(schedule), nbytes, max_messages=max_messages
         )
+
+
+class _HostLinks(NamedTuple):
+    """The link classes, class and rate of every host's four links on the two-level network
+    (what :meth:`NetworkUsage.of_links <commsim.models._usage.NetworkUsage.of_links>` reads)."""
+
+    kinds: tuple[str, ...]
+    link_kind: np.ndarray
+    bandwidth: np.ndarray
 
 
 def _hosted(schedule: Schedule) -> Schedule:
@@ -175,15 +190,20 @@ class _DirectRun:
     :class:`~commsim.models.Topology`'s run gives on the two-level network, for schedules whose
     steps are each one round of distinct messages (:mod:`commsim.models._two_level_kernels`).
 
-    :meth:`of` gives ``None`` (take the network's run) for schedules of several channels, short
-    enough for a critical path (the network's run keeps one), or with a step of another shape.
+    ``model`` is the two-level network of ``p`` ranks or a smaller one of the same servers
+    (``g`` GPUs each): the run reads from it only what every server has alike, the two classes'
+    costs and each host's four links (its GPU's link up and down inside the server, then between
+    servers, as :func:`~commsim.topology.join` numbers them), and places rank ``r`` on host
+    ``r`` of server ``r // g`` (the linear placement). :meth:`of` gives ``None`` (take the
+    network's run) for schedules of several channels, short enough for a critical path (the
+    network's run keeps one), or with a step of another shape.
     """
 
-    def __init__(self, model: Topology, schedule: Schedule, sizes: np.ndarray) -> None:
+    def __init__(self, model: Topology, schedule: Schedule, sizes: np.ndarray, g: int) -> None:
         net, p, ns = model.network, schedule.nranks, len(sizes)
-        self.model, self.schedule, self.net = model, schedule, net
-        self.hosts = place(net, p, model.placement)  # two link classes: helpers on hosts
-        self.server = net.host_server[self.hosts]
+        self.model, self.schedule, self.net, self.g = model, schedule, net, g
+        self.hosts = np.arange(p, dtype=np.int64)  # linear: two link classes, helpers on hosts
+        self.server = self.hosts // g
         self.per_unit = sizes / schedule.nbytes_units
         self.gw = model.gamma * self.per_unit
         self.clock = model.initial_clock(p, ns)
@@ -209,13 +229,16 @@ class _DirectRun:
         self.periodic = PeriodicClocks(self.clock, self.comp, g) if g else None
 
     @classmethod
-    def of(cls, model: Topology, schedule: Schedule, sizes: np.ndarray) -> _DirectRun | None:
-        """The direct run of ``schedule``, or ``None`` where the network's run is needed."""
+    def of(
+        cls, model: Topology, schedule: Schedule, sizes: np.ndarray, g: int
+    ) -> _DirectRun | None:
+        """The direct run of ``schedule`` on servers of ``g`` ranks, or ``None`` where the
+        network's run is needed."""
         hint = schedule.ntransfers_hint
         if schedule.nchannels > 1 or hint is None or hint <= CRITICAL_PATH_BUDGET:
             return None
         schedule.spec.check_layout(schedule.nranks, schedule.ndata)
-        run = cls(model, schedule, sizes)
+        run = cls(model, schedule, sizes, g)
         if run.lat is None:
             return None
         from commsim.models import _two_level_kernels as k  # numba: imported on first use
@@ -313,9 +336,10 @@ class _DirectRun:
         model = self.model
         if model.protocol is not None or model.channel_bandwidth is not None:
             return None, None
-        _, inv, _, indptr, links = model._round_costs(self.hosts, src, dst)
-        if (np.diff(indptr) != 2).any():
-            return None, None  # not one link up and one down: not the two-level network
+        _, inv, _, _, links = model._round_costs(self.hosts, src, dst)
+        x = (self.server[dst] != self.server[0]).astype(np.int64)  # each pair's class
+        if not np.array_equal(links, np.stack([2 * x, 4 * dst + 2 * x + 1], axis=1).ravel()):
+            return None, None  # not each host's four links (usage): not the two-level network
         # the two links' latencies summed as written (the network's run sums a round's routes
         # through one running sum, which can differ from this in the last bit)
         latency = self.net.latency
@@ -352,33 +376,19 @@ class _DirectRun:
 
     def usage(self, total: np.ndarray) -> NetworkUsage:
         """Bytes per link from the units each rank sent and received per class: a message's
-        route is its sender's link up and its receiver's link down, of its class."""
+        route is its sender's link up and its receiver's link down, of its class; host ``h``'s
+        links are ``4h + 2x + side`` (class ``x``; side 0 up, 1 down), as on the network of
+        ``p`` ranks (checked on the two classes' routes, :meth:`_class_costs`)."""
         net, p = self.net, len(self.hosts)
-        link_units = np.zeros(net.nlinks)
-        ranks = np.arange(p)
-        for x in range(2):
-            for side in range(2):  # 0: sender's link up, 1: receiver's link down
-                units = self.units[side, x]
-                busy = np.flatnonzero(units)
-                if not len(busy):
-                    continue
-                peer = self._peer(busy, x)
-                src, dst = (ranks[busy], peer) if side == 0 else (peer, ranks[busy])
-                indptr, links = net.routes(self.hosts[src], self.hosts[dst])
-                assert (np.diff(indptr) == 2).all()  # checked on one route of each class
-                link_units[links[side::2]] += units[busy]
+        nhosts = -(-p // self.g) * self.g
+        link_units = np.zeros((nhosts, 2, 2))
+        link_units[:p] = self.units.transpose(2, 1, 0)  # [rank, class, side]
+        links = _HostLinks(
+            net.kinds, np.tile(net.link_kind[:4], nhosts), np.tile(net.bandwidth[:4], nhosts)
+        )
         last = np.argmax(self.clock, axis=0)
         parts = self.comp[last, :, np.arange(len(last))].T  # [components, sizes]
         return NetworkUsage.of_links(
-            net, link_units, self.per_unit, total, parts, None, launch=self.model.call_cost
-        )
-
-    def _peer(self, ranks: np.ndarray, x: int) -> np.ndarray:
-        """A rank of the same server (``x = 0``) or of another (``x = 1``) for each of
-        ``ranks`` (each had a message of that class, so one exists)."""
-        server = self.server
-        first = np.searchsorted(server, server)  # servers are contiguous, in rank order
-        size = np.bincount(server)[server]
-        if x == 0:
-            return first[ranks] + (ranks - first[ranks] + 1) % size[ranks]
-        return np.where(server[ranks] == server[0], int(np.argmax(server != server[0])), 0)
+            links, link_units.reshape(-1), self.per_unit, total, parts, None,
+            launch=self.model.call_cost,
+        )  # fmt: skip
