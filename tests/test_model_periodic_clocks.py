@@ -16,7 +16,7 @@ import commsim.models.two_level as two_level_module
 from commsim._ir import Step, share_between_steps
 from commsim.algorithms._combinators import concat
 from commsim.models import TwoLevelHockney
-from commsim.models._periodic_clocks import touching_messages
+from commsim.models._periodic_clocks import PeriodicClocks, touching_messages
 from commsim.models._topology_kernels import round_per_message
 
 SIZES = np.array([0.0, 1.0, 7.0, 4096.0, 1e6 + 3, 2.0**30])
@@ -173,3 +173,21 @@ def test_declared_views_are_bounded_by_their_array():
     assert shared_bounds(base) == (3, 19)
     assert shared_bounds(np.arange(4)) is None
     assert shared_bounds(np.arange(4)[1:]) is None
+
+
+def test_a_block_past_the_slots_is_refused_when_its_array_was_seen_in_bounds():
+    p, g = 8, 2
+    src = np.arange(p)
+    dst, count, red, slots = (src + 1) % p, np.ones(p, np.int64), np.ones(p, bool), np.arange(10)
+    share_between_steps(src, dst, count, red, slots)
+    per = PeriodicClocks(np.zeros((p, 1)), np.zeros((p, 5, 1)), g)
+
+    def step(lo: int) -> Step:
+        view = slots[lo : lo + p]
+        return Step(src, dst, view, view, count, red)
+
+    assert per.touching(step(0), 10) is not None  # blocks 0..8, array 0..9 fits
+    assert per.touching(step(2), 10) is not None  # blocks 2..10
+    assert per.touching(step(0), 9) is not None  # 9 slots: this view's blocks still fit
+    assert per.touching(step(2), 9) is None  # block 9..10 is past 9 slots
+    assert per.touching(step(2), 10) is not None

@@ -91,30 +91,55 @@ class PeriodicClocks:
         self.tmp = np.empty((2 * g, clock.shape[1]))
         self.mcomp = np.empty((2 * g, *comp.shape[1:]))
         self._checked: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], Any]] = {}
+        self._last: tuple[tuple[np.ndarray, ...], Any] | None = None  # the last step's entry
+        self._bases: dict[int, tuple[np.ndarray, int, int]] = {}  # shared slot bases' bounds
 
     def touching(self, st: Step, nslots: int) -> np.ndarray | None:
         """The messages of ``st`` to visit (:func:`touching_messages`), or ``None`` when ``st``
-        is not a shift-invariant step of shared arrays with its slot ranges in bounds."""
+        is not a shift-invariant step of shared arrays with its slot ranges in bounds. The
+        step before's arrays, met again (a ring's every step), cost four identity tests."""
         fields = (st.src, st.dst, st.count, st.reduce)
+        seen = self._last
+        if seen is None or any(a is not b for a, b in zip(seen[0], fields, strict=True)):
+            seen = self._lookup(fields)
+            if seen is None:
+                return None
+            self._last = seen
+        touching, widest = seen[1]
+        if touching is None:
+            return None
+        for slot in (st.src_slot, st.dst_slot):
+            if len(slot) != len(st.src) or not self._in_bounds(slot, st.count, widest, nslots):
+                return None
+        return touching
+
+    def _lookup(self, fields: tuple[np.ndarray, ...]) -> tuple[tuple[np.ndarray, ...], Any] | None:
+        """The checked entry of a step's rank, count and flag arrays (checked now if new), or
+        ``None`` where one of them is not shared."""
         if not all(map(is_shared, fields)):
             return None
         key = tuple(map(id, fields))
         seen = self._checked.get(key)
         if seen is None or any(a is not b for a, b in zip(seen[0], fields, strict=True)):
             touching = touching_messages(*fields, self.p, self.g)
-            widest = int(st.count.max()) if touching is not None else 0
+            widest = int(fields[2].max()) if touching is not None else 0
             seen = (fields, (touching, widest))
             self._checked[key] = seen
-        touching, widest = seen[1]
-        if touching is None:
-            return None
-        for slot in (st.src_slot, st.dst_slot):
-            if len(slot) != len(st.src):
-                return None
-            lo, hi = shared_bounds(slot) or (int(slot.min()), int(slot.max()))
-            if lo < 0 or (hi > nslots - widest and (slot + st.count).max() > nslots):
-                return None
-        return touching
+        return seen
+
+    def _in_bounds(self, slot: np.ndarray, count: np.ndarray, widest: int, nslots: int) -> bool:
+        """Whether every block ``slot .. slot + count`` lies in ``0 .. nslots``; a view of a
+        shared array (a ring's blocks) is bounded by that array's values, found once."""
+        base = slot.base
+        known = self._bases.get(id(base)) if base is not None else None
+        if known is not None and known[0] is base:
+            lo, hi = known[1], known[2]
+        else:
+            bounds = shared_bounds(slot)
+            if bounds is not None and base is not None:  # a view: bounded by its shared base
+                self._bases[id(base)] = (base, *bounds)
+            lo, hi = bounds or (int(slot.min()), int(slot.max()))
+        return lo >= 0 and (hi <= nslots - widest or int((slot + count).max()) <= nslots)
 
     def expand(self, clock: np.ndarray, comp: np.ndarray, sent: np.ndarray,
                received: np.ndarray) -> None:  # fmt: skip
