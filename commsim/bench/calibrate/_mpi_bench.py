@@ -11,9 +11,10 @@ the spread.
 ``pingpong``   rank 0 sends, rank 1 sends back; half the round trip (``osu_latency``)
 ``exchange``   every pair ``(2i, 2i+1)`` ``Sendrecv`` s at once: a schedule's step, all
                pairs sharing the memory system
-``burst``      rank 0 sends 16 messages back to back (``Isend`` … ``Waitall``), rank 1
+``burst``      rank 0 sends ``k`` messages back to back (``Isend`` … ``Waitall``), rank 1
                answers with one empty message; the per-message gap is
-               :math:`(T_{16} - T_1) / 15`
+               :math:`(T_k - T_1) / (k - 1)`, with ``k = 16`` up to 16 MiB and fewer
+               above, at most 256 MiB in flight (:func:`burst_count`)
 ``overhead``   rank 0's time inside one ``Send`` of an eager-size message (LogGP's o)
 ``reduction``  ``numpy.add(a, b, out=a)`` over ``size`` bytes of float32 on every rank at
                once (γ): an allreduce step reduces on every rank together, so they share
@@ -37,10 +38,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["main"]
+__all__ = ["burst_count", "main"]
 
 _TARGET = 1e-3  # seconds one repeat should last
-_BURST = 16  # messages in a burst
+_BURST = 16  # messages in a burst, at most ...
+_BURST_BYTES = 256 * 2**20  # ... and at most this many bytes in flight (burst_count)
 _EAGER_MAX = 4096  # overhead: only sizes sent eagerly (Send returns before delivery)
 
 
@@ -103,9 +105,22 @@ def _exchange(comm: Any, n: int) -> Any:
     return op, 1.0
 
 
+def burst_count(n: int) -> int:
+    """Messages in a burst of ``n``-byte messages: 16, fewer where 16 would put more than
+    256 MiB in flight (at least 2). Past a few MiB a message's latency is a small part of its
+    time, so a few messages measure the gap as well as 16 do; 16 × 64 MiB took half of a
+    calibration's time (9 of 25 s, two ranks) and held 1 GiB on each rank.
+
+    Examples:
+        >>> burst_count(8), burst_count(16 * 2**20), burst_count(32 * 2**20), burst_count(2**30)
+        (16, 16, 8, 2)
+    """
+    return max(2, min(_BURST, _BURST_BYTES // max(n, 1)))
+
+
 def _burst(comm: Any, n: int, count: int) -> Any:
     rank = comm.Get_rank()
-    bufs = [np.zeros(n, np.uint8) for _ in range(count)]
+    bufs = [np.zeros(n, np.uint8) for _ in range(count)] if rank < 2 else []  # the two that send
     ack = np.zeros(0, np.uint8)
 
     def op(k: int) -> None:
@@ -170,11 +185,12 @@ def _one(comm: Any, kind: str, n: int, repeats: int, warmup: int) -> list[float]
         inner = 100
         return comm.bcast([op(inner) / inner for _ in range(repeats)], root=0)
     if kind == "burst":
-        op_k, _ = _burst(comm, n, _BURST)
+        k = burst_count(n)
+        op_k, _ = _burst(comm, n, k)
         op_1, _ = _burst(comm, n, 1)
         t_k = np.array(_repeats(comm, op_k, repeats, warmup))
         t_1 = np.array(_repeats(comm, op_1, repeats, warmup))
-        return np.maximum((t_k - t_1) / (_BURST - 1), 1e-12).tolist()
+        return np.maximum((t_k - t_1) / (k - 1), 1e-12).tolist()
     make = {"pingpong": _pingpong, "exchange": _exchange, "reduction": _reduce}[kind]
     op, scale = make(comm, n)
     return [scale * x for x in _repeats(comm, op, repeats, warmup)]
