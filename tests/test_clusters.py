@@ -685,3 +685,59 @@ def test_a_fat_tree_file_gives_its_spine_a_bandwidth_and_latency_of_its_own(tmp_
     net = cluster(str(path)).network
     spine = net.link_kind == net.kinds.index("leaf-spine")
     assert set(net.bandwidth[spine]) == {100e9} and set(net.latency[spine]) == {3e-6}
+
+
+# ---------------------------------------------------------------------------------------------
+# Graphs built on first use, and the per-class costs read off two servers.
+
+
+def _costs_on_the_whole_network(c):
+    net, g = c.network, c.gpus_per_node
+
+    def alpha_beta(a, b):
+        links = net.route(a, b)
+        bw = float(net.bandwidth[links].min())
+        return float(net.latency[links].sum()), 0.0 if bw == float("inf") else 1 / bw
+
+    return alpha_beta(0, 1 if g > 1 else g), alpha_beta(0, g)
+
+
+RAILS = {"kind": "rail_optimized"}
+
+
+@pytest.mark.parametrize(
+    "description",
+    [
+        _edit(nodes=64, topology={**RAILS, "nodes_per_unit": 8}),
+        _edit(nodes=64, topology={**RAILS, "nodes_per_unit": 1, "routing": "dmodk"}),
+        _edit(nodes=40, topology={**RAILS, "nodes_per_unit": 1, "oversubscription": 4}),
+        _edit(nodes=9, gpus_per_node=1, topology={**RAILS, "nodes_per_unit": 2}),
+        _edit(nodes=33, topology={"kind": "switch"}),
+        _edit(nodes=12, gpus_per_node=1, topology={"kind": "switch"}),
+    ],
+    ids=["units-of-8", "units-of-1-dmodk", "units-of-1-4to1", "one-gpu", "switch", "switch-1"],
+)
+def test_class_costs_on_two_servers_are_the_whole_clusters(description):
+    c = build_cluster(description, "test")
+    assert c.two_servers_suffice
+    assert c.class_costs() == _costs_on_the_whole_network(c)
+
+
+@pytest.mark.parametrize("spec", ["dgx-h100:64", "dgx-b200:5", "dgx-a100:33", "ethernet:48"])
+def test_class_costs_of_presets_are_the_whole_clusters(spec):
+    c = cluster(spec)
+    assert c.class_costs() == _costs_on_the_whole_network(c)
+
+
+def test_a_rail_cluster_builds_its_graph_when_asked_and_checks_its_fields_at_once():
+    c = cluster("dgx-h100:2048")
+    assert "graph" not in vars(c)  # not built yet
+    assert c.class_costs() == ((1e-6, 1 / 450e9), (2e-6, 1 / 50e9))
+    assert "graph" not in vars(c)  # two servers were enough
+    assert c.network.nhosts == 16384 and c.graph.graph["name"] == "dgx-h100:2048"
+    with pytest.raises(ParameterError, match="nodes_per_unit"):
+        build_cluster(_edit(nodes=4096, topology={**RAILS, "nodes_per_unit": 0}), "bad")
+    with pytest.raises(
+        ParameterError, match=r"\[topology\] kind = 'rail_optimized': .*hosts is more"
+    ):
+        build_cluster(_edit(nodes=10**7, topology=RAILS), "huge")

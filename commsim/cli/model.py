@@ -467,21 +467,15 @@ def _per_class_hockney(args: argparse.Namespace, network: NetworkChoice) -> Mode
             "beta per link class from the network; drop them, or drop the network for a bare "
             "Hockney model"
         )
-    g = network.ranks_per_node
-    net = network.network
-    if g is None or net.nservers < 2:
+    c = network.cluster
+    if c is None or c.nodes < 2:
         raise UsageError(
             "--model hockney on a network needs a cluster of two or more servers (--cluster); "
             "drop --model for the topology model"
         )
-
-    def alpha_beta(a: int, b: int) -> tuple[float, float]:
-        links = net.route(a, b)
-        bw = float(net.bandwidth[links].min())
-        return float(net.latency[links].sum()), 0.0 if bw == float("inf") else 1 / bw
-
-    intra = alpha_beta(0, 1) if g > 1 else alpha_beta(0, g)
-    gamma = network.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
-    c = network.cluster
-    library = {"launch": c.launch, "reduction_overlap": c.reduction_overlap} if c else {}
-    return TwoLevelHockney(intra, alpha_beta(0, g), ranks_per_node=g, gamma=gamma or 0.0, **library)
+    intra, inter = c.class_costs()
+    gamma = c.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
+    library = {"launch": c.launch, "reduction_overlap": c.reduction_overlap}
+    return TwoLevelHockney(
+        intra, inter, ranks_per_node=c.ranks_per_node, gamma=gamma or 0.0, **library
+    )

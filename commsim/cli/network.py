@@ -64,18 +64,27 @@ network (the topology model, chosen by --topology or --cluster):
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class NetworkChoice:
-    """A resolved network: its ``name`` as given, the compiled ``network``, the ``placement``
-    and ``contention`` chosen, and the ``cluster`` it came from (``None`` for ``--topology``),
-    which owns ``ranks_per_node``, γ and the topology model
-    (:func:`commsim.tuner.cluster_model`, what ``commsim.tune`` predicts with too)."""
+    """A resolved network: its ``name`` as given, the compiled :attr:`network`, the
+    ``placement`` and ``contention`` chosen, and the ``cluster`` it came from (``None`` for
+    ``--topology``), which owns ``ranks_per_node``, γ and the topology model
+    (:func:`commsim.tuner.cluster_model`, what ``commsim.tune`` predicts with too). A cluster's
+    network is compiled when first asked for (Hockney per link class never asks)."""
 
     name: str
-    network: Network
+    topology: Network | None  # --topology's network; None: the cluster's
     placement: str | tuple[int, ...]
     contention: str
     cluster: Cluster | None = None
     contention_given: bool = False
     port_rule: str = "channel"
+
+    @property
+    def network(self) -> Network:
+        """The compiled network: ``--topology``'s, or the cluster's (built on first use)."""
+        if self.topology is not None:
+            return self.topology
+        assert self.cluster is not None
+        return self.cluster.network
 
     @property
     def ranks_per_node(self) -> int | None:
@@ -88,7 +97,7 @@ class NetworkChoice:
         return None if self.cluster is None else self.cluster.gamma
 
     def default_nranks(self) -> int:
-        return self.network.nhosts
+        return self.cluster.ngpus if self.cluster is not None else self.network.nhosts
 
     def servers_of(self, nranks: int) -> int | None:
         """Ranks per server under this placement (``None`` if a server's ranks are not
@@ -144,8 +153,10 @@ class NetworkChoice:
             for a in choice.algorithms
             if "dims" in info(choice.collective, a).params and "dims" not in choice.params[a]
         ]
+        if not takers or len(choice.nranks) != 1:
+            return choice, []
         dims = [self.torus_dims(p) for p in choice.nranks]
-        if not takers or len(dims) != 1 or dims[0] is None:
+        if dims[0] is None:
             return choice, []
         shape, p = "x".join(map(str, dims[0])), choice.nranks[0]
         fits = [a for a in takers if _accepts(info(choice.collective, a), p, shape)]
@@ -327,9 +338,9 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     if preset is not None:
         c = _with_fields(preset, sets) if sets else cluster(preset)
         placement = placement_given or c.placement
-        _check_port_rule(port_rule, c.network, preset)
+        _check_port_rule(port_rule, c, preset)
         return NetworkChoice(
-            preset, c.network, placement, contention, c, contention_given is not None, port_rule
+            preset, None, placement, contention, c, contention_given is not None, port_rule
         )
     if text is None:
         for flag, given in (
@@ -348,10 +359,14 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     )  # fmt: skip
 
 
-def _check_port_rule(port_rule: str, network: Network, name: str) -> None:
+def _check_port_rule(port_rule: str, network: Network | Cluster, name: str) -> None:
     """``--port-rule link`` where every host has one link would change nothing: refuse it."""
+    if port_rule != "link":
+        return
+    if not isinstance(network, Network):
+        network = network.network
     degree = np.diff(network.out_indptr)[network.hosts]
-    if port_rule == "link" and degree.max() <= 1:
+    if degree.max() <= 1:
         raise UsageError(
             f"--port-rule link changes nothing on {quote(name)}: every host has one link "
             "(a host with several, NVLink beside a NIC or a torus chip, drives them at once)"

@@ -56,6 +56,7 @@ from commsim.profiles import load_profile
 from commsim.topology import (
     as_bandwidth,
     as_latency,
+    check_hosts,
     dragonfly,
     fat_tree,
     hybrid_cube_mesh,
@@ -236,7 +237,7 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
         raise where.error(
             "nvls", f"needs an NVSwitch in every server ({g} GPU per server on a {kind} has none)"
         )
-    graph = _graph(where, kind, topo, nodes, g, intra, inter, nvls)
+    graph_of = _graph_of(where, kind, topo, nodes, g, intra, inter, nvls)
     classes = {c.name: c for c in (intra, inter) if c is not None}
     profiles = _profiles(where, d, classes)
     reduction = _value(where, "reduction", as_bandwidth, d.get("reduction", 100e9))
@@ -249,11 +250,35 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
         cap = _value(where, "channel_bandwidth", as_bandwidth, cap)
     name = d.get("name", origin)
     sources = d.get("sources", "")
-    graph.graph["name"] = str(name)
     return Cluster(
-        str(name), nodes, g, graph, placement, classes, profiles, str(sources), reduction,
-        launch, overlap, cap,
+        str(name), nodes, g, graph_of, placement, classes, profiles, str(sources), reduction,
+        launch, overlap, cap, kind in _TWO_SERVERS,
     )  # fmt: skip
+
+
+#: fabrics whose graph is built on first use: GPU 0's routes to GPU 1 and to GPU 0 of server 1
+#: are the same on two servers as on any number (:attr:`Cluster.two_servers_suffice`), and a
+#: graph of two servers checks every field but the size, which :func:`check_hosts` checks
+_TWO_SERVERS = ("rail_optimized", "switch")
+
+
+def _graph_of(where, kind, topo, nodes, g, intra, inter, nvls) -> Callable[[int], nx.Graph]:
+    """The cluster's graph for a number of servers, its fields checked now: built now (and
+    kept) for most fabrics; for :data:`_TWO_SERVERS`, checked on a graph of two servers and
+    the size checked, the whole graph built when something asks for it."""
+
+    def build(n: int) -> nx.Graph:
+        return _graph(where, kind, topo, n, g, intra, inter, nvls)
+
+    if kind in _TWO_SERVERS:
+        build(min(nodes, 2))
+        try:
+            check_hosts(nodes * g, kind)
+        except ParameterError as e:
+            raise where.error(f"[topology] kind = {kind!r}", str(e)) from None
+        return build
+    graph = build(nodes)
+    return lambda n: graph if n == nodes else build(n)
 
 
 def _graph(where, kind, topo, nodes, g, intra, inter, nvls=False) -> nx.Graph:

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from commsim import units
 from commsim._lazy import lazy_module
+from commsim.errors import ParameterError
 from commsim.topology import Network, place, ranks_per_server
 
 if TYPE_CHECKING:
@@ -57,7 +58,8 @@ class Cluster:
     Attributes:
         name: the preset spec or file it came from.
         nodes: servers; ``gpus_per_node``: GPUs (hosts, one rank each) per server.
-        graph: the topology graph (hosts ``0..nodes*gpus_per_node-1``, server-major).
+        graph_of: the topology graph of ``nodes`` servers of this cluster's kind (its
+            :attr:`graph` is ``graph_of(nodes)``, built on first use).
         placement: the default placement of ranks (``"linear"``: a server's GPUs consecutive).
         link_classes: the link classes by name, as configured.
         profiles: measured profiles per link class (not used by the models yet).
@@ -77,7 +79,7 @@ class Cluster:
     name: str
     nodes: int
     gpus_per_node: int
-    graph: nx.Graph
+    graph_of: Callable[[int], nx.Graph] = dataclasses.field(repr=False)
     placement: str = "linear"
     link_classes: Mapping[str, LinkClass] = dataclasses.field(default_factory=dict)
     profiles: Mapping[str, Profile] = dataclasses.field(default_factory=dict)
@@ -101,10 +103,50 @@ class Cluster:
         """What a hierarchical algorithm's ``ranks_per_node`` is on this cluster."""
         return self.gpus_per_node
 
+    #: fabrics on which GPU 0's routes to GPU 1 and to GPU 0 of server 1 are the same for any
+    #: number of servers (``rail_optimized``: the two servers share a scalable unit, or both
+    #: reach the spines by the same links; ``switch``: one switch), so a two-server instance
+    #: gives :meth:`class_costs`; set by the builder (:func:`commsim.clusters.build_cluster`)
+    two_servers_suffice: bool = False
+
+    @functools.cached_property
+    def graph(self) -> nx.Graph:
+        """The topology graph (hosts ``0..nodes*gpus_per_node-1``, server-major), built on
+        first use."""
+        graph = self.graph_of(self.nodes)
+        graph.graph["name"] = self.name
+        return graph
+
     @functools.cached_property
     def network(self) -> Network:
         """The graph checked and compiled (built once)."""
         return Network(self.graph)
+
+    def class_costs(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """``((α, β) intra, (α, β) inter)``: the summed latency and the inverse bottleneck
+        bandwidth of GPU 0's route to GPU 1 (inside a server; to GPU 0 of server 1 when a
+        server has one GPU) and to GPU 0 of server 1: what Hockney per link class takes from a
+        cluster (:class:`commsim.models.TwoLevelHockney`). Where :attr:`two_servers_suffice`,
+        they are read off a graph of two servers, whatever :attr:`nodes`.
+
+        Examples:
+            >>> from commsim.clusters import cluster
+            >>> (ai, bi), (ae, be) = cluster("dgx-h100:2048").class_costs()
+            >>> round(ai * 1e6, 3), round(1 / bi / 1e9), round(ae * 1e6, 3), round(1 / be / 1e9)
+            (1.0, 450, 2.0, 50)
+        """
+        if self.nodes < 2:
+            raise ParameterError(f"{self.name}: per-class costs need two or more servers")
+        small = self.two_servers_suffice and self.nodes > 2
+        net = Network(self.graph_of(2)) if small else self.network
+        g = self.gpus_per_node
+
+        def alpha_beta(a: int, b: int) -> tuple[float, float]:
+            links = net.route(a, b)
+            bw = float(net.bandwidth[links].min())
+            return float(net.latency[links].sum()), 0.0 if bw == float("inf") else 1 / bw
+
+        return alpha_beta(0, 1 if g > 1 else g), alpha_beta(0, g)
 
     def ranks_per_server(
         self, nranks: int, placement: str | Sequence[int] | None = None

@@ -13,7 +13,7 @@ network (links by class, diameter, bisection bandwidth); :func:`draw` pictures a
 """
 
 from commsim.topology._attributes import as_bandwidth, as_latency
-from commsim.topology._basic import hypercube, ring, switch, torus
+from commsim.topology._basic import MAX_HOSTS, check_hosts, hypercube, ring, switch, torus
 from commsim.topology._bisection import bisection_upper_bound, exact_bisection
 from commsim.topology._dgx1 import DGX1_NVLINKS, hybrid_cube_mesh
 from commsim.topology._dragonfly import dragonfly
@@ -37,6 +37,7 @@ __all__ = [
     "DGX1_NVLINKS",
     "GENERATORS",
     "MAX_DRAW_NODES",
+    "MAX_HOSTS",
     "MAX_TREE_HOSTS",
     "PLACEMENTS",
     "LinkClassSummary",
@@ -48,6 +49,7 @@ __all__ = [
     "as_latency",
     "as_network",
     "bisection_upper_bound",
+    "check_hosts",
     "dragonfly",
     "draw",
     "exact_bisection",
