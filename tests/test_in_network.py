@@ -206,3 +206,13 @@ def test_channels_and_pipelines_keep_the_switch_helpers(combine, name):
     pred = m.predict(t, [1e6, GIB])
     bound, _ = m.bound("allreduce", t.nranks, np.array([1e6, GIB]), t.helpers)
     assert (pred.time >= bound).all()
+
+
+def test_relabelling_blocks_refuses_a_schedule_with_helpers():
+    from commsim.algorithms._combinators import relabel_blocks
+
+    s = commsim.build("allreduce", "nvls", nranks=8)
+    with pytest.raises(ScheduleError, match="helper ranks"):
+        relabel_blocks(s, np.arange(8))
+    ring = commsim.build("allreduce", "ring", nranks=4)
+    commsim.verify(relabel_blocks(ring, np.array([2, 0, 3, 1])))  # no helpers: renamed

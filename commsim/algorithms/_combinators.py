@@ -146,7 +146,13 @@ def relabel(
 
 def relabel_blocks(schedule: Schedule, perm: np.ndarray) -> Schedule:
     """``schedule`` with rank ``v`` and block (slot) ``v`` renamed ``perm[v]``; slot ranges
-    become single slots, since a virtual range is strided in the real order."""
+    become single slots, since a virtual range is strided in the real order. A schedule with
+    helper ranks (IR rule 7), whose ranks are not its blocks, is refused."""
+    if schedule.helpers:
+        raise ScheduleError(
+            "relabel_blocks renames ranks and blocks alike: a schedule with helper ranks "
+            f"({schedule.helpers}) has more ranks than blocks"
+        )
 
     def step_fn(i: int) -> Step:
         src, dst, a, b, count, red, ch = schedule.step(i)
