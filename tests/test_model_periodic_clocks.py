@@ -191,3 +191,14 @@ def test_a_block_past_the_slots_is_refused_when_its_array_was_seen_in_bounds():
     assert per.touching(step(0), 9) is not None  # 9 slots: this view's blocks still fit
     assert per.touching(step(2), 9) is None  # block 9..10 is past 9 slots
     assert per.touching(step(2), 10) is not None
+
+
+def test_shared_views_of_one_unshared_array_are_bounded_each_by_its_own_values():
+    p, g = 8, 2
+    src = np.arange(p)
+    dst, count, red = (src + 1) % p, np.ones(p, np.int64), np.ones(p, bool)
+    low, high = np.arange(16).reshape(2, 8)  # views: 0..7 and 8..15 of one unshared array
+    share_between_steps(src, dst, count, red, low, high)
+    per = PeriodicClocks(np.zeros((p, 1)), np.zeros((p, 5, 1)), g)
+    assert per.touching(Step(src, dst, low, low, count, red), 9) is not None
+    assert per.touching(Step(src, dst, high, high, count, red), 9) is None  # blocks to 16 > 9

@@ -135,10 +135,12 @@ class PeriodicClocks:
         if known is not None and known[0] is base:
             lo, hi = known[1], known[2]
         else:
-            bounds = shared_bounds(slot)
-            if bounds is not None and base is not None:  # a view: bounded by its shared base
-                self._bases[id(base)] = (base, *bounds)
-            lo, hi = bounds or (int(slot.min()), int(slot.max()))
+            whole = shared_bounds(base) if base is not None and is_shared(base) else None
+            if whole is not None:  # a view of a shared array: within that array's bounds
+                self._bases[id(base)] = (base, *whole)
+                lo, hi = whole
+            else:
+                lo, hi = shared_bounds(slot) or (int(slot.min()), int(slot.max()))
         return lo >= 0 and (hi <= nslots - widest or int((slot + count).max()) <= nslots)
 
     def expand(self, clock: np.ndarray, comp: np.ndarray, sent: np.ndarray,
