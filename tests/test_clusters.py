@@ -741,3 +741,15 @@ def test_a_rail_cluster_builds_its_graph_when_asked_and_checks_its_fields_at_onc
         ParameterError, match=r"\[topology\] kind = 'rail_optimized': .*hosts is more"
     ):
         build_cluster(_edit(nodes=10**7, topology=RAILS), "huge")
+
+
+def test_a_cluster_pickles_and_a_renamed_copy_leaves_its_graph_alone():
+    import dataclasses
+    import pickle
+
+    for spec in ("dgx-h100:4", "tpu-v4:4x4x4"):
+        c = cluster(spec)
+        back = pickle.loads(pickle.dumps(c))
+        assert back.network.nhosts == c.ngpus and back.graph.graph["name"] == spec
+        dataclasses.replace(c, name="other").graph  # noqa: B018  (builds or shares the graph)
+        assert c.graph.graph["name"] == spec

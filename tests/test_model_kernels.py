@@ -167,3 +167,15 @@ def test_two_level_channels_take_the_network_run(monkeypatch):
     s = channel_cases.cases(8)[0][1]
     assert s.nchannels > 1
     assert _direct(TWO_LEVEL[0], s, SIZES, monkeypatch) is None
+
+
+def test_two_level_direct_run_with_one_rank_per_server_is_the_network_run(monkeypatch):
+    m = TwoLevelHockney(("1us", "100GB/s"), ("5us", "10GB/s"), ranks_per_node=1, gamma=1e-10)
+    for p in (2, 5):
+        s = commsim.build("allreduce", "ring", nranks=p)
+        direct = _direct(m, s, SIZES, monkeypatch)
+        assert direct is not None
+        net = m._topology(p)._run(s, SIZES)
+        np.testing.assert_allclose(direct.rank_clock, net.rank_clock, rtol=1e-12, atol=0)
+        total = net.rank_clock.max(axis=0)
+        np.testing.assert_array_equal(direct.usage(total).link_bytes, net.usage(total).link_bytes)

@@ -44,7 +44,7 @@ DESCRIPTION = """\
 Measure the transport a backend runs on and fit the models' parameters to it:
   pingpong  one message, half a round trip (OSU osu_latency): alpha and beta
   exchange  every pair of ranks sends to each other at once, as in a schedule's step
-  burst     16 messages back to back: LogGP's gap g and G
+  burst     16 messages back to back (fewer past 16 MiB): LogGP's gap g and G
   overhead  the sender's time in one eager send: LogGP's o
   reduction a local a += b: gamma
   call      one executor call that moves nothing: the per-call overhead of the executor

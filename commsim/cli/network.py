@@ -320,8 +320,8 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
-    """The network of ``--topology`` or ``--cluster`` (``None`` if neither), checked and
-    compiled."""
+    """The network of ``--topology`` or ``--cluster`` (``None`` if neither), checked; a
+    cluster's network is compiled when first asked for."""
     from commsim.clusters import cluster
 
     text, preset = getattr(args, "topology", None), getattr(args, "cluster", None)

@@ -39,6 +39,7 @@ Every problem is one :class:`~commsim.ParameterError` line naming the field
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import inspect
 import re
@@ -237,7 +238,8 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
         raise where.error(
             "nvls", f"needs an NVSwitch in every server ({g} GPU per server on a {kind} has none)"
         )
-    graph_of = _graph_of(where, kind, topo, nodes, g, intra, inter, nvls)
+    name = d.get("name", origin)
+    graph_of = _graph_of(where, kind, topo, nodes, g, intra, inter, nvls, name)
     classes = {c.name: c for c in (intra, inter) if c is not None}
     profiles = _profiles(where, d, classes)
     reduction = _value(where, "reduction", as_bandwidth, d.get("reduction", 100e9))
@@ -248,7 +250,6 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
     cap = d.get("channel_bandwidth")
     if cap is not None:
         cap = _value(where, "channel_bandwidth", as_bandwidth, cap)
-    name = d.get("name", origin)
     sources = d.get("sources", "")
     return Cluster(
         str(name), nodes, g, graph_of, placement, classes, profiles, str(sources), reduction,
@@ -262,23 +263,43 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
 _TWO_SERVERS = ("rail_optimized", "switch")
 
 
-def _graph_of(where, kind, topo, nodes, g, intra, inter, nvls) -> Callable[[int], nx.Graph]:
+def _graph_of(where, kind, topo, nodes, g, intra, inter, nvls, name) -> _GraphOf:
     """The cluster's graph for a number of servers, its fields checked now: built now (and
     kept) for most fabrics; for :data:`_TWO_SERVERS`, checked on a graph of two servers and
     the size checked, the whole graph built when something asks for it."""
-
-    def build(n: int) -> nx.Graph:
-        return _graph(where, kind, topo, n, g, intra, inter, nvls)
-
+    of = _GraphOf(where, kind, topo, g, intra, inter, nvls, str(name))
     if kind in _TWO_SERVERS:
-        build(min(nodes, 2))
+        of(min(nodes, 2))
         try:
             check_hosts(nodes * g, kind)
         except ParameterError as e:
             raise where.error(f"[topology] kind = {kind!r}", str(e)) from None
-        return build
-    graph = build(nodes)
-    return lambda n: graph if n == nodes else build(n)
+        return of
+    return dataclasses.replace(of, kept=(nodes, of(nodes)))
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class _GraphOf:
+    """A cluster's graph of ``n`` servers, named as the cluster (a callable that pickles, as
+    the graph it replaces did); ``kept``: one ``(servers, graph)`` built already."""
+
+    where: _Where
+    kind: str
+    topo: dict[str, Any]
+    g: int
+    intra: LinkClass | None
+    inter: LinkClass
+    nvls: bool
+    name: str
+    kept: tuple[int, nx.Graph] | None = None
+
+    def __call__(self, n: int) -> nx.Graph:
+        if self.kept is not None and self.kept[0] == n:
+            return self.kept[1]
+        graph = _graph(self.where, self.kind, self.topo, n, self.g, self.intra, self.inter,
+                       self.nvls)  # fmt: skip
+        graph.graph["name"] = self.name
+        return graph
 
 
 def _graph(where, kind, topo, nodes, g, intra, inter, nvls=False) -> nx.Graph:

@@ -58,8 +58,8 @@ class Cluster:
     Attributes:
         name: the preset spec or file it came from.
         nodes: servers; ``gpus_per_node``: GPUs (hosts, one rank each) per server.
-        graph_of: the topology graph of ``nodes`` servers of this cluster's kind (its
-            :attr:`graph` is ``graph_of(nodes)``, built on first use).
+        graph_of: the topology graph of ``nodes`` servers of this cluster's kind, named as the
+            cluster (its :attr:`graph` is ``graph_of(nodes)``, built on first use).
         placement: the default placement of ranks (``"linear"``: a server's GPUs consecutive).
         link_classes: the link classes by name, as configured.
         profiles: measured profiles per link class (not used by the models yet).
@@ -113,9 +113,7 @@ class Cluster:
     def graph(self) -> nx.Graph:
         """The topology graph (hosts ``0..nodes*gpus_per_node-1``, server-major), built on
         first use."""
-        graph = self.graph_of(self.nodes)
-        graph.graph["name"] = self.name
-        return graph
+        return self.graph_of(self.nodes)
 
     @functools.cached_property
     def network(self) -> Network:

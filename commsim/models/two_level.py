@@ -349,9 +349,9 @@ class _DirectRun:
     def _pairs(self) -> tuple[np.ndarray, np.ndarray] | None:
         """Ranks ``(0, a)`` on one server and ``(0, b)`` on two, for the class costs (a rank
         stands for its class: every rank's links of a class are alike)."""
-        server = self.server
-        if len(server) < 2 or (np.diff(server) < 0).any():
-            return None  # servers not in rank order: the network's run
+        server = self.server  # r // g: servers in rank order
+        if len(server) < 2:
+            return None
         same = np.flatnonzero(server == server[0])
         other = np.flatnonzero(server != server[0])
         a = int(same[1]) if len(same) > 1 else 0
