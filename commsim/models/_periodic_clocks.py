@@ -92,7 +92,6 @@ class PeriodicClocks:
         self.mcomp = np.empty((2 * g, *comp.shape[1:]))
         self._checked: dict[tuple[int, ...], tuple[tuple[np.ndarray, ...], Any]] = {}
         self._last: tuple[tuple[np.ndarray, ...], Any] | None = None  # the last step's entry
-        self._bases: dict[int, tuple[np.ndarray, int, int]] = {}  # shared slot bases' bounds
 
     def touching(self, st: Step, nslots: int) -> np.ndarray | None:
         """The messages of ``st`` to visit (:func:`touching_messages`), or ``None`` when ``st``
@@ -127,20 +126,12 @@ class PeriodicClocks:
             self._checked[key] = seen
         return seen
 
-    def _in_bounds(self, slot: np.ndarray, count: np.ndarray, widest: int, nslots: int) -> bool:
+    @staticmethod
+    def _in_bounds(slot: np.ndarray, count: np.ndarray, widest: int, nslots: int) -> bool:
         """Whether every block ``slot .. slot + count`` lies in ``0 .. nslots``; a view of a
-        shared array (a ring's blocks) is bounded by that array's values, found once."""
-        base = slot.base
-        known = self._bases.get(id(base)) if base is not None else None
-        if known is not None and known[0] is base:
-            lo, hi = known[1], known[2]
-        else:
-            whole = shared_bounds(base) if base is not None and is_shared(base) else None
-            if whole is not None:  # a view of a shared array: within that array's bounds
-                self._bases[id(base)] = (base, *whole)
-                lo, hi = whole
-            else:
-                lo, hi = shared_bounds(slot) or (int(slot.min()), int(slot.max()))
+        shared array (a ring's blocks) is bounded by that array's values
+        (:func:`commsim._ir.shared_bounds`, found once per array)."""
+        lo, hi = shared_bounds(slot) or (int(slot.min()), int(slot.max()))
         return lo >= 0 and (hi <= nslots - widest or int((slot + count).max()) <= nslots)
 
     def expand(self, clock: np.ndarray, comp: np.ndarray, sent: np.ndarray,
