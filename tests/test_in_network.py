@@ -172,6 +172,35 @@ def test_nvls_tree_runs_on_two_servers_within_the_bound(preset):
     assert not any("below" in n for n in pred.notes)
 
 
+@pytest.mark.parametrize("k", [2, 5])
+def test_pipelined_nvls_tree_verifies(k):
+    for p in (1, 2, 3, 7, 16, 31, 32, 48, 64):
+        for g in (8, 3):
+            s = commsim.build("allreduce", "nvls_tree", nranks=p, ranks_per_node=g, pipeline=k)
+            commsim.verify(s)
+            assert s.in_network == (p > 1) and s.helpers == p // 2
+
+
+def test_pipelined_nvls_tree_overlaps_nvlink_and_nic_under_the_link_port_rule():
+    """A GPU drives its NVLink and its NIC at once under ``port_rule="link"``: chunks of the
+    switch phases overlap the ring between servers, so 16 chunks beat the phases one after the
+    other (8.07 ms at 1 GiB on two DGX H100), never below the in-network bound; under the
+    default rule a port carries both links' messages in turn, and chunking gains nothing."""
+    from commsim.models import Topology
+
+    c = cluster("dgx-h100:2")
+    inputs = {k: v for k, v in c.topology_inputs().items() if k != "network"}
+    whole = commsim.build("allreduce", "nvls_tree", nranks=32)
+    piped = commsim.build("allreduce", "nvls_tree", nranks=32, pipeline=16)
+    link = Topology(c.network, port_rule="link", **inputs)
+    one_port = Topology(c.network, **inputs)
+    t_whole = link.predict(whole, GIB).time
+    t_piped = link.predict(piped, GIB).time
+    bound = link.bound("allreduce", 32, GIB, piped.helpers)[0]
+    assert bound <= t_piped < 0.8 * t_whole
+    assert one_port.predict(piped, GIB).time >= one_port.predict(whole, GIB).time
+
+
 def test_nvls_tree_is_refused_without_nvswitch_and_nvls_on_two_servers():
     s = commsim.build("allreduce", "nvls_tree", nranks=32)
     with pytest.raises(ParameterError, match="in-network reduction needs a switch"):

@@ -54,6 +54,7 @@ See Also:
 from __future__ import annotations
 
 import numbers
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -131,26 +132,34 @@ def pipeline(
     )
 
 
-def wavefront_messages(patterns: np.ndarray | list[int], chunks: int) -> int:
+def wavefront_messages(
+    patterns: np.ndarray | Sequence[int], chunks: int, rounds: Sequence[int] | None = None
+) -> int:
     """How many (global step, pattern) pairs the wavefront of ``chunks`` has: the sum in the
     module's formula, for a schedule whose step ``s`` sends in pattern ``patterns[s]`` (equal
-    labels: the same ``(src, dst, channel)`` set, whose chunks' messages merge).
+    labels: the same ``(src, dst, channel)`` set, whose chunks' messages merge). With
+    ``rounds`` (step ``s`` takes ``rounds[s]`` rounds of messages on a port, equal for equal
+    patterns) each pair counts its pattern's rounds.
 
     Examples:
         >>> wavefront_messages([0, 0, 1, 1, 0, 0], 1)  # no pipeline: one per step
         6
         >>> wavefront_messages([0, 0, 1, 1, 0, 0], 3)  # 8 steps, 4 of them meet two patterns
         12
+        >>> wavefront_messages([0, 1], 2, rounds=[1, 3])  # steps 0, 1, 2 hold 0; 0 and 1; 1
+        8
     """
     k = check_chunks(chunks)
     labels = np.asarray(patterns, dtype=np.int64)
     if not len(labels):
         return 0
-    _, inverse = np.unique(labels, return_inverse=True)
+    _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
     onehot = np.zeros((int(inverse.max()) + 1, len(labels) + k - 1), dtype=np.int64)
     onehot[inverse, np.arange(len(labels))] = 1
     # pattern c is in window W_t iff it occurs among steps t - k + 1 .. t
     ahead = np.cumsum(onehot, axis=1)
     behind = np.zeros_like(ahead)
     behind[:, k:] = ahead[:, :-k]
-    return int(((ahead - behind) > 0).sum())
+    live = ((ahead - behind) > 0).sum(axis=1)  # global steps each pattern is live in
+    weight = np.ones(len(live), dtype=np.int64) if rounds is None else np.asarray(rounds)[first]
+    return int(live @ weight)
