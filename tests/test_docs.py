@@ -22,6 +22,22 @@ def test_readme_table_lists_every_registered_algorithm():
     assert rows == set(REGISTRY)
 
 
+def test_readme_table_names_every_parameter_of_its_row():
+    """Each row's parameters cell names every parameter the registry row takes (a parameter
+    added to a factory must reach the table)."""
+    cells = {
+        (c, a): params
+        for c, a, params in re.findall(
+            r"^\| (\w+) \| `(\w+)` \| ([^|]*) \|", README, flags=re.MULTILINE
+        )
+    }
+    missing = {
+        key: [name for name in row.params if not re.search(rf"\b{name}\b", cells[key])]
+        for key, row in REGISTRY.items()
+    }
+    assert {k: v for k, v in missing.items() if v} == {}
+
+
 def test_readme_python_example_runs():
     code = re.search(r"```python\n(.*?)```", README, flags=re.DOTALL).group(1)
     exec(compile(code, "README", "exec"), {})
