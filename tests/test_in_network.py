@@ -201,6 +201,21 @@ def test_pipelined_nvls_tree_overlaps_nvlink_and_nic_under_the_link_port_rule():
     assert one_port.predict(piped, GIB).time >= one_port.predict(whole, GIB).time
 
 
+@pytest.mark.parametrize("gpus", [9, 12, 14, 16])
+def test_each_servers_helpers_sit_on_its_own_switch(gpus):
+    """Helper ``i`` sits beside worker ``i`` (``commsim.topology.place``): ``nvls_tree`` numbers
+    a server's helpers after that server's GPUs, so every helper a GPU talks to is on the GPU's
+    own NVSwitch, also when the last server is short."""
+    c = cluster("dgx-h100:2")
+    s = commsim.build("allreduce", "nvls_tree", nranks=2 * gpus, ranks_per_node=8)
+    hosts = cluster_model(c).hosts_of(s)
+    net = c.network
+    server = np.asarray(net.endpoint_server)[hosts]
+    w = s.nranks - s.helpers
+    for st in s.steps():
+        assert (server[st.src] == server[st.dst])[(st.src >= w) | (st.dst >= w)].all()
+
+
 def test_nvls_tree_is_refused_without_nvswitch_and_nvls_on_two_servers():
     s = commsim.build("allreduce", "nvls_tree", nranks=32)
     with pytest.raises(ParameterError, match="in-network reduction needs a switch"):

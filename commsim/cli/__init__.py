@@ -19,7 +19,8 @@ Commands (``commsim COMMAND --help`` shows each one's options and examples)::
     commsim sparse     -p P [-s SIZES] --density D[,D..] [--distribution powerlaw] [--plot F]
 
 Units. Sizes are bytes with an optional unit: ``B``, decimal ``KB MB GB`` (powers of 1000) or
-binary ``KiB MiB GiB`` (powers of 1024); ``--sizes`` takes lists and ranges (``1KiB,64MiB``,
+binary ``KiB MiB GiB`` (powers of 1024), or bits ``Kb Mb Gb`` (``1Gb`` is 125,000,000 bytes, as
+the bandwidths' ``Gb/s`` are bits); ``--sizes`` takes lists and ranges (``1KiB,64MiB``,
 ``1KiB..1GiB`` doubling, ``1KB..1GB:x10``, ``0..4KiB:+1KiB``), as ``-p`` does for rank counts
 (``8,64,1024``, ``2..1024``). A size is the collective's ``nbytes`` as nccl-tests counts it: the
 vector for allreduce/broadcast/reduce, the gathered output for allgather, the input for

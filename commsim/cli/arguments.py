@@ -38,7 +38,8 @@ DEFAULT_VALIDATE_SIZES = "64KiB,1MiB,16MiB"
 
 UNITS_EPILOG = """\
 units:
-  sizes   64MiB, 1GB, 4096 (bytes); lists 1KiB,64MiB; ranges 1KiB..1GiB (doubling),
+  sizes   64MiB, 1GB, 4096 (bytes); 1Gb, 100Mb (bits: 1Gb = 125,000,000 B; a lower-case
+          gb is refused as ambiguous); lists 1KiB,64MiB; ranges 1KiB..1GiB (doubling),
           1KB..1GB:x10, 0..4KiB:+1KiB. A size is nccl-tests' nbytes: the vector for
           allreduce/broadcast/reduce, the gathered output for allgather, the input for
           reduce_scatter, the per-rank send buffer for alltoall.
@@ -103,7 +104,8 @@ def add_sizes_argument(group: Any, default: str) -> None:
         default=default,
         metavar="SIZES",
         help="message sizes (nccl-tests nbytes): a list and/or ranges of sizes with units B, "
-        "KB/MB/GB (x1000) or KiB/MiB/GiB (x1024); A..B doubles from A to B, A..B:xF multiplies "
+        "KB/MB/GB (x1000) or KiB/MiB/GiB (x1024), or bits Kb/Mb/Gb (1Gb = 125,000,000 B); "
+        "A..B doubles from A to B, A..B:xF multiplies "
         f"by F, A..B:+S adds S (default: {default})",
     )
 

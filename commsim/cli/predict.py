@@ -281,14 +281,16 @@ def _network_lines(result: PredictResult) -> str:
 def _breakdown(usage: NetworkUsage, j: int, size: str) -> str:
     """One line: what the last rank's time at size index ``j`` is made of (the prediction's
     :attr:`~commsim.models.NetworkUsage.time_parts`: launch, latency, reduction, the link
-    classes, other), the parts that are not zero."""
+    classes, other), the parts that are not zero (nor rounding noise: under a billionth of the
+    whole, as a reduction hidden by the transfer leaves in the flow simulation)."""
     parts = usage.time_parts.reshape(len(usage.part_names), -1)[:, j]
     names = usage.part_names
     order = ["launch", "latency", "reduction", *usage.kinds, "other"]
+    noise = 1e-9 * float(np.abs(parts).sum())
     shown = [
         f"{k} {units.format_time(float(parts[names.index(k)]))}"
         for k in order
-        if parts[names.index(k)] > 0
+        if parts[names.index(k)] > noise
     ]
     return f"time at {size}: " + (", ".join(shown) or "0s")
 

@@ -272,10 +272,16 @@ def _parse_params(
     accepted = {a: info(collective, a).params for a in algorithms}
     for key in raw:
         if not any(key in params for params in accepted.values()):
-            names = sorted({k for params in accepted.values() for k in params})
+            if len(algorithms) == 1:
+                names = sorted(accepted[algorithms[0]])
+                raise UsageError(
+                    f"{collective}/{algorithms[0]} has no parameter {quote(key)}; "
+                    f"accepted: {', '.join(names) or 'none'}"
+                )
+            each = "; ".join(f"{a}: {', '.join(sorted(p)) or 'none'}" for a, p in accepted.items())
             raise UsageError(
-                f"{collective}/{'/'.join(algorithms)} has no parameter {quote(key)}; "
-                f"accepted: {', '.join(names) or 'none'}"
+                f"no algorithm of -a {','.join(algorithms)} has a parameter {quote(key)} "
+                f"(they accept {each})"
             )
     return {
         a: {k: coerce_param(k, v, params[k]) for k, v in raw.items() if k in params}

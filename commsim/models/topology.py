@@ -368,18 +368,23 @@ class Topology:
         contention mode's run, or the flow simulation's."""
         schedule.spec.check_layout(schedule.nranks, schedule.ndata)
         hosts = self.hosts_of(schedule)
-        if self.contention == "flow":
-            from commsim.models._flow import simulate  # numba: imported on first use
+        try:
+            if self.contention == "flow":
+                from commsim.models._flow import simulate  # numba: imported on first use
 
-            return simulate(
-                self._params, schedule, sizes, hosts, max_messages=max_messages,
-                split=self._split(hosts),
-            )  # fmt: skip
-        run = _Run(self, schedule, sizes, hosts, max_messages=max_messages)
-        run.split = self._split(hosts)
-        for i, st in enumerate(schedule.steps()):
-            run.step(i, st)
-        return run
+                return simulate(
+                    self._params, schedule, sizes, hosts, max_messages=max_messages,
+                    split=self._split(hosts),
+                )  # fmt: skip
+            run = _Run(self, schedule, sizes, hosts, max_messages=max_messages)
+            run.split = self._split(hosts)
+            for i, st in enumerate(schedule.steps()):
+                run.step(i, st)
+            return run
+        except ParameterError as e:
+            if schedule.in_network and str(e).startswith("no route"):
+                raise ParameterError(_SWITCH_OUT_OF_REACH.format(error=e)) from None
+            raise
 
     def _split(self, hosts: np.ndarray) -> Callable[..., tuple[Messages, list[np.ndarray]]]:
         """How a step becomes messages and rounds under :attr:`port_rule`:
@@ -468,6 +473,16 @@ class Topology:
             self._rounds.clear()
         self._rounds[key] = (hosts, lat, inv, cls, indptr, links)
         return lat, inv, cls, indptr, links
+
+
+#: A message between a GPU and an in-network helper that sits on another server's switch: the
+#: schedule's servers (helper ``i`` beside worker ``i mod w``, :func:`commsim.topology.place`)
+#: are not the network's.
+_SWITCH_OUT_OF_REACH = (
+    "{error}. A rank of this in-network schedule talks to a reducing switch that is not its "
+    "server's: the schedule's servers (its ranks_per_node, ranks numbered server by server) "
+    "do not match the network's; use the network's server size and a linear placement"
+)
 
 
 def _per_byte(collective: str, cuts: Any, helpers: int) -> dict[str, float]:

@@ -11,12 +11,14 @@
 At most one rank per host: a host is one endpoint of the network (one GPU, one NIC).
 
 **Helper ranks at reducing switches** (``switch_helpers=h``: the last ``h`` ranks are a
-schedule's in-network helpers, IR rule 7): the first ``p - h`` ranks are placed as above; the
-helpers go on the switches that reduce (node attribute ``reduce``) and are joined to a placed
-host by a link, in graph order, in ``R`` equal contiguous blocks (helper ``i`` on switch
-``⌊i R / h⌋``): every NVSwitch of the ranks' servers takes as many helpers. A helper's index is
-an endpoint past the hosts (:attr:`Network.endpoints`), so its messages use only the links
-between that switch and the GPUs. Several helpers may share a switch: a switch is no host.
+schedule's in-network helpers, IR rule 7): the first ``w = p - h`` ranks are placed as above;
+helper ``i`` goes on the switch that reduces (node attribute ``reduce``) joined by a link to the
+host of worker ``i mod w`` (the first such switch in graph order), so a schedule says which
+switch serves which GPUs by numbering its helpers: ``nvls``'s helper ``j`` sits beside GPU
+``j``, and ``nvls_tree``'s helpers of a server beside that server's GPUs, whatever the servers'
+sizes. A helper's index is an endpoint past the hosts (:attr:`Network.endpoints`), so its
+messages use only the links between that switch and the GPUs. Several helpers may share a
+switch: a switch is no host.
 """
 
 from __future__ import annotations
@@ -107,17 +109,37 @@ def reducing_switches(network: Network, hosts: np.ndarray) -> np.ndarray:
 
 
 def _helper_sites(network: Network, workers: np.ndarray, helpers: int) -> np.ndarray:
-    """The endpoints of ``helpers`` in-network helper ranks: the reducing switches next to the
-    ``workers``' hosts, in equal contiguous blocks (the module docstring)."""
-    sites = reducing_switches(network, workers)
-    if not len(sites):
+    """The endpoints of ``helpers`` in-network helper ranks: helper ``i`` on the reducing switch
+    next to worker ``i mod w``'s host (the module docstring)."""
+    if not len(reducing_switches(network, workers)):
         raise ParameterError(
             "in-network reduction needs a switch that reduces next to the ranks' GPUs (an "
             "NVSwitch with NVLink SHARP, an InfiniBand SHARP switch: reduce = true); this "
             "network has none"
         )
-    i = np.arange(helpers, dtype=np.int64)
-    return sites[i * len(sites) // helpers]
+    beside = workers[np.arange(helpers, dtype=np.int64) % len(workers)]
+    site = _first_reducing_neighbour(network)[beside]
+    lonely = np.flatnonzero(site < 0)
+    if len(lonely):
+        w = int(lonely[0] % len(workers))
+        raise ParameterError(
+            f"in-network helper {len(workers) + int(lonely[0])} serves worker {w}, whose host "
+            f"{int(workers[w])} has no reducing switch next to it: in-network rows need every "
+            "GPU they use beside a switch that reduces"
+        )
+    return network.nhosts + site
+
+
+def _first_reducing_neighbour(network: Network) -> np.ndarray:
+    """Per host, the index (among :attr:`Network.reducing`) of the first reducing switch joined
+    to it by a link, in graph order; ``-1`` where none is."""
+    k = len(network.reducing)
+    slot = np.full(len(network.nodes), k, dtype=np.int64)
+    slot[network.reducing] = np.arange(k)
+    first = np.full(len(network.nodes), k, dtype=np.int64)
+    np.minimum.at(first, network.link_dst, slot[network.link_src])
+    out = first[network.hosts]
+    return np.where(out < k, out, -1)
 
 
 def _position_in_server(servers: np.ndarray) -> np.ndarray:

@@ -33,3 +33,30 @@ def test_cli_nvls_tree_on_two_dgx_h100_beats_the_snake_ring(cli_json):
                    "dgx-h100:2", "-s", "1GiB")  # fmt: skip
     (panel,) = doc["results"]
     assert panel["winner"] == ["nvls_tree"] and "nvls" in panel["skipped"]
+
+
+def test_cli_nvls_tree_on_a_short_last_server(cli_json):
+    """9, 12 and 14 GPUs on two DGX H100: 8 on the first server, the rest on the second, each
+    server's helpers on its own NVSwitch; placed in equal blocks, some of the first server's
+    helpers sat on the second switch and the run failed with "no route"."""
+    for p in ("9", "12", "14"):
+        doc = cli_json("predict", "-c", "allreduce", "-a", "nvls_tree", "-p", p,
+                       "--cluster", "dgx-h100:2", "-s", "1GiB")  # fmt: skip
+        assert doc["results"][0]["time_s"] >= doc["results"][0]["lower_bound_s"] > 0
+
+
+def test_cli_nvls_tree_whose_servers_are_not_the_networks_is_refused_in_one_line(cli):
+    for extra in (("--placement", "round_robin"), ("--param", "ranks_per_node=16")):
+        rc, out, err = cli("predict", "-c", "allreduce", "-a", "nvls_tree", "-p", "16",
+                           "--cluster", "dgx-h100:2", "-s", "1GiB", *extra)  # fmt: skip
+        assert rc == 2 and out == "" and len(err.strip().splitlines()) == 1
+        assert "do not match the network's" in err
+
+
+def test_cli_breakdown_leaves_out_rounding_noise(cli):
+    """With the flow simulation, a reduction hidden by its transfer left 1.7e-18 s in the
+    breakdown ("reduction 1.73e-06ps"): parts under a billionth of the whole are not shown."""
+    rc, out, _ = cli("predict", "-c", "allreduce", "-a", "nvls", "--cluster", "dgx-h100:1",
+                     "-s", "1GiB", "--contention", "flow")  # fmt: skip
+    (line,) = [x for x in out.splitlines() if x.startswith("time at 1GiB:")]
+    assert rc == 0 and "ps" not in line and "nvlink" in line
