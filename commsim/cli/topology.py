@@ -167,7 +167,8 @@ def render(result: TopologyResult, as_json: bool) -> str:
         )
         bis = f"{units.format_bandwidth(s.bisection_bandwidth)} per direction ({how})"
     lines = [
-        f"{s.name}: {s.hosts:,} hosts, {s.switches:,} switches, {s.servers:,} servers",
+        f"{s.name}: {_count(s.hosts, 'host')}, {_count(s.switches, 'switch')}, "
+        f"{_count(s.servers, 'server')}",
         "",
         format_table(["link class", "links", "bandwidth", "latency"], rows, "lrrr"),
         "",
@@ -175,11 +176,23 @@ def render(result: TopologyResult, as_json: bool) -> str:
         f"routing: {s.routing}",
         f"bisection bandwidth: {bis}",
     ]
+    if s.reducing_switches:
+        lines.append(
+            f"in-network reduction: {_count(s.reducing_switches, 'switch')} "
+            f"{'reduces' if s.reducing_switches == 1 else 'reduce'} (NVLink SHARP or "
+            "InfiniBand SHARP: the in-network rows' helpers sit there)"
+        )
     if result.drawing is not None:
         lines.append(f"drawing written to {result.drawing}")
     if result.toml is not None:
         lines.append(f"cluster file written to {result.toml} (edit it; --cluster {result.toml})")
     return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    """``"1 server"``, ``"8 hosts"``, ``"10 switches"``."""
+    plural = noun + ("es" if noun.endswith("ch") else "s")
+    return f"{n:,} {noun if n == 1 else plural}"
 
 
 def _span(pair: tuple[float, float], fmt) -> str:

@@ -69,6 +69,8 @@ class TopologySummary:
             not state it and is too large to compute.
         bisection_method: a key of :data:`BISECTION_METHODS` (``None`` with no value).
         routing: how routes are chosen, in words (d-mod-k, ECMP hash, dimension order).
+        reducing_switches: switches that reduce in the network (node attribute ``reduce``:
+            NVLink SHARP, InfiniBand SHARP), where the in-network rows' helpers sit.
     """
 
     name: str
@@ -81,6 +83,7 @@ class TopologySummary:
     bisection_bandwidth: float | None
     bisection_method: str | None = None
     routing: str = "shortest paths, ECMP hash"
+    reducing_switches: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -102,6 +105,7 @@ class TopologySummary:
             "bisection_bandwidth_Bps": self.bisection_bandwidth,
             "bisection_method": self.bisection_method,
             "routing": self.routing,
+            "reducing_switches": self.reducing_switches,
         }
 
 
@@ -161,6 +165,7 @@ def summarize(network: Network) -> TopologySummary:
         bisection_bandwidth=bis,
         bisection_method=method,
         routing=routing_name(net.graph),
+        reducing_switches=len(net.reducing),
     )
 
 

@@ -114,3 +114,12 @@ def test_a_preset_written_as_toml_is_the_same_cluster(cli, tmp_path, preset):
 def test_toml_of_a_bare_network_is_one_line(cli, tmp_path):
     code, _, err = cli("topology", "torus:4x4", "--toml", str(tmp_path / "t.toml"))
     assert code == 2 and "bare network" in err and len(err.strip().splitlines()) == 1
+
+
+def test_topology_says_which_switches_reduce(cli, cli_json):
+    rc, out, _ = cli("topology", "dgx-h100:1")
+    assert rc == 0 and out.splitlines()[0].endswith("1 server")
+    assert "in-network reduction: 1 switch reduces" in out
+    assert cli_json("topology", "dgx-h100:2")["reducing_switches"] == 2
+    rc, out, _ = cli("topology", "dgx-a100:1")
+    assert rc == 0 and "in-network reduction" not in out
