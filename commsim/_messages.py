@@ -23,6 +23,11 @@ that share a port, go to the class's first and second occurrence: two classes). 
 merged into an earlier round when their senders and receivers are disjoint from it (a butterfly
 exchange ``r <-> r xor 2^k`` is two shift classes but one round). Only the last
 ``MERGE_WINDOW`` rounds are tried, which keeps the split ``O(classes)`` for many-to-one steps.
+Where that leaves more rounds than the step's degree (the most messages one rank sends or
+receives: no split has fewer), and the step has at most :data:`FULL_FIT_CLASSES` classes, every
+earlier round is tried instead (first fit), and the split with fewer rounds is kept: a switch
+that receives a slice from each of ``L`` GPUs in one step (``nvls_tree``) has ``2(L - 1)``
+classes whose complements lie ``L - 1`` classes apart, which the window misses for ``L > 9``.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import numpy as np
 from commsim._ir import Schedule, Step
 
 __all__ = [
+    "FULL_FIT_CLASSES",
     "MEMO_MESSAGES",
     "MERGE_WINDOW",
     "Grouping",
@@ -51,6 +57,8 @@ __all__ = [
 ]
 
 MERGE_WINDOW = 8
+#: Most shift classes for which a split above the step's degree is tried again over every round.
+FULL_FIT_CLASSES = 4096
 _COMPILED_MIN = 2**16  # keys from which a radix sort (numba) replaces numpy's argsort
 _RADIX_MAX_BITS = 32  # ... when they fit in this many bits (four passes)
 
@@ -312,15 +320,34 @@ def matchings(src: np.ndarray, dst: np.ndarray, nranks: int) -> list[np.ndarray]
     shift = (dst - src) % nranks
     shift = _occurrence_classes(src, shift, nranks)
     order, starts = _runs(shift)
-    bounds = np.append(starts, n)
+    classes = [order[a:b] for a, b in itertools.pairwise(np.append(starts, n))]
+    rounds = _merge_classes(classes, src, dst, nranks, MERGE_WINDOW)
+    degree = max(_max_count(src), _max_count(dst))
+    if len(rounds) > degree and len(classes) <= FULL_FIT_CLASSES:
+        first_fit = _merge_classes(classes, src, dst, nranks, len(classes))
+        rounds = first_fit if len(first_fit) < len(rounds) else rounds
+    return rounds
+
+
+def _merge_classes(
+    classes: list[np.ndarray], src: np.ndarray, dst: np.ndarray, nranks: int, window: int
+) -> list[np.ndarray]:
+    """Rounds of the shift ``classes`` (index arrays), each merged into the latest of the last
+    ``window`` rounds whose senders and receivers it does not use (``window`` at least the
+    number of classes: the first such round), else a round of its own."""
     rounds: list[list[np.ndarray]] = []
     used: list[tuple[np.ndarray, np.ndarray]] = []
-    for a, b in itertools.pairwise(bounds):
-        group = order[a:b]
+    full = window >= len(classes)
+    for group in classes:
         gs, gd = src[group], dst[group]
         placed = False
         if len(group) < nranks:
-            for k in range(len(rounds) - 1, max(-1, len(rounds) - 1 - MERGE_WINDOW), -1):
+            tried = (
+                range(len(rounds))
+                if full
+                else range(len(rounds) - 1, max(-1, len(rounds) - 1 - window), -1)
+            )
+            for k in tried:
                 send_used, recv_used = used[k]
                 if not send_used[gs].any() and not recv_used[gd].any():
                     rounds[k].append(group)

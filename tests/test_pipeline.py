@@ -163,3 +163,16 @@ def test_a_depth_the_row_refuses_ends_the_family(monkeypatch):
     monkeypatch.setattr(pl, "MAX_CHUNKS", 4)
     [family] = families("allreduce", 16, "hierarchical", {}, 1e9)
     assert [c.params["pipeline"] for c in family] == [1, 2, 4]
+
+
+def test_wavefront_rounds_weigh_each_pattern_and_are_checked():
+    # patterns 0, 1, 0 on 1 chunk: each step once, with its rounds
+    assert wavefront_messages([0, 1, 0], 1, rounds=[2, 3, 2]) == 7
+    # two chunks of [a, b]: steps hold a; a and b; b
+    assert wavefront_messages([0, 1], 2, rounds=[1, 3]) == 2 * 1 + 2 * 3
+    assert wavefront_messages([0, 1], 2, rounds=[1, 1]) == wavefront_messages([0, 1], 2)
+    for bad in ([1], [1, 3, 99], [-1, 3], [1.5, 3]):
+        with pytest.raises(ParameterError, match="one integer >= 0 per step"):
+            wavefront_messages([0, 1], 2, rounds=bad)
+    with pytest.raises(ParameterError, match="equal for equal patterns"):
+        wavefront_messages([0, 0], 2, rounds=[1, 5])

@@ -33,7 +33,9 @@ patterns run one after the other on a rank's one port:
     T_K = T_1 + \alpha \left( \sum_{t=0}^{S+K-2} \left|\{\kappa_s : s \in W_t\}\right| - S \right),
     \qquad W_t = [\max(0, t-K+1), \min(t, S-1)]
 
-(:func:`wavefront_messages` counts the sum). Under these conditions a pipeline only adds
+(:func:`wavefront_messages` counts the sum; a step of :math:`r_s` rounds counts its pattern
+:math:`r_s` times, :math:`\sum_t \sum_{\kappa \in W_t} r_\kappa - \sum_s r_s`, as an estimate for
+rows whose steps take several rounds, ``nvls_tree``'s). Under these conditions a pipeline only adds
 latencies: :math:`(K-1)\alpha` for the longer wavefront, one more wherever two patterns meet
 (where ranks idle in some steps, as in a chain's fill and drain, a wavefront may fill some of
 that time instead, and the formula is only an estimate). The overlap
@@ -154,12 +156,25 @@ def wavefront_messages(
     if not len(labels):
         return 0
     _, first, inverse = np.unique(labels, return_index=True, return_inverse=True)
-    onehot = np.zeros((int(inverse.max()) + 1, len(labels) + k - 1), dtype=np.int64)
+    weight = np.ones(len(first), dtype=np.int64)
+    if rounds is not None:
+        r = np.asarray(rounds)
+        if (
+            r.shape != labels.shape
+            or r.dtype.kind not in "iu"
+            or (r < 0).any()
+            or not np.array_equal(r, r[first][inverse])
+        ):
+            raise ParameterError(
+                "wavefront_messages: rounds needs one integer >= 0 per step, equal for equal "
+                f"patterns; got {r.tolist()!r:.80} for patterns {labels.tolist()!r:.80}"
+            )
+        weight = r[first]
+    onehot = np.zeros((len(first), len(labels) + k - 1), dtype=np.int64)
     onehot[inverse, np.arange(len(labels))] = 1
     # pattern c is in window W_t iff it occurs among steps t - k + 1 .. t
     ahead = np.cumsum(onehot, axis=1)
     behind = np.zeros_like(ahead)
     behind[:, k:] = ahead[:, :-k]
     live = ((ahead - behind) > 0).sum(axis=1)  # global steps each pattern is live in
-    weight = np.ones(len(live), dtype=np.int64) if rounds is None else np.asarray(rounds)[first]
     return int(live @ weight)

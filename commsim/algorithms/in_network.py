@@ -215,21 +215,21 @@ def _tree_phases(p: int, g: int) -> list[Step]:
     o, h, js = o[keep], h[keep], js[keep]
     cnt = np.full(len(o), N, dtype=np.int64)
     steps = [Step(o, h, js * N, js * N, cnt, np.zeros(len(o), bool))]
-    i = np.repeat(gpu[have], L)  # every GPU of a node with a switch, each slice
-    j = np.tile(np.arange(L), int(have.sum()))
-    add = owner[node[i], j] != i
-    i, j = i[add], j[add]
-    steps.append(Step(i, helper[node[i], j], j * N, j * N, np.full(len(i), N, dtype=np.int64),
-                      np.ones(len(i), bool)))  # fmt: skip
+    gpus = np.repeat(gpu[have], L)  # every GPU of a node with a switch, each slice
+    slices = np.tile(np.arange(L), int(have.sum()))
+    pieces = np.full(len(gpus), N, dtype=np.int64)
+    add = owner[node[gpus], slices] != gpus
+    if add.any():  # L = 1: the owner's copy is the whole sum
+        adder, added = gpus[add], slices[add]
+        steps.append(Step(adder, helper[node[adder], added], added * N, added * N, pieces[add],
+                          np.ones(len(adder), bool)))  # fmt: skip
     if N > 1:
         steps.append(Step(h, o, js * N, js * N, cnt, np.zeros(len(o), bool)))
         steps += _ring_steps(owner, N)
         steps.append(Step(o, h, js * N, js * N, cnt, np.zeros(len(o), bool)))
     # multicast: the switch stores each slice on every GPU of its node at once
-    i = np.repeat(gpu[have], L)
-    j = np.tile(np.arange(L), int(have.sum()))
-    steps.append(Step(helper[node[i], j], i, j * N, j * N, np.full(len(i), N, dtype=np.int64),
-                      np.zeros(len(i), bool)))  # fmt: skip
+    steps.append(Step(helper[node[gpus], slices], gpus, slices * N, slices * N, pieces,
+                      np.zeros(len(gpus), bool)))  # fmt: skip
     return steps
 
 
@@ -283,9 +283,11 @@ def _tree_cost(
     base = inside if N == 1 else inside + 2 * (alpha + m * beta) + ring
     if chunks == 1:
         return base
-    # the steps' patterns and rounds: copy, add, (to the owners, ring, to the switch), multicast
-    middle = [(2, 1), *[(3, 1)] * (2 * (N - 1)), (4, 1)] if N > 1 else []
-    labels, rounds = zip(*[(0, 1), (1, L - 1), *middle, (5, L)], strict=True)
+    # the steps' patterns and rounds: copy, add, (to the owners, ring, back to the switch: the
+    # copy's pairs again), multicast
+    add = [(1, L - 1)] if L > 1 else []
+    middle = [(2, 1), *[(3, 1)] * (2 * (N - 1)), (0, 1)] if N > 1 else []
+    labels, rounds = zip(*[(0, 1), *add, *middle, (5, L)], strict=True)
     extra = _pipeline.wavefront_messages(labels, chunks, rounds) - sum(rounds)
     return base + alpha * extra
 
@@ -323,8 +325,8 @@ def nvls_tree_allreduce(nranks: int, ranks_per_node: int = 8, pipeline: int = 1)
     NICs (the pieces of :math:`m = n/L` bytes); each owner stores the result back to the switch,
     which multicasts every slice to every GPU of its server in one step (``multimem.st``). With
     the single-port Hockney model (a port sends and receives one message per round: ``L``
-    rounds to the switch, ``L`` from it), for even ``p`` on whole servers (``N = 1``: the first
-    two terms):
+    rounds to the switch, ``L`` from it), exact for even ``p`` on whole servers and
+    ``pipeline = 1`` (``N = 1``: the first two terms):
 
     .. math::
         T = 2L\,\alpha + 2n\beta + \frac{L-1}{L}\,n\gamma + 2(\alpha + m\beta)
@@ -335,11 +337,12 @@ def nvls_tree_allreduce(nranks: int, ranks_per_node: int = 8, pipeline: int = 1)
     bandwidth term equals a pipelined tree's. ``pipeline = K > 1`` overlaps them chunk by
     chunk, a wavefront of ``K`` chunks (:func:`commsim.algorithms.pipeline`): its time is
     estimated as :math:`T` plus the wavefront's extra rounds (the pipeline module's formula,
-    each step's pattern counted with its rounds). The model's time is lower where a GPU's
-    sends to the switch share rounds with its receives of an earlier chunk's multicast (a
-    port sends and receives at once): 15-40 % lower at ``K = 3..8`` on one server. The
-    overlap of NVLink and NIC needs a GPU to drive both at once: the topology model's
-    link-port rule (``--port-rule link``).
+    each step's pattern counted with its rounds); it is no bound either way: the model's time
+    is lower where a GPU's sends to the switch share rounds with its receives of an earlier
+    chunk's multicast (a port sends and receives at once: about 30-45 % lower at
+    ``K = 3..8`` on one server), within about 7 % of it across servers. The overlap of NVLink
+    and NIC needs a GPU to drive both at once: the topology model's link-port rule
+    (``--port-rule link``).
 
     References:
         NCCL 2.18 release notes (NVLSTree: NVLink SHARP inside the node, the network between
