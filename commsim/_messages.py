@@ -24,7 +24,7 @@ merged into an earlier round when their senders and receivers are disjoint from 
 exchange ``r <-> r xor 2^k`` is two shift classes but one round). Only the last
 ``MERGE_WINDOW`` rounds are tried, which keeps the split ``O(classes)`` for many-to-one steps.
 Where that leaves more rounds than the step's degree (the most messages one rank sends or
-receives: no split has fewer), and the step has at most :data:`FULL_FIT_CLASSES` classes, every
+receives: no split has fewer), and classes × degree is at most :data:`FULL_FIT_WORK`, every
 earlier round is tried instead (first fit), and the split with fewer rounds is kept: a switch
 that receives a slice from each of ``L`` GPUs in one step (``nvls_tree``) has ``2(L - 1)``
 classes whose complements lie ``L - 1`` classes apart, which the window misses for ``L > 9``.
@@ -41,7 +41,7 @@ import numpy as np
 from commsim._ir import Schedule, Step
 
 __all__ = [
-    "FULL_FIT_CLASSES",
+    "FULL_FIT_WORK",
     "MEMO_MESSAGES",
     "MERGE_WINDOW",
     "Grouping",
@@ -57,8 +57,9 @@ __all__ = [
 ]
 
 MERGE_WINDOW = 8
-#: Most shift classes for which a split above the step's degree is tried again over every round.
-FULL_FIT_CLASSES = 4096
+#: Most (classes × degree) for which a split above the step's degree is tried again over every
+#: round (first fit): each class is checked against at most about ``degree`` rounds.
+FULL_FIT_WORK = 2**20
 _COMPILED_MIN = 2**16  # keys from which a radix sort (numba) replaces numpy's argsort
 _RADIX_MAX_BITS = 32  # ... when they fit in this many bits (four passes)
 
@@ -323,7 +324,7 @@ def matchings(src: np.ndarray, dst: np.ndarray, nranks: int) -> list[np.ndarray]
     classes = [order[a:b] for a, b in itertools.pairwise(np.append(starts, n))]
     rounds = _merge_classes(classes, src, dst, nranks, MERGE_WINDOW)
     degree = max(_max_count(src), _max_count(dst))
-    if len(rounds) > degree and len(classes) <= FULL_FIT_CLASSES:
+    if len(rounds) > degree and len(classes) * degree <= FULL_FIT_WORK:
         first_fit = _merge_classes(classes, src, dst, nranks, len(classes))
         rounds = first_fit if len(first_fit) < len(rounds) else rounds
     return rounds
@@ -401,7 +402,9 @@ def link_matchings(
     The messages of one ``(out_slot, in_slot)`` pair keep the shift structure of the ports, so
     each such group is split by :func:`matchings`; all groups' rounds, largest first, are then
     merged first-fit into one of the last ``MERGE_WINDOW`` rounds whose virtual ports they do not
-    use (as :func:`matchings` merges shift classes), else start a new round. Messages that leave
+    use (as :func:`matchings` merges shift classes), else start a new round; where that leaves
+    more rounds than the busiest virtual port's messages (and groups × that count is at most
+    :data:`FULL_FIT_WORK`), into the first such round of all. Messages that leave
     by distinct links share a round; those that share a link still go one round after another.
     With one link per host (``D = 1``) these are :func:`matchings` exactly.
 
@@ -433,7 +436,12 @@ def link_matchings(
             rounds.append([idx])
         else:
             rounds[k].append(idx)
-    return [np.sort(np.concatenate(r)) for r in rounds]
+    degree = max(_max_count(vsrc), _max_count(vdst))
+    split = [np.sort(np.concatenate(r)) for r in rounds]
+    if len(split) > degree and len(pool) * degree <= FULL_FIT_WORK:  # as matchings: all rounds
+        first_fit = _merge_classes(pool, vsrc, vdst, n, len(pool))
+        split = first_fit if len(first_fit) < len(split) else split
+    return split
 
 
 def _first_fit(

@@ -151,7 +151,9 @@ def test_nvls_tree_verifies_at_every_p_up_to_64(g):
         assert s.helpers == p // 2
 
 
-@pytest.mark.parametrize(("p", "g"), [(2, 8), (16, 8), (32, 8), (48, 8), (24, 4), (12, 3)])
+@pytest.mark.parametrize(
+    ("p", "g"), [(2, 8), (16, 8), (32, 8), (48, 8), (24, 4), (12, 3), (18, 9), (64, 16), (144, 72)]
+)
 def test_nvls_tree_exact_cost_is_the_hockney_time(p, g):
     row = info("allreduce", "nvls_tree")
     assert row.is_exact(p, ranks_per_node=g)
@@ -261,3 +263,18 @@ def test_relabelling_blocks_refuses_a_schedule_with_helpers():
         relabel_blocks(s, np.arange(8))
     ring = commsim.build("allreduce", "ring", nranks=4)
     commsim.verify(relabel_blocks(ring, np.array([2, 0, 3, 1])))  # no helpers: renamed
+
+
+@pytest.mark.parametrize("rule", ["channel", "link"])
+def test_nvls_tree_on_a_server_of_72_gpus_takes_its_closed_forms_rounds(rule):
+    """One step of 71 adds (and one of 72 stores) per GPU takes 71 (72) rounds, not twice as
+    many: ``matchings``' window of 8 rounds missed the complementary shift classes for servers
+    of more than 9 GPUs (gb200-nvl72: 4.89 ms at 1 GiB instead of 2.46 ms)."""
+    from commsim.models import Topology
+
+    c = cluster("gb200-nvl72:1")
+    s = commsim.build("allreduce", "nvls_tree", nranks=144, ranks_per_node=72)
+    inputs = {k: v for k, v in c.topology_inputs().items() if k != "network"}
+    t = Topology(c.network, port_rule=rule, **inputs).predict(s, GIB).time
+    nvlink = c.link_classes["nvlink"].bandwidth
+    assert t == pytest.approx(inputs["launch"] + 144 * 0.5e-6 + 2 * GIB / nvlink, rel=1e-3)
