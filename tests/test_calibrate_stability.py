@@ -157,3 +157,26 @@ def test_until_stable_measures_more_blocks_and_says_when_it_stays_unstable(monke
     monkeypatch.setattr(_calibrate, "fit_stable", fit_stable)
     profile, _ = _calibrate.calibrate("mpi", 2, repeats=15, until_stable=2)
     assert calls == [5] and not profile.notes  # stable at once: one round
+
+
+def test_compare_profiles_script_applies_the_reproduction_rule(tmp_path, capsys):
+    """``benchmarks/compare_profiles.py`` (docs/validation.md's reproduction check): two draws
+    of one curve agree; a curve twice as slow does not; a profile without intervals says so."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent.parent / "benchmarks" / "compare_profiles.py"
+    spec = importlib.util.spec_from_file_location("compare_profiles", path)
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    one = save_profile(_profile(fit_stable(_draw(3))), tmp_path / "one.toml")
+    two = save_profile(_profile(fit_stable(_draw(4))), tmp_path / "two.toml")
+    slow = dataclasses.replace(_draw(5), times=2 * _draw(5).times)
+    three = save_profile(_profile(fit_stable(slow)), tmp_path / "three.toml")
+    assert [r["agree"] for r in script.compare(one, two)] == [True]
+    assert [r["agree"] for r in script.compare(one, three)] == [False]
+    bare = save_profile(_profile(dataclasses.replace(fit_stable(_draw(3)), intervals=None)),
+                        tmp_path / "bare.toml")  # fmt: skip
+    assert script.compare(one, bare)[0]["agree"] is None
+    assert script.main([str(one), str(tmp_path / "missing.toml")]) == 2
+    assert "compare_profiles:" in capsys.readouterr().err
