@@ -90,6 +90,9 @@ def validation_warnings(
     if len(out) == len(high):
         out.append(
             "likely cause: none this check can see (load, cores, profile look fine): compare "
-            "two runs, and see docs/validation.md for where the model is known to be wrong"
+            "two runs, and see docs/validation.md for where the model is known to be wrong "
+            "(on some machines a rank sending data it has just reduced pays up to 2x what the "
+            "calibrated parts add up to: mpirun -n 2 python benchmarks/mpi_step_costs.py "
+            "measures it)"
         )
     return tuple(out)
