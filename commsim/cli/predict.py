@@ -154,6 +154,10 @@ def compute(request: PredictRequest) -> PredictResult:
             np.atleast_1d(np.asarray(x, float)) for x in (pred.time, pred.algbw, pred.busbw, bound)
         )
     notes = request.notes
+    if s.in_network and getattr(request.model, "hosts_of", None) is None:
+        notes = (*notes, f"{s.algorithm}'s {s.helpers} helper ranks are a reducing switch, but "
+                 f"{request.model.name} has no network: they are charged as ranks with one "
+                 "port each; --cluster (an NVSwitch that reduces) places them on the switch")  # fmt: skip
     if request.trace is not None:
         doc = chrome_trace(request.model, s, sizes[-1:])
         notes = (*notes, write_trace(request.trace, doc, sizes[-1]))

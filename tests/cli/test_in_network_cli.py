@@ -60,3 +60,11 @@ def test_cli_breakdown_leaves_out_rounding_noise(cli):
                      "-s", "1GiB", "--contention", "flow")  # fmt: skip
     (line,) = [x for x in out.splitlines() if x.startswith("time at 1GiB:")]
     assert rc == 0 and "ps" not in line and "nvlink" in line
+
+
+def test_cli_nvls_without_a_network_says_how_its_switch_is_charged(cli):
+    rc, out, _ = cli("predict", "-c", "allreduce", "-a", "nvls", "-p", "8", "-s", "1GiB")
+    assert rc == 0 and "helper ranks are a reducing switch, but hockney has no network" in out
+    rc, out, _ = cli("predict", "-c", "allreduce", "-a", "nvls", "--cluster", "dgx-h100:1",
+                     "-s", "1GiB")  # fmt: skip
+    assert rc == 0 and "has no network" not in out
