@@ -25,7 +25,8 @@ the bandwidths' ``Gb/s`` are bits); ``--sizes`` takes lists and ranges (``1KiB,6
 (``8,64,1024``, ``2..1024``). A size is the collective's ``nbytes`` as nccl-tests counts it: the
 vector for allreduce/broadcast/reduce, the gathered output for allgather, the input for
 reduce-scatter, the per-rank send buffer for alltoall. Times take ``s, ms, us, ns`` (a bare number
-is seconds); ``--beta``/``--gamma`` take a bandwidth (``25GB/s``, ``200Gb/s``) or seconds per byte
+is seconds; ``--alpha`` refuses a bare number of a millisecond or more, a forgotten unit);
+``--beta``/``--gamma`` take a bandwidth (``25GB/s``, ``200Gb/s``) or seconds per byte
 (``4e-11s/B``).
 
 Model defaults are :class:`commsim.models.Hockney`'s and describe a 200 Gb/s (HDR) InfiniBand

@@ -57,6 +57,27 @@ model:
 """
 
 
+#: A bare ``--alpha`` number (seconds) at or above this is refused: a per-message latency of a
+#: millisecond or more is a unit forgotten (``--alpha 2`` meaning 2 µs), not a network.
+_BARE_ALPHA_MAX = 1e-3
+
+
+def parse_alpha(text: str) -> float:
+    """``--alpha`` in seconds; a bare number of a millisecond or more is refused in one line
+    (write the unit: ``2us``, ``2ms``, or ``2s`` where seconds are meant)."""
+    seconds = units.parse_time(text)
+    try:
+        bare = float(text)
+    except ValueError:
+        return seconds
+    if bare >= _BARE_ALPHA_MAX:
+        raise UsageError(
+            f"--alpha {text}: a bare number is seconds ({units.format_time(seconds)} per "
+            f"message); write the unit: {text}us, {text}ms, or {text}s if seconds are meant"
+        )
+    return seconds
+
+
 def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
     """Add ``-s --alpha --beta --gamma --ports`` (sizes default ``sizes``) and the model's help."""
     g = parser.add_argument_group("sizes and model (Hockney alpha-beta-gamma)")
@@ -64,7 +85,8 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
     g.add_argument(
         "--alpha",
         metavar="TIME",
-        help=f"latency per message: 2us, 800ns, 1.5e-6 (s) (default: {_ALPHA})",
+        help=f"latency per message: 2us, 800ns, 1.5e-6 (s; a bare number of 1 ms or more is "
+        f"refused as a forgotten unit) (default: {_ALPHA})",
     )
     g.add_argument(
         "--beta",
@@ -232,7 +254,7 @@ def parse_model(args: argparse.Namespace, network: NetworkChoice | None = None) 
         return _loggp(args)
     if network is not None:
         return _per_class_hockney(args, network)
-    alpha = _DEFAULT.alpha if args.alpha is None else units.parse_time(args.alpha)
+    alpha = _DEFAULT.alpha if args.alpha is None else parse_alpha(args.alpha)
     beta = _DEFAULT.beta if args.beta is None else units.parse_bandwidth_or_inverse(args.beta)
     gamma = _DEFAULT.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
     try:

@@ -14,6 +14,7 @@ import commsim
 from commsim import units
 from commsim.cli.arguments import add_sizes_argument, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError, quote
+from commsim.cli.model import parse_alpha
 from commsim.cli.output import add_output_group, format_table, to_json
 from commsim.cli.schedules import parse_nranks
 from commsim.models import Hockney
@@ -129,7 +130,7 @@ def parse(args: argparse.Namespace) -> SparseRequest:
     dens = tuple(Density(_density(t), args.distribution, exponent) for t in args.density.split(","))
     default = Hockney()
     model = Hockney(
-        alpha=default.alpha if args.alpha is None else units.parse_time(args.alpha),
+        alpha=default.alpha if args.alpha is None else parse_alpha(args.alpha),
         beta=default.beta if args.beta is None else units.parse_bandwidth_or_inverse(args.beta),
         gamma=default.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma),
     )

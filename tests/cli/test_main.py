@@ -142,6 +142,9 @@ def test_root_out_of_range_is_bad_input(cli, some):
     [
         (["predict", "-c", "allreduce", "-a", "ring", "-p", "4", "-s", "1e400"], "too large"),
         (["predict", "-c", "allreduce", "-a", "ring", "-p", "4", "--alpha", "1e400"], "too large"),
+        (["predict", "-c", "allreduce", "-a", "ring", "-p", "4", "--alpha", "2"], "write the unit"),
+        (["compare", "-c", "allreduce", "-p", "4", "--alpha", "0.5"], "write the unit"),
+        (["sparse", "-p", "8", "--density", "0.1", "--alpha", "3"], "write the unit"),
         (
             ["predict", "-c", "broadcast", "-a", "chain", "-p", "4", "--param", "segments=1e30"],
             "out of range",
@@ -201,3 +204,13 @@ def test_integer_options_are_checked_by_argparse():
     for bad in ("x", "-1"):
         with pytest.raises(argparse.ArgumentTypeError, match="root must be"):
             parse(bad)
+
+
+def test_alpha_with_a_unit_or_a_small_bare_number_is_taken(cli_json):
+    """Seconds stay seconds where written so (``2s``) and bare numbers below a millisecond are
+    seconds as before (``1.5e-6``); only ``--alpha 2`` style numbers are refused."""
+    two_s = cli_json("predict", "-c", "allreduce", "-a", "ring", "-p", "4", "-s", "1KiB",
+                     "--alpha", "2s")  # fmt: skip
+    small = cli_json("predict", "-c", "allreduce", "-a", "ring", "-p", "4", "-s", "1KiB",
+                     "--alpha", "1.5e-6")  # fmt: skip
+    assert two_s["results"][0]["time_s"] > 12 > small["results"][0]["time_s"]
