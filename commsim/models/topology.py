@@ -252,7 +252,10 @@ class Topology:
         }
 
     #: what :meth:`lower_bound` is, for table headers; :meth:`bound` names the one that binds
-    bound_name = "strongest graph bound (injection, cut, bisection; docs/bounds.md)"
+    bound_name = (
+        "strongest graph bound (injection, cut, bisection; with a switch row's helper ranks, "
+        "the in-network bound, which holds for every row beside it; docs/bounds.md)"
+    )
 
     def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
         """Seconds no schedule of ``collective`` on ``nranks`` ranks can beat on this network
