@@ -316,14 +316,14 @@ def matchings(src: np.ndarray, dst: np.ndarray, nranks: int) -> list[np.ndarray]
     n = len(src)
     if n == 0:
         return []
-    if _max_count(src) <= 1 and _max_count(dst) <= 1:
+    degree = max(_max_count(src), _max_count(dst))  # no split has fewer rounds
+    if degree <= 1:
         return [np.arange(n)]
     shift = (dst - src) % nranks
     shift = _occurrence_classes(src, shift, nranks)
     order, starts = _runs(shift)
     classes = [order[a:b] for a, b in itertools.pairwise(np.append(starts, n))]
     rounds = _merge_classes(classes, src, dst, nranks, MERGE_WINDOW)
-    degree = max(_max_count(src), _max_count(dst))
     if len(rounds) > degree and len(classes) * degree <= FULL_FIT_WORK:
         first_fit = _merge_classes(classes, src, dst, nranks, len(classes))
         rounds = first_fit if len(first_fit) < len(rounds) else rounds

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-__all__ = ["CommsimError", "ParameterError", "ResourceError", "ScheduleError", "UnknownNameError"]
+__all__ = [
+    "CommsimError",
+    "NoRouteError",
+    "ParameterError",
+    "ResourceError",
+    "ScheduleError",
+    "UnknownNameError",
+]
 
 
 class CommsimError(Exception):
@@ -30,6 +37,11 @@ class ScheduleError(CommsimError, ValueError):
 
 class ParameterError(CommsimError, ValueError):
     """A bad argument to a commsim function: wrong type, out of range, or an unparsable unit."""
+
+
+class NoRouteError(ParameterError):
+    """A network with no route between two endpoints a schedule connects (a
+    :class:`ParameterError`: the schedule, the placement or the graph does not fit)."""
 
 
 class UnknownNameError(CommsimError, KeyError):

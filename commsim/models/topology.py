@@ -61,7 +61,7 @@ from commsim import units
 from commsim._ir import Schedule, Step
 from commsim._lazy import lazy_module
 from commsim._messages import Messages, port_messages
-from commsim.errors import ParameterError, ResourceError
+from commsim.errors import NoRouteError, ParameterError, ResourceError
 from commsim.models._bounds import lower_bound
 from commsim.models._contention import CONTENTION, bottleneck_link, path_latency, rates
 from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, as_time
@@ -384,9 +384,9 @@ class Topology:
             for i, st in enumerate(schedule.steps()):
                 run.step(i, st)
             return run
-        except ParameterError as e:
-            if schedule.in_network and str(e).startswith("no route"):
-                raise ParameterError(_SWITCH_OUT_OF_REACH.format(error=e)) from None
+        except NoRouteError as e:
+            if schedule.in_network:
+                raise NoRouteError(_SWITCH_OUT_OF_REACH.format(error=e)) from None
             raise
 
     def _split(self, hosts: np.ndarray) -> Callable[..., tuple[Messages, list[np.ndarray]]]:

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from commsim._lazy import lazy_module
-from commsim.errors import ParameterError
+from commsim.errors import NoRouteError, ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency
 from commsim.topology._dmodk import DmodkTables, dmodk_tables
 from commsim.topology._route_cache import RouteCache
@@ -310,7 +310,7 @@ class Network:
     def _refuse_unrouted(self, src: np.ndarray, dst: np.ndarray, bad: int) -> None:
         """One line for the first pair a router found no route for (``bad``; ``-1``: none)."""
         if bad >= 0:
-            raise ParameterError(
+            raise NoRouteError(
                 f"no route from {self.nodes[src[bad]]!r} to {self.nodes[dst[bad]]!r}: in a graph "
                 "with switches, traffic is forwarded by switches only"
             )

@@ -111,15 +111,15 @@ def reducing_switches(network: Network, hosts: np.ndarray) -> np.ndarray:
 def _helper_sites(network: Network, workers: np.ndarray, helpers: int) -> np.ndarray:
     """The endpoints of ``helpers`` in-network helper ranks: helper ``i`` on the reducing switch
     next to worker ``i mod w``'s host (the module docstring)."""
-    if not len(reducing_switches(network, workers)):
+    beside = workers[np.arange(helpers, dtype=np.int64) % len(workers)]
+    site = _first_reducing_neighbour(network)[beside]
+    lonely = np.flatnonzero(site < 0)
+    if len(lonely) == len(site):
         raise ParameterError(
             "in-network reduction needs a switch that reduces next to the ranks' GPUs (an "
             "NVSwitch with NVLink SHARP, an InfiniBand SHARP switch: reduce = true); this "
             "network has none"
         )
-    beside = workers[np.arange(helpers, dtype=np.int64) % len(workers)]
-    site = _first_reducing_neighbour(network)[beside]
-    lonely = np.flatnonzero(site < 0)
     if len(lonely):
         w = int(lonely[0] % len(workers))
         raise ParameterError(
