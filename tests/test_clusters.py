@@ -692,11 +692,15 @@ def test_a_fat_tree_file_gives_its_spine_a_bandwidth_and_latency_of_its_own(tmp_
 
 
 def _costs_on_the_whole_network(c):
+    """Each route's latency and its slowest link as the library drives it (the class's
+    ``efficiency`` times its bandwidth)."""
     net, g = c.network, c.gpus_per_node
+    share = {k: c.link_classes[k].efficiency if k in c.link_classes else 1.0 for k in net.kinds}
+    driven = net.bandwidth * np.array([share[k] for k in net.kinds])[net.link_kind]
 
     def alpha_beta(a, b):
         links = net.route(a, b)
-        bw = float(net.bandwidth[links].min())
+        bw = float(driven[links].min())
         return float(net.latency[links].sum()), 0.0 if bw == float("inf") else 1 / bw
 
     return alpha_beta(0, 1 if g > 1 else g), alpha_beta(0, g)
@@ -732,7 +736,7 @@ def test_class_costs_of_presets_are_the_whole_clusters(spec):
 def test_a_rail_cluster_builds_its_graph_when_asked_and_checks_its_fields_at_once():
     c = cluster("dgx-h100:2048")
     assert "graph" not in vars(c)  # not built yet
-    assert c.class_costs() == ((1e-6, 1 / 450e9), (2e-6, 1 / 50e9))
+    assert c.class_costs() == ((1e-6, 1 / (0.824 * 450e9)), (2e-6, 1 / 50e9))  # as NCCL drives
     assert "graph" not in vars(c)  # two servers were enough
     assert c.network.nhosts == 16384 and c.graph.graph["name"] == "dgx-h100:2048"
     with pytest.raises(ParameterError, match="nodes_per_unit"):

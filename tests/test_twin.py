@@ -138,7 +138,7 @@ def test_a_class_multiplier_is_that_class_made_faster():
             g.edges[u, v]["latency"] = d["latency"] * 2
     faster = Topology(
         g, contention="bottleneck", gamma=base.gamma, launch=base.launch,
-        reduction_overlap=base.reduction_overlap,
+        reduction_overlap=base.reduction_overlap, link_efficiency=base.link_efficiency,
     )  # fmt: skip
     s = commsim.build("allreduce", "hierarchical", nranks=16, ranks_per_node=8)
     twin = Twin.of(base, s)

@@ -35,7 +35,12 @@ from commsim.algorithms import packed_trees  # noqa: F401  (registered last: tie
 from commsim.algorithms._channel_layout import on_channels, rotate_in_servers
 from commsim.algorithms._combinators import concat, lazy, relabel, with_root
 from commsim.algorithms._math import cost_text, math_text
-from commsim.algorithms._nccl_choice import NCCL_ALGORITHMS, NCCL_CHOICES
+from commsim.algorithms._nccl_choice import (
+    NCCL_ALGORITHMS,
+    NCCL_CHOICES,
+    NCCL_SWITCH_CHOICES,
+    nccl_choices,
+)
 from commsim.algorithms._parallel import MAX_PARTS, channels, parallel
 from commsim.algorithms._pipeline import pipeline
 from commsim.algorithms._registry import (
@@ -52,6 +57,7 @@ __all__ = [
     "MAX_PARTS",
     "NCCL_ALGORITHMS",
     "NCCL_CHOICES",
+    "NCCL_SWITCH_CHOICES",
     "REGISTRY",
     "AlgorithmInfo",
     "available",
@@ -62,6 +68,7 @@ __all__ = [
     "info",
     "lazy",
     "math_text",
+    "nccl_choices",
     "on_channels",
     "parallel",
     "pipeline",

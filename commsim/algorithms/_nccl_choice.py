@@ -13,9 +13,11 @@ would have run (``commsim calibrate --from-nccl-tests`` and ``commsim validate
 * **alltoall**: NCCL posts every send at once: ``direct``.
 
 ``commsim validate --from-nccl-tests LOG -a auto`` lets the model choose instead, as NCCL's
-tuner does, among :data:`NCCL_CHOICES`: the rows NCCL picks from per collective (for
-allreduce its ring and its tree; NVLS and CollNet are not modelled here), each on 1, 2, 4, ...
-channels (:func:`commsim.algorithms.on_channels`) and with the fastest protocol.
+tuner does, among :func:`nccl_choices`: the rows NCCL picks from per collective (for
+allreduce its ring and its tree, :data:`NCCL_CHOICES`, and where the servers' NVSwitches reduce
+NVLS on one server or NVLSTree across servers, :data:`NCCL_SWITCH_CHOICES`; CollNet is not
+modelled), each on 1, 2, 4, ... channels (:func:`commsim.algorithms.on_channels`) and with the
+fastest protocol (Simple alone for the in-network rows, as NCCL).
 
 References:
     NCCL's cost model, ``src/graph/tuning.cc``, chooses among its algorithms per collective and
@@ -29,7 +31,7 @@ Examples:
 
 from __future__ import annotations
 
-__all__ = ["NCCL_ALGORITHMS", "NCCL_CHOICES"]
+__all__ = ["NCCL_ALGORITHMS", "NCCL_CHOICES", "NCCL_SWITCH_CHOICES", "nccl_choices"]
 
 #: collective → the registry name of the algorithm NCCL runs for it (module docstring: why).
 NCCL_ALGORITHMS: dict[str, str] = {
@@ -47,3 +49,27 @@ NCCL_CHOICES: dict[str, tuple[str, ...]] = {
     **{c: (a,) for c, a in NCCL_ALGORITHMS.items()},
     "allreduce": ("snake_ring", "nccl_tree"),
 }
+
+#: collective → ``(one server, several servers)``: the in-network row NCCL's tuner adds where
+#: each server's NVSwitch reduces (``tuning.cc``: NVLS on one server; NVLSTree across servers,
+#: where it disables NVLS without CollNet and NVLSTree on one server).
+NCCL_SWITCH_CHOICES: dict[str, tuple[str, str]] = {"allreduce": ("nvls", "nvls_tree")}
+
+
+def nccl_choices(
+    collective: str, *, switch_reduces: bool = False, servers: int = 1
+) -> tuple[str, ...]:
+    """The rows NCCL's tuner chooses among for ``collective`` on ``servers`` servers, with the
+    in-network row where ``switch_reduces``.
+
+    Examples:
+        >>> nccl_choices("allreduce", switch_reduces=True, servers=2)
+        ('snake_ring', 'nccl_tree', 'nvls_tree')
+        >>> nccl_choices("allreduce", switch_reduces=True), nccl_choices("allgather")
+        (('snake_ring', 'nccl_tree', 'nvls'), ('ring',))
+    """
+    rows = NCCL_CHOICES[collective]
+    switch = NCCL_SWITCH_CHOICES.get(collective)
+    if not switch_reduces or switch is None:
+        return rows
+    return (*rows, switch[0] if servers <= 1 else switch[1])

@@ -3,7 +3,8 @@
 ``commsim validate --from-nccl-tests LOG --cluster X -a auto`` does not run one algorithm on
 every row: per size it takes the NCCL-like choice the tuner finds fastest
 (:func:`commsim.tuner.sweep`) among the rows NCCL chooses from
-(:data:`commsim.algorithms.NCCL_CHOICES`: ring and tree for allreduce), each on 1, 2, 4, ...
+(:func:`commsim.algorithms.nccl_choices`: ring and tree for allreduce, and NVLS or NVLSTree
+where the servers' NVSwitches reduce), each on 1, 2, 4, ...
 channels laid out by its row (:func:`commsim.algorithms.on_channels`: spread over the servers'
 NICs) and, unless ``--protocol`` fixes one, with the fastest of LL, LL128 and Simple
 (:class:`commsim.models.ProtocolChoice`), as NCCL's ``tuning.cc`` picks algorithm × protocol ×
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from commsim._ir import Schedule
-from commsim.algorithms import NCCL_CHOICES, on_channels
+from commsim.algorithms import on_channels
 from commsim.models import Model
 from commsim.tuner import channel_counts, sweep
 
@@ -104,12 +105,14 @@ def pick_rows(
     ranks_per_node: int,
     channels: int,
     protocol: str | None,
+    rows: tuple[str, ...],
 ) -> tuple[np.ndarray, tuple[Pick, ...], tuple[str, ...]]:
-    """Per size, the fastest of :data:`~commsim.algorithms.NCCL_CHOICES` on up to ``channels``
-    channels (1, 2, 4, ...): the times (s), the picks, and the tuner's notes (rows skipped)."""
+    """Per size, the fastest of ``rows`` (:func:`~commsim.algorithms.nccl_choices`) on up to
+    ``channels`` channels (1, 2, 4, ...): the times (s), the picks, and the tuner's notes (rows
+    skipped)."""
     result = sweep(
-        collective, model, nranks, sizes, algorithms=NCCL_CHOICES[collective],
-        ranks_per_node=ranks_per_node, channels=channel_counts(channels),
+        collective, model, nranks, sizes, algorithms=rows,
+        ranks_per_node=ranks_per_node, channels=channel_counts(channels), switch_rows=True,
     )  # fmt: skip
     best = result.best()
     j = np.searchsorted(result.sizes, np.asarray(sizes, dtype=np.float64))

@@ -330,11 +330,22 @@ def _carried(r: NcclTestsRequest) -> tuple[np.ndarray, tuple[Pick, ...], tuple[s
         return (*fixed_rows(model, r.schedule, sizes, r.channels or 1, r.protocol), ())
     most = r.channels if r.channels is not None else auto_channels(r.ranks_per_node)
     times, picks, notes = pick_rows(
-        model, r.log.collective, r.log.nranks, sizes, r.ranks_per_node, most, r.protocol
-    )
+        model, r.log.collective, r.log.nranks, sizes, r.ranks_per_node, most, r.protocol,
+        _auto_rows(r),
+    )  # fmt: skip
     if commsim.spec(r.log.collective).rooted and r.schedule.root:
         notes = (*notes, f"-a auto: the tuner builds root 0, the log's root is {r.schedule.root}")
     return times, picks, notes
+
+
+def _auto_rows(r: NcclTestsRequest) -> tuple[str, ...]:
+    """The rows ``-a auto`` chooses among: NCCL's for the log's collective, with NVLS or
+    NVLSTree where the cluster's NVSwitches reduce (:func:`commsim.algorithms.nccl_choices`)."""
+    from commsim.algorithms import nccl_choices
+    from commsim.clusters import cluster
+
+    servers = -(-r.log.nranks // max(r.ranks_per_node, 1))
+    return nccl_choices(r.log.collective, switch_reduces=cluster(r.cluster).nvls, servers=servers)
 
 
 def _library(r: NcclTestsRequest) -> LibraryFit | str:
@@ -434,11 +445,9 @@ def _carried_label(r: NcclTestsRequest, algorithm: str) -> str:
     """The model line's algorithm: ``auto (NCCL-like: ...; up to C channels, protocol auto)``
     or the algorithm with its ``--channels``/``--protocol``."""
     if r.auto:
-        from commsim.algorithms import NCCL_CHOICES
-
         most = r.channels if r.channels is not None else auto_channels(r.ranks_per_node)
         return (
-            f"auto (the fastest of {', '.join(NCCL_CHOICES[r.log.collective])} per row, "
+            f"auto (the fastest of {', '.join(_auto_rows(r))} per row, "
             f"on up to {most} channels, protocol {r.protocol or 'as the links'})"
         )
     extra = [f"{r.channels} channels"] if r.channels is not None else []

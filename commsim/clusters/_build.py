@@ -11,11 +11,14 @@ The description (every preset is one too, so there is one path from numbers to g
     reduction_overlap = true  # optional: reduce while receiving (GPU kernels; default false)
     channel_bandwidth = "60GB/s"  # optional: the library's per-channel rate cap (default none)
     nvls = true  # optional: each server's NVSwitch reduces (NVLink SHARP; default false)
+    nvls_efficiency = 0.85  # optional, with nvls: the share of the NVLinks' rate the switch's
+    # reductions reach (default 1)
 
     [intra]  # the links inside a server (GPU to NVSwitch)
     kind = "nvlink"  # the link class's name (default "nvlink")
     bandwidth = "450GB/s"  # per direction
     latency = "0.5us"
+    efficiency = 0.824  # optional: the share of the rate the library reaches (default 1)
 
     [inter]  # each GPU's NIC port into the fabric
     bandwidth = "400Gb/s"
@@ -85,13 +88,14 @@ _TOP = (
     "reduction_overlap",
     "channel_bandwidth",
     "nvls",
+    "nvls_efficiency",
     "intra",
     "inter",
     "topology",
     "profiles",
     "sources",
 )
-_LINK = ("kind", "bandwidth", "latency", "profile")
+_LINK = ("kind", "bandwidth", "latency", "efficiency", "profile")
 FABRICS = ("rail_optimized", "fat_tree", "dragonfly", "torus", "switch", "hybrid_cube_mesh")
 _ROUTED = ("rail_optimized", "fat_tree")  # the fabrics that take ``routing``
 
@@ -159,7 +163,14 @@ def _link(where: _Where, d: Mapping[str, Any], key: str, default_kind: str) -> L
     kind = t.get("kind", default_kind)
     if not isinstance(kind, str) or not kind:
         raise where.error(f"[{key}] kind", f"must be a name, got {kind!r}")
-    return LinkClass(kind, bw, lat)
+    return LinkClass(kind, bw, lat, _share(where, f"[{key}] efficiency", t.get("efficiency", 1.0)))
+
+
+def _share(where: _Where, field: str, value: Any) -> float:
+    """A share of a rate: a number in (0, 1]."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise where.error(field, f"must be a number in (0, 1] (a share of the rate), got {value!r}")
+    return float(value)
 
 
 def _call(
@@ -182,6 +193,10 @@ def _measured(where: _Where, key: str, t: Mapping[str, Any]) -> tuple[float, flo
     given = [f for f in ("bandwidth", "latency") if f in t]
     if given:
         raise where.error(f"[{key}] {given[0]}", "give profile or bandwidth and latency, not both")
+    if "efficiency" in t:
+        raise where.error(
+            f"[{key}] efficiency", "a profile is measured: its rate is the one reached; drop it"
+        )
     name = t["profile"]
     if not isinstance(name, str) or not name:
         raise where.error(f"[{key}] profile", f"must be a file name, got {name!r}")
@@ -238,6 +253,9 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
         raise where.error(
             "nvls", f"needs an NVSwitch in every server ({g} GPU per server on a {kind} has none)"
         )
+    nvls_efficiency = _share(where, "nvls_efficiency", d.get("nvls_efficiency", 1.0))
+    if nvls_efficiency != 1 and not nvls:
+        raise where.error("nvls_efficiency", "needs nvls = true (no switch reduces without it)")
     name = d.get("name", origin)
     graph_of = _graph_of(where, kind, topo, nodes, g, intra, inter, nvls, name)
     classes = {c.name: c for c in (intra, inter) if c is not None}
@@ -253,7 +271,7 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
     sources = d.get("sources", "")
     return Cluster(
         str(name), nodes, g, graph_of, placement, classes, profiles, str(sources), reduction,
-        launch, overlap, cap, kind in _TWO_SERVERS,
+        launch, overlap, cap, kind in _TWO_SERVERS, nvls, nvls_efficiency,
     )  # fmt: skip
 
 

@@ -28,14 +28,21 @@ __all__ = ["Cluster", "LinkClass", "Profile"]
 
 @dataclasses.dataclass(frozen=True)
 class LinkClass:
-    """A class of links: ``bandwidth`` bytes/s per direction and ``latency`` seconds per link."""
+    """A class of links: ``bandwidth`` bytes/s per direction and ``latency`` seconds per link;
+    ``efficiency``: the share of that rate a collective library's kernels reach on it (1: the
+    line rate; NCCL rates an H100 NVLink at 20.6 of its 25 GB/s, docs/library.md)."""
 
     name: str
     bandwidth: float
     latency: float
+    efficiency: float = 1.0
 
     def describe(self) -> str:
-        return f"{self.name}: {units.format_bandwidth(self.bandwidth)}, {units.format_time(self.latency)}"
+        driven = f" (the library reaches {self.efficiency:.1%})" if self.efficiency != 1 else ""
+        return (
+            f"{self.name}: {units.format_bandwidth(self.bandwidth)}, "
+            f"{units.format_time(self.latency)}{driven}"
+        )
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -74,6 +81,11 @@ class Cluster:
             sum); ``False`` keeps the serial γ of CPU/MPI reductions.
         channel_bandwidth: the library's per-channel rate cap, bytes/s (``None``: no cap); a
             schedule on C channels (``--channels C``) then moves at most C times it per rank.
+        nvls: whether each server's NVSwitch reduces (NVLink SHARP; its graph's switches carry
+            ``reduce``), so in-network rows (``nvls``, ``nvls_tree``) run on it.
+        nvls_efficiency: the share of its NVLinks' rate (as the library drives them) a message
+            to or from a reducing NVSwitch reaches (NCCL's ``nvlsEfficiency``: 0.85 on Hopper,
+            0.74 on Blackwell; 1 where no switch reduces; docs/library.md).
     """
 
     name: str
@@ -88,6 +100,13 @@ class Cluster:
     launch: float = 0.0
     reduction_overlap: bool = False
     channel_bandwidth: float | None = None
+    #: fabrics on which GPU 0's routes to GPU 1 and to GPU 0 of server 1 are the same for any
+    #: number of servers (``rail_optimized``: the two servers share a scalable unit, or both
+    #: reach the spines by the same links; ``switch``: one switch), so a two-server instance
+    #: gives :meth:`class_costs`; set by the builder (:func:`commsim.clusters.build_cluster`)
+    two_servers_suffice: bool = False
+    nvls: bool = False
+    nvls_efficiency: float = 1.0
 
     @property
     def gamma(self) -> float:
@@ -103,11 +122,11 @@ class Cluster:
         """What a hierarchical algorithm's ``ranks_per_node`` is on this cluster."""
         return self.gpus_per_node
 
-    #: fabrics on which GPU 0's routes to GPU 1 and to GPU 0 of server 1 are the same for any
-    #: number of servers (``rail_optimized``: the two servers share a scalable unit, or both
-    #: reach the spines by the same links; ``switch``: one switch), so a two-server instance
-    #: gives :meth:`class_costs`; set by the builder (:func:`commsim.clusters.build_cluster`)
-    two_servers_suffice: bool = False
+    @property
+    def link_efficiency(self) -> dict[str, float]:
+        """The link classes the library drives below their line rate: class name → the share
+        it reaches (:attr:`LinkClass.efficiency`; classes at 1 left out)."""
+        return {k: c.efficiency for k, c in self.link_classes.items() if c.efficiency != 1}
 
     @functools.cached_property
     def graph(self) -> nx.Graph:
@@ -123,25 +142,28 @@ class Cluster:
     def class_costs(self) -> tuple[tuple[float, float], tuple[float, float]]:
         """``((α, β) intra, (α, β) inter)``: the summed latency and the inverse bottleneck
         bandwidth of GPU 0's route to GPU 1 (inside a server; to GPU 0 of server 1 when a
-        server has one GPU) and to GPU 0 of server 1: what Hockney per link class takes from a
-        cluster (:class:`commsim.models.TwoLevelHockney`). Where :attr:`two_servers_suffice`,
-        they are read off a graph of two servers, whatever :attr:`nodes`.
+        server has one GPU) and to GPU 0 of server 1, each link at the rate the library drives
+        it (:attr:`link_efficiency`): what Hockney per link class takes from a cluster
+        (:class:`commsim.models.TwoLevelHockney`). Where :attr:`two_servers_suffice`, they are
+        read off a graph of two servers, whatever :attr:`nodes`.
 
         Examples:
             >>> from commsim.clusters import cluster
             >>> (ai, bi), (ae, be) = cluster("dgx-h100:2048").class_costs()
-            >>> round(ai * 1e6, 3), round(1 / bi / 1e9), round(ae * 1e6, 3), round(1 / be / 1e9)
-            (1.0, 450, 2.0, 50)
+            >>> round(ai * 1e6, 3), round(1 / bi / 1e9, 1), round(ae * 1e6, 3), round(1 / be / 1e9)
+            (1.0, 370.8, 2.0, 50)
         """
         if self.nodes < 2:
             raise ParameterError(f"{self.name}: per-class costs need two or more servers")
         small = self.two_servers_suffice and self.nodes > 2
         net = Network(self.graph_of(2)) if small else self.network
         g = self.gpus_per_node
+        share = self.link_efficiency
+        driven = net.bandwidth * np.array([share.get(k, 1.0) for k in net.kinds])[net.link_kind]
 
         def alpha_beta(a: int, b: int) -> tuple[float, float]:
             links = net.route(a, b)
-            bw = float(net.bandwidth[links].min())
+            bw = float(driven[links].min())
             return float(net.latency[links].sum()), 0.0 if bw == float("inf") else 1 / bw
 
         return alpha_beta(0, 1 if g > 1 else g), alpha_beta(0, g)
@@ -172,8 +194,10 @@ class Cluster:
     ) -> dict[str, Any]:
         """The keyword arguments of :class:`commsim.models.Topology` on this cluster: its compiled
         ``network``, ``placement`` (default: the cluster's), ``contention``, γ from its
-        reduction rate, and the collective library's ``launch`` and ``reduction_overlap``. ``commsim.tuner.cluster_model`` builds the model from them (this
-        package sits below the models and does not import them).
+        reduction rate, and the collective library's ``launch``, ``reduction_overlap``,
+        ``channel_bandwidth``, ``link_efficiency`` and ``switch_efficiency`` (its
+        :attr:`nvls_efficiency`). ``commsim.tuner.cluster_model`` builds the model from them
+        (this package sits below the models and does not import them).
 
         Examples:
             >>> from commsim.clusters import cluster
@@ -189,6 +213,8 @@ class Cluster:
             "launch": self.launch,
             "reduction_overlap": self.reduction_overlap,
             "channel_bandwidth": self.channel_bandwidth,
+            "link_efficiency": self.link_efficiency,
+            "switch_efficiency": self.nvls_efficiency,
         }
 
     def describe(self) -> str:
@@ -205,8 +231,13 @@ class Cluster:
             "launch_s": self.launch,
             "reduction_overlap": self.reduction_overlap,
             "channel_bandwidth_Bps": self.channel_bandwidth,
+            "nvls_efficiency": self.nvls_efficiency,
             "link_classes": {
-                k: {"bandwidth_Bps": c.bandwidth, "latency_s": c.latency}
+                k: {
+                    "bandwidth_Bps": c.bandwidth,
+                    "latency_s": c.latency,
+                    "efficiency": c.efficiency,
+                }
                 for k, c in self.link_classes.items()
             },
         }

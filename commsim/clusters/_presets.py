@@ -10,6 +10,13 @@ The GPU presets carry what NCCL adds on top of the network (:mod:`commsim.models
 a per-call ``launch`` of :data:`NCCL_LAUNCH` and ``reduction_overlap`` (reduce-copy kernels).
 Servers whose NVSwitch reduces (NVLink SHARP: third-generation NVSwitch and later, the H100,
 H200, B200 and GB200 systems; not the A100's) set ``nvls`` (docs/clusters.md).
+
+They also say how fast NCCL drives the NVLinks: NCCL's topology model rates one NVLink of a
+GPU generation at ``SM80_NVLINK_BW`` = 20, ``SM90_NVLINK_BW`` = 20.6 and ``SM100_NVLINK_BW`` =
+40.1 GB/s (``src/graph/topo.h``) against the 25, 25 and 50 GB/s per direction of NVLink 3, 4
+and 5, so ``[intra] efficiency`` is their ratio (:data:`NVLINK_EFFICIENCY`); and it scales
+NVLS by ``nvlsEfficiency`` (``src/graph/tuning.cc``: 0.85 Hopper, 0.74 Blackwell), the
+presets' ``nvls_efficiency``. The link ``bandwidth`` stays the spec: the bounds use it.
 """
 
 from __future__ import annotations
@@ -27,7 +34,15 @@ from commsim.clusters._build import build_cluster
 from commsim.clusters._cluster import Cluster
 from commsim.errors import ParameterError, UnknownNameError
 
-__all__ = ["MAX_DRAGONFLY_GROUPS", "NCCL_LAUNCH", "PRESETS", "cluster", "load_cluster"]
+__all__ = [
+    "MAX_DRAGONFLY_GROUPS",
+    "NCCL_LAUNCH",
+    "NVLINK_EFFICIENCY",
+    "NVLS_EFFICIENCY",
+    "PRESETS",
+    "cluster",
+    "load_cluster",
+]
 
 
 def _count(spec: str, arg: str, what: str) -> int:
@@ -51,9 +66,28 @@ MAX_DRAGONFLY_GROUPS = 32 * 16 + 1
 #: What a GPU collective library adds to every GPU preset (docs/library.md).
 _NCCL = {"launch": NCCL_LAUNCH, "reduction_overlap": True}
 
+#: GPU generation → the share of an NVLink's rate NCCL's kernels reach: NCCL's per-link rate
+#: (``src/graph/topo.h``, NCCL commit 5067397: ``SM80_NVLINK_BW`` 20.0, ``SM90_NVLINK_BW``
+#: 20.6, ``SM100_NVLINK_BW`` 40.1 GB/s) over the link's spec per direction (NVLink 3 and 4:
+#: 25 GB/s, NVLink 5: 50 GB/s; NVIDIA's A100, H100 and Blackwell architecture documents).
+#: Measured beside it: an H100 ring without NVLS at about 370 GB/s busbw (NVIDIA/nccl-tests#212),
+#: 18 links × 20.6 GB/s = 370.8 GB/s.
+NVLINK_EFFICIENCY = {"A100": 0.8, "Hopper": 0.824, "Blackwell": 0.802}  # 20/25, 20.6/25, 40.1/50
+
+#: GPU generation → NCCL's ``nvlsEfficiency`` (``src/graph/tuning.cc``, commit 5067397): the
+#: share of the NVLinks' rate an NVLS (switch-reduced) transfer reaches.
+NVLS_EFFICIENCY = {"Hopper": 0.85, "Blackwell": 0.74}
+
 
 def _dgx_superpod(
-    system: str, *, reduction: str, nvlink: str, nic: str, nodes_per_unit: int, nvls: bool
+    system: str,
+    *,
+    generation: str,
+    reduction: str,
+    nvlink: str,
+    nic: str,
+    nodes_per_unit: int,
+    nvls: bool,
 ) -> Callable[[str, str], dict[str, Any]]:
     """The preset of a DGX SuperPOD of ``system`` servers (``"H100"``): 8 GPUs per server on
     NVLink / NVSwitch (``nvlink`` per GPU per direction), one ``nic`` per GPU on rails of scalable
@@ -67,8 +101,13 @@ def _dgx_superpod(
             "gpus_per_node": 8,
             "reduction": reduction,
             **_NCCL,
-            **({"nvls": True} if nvls else {}),
-            "intra": {"kind": "nvlink", "bandwidth": nvlink, "latency": "0.5us"},
+            **({"nvls": True, "nvls_efficiency": NVLS_EFFICIENCY[generation]} if nvls else {}),
+            "intra": {
+                "kind": "nvlink",
+                "bandwidth": nvlink,
+                "latency": "0.5us",
+                "efficiency": NVLINK_EFFICIENCY[generation],
+            },
             "inter": {"kind": "rail", "bandwidth": nic, "latency": "1us"},
             "topology": {
                 "kind": "rail_optimized",
@@ -85,18 +124,42 @@ def _dgx_superpod(
 
 # NVLink4 / NVSwitch, ConnectX-7; H200: the same server with H200's faster HBM (the reduction)
 _dgx_h100 = _dgx_superpod(
-    "H100", reduction="1.1TB/s", nvlink="450GB/s", nic="400Gb/s", nodes_per_unit=32, nvls=True
+    "H100",
+    generation="Hopper",
+    reduction="1.1TB/s",
+    nvlink="450GB/s",
+    nic="400Gb/s",
+    nodes_per_unit=32,
+    nvls=True,
 )
 _dgx_h200 = _dgx_superpod(
-    "H200", reduction="1.6TB/s", nvlink="450GB/s", nic="400Gb/s", nodes_per_unit=32, nvls=True
+    "H200",
+    generation="Hopper",
+    reduction="1.6TB/s",
+    nvlink="450GB/s",
+    nic="400Gb/s",
+    nodes_per_unit=32,
+    nvls=True,
 )
 # NVLink5 / NVSwitch, ConnectX-7
 _dgx_b200 = _dgx_superpod(
-    "B200", reduction="2.7TB/s", nvlink="900GB/s", nic="400Gb/s", nodes_per_unit=32, nvls=True
+    "B200",
+    generation="Blackwell",
+    reduction="2.7TB/s",
+    nvlink="900GB/s",
+    nic="400Gb/s",
+    nodes_per_unit=32,
+    nvls=True,
 )
 # NVLink3 / NVSwitch, ConnectX-6 HDR
 _dgx_a100 = _dgx_superpod(
-    "A100", reduction="680GB/s", nvlink="300GB/s", nic="200Gb/s", nodes_per_unit=20, nvls=False
+    "A100",
+    generation="A100",
+    reduction="680GB/s",
+    nvlink="300GB/s",
+    nic="200Gb/s",
+    nodes_per_unit=20,
+    nvls=False,
 )
 
 
@@ -109,7 +172,13 @@ def _gb200_nvl72(spec: str, arg: str) -> dict[str, Any]:
         "reduction": "2.7TB/s",
         **_NCCL,
         "nvls": True,
-        "intra": {"kind": "nvlink", "bandwidth": "900GB/s", "latency": "0.5us"},
+        "nvls_efficiency": NVLS_EFFICIENCY["Blackwell"],
+        "intra": {
+            "kind": "nvlink",
+            "bandwidth": "900GB/s",
+            "latency": "0.5us",
+            "efficiency": NVLINK_EFFICIENCY["Blackwell"],
+        },
         "inter": {"kind": "rail", "bandwidth": "400Gb/s", "latency": "1us"},
         "topology": {
             "kind": "rail_optimized",

@@ -44,7 +44,12 @@ import numpy as np
 from commsim._messages import port_messages
 from commsim.errors import ResourceError
 from commsim.models._contention import bottleneck_link, path_latency
-from commsim.models._library import protocol_latency, reduction_exposed, with_channel_cap
+from commsim.models._library import (
+    message_efficiency,
+    protocol_latency,
+    reduction_exposed,
+    with_channel_cap,
+)
 from commsim.models._network_params import NetworkParams
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 
@@ -349,13 +354,15 @@ class _Items(NamedTuple):
 
 
 class _Routes(NamedTuple):
-    """Each item's links (CSR), its path latency and its bottleneck link class."""
+    """Each item's links (CSR), its path latency, its bottleneck link class and the share of
+    its route's rate it moves at (protocol, in-switch reduction)."""
 
     indptr: np.ndarray
     links: np.ndarray
     lengths: np.ndarray
     lat: np.ndarray
     cls: np.ndarray
+    efficiency: np.ndarray | float
 
 
 class _FlowRun:
@@ -517,7 +524,10 @@ def _route(params: NetworkParams, items: _Items, hosts: np.ndarray) -> _Routes:
         cls[remote] = net.link_kind[
             bottleneck_link(r_ptr, r_links, net.bandwidth, group=items.rnd[remote])
         ]
-    return _Routes(indptr, r_links, lengths, lat, cls)  # remote items keep their order
+    eta = message_efficiency(
+        params.protocol, params.switch_efficiency, hosts[src], hosts[dst], net.nhosts
+    )
+    return _Routes(indptr, r_links, lengths, lat, cls, eta)  # remote items keep their order
 
 
 def _sequences(items: _Items, p: int) -> tuple[np.ndarray, np.ndarray]:
@@ -535,7 +545,7 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
     ``[p·K, sizes]``, step times ``[nsteps, sizes]``, time parts ``[parts, sizes]``, the last
     size's ``(start, end, pred)`` and its exposed reductions."""
     net, n, p0 = params.network, len(items.src), schedule.nranks
-    efficiency = params.protocol.efficiency if params.protocol is not None else 1.0
+    efficiency = routes.efficiency
     slow = np.repeat(params.slow_factors(p0), K)
     f = np.maximum(slow[items.src], slow[items.dst])
     init = np.repeat(params.initial_clock(p0, 1)[:, 0], K)

@@ -54,17 +54,38 @@ own (``docs/library.md``):
   ``src/graph/search.cc``). Each message then crosses a private link of that rate besides its
   route (:func:`with_channel_cap`), so every contention mode shares the rest as before.
 
+* **links driven below their line rate** (``link_efficiency``): a library's copy kernels do not
+  reach a link's spec rate. NCCL's own model rates an NVLink at ``SM90_NVLINK_BW`` = 20.6 GB/s
+  on Hopper against the 25 GB/s per direction of its spec (``src/graph/topo.h``), and a
+  measured H100 ring without NVLS reaches 370 GB/s busbw over 18 links (NVIDIA/nccl-tests#212).
+  Per link class :math:`k` a share :math:`\epsilon_k \le 1`: the model times every message on
+  links of rate :math:`\epsilon_k B_l` (:func:`driven_network`), while the bounds keep the line
+  rates :math:`B_l` (no schedule beats the hardware).
+
+* **in-network reduction below the links' rate** (``switch_efficiency``): a message to or from
+  a reducing switch (NVLS) moves at that share of its route's rate (NCCL's
+  ``nvlsEfficiency``: 0.85 on Hopper, 0.74 on Blackwell, ``src/graph/tuning.cc``), on top of
+  the links' own (:func:`message_efficiency`):
+
+  .. math::
+
+      e = s + L_m + \frac{b}{\eta_p\,\eta_\text{sw}(m)\,R_m}, \qquad
+      \eta_\text{sw}(m) = \begin{cases} \eta_\text{NVLS} & \text{$m$ starts or ends at a
+      reducing switch} \\ 1 & \text{otherwise.} \end{cases}
+
 All of them are parameters of the topology model (:class:`~commsim.models.Topology`'s
-``launch=``, ``reduction_overlap=``, ``protocol=``, ``channel_bandwidth=``, read by its timing
-through :class:`~commsim.models._network_params.NetworkParams`). A cluster sets ``launch``,
-``reduction_overlap`` and ``channel_bandwidth`` from its fields (:mod:`commsim.clusters`); the
+``launch=``, ``reduction_overlap=``, ``protocol=``, ``channel_bandwidth=``,
+``link_efficiency=``, ``switch_efficiency=``, read by its timing through
+:class:`~commsim.models._network_params.NetworkParams`). A cluster sets all but the protocol
+from its fields (:mod:`commsim.clusters`: ``[intra] efficiency``, ``nvls_efficiency``); the
 protocol is chosen per prediction (``--protocol``). Models without a cluster keep every part
 off, so their results do not change.
 
 References:
     NVIDIA NCCL, ``src/graph/tuning.cc`` (commit 5067397, 2026): ``baseLatencies``, the
     per-call latency of each algorithm and protocol, ``hwLatencies`` per step, the protocols'
-    bandwidth factors; ``src/graph/search.cc``: per-channel speeds; ``src/device/prims_simple.h``
+    bandwidth factors, ``nvlsEfficiency``; ``src/graph/topo.h``: ``SM80_NVLINK_BW``,
+    ``SM90_NVLINK_BW``, ``SM100_NVLINK_BW``; ``src/graph/search.cc``: per-channel speeds; ``src/device/prims_simple.h``
     (``recvReduceCopy``, ``recvReduceSend``): the primitives that reduce a chunk as it arrives.
 
 See Also:
@@ -75,18 +96,28 @@ See Also:
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from commsim import units
 from commsim.errors import ParameterError
 
+if TYPE_CHECKING:
+    from commsim.topology import Network
+
 __all__ = [
     "PROTOCOLS",
     "Protocol",
     "as_protocol",
+    "as_share",
+    "as_shares",
+    "driven_network",
     "launch_clock",
+    "message_efficiency",
     "protocol_latency",
     "reduction_exposed",
     "with_channel_cap",
@@ -227,3 +258,76 @@ def with_channel_cap(
     own = np.flatnonzero(extra)
     new_links[new_indptr[own + 1] - 1] = nlinks + own
     return new_indptr, new_links, np.concatenate([bandwidth, np.full(n, float(cap))])
+
+
+def as_share(name: str, value: Any) -> float:
+    """A share of a rate, a number in (0, 1]; one line otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+        raise ParameterError(
+            f"{name} must be a number in (0, 1] (a share of the rate), got {value!r}"
+        )
+    return float(value)
+
+
+def as_shares(value: Mapping[str, float] | None) -> dict[str, float]:
+    """``link_efficiency``: link class name → share of its rate (checked), ``{}`` for ``None``."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ParameterError(
+            f"link_efficiency is a mapping of link class to a share, got {value!r}"
+        )
+    return {str(k): as_share(f"link_efficiency[{k!r}]", v) for k, v in value.items()}
+
+
+def driven_network(net: Network, shares: Mapping[str, float]) -> Network:
+    """``net`` with every link of class ``k`` at ``shares[k]`` times its rate (the others as
+    they are): the links as a library drives them. The routes are ``net``'s (the same object
+    underneath: a library does not change routing); ``net`` itself is unchanged.
+
+    Raises:
+        ParameterError: a class the network does not have.
+
+    Examples:
+        >>> from commsim.topology import as_network, switch
+        >>> net = as_network(switch(2, bandwidth=10.0, kind="nic"))
+        >>> driven_network(net, {"nic": 0.5}).bandwidth.tolist(), net.bandwidth.tolist()
+        ([5.0, 5.0, 5.0, 5.0], [10.0, 10.0, 10.0, 10.0])
+    """
+    if not shares:
+        return net
+    unknown = [k for k in shares if k not in net.kinds]
+    if unknown:
+        raise ParameterError(
+            f"link_efficiency names link class {unknown[0]!r}, which this network does not "
+            f"have (classes: {', '.join(net.kinds)})"
+        )
+    factor = np.array([shares.get(k, 1.0) for k in net.kinds])
+    driven = copy.copy(net)
+    driven.bandwidth = net.bandwidth * factor[net.link_kind]
+    return driven
+
+
+def message_efficiency(
+    protocol: Protocol | None,
+    switch_efficiency: float,
+    src_endpoint: np.ndarray,
+    dst_endpoint: np.ndarray,
+    nhosts: int,
+) -> np.ndarray | float:
+    r"""Per message, the share of its route's rate it moves at: the protocol's efficiency
+    :math:`\eta_p` times ``switch_efficiency`` where it starts or ends at a reducing switch
+    (an endpoint past the ``nhosts`` hosts, :attr:`commsim.topology.Network.endpoints`);
+    a number where every message gets the same.
+
+    Examples:
+        >>> message_efficiency(None, 0.5, np.array([0, 2]), np.array([1, 1]), 2).tolist()
+        [1.0, 0.5]
+        >>> message_efficiency(as_protocol("LL"), 1.0, np.array([0]), np.array([1]), 2)
+        0.5
+    """
+    eta = protocol.efficiency if protocol is not None else 1.0
+    if switch_efficiency == 1.0:
+        return eta
+    switch = (np.asarray(src_endpoint) >= nhosts) | (np.asarray(dst_endpoint) >= nhosts)
+    return np.where(switch, eta * switch_efficiency, eta)

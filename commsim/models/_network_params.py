@@ -71,6 +71,8 @@ class NetworkParams:
             per-message latency and a bandwidth efficiency), or ``None``.
         channel_bandwidth: the per-channel rate cap, bytes/s, or ``None`` (no cap;
             :func:`commsim.models._library.with_channel_cap`).
+        switch_efficiency: the share of its route's rate a message to or from a reducing
+            switch moves at (:func:`commsim.models._library.message_efficiency`).
 
     Examples:
         >>> from commsim.topology import as_network, switch
@@ -89,6 +91,7 @@ class NetworkParams:
     reduction_overlap: bool = False
     protocol: Protocol | None = None
     channel_bandwidth: float | None = None
+    switch_efficiency: float = 1.0
 
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
         """``[nranks, nsizes]`` clocks at time 0: each rank's start skew (0 without one), plus

@@ -9,7 +9,10 @@ model with ``protocol=``, :mod:`commsim.models._library`) and keeps, per size,
 
     T(n) = \min_{p \in \{\text{LL}, \text{LL128}, \text{Simple}\}} T_p(n),
 
-ties to the earlier protocol. The prediction says which one won per size
+ties to the earlier protocol. An in-network schedule (helper ranks at a reducing switch, IR
+rule 7) is carried by Simple alone where Simple is among the choices: NCCL's tuner offers NVLS
+and NVLSTree with Simple only (``tuning.cc`` skips LL and LL128 for them). The prediction says
+which one won per size
 (:attr:`Prediction.protocol <commsim.models.Prediction.protocol>`); its clocks, breakdown and
 critical path are the winner's.
 
@@ -87,11 +90,12 @@ class ProtocolChoice:
         """Per size, the prediction of the fastest protocol; ``protocol`` names it."""
         schedule = as_schedule(schedule)
         sizes, scalar = as_sizes(nbytes)
-        preds = [m.predict(schedule, sizes) for m in self.models.values()]
+        models = self._carriers(schedule)
+        preds = [m.predict(schedule, sizes) for m in models.values()]
         times = np.array([np.atleast_1d(p.time) for p in preds])
         win = fastest(times)
         cols = np.arange(len(sizes))
-        names = tuple(list(self.models)[i] for i in win)
+        names = tuple(list(models)[i] for i in win)
 
         def pick(arrays: list[np.ndarray]) -> np.ndarray:
             stacked = np.stack([np.asarray(a) for a in arrays])  # [protocol, ..., size]
@@ -118,6 +122,13 @@ class ProtocolChoice:
             last, time=time, rank_time=rank_time, step_time=step_time, network=network,
             model=self.describe(), protocol=names,
         )  # fmt: skip
+
+    def _carriers(self, schedule: Schedule) -> Mapping[str, Model]:
+        """The protocols ``schedule`` may run with: Simple alone for an in-network schedule
+        (module docstring), every choice otherwise."""
+        if schedule.in_network and "Simple" in self.models:
+            return {"Simple": self.models["Simple"]}
+        return self.models
 
     def timeline(
         self, schedule: Schedule, nbytes: Any, *, max_messages: int | None = None

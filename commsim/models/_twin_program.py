@@ -228,6 +228,11 @@ def topology_program(model, schedule: Schedule) -> Program:
             "the twin does not replay a protocol or a per-channel rate cap yet: predict "
             "without --protocol (and without a channel_bandwidth in the cluster)"
         )
+    if schedule.in_network and getattr(model, "switch_efficiency", 1.0) != 1.0:
+        raise ParameterError(
+            "the twin does not replay an in-switch reduction's efficiency "
+            "(the cluster's nvls_efficiency) yet: predict with the compiled model"
+        )
     if getattr(model, "port_rule", "channel") != "channel":
         raise ParameterError(
             "the twin replays the default port rule (a port per channel), not "

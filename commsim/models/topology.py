@@ -31,8 +31,12 @@ message arrives, :math:`c_r \leftarrow \max(c_r, e + \max(0, b_\text{red}\gamma 
 With a ``protocol`` (NCCL's LL, LL128, Simple: :class:`~commsim.models._library.Protocol`) a
 message's latency is the larger of its path's and the protocol's per-message latency, its rate
 the protocol's efficiency times the links' (every link carries the protocol's flags too), and
-the per-call cost is the protocol's. All are off by default (a cluster's GPU presets set
-``launch`` and ``reduction_overlap``; ``protocol`` is chosen per prediction).
+the per-call cost is the protocol's. With ``link_efficiency`` the library drives each link
+class at a share of its rate (NCCL's NVLink rate, 20.6 of 25 GB/s on Hopper): messages are
+timed on those rates, the bounds keep the line rates; with ``switch_efficiency`` a message to
+or from a reducing switch moves at that share of its route's rate (NCCL's ``nvlsEfficiency``).
+All are off by default (a cluster's GPU presets set ``launch``, ``reduction_overlap`` and the
+efficiencies; ``protocol`` is chosen per prediction).
 
 Stragglers, as inputs: ``start_skew`` (each rank's clock at time 0), ``slow_ranks`` (a factor
 :math:`f \ge 1` per rank on its transfers, :math:`\max(f_q, f_r)`, and its reductions) and
@@ -68,6 +72,10 @@ from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, 
 from commsim.models._library import (
     Protocol,
     as_protocol,
+    as_share,
+    as_shares,
+    driven_network,
+    message_efficiency,
     protocol_latency,
     reduction_exposed,
     with_channel_cap,
@@ -124,6 +132,11 @@ class Topology:
         port_rule: ``"channel"`` (default): a port per (rank, channel) sends one and receives
             one message per round; ``"link"``: one per round on each link of its host
             (:mod:`commsim.models._link_ports`: NVLink beside the NIC, a torus chip's links).
+        link_efficiency: ``{link class: share in (0, 1]}``: the library drives those links at
+            that share of their rate (:func:`~commsim.models._library.driven_network`); the
+            bounds keep the line rates. ``None`` (default): every link at its rate.
+        switch_efficiency: the share of its route's rate a message to or from a reducing
+            switch reaches (in-network reduction, NCCL's ``nvlsEfficiency``; default 1).
 
     Examples:
         >>> import commsim
@@ -153,6 +166,8 @@ class Topology:
         protocol: Protocol | str | None = None,
         channel_bandwidth: float | str | None = None,
         port_rule: str = "channel",
+        link_efficiency: Mapping[str, float] | None = None,
+        switch_efficiency: float = 1.0,
     ) -> None:
         if contention not in CONTENTION:
             close = difflib.get_close_matches(str(contention), CONTENTION, n=1)
@@ -169,7 +184,12 @@ class Topology:
         net = as_network(network)
         if link_factor:
             net = Network(_apply_link_factor(net.graph, link_factor))
-        self.network = net
+        #: the network at its links' line rates (the bounds); :attr:`network` is the one the
+        #: messages are timed on, each link class at its ``link_efficiency``
+        self.line_network = net
+        self.link_efficiency = as_shares(link_efficiency)
+        self.network = driven_network(net, self.link_efficiency)
+        self.switch_efficiency = as_share("switch_efficiency", switch_efficiency)
         self.placement = placement
         self.contention = contention
         self.gamma = as_inverse_bandwidth("gamma", gamma)
@@ -218,6 +238,9 @@ class Topology:
         cap = self.channel_bandwidth
         extra += f" channel cap={units.format_bandwidth(cap)}" if cap is not None else ""
         extra += " reduction overlapped" if self.reduction_overlap else ""
+        extra += "".join(f" {k} at {v:.1%}" for k, v in self.link_efficiency.items())
+        eta = self.switch_efficiency
+        extra += f" in-switch reduction at {eta:.0%}" if eta != 1 else ""
         extra += " ports=link" if self.port_rule == "link" else ""
         place_ = self.placement if isinstance(self.placement, str) else "explicit"
         stragglers = (
@@ -248,6 +271,8 @@ class Topology:
             "reduction_overlap": self.reduction_overlap,
             "protocol": self.protocol.name if self.protocol else None,
             "channel_bandwidth_Bps": self.channel_bandwidth,
+            "link_efficiency": dict(self.link_efficiency),
+            "switch_efficiency": self.switch_efficiency,
             **({"port_rule": self.port_rule} if self.port_rule != "channel" else {}),
         }
 
@@ -296,8 +321,8 @@ class Topology:
         """
         from commsim.models._graph_bounds import BOUND_NAMES, graph_cuts
 
-        if nranks - helpers > self.network.nhosts:
-            place(self.network, nranks - helpers, "linear")  # raises the one-line error
+        if nranks - helpers > self.line_network.nhosts:
+            place(self.line_network, nranks - helpers, "linear")  # raises the one-line error
         zero = lower_bound(collective, nranks, nbytes, 0.0, 0.0, 0.0, helpers=helpers)  # checks
         if nranks - helpers < 2:
             return zero, "one rank: nothing to move"
@@ -308,7 +333,8 @@ class Topology:
         cache = self.__dict__.setdefault("_bound_cuts", {})
         cuts = cache.get(w)
         if cuts is None:
-            cuts = cache[w] = graph_cuts(self.network, place(self.network, w, self.placement))
+            net = self.line_network  # the hardware's rates: no schedule beats them
+            cuts = cache[w] = graph_cuts(net, place(net, w, self.placement))
         per_byte = _per_byte(collective, cuts, helpers)
         key = max(per_byte, key=lambda k: per_byte[k])  # the first of equals: injection
         value = zero + alpha + np.asarray(nbytes, float) * per_byte[key]
@@ -316,7 +342,7 @@ class Topology:
         return (float(value) if np.ndim(value) == 0 else value), name
 
     def _bound_terms(self, nranks: int, helpers: int = 0) -> tuple[float, float]:
-        net = self.network
+        net = self.line_network
         w = nranks - helpers
         hosts = net.hosts[place(net, w, self.placement)] if w > 1 else net.hosts[:1]
         is_placed = np.zeros(len(net.nodes), dtype=bool)
@@ -418,6 +444,7 @@ class Topology:
         return NetworkParams(
             self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks,
             self.call_cost, self.reduction_overlap, self.protocol, self.channel_bandwidth,
+            self.switch_efficiency,
         )  # fmt: skip
 
     @property
@@ -468,8 +495,10 @@ class Topology:
         rate = rates(self.contention, *capped)
         with np.errstate(divide="ignore"):
             inv = np.where(np.isinf(rate), 0.0, 1.0 / rate)
-        if self.protocol is not None:
-            inv = inv / self.protocol.efficiency
+        eta = message_efficiency(
+            self.protocol, self.switch_efficiency, hosts[src], hosts[dst], net.nhosts
+        )
+        inv = inv / eta
         alone = np.arange(len(indptr) - 1) if self.contention == "none" else None  # no sharing
         cls = net.link_kind[bottleneck_link(indptr, links, net.bandwidth, group=alone)]
         if len(self._rounds) >= _CACHE_ROUNDS:

@@ -130,13 +130,23 @@ def families(
     ranks_per_node: int | None = None,
     max_work: int = MAX_WORK,
     min_slot_bytes: float = MIN_SLOT_BYTES,
+    switch_rows: bool = False,
 ) -> list[list[Candidate]]:
     """The candidates of ``algorithm`` (the module docstring says which), in families: one per
     combination of listed values, its members the grown parameter's values in increasing order
     (a family of one when nothing grows). ``given`` holds the user's values (a list: candidates;
     anything else, a tuple included: fixed), ``largest`` is the largest size tuned for, and
-    ``ranks_per_node`` the network's (used where not given)."""
+    ``ranks_per_node`` the network's (used where not given).
+
+    A row with helper ranks has no candidates (its ``nranks`` ranks would not all hold data),
+    except, with ``switch_rows``, an in-network row (helpers at reducing switches,
+    :attr:`~commsim.algorithms.AlgorithmInfo.helpers_for`): it is built on ``nranks`` GPUs
+    and their switches' helpers (:meth:`~commsim.algorithms.AlgorithmInfo.nranks_for`), for a
+    model that places helpers on reducing switches."""
     row = info(collective, algorithm)
+    on_switches = switch_rows and row.helpers_for is not None
+    if on_switches:
+        nranks = row.nranks_for(nranks)
     defaults = row.params
     fixed = {k: v for k, v in defaults.items() if k not in GROWN}
     if ranks_per_node is not None and "ranks_per_node" in defaults:
@@ -152,12 +162,13 @@ def families(
         base = {**fixed, **dict(zip(listed, values, strict=True))}
         if not grown:
             schedule = build(collective, algorithm, nranks, **base)
-            if not schedule.helpers:  # helper ranks hold no data: not this collective on p ranks
+            if on_switches or not schedule.helpers:  # helpers hold no data (docstring)
                 out.append([Candidate(algorithm, base, schedule)])
             continue
         family = _grow(
-            collective, nranks, algorithm, base, grown[0], largest, max_work, min_slot_bytes
-        )
+            collective, nranks, algorithm, base, grown[0], largest, max_work, min_slot_bytes,
+            on_switches,
+        )  # fmt: skip
         if family:  # empty: helper ranks (a switch's), not this collective on p ranks
             out.append(family)
     return out
@@ -172,8 +183,10 @@ def _grow(
     largest: float,
     max_work: int,
     min_slot_bytes: float,
+    on_switches: bool = False,
 ) -> list[Candidate]:
-    """``base`` with ``key`` doubled from its first value until a cap (the module docstring)."""
+    """``base`` with ``key`` doubled from its first value until a cap (the module docstring);
+    none for a row with helper ranks unless they sit ``on_switches`` (:func:`families`)."""
     out: list[Candidate] = []
     for value in (GROWN[key] << i for i in range(_MAX_GROWTH)):
         params = {**base, key: value}
@@ -183,7 +196,7 @@ def _grow(
             if not out:  # the first value is the user's problem; a later one is past the row's cap
                 raise
             break
-        if schedule.helpers:  # helper ranks hold no data: not this collective on p ranks
+        if schedule.helpers and not on_switches:  # helpers hold no data (:func:`families`)
             return []
         if not out:
             out.append(Candidate(algorithm, params, schedule))

@@ -121,6 +121,7 @@ def sweep(
     min_slot_bytes: float = MIN_SLOT_BYTES,
     channels: Sequence[int] = (1,),
     check: Callable[[Schedule], None] | None = None,
+    switch_rows: bool = False,
 ) -> Sweep:
     """Predict every candidate of ``algorithms`` (default: all of the collective's) at ``sizes``.
 
@@ -141,6 +142,11 @@ def sweep(
         check: called on every candidate's schedule before anything is predicted (the CLI's
             memory budget); a candidate it refuses (:class:`~commsim.errors.ResourceError`) is
             left out, and an algorithm with none left is skipped with its sentence as the note.
+        switch_rows: also tune the in-network rows among ``algorithms`` (``nvls``,
+            ``nvls_tree``: ``nranks`` GPUs and their switches' helper ranks,
+            :func:`~commsim.tuner._candidates.families`); the model must place helpers on
+            reducing switches (a topology model of a network whose switches reduce). Default
+            ``False``: rows with helper ranks are never candidates.
     """
     chosen, given = _chosen(collective, algorithms, params, nranks)
     grid = size_grid(sizes)
@@ -160,6 +166,7 @@ def sweep(
                 ranks_per_node=ranks_per_node,
                 max_work=max_work,
                 min_slot_bytes=min_slot_bytes,
+                switch_rows=switch_rows,
             )
             mine = [_on_channels(family, c) for family in found for c in counts]
             planned += _checked(mine, check)

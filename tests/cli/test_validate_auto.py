@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from commsim.algorithms import NCCL_CHOICES
+from commsim.algorithms import NCCL_CHOICES, NCCL_SWITCH_CHOICES
 
 PUBLISHED = Path(__file__).resolve().parents[2] / "examples" / "nccl-tests" / "published"
 #: log → (preset, extra options): up to 2 channels here, 1 on the 72-rank GB200 log, and one
@@ -47,7 +47,7 @@ def test_auto_names_its_pick_on_every_published_log(cli_json, name):
     most = int(extra[extra.index("--channels") + 1])
     for row in doc["rows"]:
         pick = row["pick"]
-        assert pick["algorithm"] in NCCL_CHOICES["allreduce"]
+        assert pick["algorithm"] in (*NCCL_CHOICES["allreduce"], *NCCL_SWITCH_CHOICES["allreduce"])
         assert pick["protocol"] == "Simple"
         assert 1 <= pick["channels"] <= most
         assert row["predicted_s"] > 0
@@ -70,7 +70,9 @@ def test_auto_in_text_says_what_ran(cli):
                        "-a", "auto", "--protocol", "Simple")  # fmt: skip
     assert rc == 0, err
     assert "model ran" in out and "snake_ring x8 Simple" in out
-    assert "auto (the fastest of snake_ring, nccl_tree per row, on up to 8 channels" in out
+    assert (
+        "auto (the fastest of snake_ring, nccl_tree, nvls_tree per row, on up to 8 channels" in out
+    )
 
 
 def test_channels_and_protocol_carry_the_default_algorithm(cli_json):
@@ -114,3 +116,23 @@ def test_protocol_and_channels_need_a_log(cli, option):
     rc, _, err = cli("validate", "-c", "allreduce", "-a", "ring", "-p", "2", *option)
     assert rc == 2 and "go with --from-nccl-tests" in err
     assert len(err.strip().splitlines()) == 1
+
+
+def test_auto_runs_nvls_on_one_h100_server_as_nccl_did(cli_json):
+    """On one H100 server, whose NVSwitch reduces, NCCL ran NVLS (its busbw, 474 GB/s, is above
+    the line rate): ``-a auto`` adds the ``nvls`` row, runs it with Simple, and picks it for the
+    largest rows, within 10% of the published times there."""
+    log = str(PUBLISHED / "nccl-tests-290-h100-1node-all_reduce.log")
+    doc = cli_json("validate", "--from-nccl-tests", log, "--cluster", "dgx-h100:1", "-a", "auto")
+    big = [row for row in doc["rows"] if row["size"] >= 2**30]
+    assert big
+    for row in big:
+        assert row["pick"]["algorithm"] == "nvls" and row["pick"]["protocol"] == "Simple"
+        assert abs(row["error"]) < 0.10
+
+
+def test_auto_leaves_nvls_out_where_no_switch_reduces(cli_json):
+    log = str(PUBLISHED / "oci-a100-1node-all_reduce.log")
+    doc = cli_json("validate", "--from-nccl-tests", log, "--cluster", "dgx-a100:1", "-a", "auto",
+                   *TWO)  # fmt: skip
+    assert {row["pick"]["algorithm"] for row in doc["rows"]} <= set(NCCL_CHOICES["allreduce"])

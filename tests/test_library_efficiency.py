@@ -1,0 +1,108 @@
+"""The library's link efficiencies (issue #19): links driven below their line rate
+(``link_efficiency``, a cluster's ``[intra] efficiency``) and in-switch reduction below the
+links' rate (``switch_efficiency``, a cluster's ``nvls_efficiency``), each against its formula,
+in every contention mode; the bounds keep the line rates; the presets carry NCCL's numbers."""
+
+from __future__ import annotations
+
+import pytest
+
+import commsim
+from commsim.clusters import cluster
+from commsim.errors import ParameterError
+from commsim.models import ProtocolChoice, Topology
+from commsim.topology import nvlink_island, switch
+from commsim.tuner import cluster_model
+
+N = 4e9  # bytes
+B = 1e9  # bytes/s per link
+
+
+@pytest.mark.parametrize("contention", ["none", "bottleneck", "maxmin", "flow"])
+def test_link_efficiency_scales_the_ring_s_transfer(contention):
+    """Ring allreduce on 4 hosts of one switch, no latency: 2(p-1) messages of n/p bytes, each
+    at the link rate; at efficiency 1/2 every one takes twice as long."""
+    s = commsim.build("allreduce", "ring", nranks=4)
+    net = switch(4, bandwidth=B, latency=0.0, kind="nvlink")
+    formula = 2 * 3 * (N / 4) / B
+    line = Topology(net, gamma=0.0, contention=contention)
+    half = Topology(net, gamma=0.0, contention=contention, link_efficiency={"nvlink": 0.5})
+    assert line.predict(s, N).time == pytest.approx(formula)
+    assert half.predict(s, N).time == pytest.approx(2 * formula)
+    assert half.lower_bound("allreduce", 4, N) == line.lower_bound("allreduce", 4, N)
+
+
+@pytest.mark.parametrize("contention", ["bottleneck", "flow"])
+def test_switch_efficiency_slows_only_the_switch_s_messages(contention):
+    """Every transfer of ``nvls`` on two GPUs touches the switch: at 1/2 it takes twice as long;
+    a ring on the same island (no switch rank) does not move."""
+    isl = nvlink_island(2, bandwidth=B, latency=0.0, reduce=True)
+    v = commsim.build("allreduce", "nvls", nranks=4, ranks_per_node=2)
+    ring = commsim.build("allreduce", "ring", nranks=2)
+    full = Topology(isl, gamma=0.0, contention=contention)
+    half = Topology(isl, gamma=0.0, contention=contention, switch_efficiency=0.5)
+    assert half.predict(v, N).time == pytest.approx(2 * full.predict(v, N).time)
+    assert half.predict(ring, N).time == full.predict(ring, N).time
+
+
+def test_presets_carry_nccl_s_numbers():
+    h100, a100, b200 = cluster("dgx-h100:2"), cluster("dgx-a100:1"), cluster("gb200-nvl72:1")
+    assert h100.link_efficiency == {"nvlink": pytest.approx(20.6 / 25)}
+    assert h100.nvls and h100.nvls_efficiency == 0.85
+    assert a100.link_efficiency == {"nvlink": pytest.approx(20 / 25)} and not a100.nvls
+    assert b200.link_efficiency == {"nvlink": pytest.approx(40.1 / 50)}
+    assert b200.nvls_efficiency == 0.74
+
+
+def test_h100_ring_runs_at_nccl_s_nvlink_rate():
+    """18 links × 20.6 GB/s = 370.8 GB/s: the ring's busbw on one H100 server (nccl-tests#212
+    measured about 370 GB/s); the line rate, 450 GB/s, with the efficiency set to 1."""
+    c = cluster("dgx-h100:1")
+    s = commsim.build("allreduce", "ring", nranks=8)
+    busbw = 2 * 7 / 8 * 2**32 / cluster_model(c).predict(s, 2**32).time
+    assert busbw == pytest.approx(370.8e9, rel=0.01)
+    inputs = c.topology_inputs()
+    line = Topology(inputs.pop("network"), **{**inputs, "link_efficiency": None})
+    assert 2 * 7 / 8 * 2**32 / line.predict(s, 2**32).time == pytest.approx(450e9, rel=0.01)
+
+
+def test_protocol_choice_carries_an_in_network_row_with_simple():
+    c = cluster("dgx-h100:1")
+    v = commsim.build("allreduce", "nvls", nranks=16, ranks_per_node=8)
+    pred = ProtocolChoice(lambda p: cluster_model(c, protocol=p)).predict(v, [1e3, 1e9])
+    assert pred.protocol == ("Simple", "Simple")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"link_efficiency": {"nvlink": 0}}, "in (0, 1]"),
+        ({"link_efficiency": {"nvlink": 1.5}}, "in (0, 1]"),
+        ({"link_efficiency": {"pcie": 0.5}}, "link class 'pcie'"),
+        ({"link_efficiency": 0.5}, "mapping"),
+        ({"switch_efficiency": 0}, "in (0, 1]"),
+    ],
+)
+def test_bad_efficiencies_are_one_line(kwargs, message):
+    with pytest.raises(ParameterError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        Topology(switch(2, kind="nvlink"), **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ('[intra]\nkind = "nvlink"\nbandwidth = "450GB/s"\nlatency = "1us"\nefficiency = 0\n',
+         r"\[intra\] efficiency: must be a number in \(0, 1\]"),
+        ('nvls_efficiency = 0.85\n[intra]\nbandwidth = "450GB/s"\nlatency = "1us"\n',
+         "nvls_efficiency: needs nvls = true"),
+    ],
+)  # fmt: skip
+def test_bad_cluster_fields_name_themselves(tmp_path, edit, message):
+    f = tmp_path / "c.toml"
+    head, _, table = edit.partition("[intra]")
+    f.write_text(
+        f'nodes = 1\ngpus_per_node = 2\n{head}[inter]\nbandwidth = "50GB/s"\nlatency = "1us"\n'
+        f'[topology]\nkind = "switch"\n[intra]{table}'
+    )
+    with pytest.raises(ParameterError, match=message):
+        cluster(str(f))
