@@ -11,9 +11,9 @@
   and receives at most one message. The cost models charge each rank's messages in that order,
   the JAX backend issues one ``ppermute`` per round, and the MPI backend one ``sendrecv`` per
   round, so all three agree on what a step means.
-* :func:`link_matchings` is :func:`matchings` under the link-port rule (a port sends one message
-  per first-hop link and receives one per last-hop link in a round), for models that know the
-  links (:class:`~commsim.models.Topology` with ``port_rule="link"``).
+* :func:`link_matchings` is :func:`matchings` for the topology model's link-port rule
+  (``port_rule="link"``), whose ports are each port's link queues: a queue sends one message and
+  receives one per round (:func:`commsim.models._link_ports.link_queue_messages`).
 * :func:`group` is the same grouping for the executors: per message the indices of its
   transfers, and the message rounds from :func:`matchings`.
 

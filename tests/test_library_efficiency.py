@@ -106,3 +106,26 @@ def test_bad_cluster_fields_name_themselves(tmp_path, edit, message):
     )
     with pytest.raises(ParameterError, match=message):
         cluster(str(f))
+
+
+# -- an in-network schedule's protocol latency: one per call ----------------------------------------
+@pytest.mark.parametrize(
+    ("algorithm", "servers", "per_call"),
+    [("nvls", 1, 25e-6), ("nvls_tree", 2, 25e-6 + 2 * 20.9e-6), ("nvls_tree", 4, 25e-6 + 4 * 20.9e-6)],
+)  # fmt: skip
+def test_simple_charges_an_in_network_schedule_nccl_s_latency_once(algorithm, servers, per_call):
+    """NCCL's model charges NVLS ``intraLat`` (25 µs) and NVLSTree ``intraLat + 2 log2(nNodes)
+    interLat`` (20.9 µs) per call, not per step: under Simple the schedule's time is its time
+    without a protocol with that per-call cost in place of the launch (efficiency 1, no
+    per-message protocol latency)."""
+    c = cluster(f"dgx-h100:{servers}")
+    s = commsim.build("allreduce", algorithm, nranks=16 * servers, ranks_per_node=8)
+    plain = cluster_model(c).predict(s, [1e3, 1e9]).time
+    simple = cluster_model(c, protocol="Simple").predict(s, [1e3, 1e9]).time
+    assert simple == pytest.approx(plain - c.launch + per_call, rel=1e-9)
+
+
+def test_ll_does_not_carry_an_in_network_schedule():
+    s = commsim.build("allreduce", "nvls", nranks=16, ranks_per_node=8)
+    with pytest.raises(ParameterError, match="Simple only"):
+        cluster_model(cluster("dgx-h100:1"), protocol="LL").predict(s, 1e6)

@@ -1,5 +1,5 @@
-"""The link-port rule (``Topology(port_rule="link")``, issues #19 item 4 and #25): round formation
-on hand-made steps, the default and one-link hosts unchanged bit for bit, pipelined hierarchical
+"""The link-port rule (``Topology(port_rule="link")``, issues #19 item 4 and #25): a queue per host
+link on hand-made steps, the queues meeting at each step's end, the default and one-link hosts unchanged bit for bit, pipelined hierarchical
 allreduce gaining from it, the lower bound holding under it, every contention mode, and errors."""
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ import pytest
 import commsim
 from commsim import Schedule, Step
 from commsim._cluster_model import cluster_model
-from commsim._messages import link_matchings, matchings
 from commsim.algorithms import REGISTRY
 from commsim.clusters import cluster
 from commsim.errors import ParameterError
 from commsim.models import PORT_RULES, Topology
-from commsim.models._link_ports import host_link_slots, link_port_messages
+from commsim.models._link_ports import host_link_slots
 from commsim.topology import Network, fat_tree, switch, torus
 
 ROWS = [REGISTRY[k] for k in sorted(REGISTRY)]
@@ -39,32 +38,27 @@ def _fan_out(nranks: int = 3) -> Schedule:
     return Schedule.from_steps([st], collective="broadcast", nranks=nranks, nslots=1)
 
 
-# -- round formation ----------------------------------------------------------------------------
-def test_two_messages_on_two_links_are_one_round_and_on_one_link_two():
+# -- queues ---------------------------------------------------------------------------------------
+def _queue_rounds(st, s, net):
+    from commsim.models._link_ports import link_queue_messages, link_queues
+
+    hosts = np.arange(s.nranks)
+    return link_queue_messages(st, s, 1, net, hosts, link_queues(net, hosts))
+
+
+def test_two_messages_on_two_links_go_on_two_queues_and_on_one_link_in_turn():
     s = _fan_out()
-    hosts = np.arange(3)
-    _, by_links = link_port_messages(s.step(0), s, 1, Network(_star()), hosts)
-    assert [r.tolist() for r in by_links] == [[0, 1]]
-    _, on_switch = link_port_messages(s.step(0), s, 1, Network(switch(3)), hosts)
-    assert len(on_switch) == 2  # both leave by host 0's one link to the switch
+    msg, by_links = _queue_rounds(s.step(0), s, Network(_star()))
+    assert len(set(msg.src.tolist())) == 2 and [r.tolist() for r in by_links] == [[0, 1]]
+    msg, on_switch = _queue_rounds(s.step(0), s, Network(switch(3)))
+    assert len(set(msg.src.tolist())) == 1 and len(on_switch) == 2  # one link to the switch
 
 
 def test_a_receiver_takes_one_message_per_last_hop_link():
     st = Step.make([1, 2], [0, 0], [0, 0], [0, 0])
     s = Schedule.from_steps([st], collective="reduce", nranks=3, nslots=1)
-    hosts = np.arange(3)
-    assert len(link_port_messages(st, s, 1, Network(_star()), hosts)[1]) == 1
-    assert len(link_port_messages(st, s, 1, Network(switch(3)), hosts)[1]) == 2
-
-
-def test_link_matchings_with_one_slot_are_matchings():
-    rng = np.random.default_rng(0)
-    src, dst = rng.integers(0, 16, 200), rng.integers(0, 16, 200)
-    keep = src != dst
-    src, dst = src[keep], dst[keep]
-    zero = np.zeros(len(src), dtype=np.int64)
-    got = link_matchings(src, dst, 16, zero, zero)
-    assert [r.tolist() for r in got] == [r.tolist() for r in matchings(src, dst, 16)]
+    assert len(_queue_rounds(st, s, Network(_star()))[1]) == 1
+    assert len(_queue_rounds(st, s, Network(switch(3)))[1]) == 2
 
 
 def test_host_link_slots_number_each_nodes_links_from_zero():
@@ -168,7 +162,7 @@ def test_sixteen_thousand_ranks_fan_out_in_one_round():
     st = Step.make(np.repeat(r, 2), np.stack([(r + 1) % p, (r - 1) % p], 1).ravel(), 0, 0)
     s = Schedule.from_steps([st], collective="broadcast", nranks=p, nslots=1)
     net = Network(torus((32, 32, 16)))
-    assert len(link_port_messages(st, s, 1, net, np.arange(p))[1]) == 1
+    assert len(_queue_rounds(st, s, net)[1]) == 1
     link = Topology(net, port_rule="link", contention="none").predict(s, 1e6).time
     chan = Topology(net, contention="none").predict(s, 1e6).time
     assert link == pytest.approx(chan / 2, rel=1e-6)
@@ -179,3 +173,55 @@ def test_a_bad_port_rule_is_one_line():
     assert PORT_RULES == ("channel", "link")
     with pytest.raises(ParameterError, match="unknown port_rule 'links': use channel or link"):
         Topology(switch(4), port_rule="links")
+
+
+# -- a queue per host link -------------------------------------------------------------------------
+def _nvlink_and_rail() -> nx.Graph:
+    """Two servers of 8 GPUs: NVLink 450 GB/s to each server's switch, a 50 GB/s NIC per GPU on
+    its rail; no latency."""
+    from commsim.topology import rail_optimized
+
+    return rail_optimized(2, 8, bandwidth=50e9, latency=0.0, nvlink_bandwidth=450e9,
+                          nvlink_latency=0.0, spine_latency=0.0)  # fmt: skip
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_host_link_is_its_own_queue_within_a_step(mode):
+    """GPU 0 sends two messages over NVLink (to GPUs 1, 2) and one over its NIC (to GPU 8), in
+    each of two steps: each step takes max(2 t_NVLink, t_NIC) under the link rule (the NVLink
+    queue does not wait for the NIC's message), the sum under the default rule."""
+    st = Step.make([0, 0, 0], [1, 2, 8], [0, 0, 0], [0, 0, 0])
+    s = Schedule.from_steps([st, st], collective="broadcast", nranks=16, nslots=1)
+    n, g = 1e9, _nvlink_and_rail()
+    t_nv, t_nic = n / 450e9, n / 50e9
+    link = Topology(g, gamma=0.0, contention=mode, port_rule="link").predict(s, n).time
+    default = Topology(g, gamma=0.0, contention=mode).predict(s, n).time
+    assert link == pytest.approx(2 * max(2 * t_nv, t_nic), rel=1e-12)
+    assert default == pytest.approx(2 * (2 * t_nv + t_nic), rel=1e-12)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_queues_of_a_port_meet_at_each_step_s_end(mode):
+    """Program order (IR rule 3) across queues: GPU 0's NVLink message of step 2 waits for its
+    NIC message of step 1, though the NVLink queue is free; so does what GPU 1 receives."""
+    s1 = Step.make([0], [8], [0], [0])  # the NIC
+    s2 = Step.make([0], [1], [0], [0])  # NVLink
+    s = Schedule.from_steps([s1, s2], collective="broadcast", nranks=16, nslots=1)
+    n = 1e9
+    t = Topology(_nvlink_and_rail(), gamma=0.0, contention=mode, port_rule="link").predict(s, n)
+    assert t.time == pytest.approx(n / 50e9 + n / 450e9, rel=1e-12)
+
+
+def test_link_queue_messages_names_the_queues():
+    from commsim.models._link_ports import link_queue_messages, link_queues
+
+    g = Network(_nvlink_and_rail())
+    hosts = np.arange(16)
+    st = Step.make([0, 0, 0], [1, 2, 8], [0, 0, 0], [0, 0, 0])
+    s = Schedule.from_steps([st], collective="broadcast", nranks=16, nslots=1)
+    q = link_queues(g, hosts)
+    assert q == 2  # a GPU's NVLink and its NIC
+    msg, rounds = link_queue_messages(st, s, 1, g, hosts, q)
+    assert sorted(set((msg.src // q).tolist())) == [0]  # all from rank 0's port
+    assert len(set(msg.src.tolist())) == 2  # on two queues
+    assert sorted(len(r) for r in rounds) == [1, 2]  # the NVLink queue's two go in turn

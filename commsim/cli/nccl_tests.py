@@ -35,6 +35,7 @@ from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.model import parse_channels, parse_protocol
 from commsim.cli.nccl_pick import Pick, auto_channels, fixed_rows, pick_rows
 from commsim.cli.output import format_table, to_json
+from commsim.models import PORT_RULES
 
 if TYPE_CHECKING:  # imported where used: `commsim --help` needs neither
     from commsim.bench.calibrate import ClusterFit, LibraryFit
@@ -63,7 +64,8 @@ class NcclTestsRequest:
     fit's. ``output`` (calibrate's ``-o``, as given) and ``plot`` are files to write. Validate's
     ``auto`` (``-a auto``: the model picks per row, ``schedule`` unused), ``protocol`` and
     ``channels`` (``--protocol``, ``--channels``; ``None`` when not given) say how NCCL would
-    carry it; ``ranks_per_node`` is the cluster's."""
+    carry it, ``port_rule`` (``--port-rule``) how a rank drives its host's links;
+    ``ranks_per_node`` is the cluster's."""
 
     mode: Literal["calibrate", "validate"]
     log: NcclTestsLog
@@ -78,6 +80,7 @@ class NcclTestsRequest:
     protocol: str | None = None
     channels: int | None = None
     ranks_per_node: int = 1
+    port_rule: str = "channel"
 
     @property
     def carried(self) -> bool:
@@ -168,6 +171,16 @@ def _add_carry(g: argparse._ArgumentGroup) -> None:
         "algorithm: snake_ring and nccl_tree spread them over the servers' NICs); with -a auto, "
         "the most channels tried (1, 2, 4, ..., C; default: the server's GPUs, at most 8)",
     )
+    g.add_argument(
+        "--port-rule",
+        dest="nccl_port_rule",
+        metavar="RULE",
+        default=None,
+        choices=PORT_RULES,
+        help="with --from-nccl-tests: channel (default): a rank sends one message per channel "
+        "at a time; link: a queue per link of its host, NVLink beside the NIC "
+        "(docs/sharp-bits.md, Ports and links)",
+    )
 
 
 # -- parse --------------------------------------------------------------------------------------
@@ -202,6 +215,7 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
     log = read_nccl_tests(path, collective=collective)
     algorithm = _auto(getattr(args, "algorithm", None), mode)
     protocol, nchannels = parse_protocol(args), _channels(args)
+    port_rule = getattr(args, "nccl_port_rule", None) or "channel"
     schedule, g = _schedule(log, spec, None if algorithm == "auto" else algorithm, path)
     notes = list(log.notes)
     if log.collective_from != "the columns":
@@ -224,6 +238,7 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
         "auto" if algorithm == "auto" and protocol is None else protocol,
         nchannels,
         g,
+        port_rule,
     )
 
 
@@ -313,7 +328,7 @@ def compute(request: NcclTestsRequest) -> NcclTestsResult:
     if r.carried:
         predicted, picks, notes = _carried(r)
     else:
-        predicted = predict_rows(r.log, r.cluster, r.schedule)
+        predicted = predict_rows(r.log, r.cluster, r.schedule, r.port_rule)
     summary = _summary(r.log.sizes, predicted / r.log.times - 1, r.fit_up_to)
     if r.plot:
         _plot(r.plot, r.log, predicted, r.fit_up_to, None, r.cluster)
@@ -324,7 +339,7 @@ def _carried(r: NcclTestsRequest) -> tuple[np.ndarray, tuple[Pick, ...], tuple[s
     """Validate with ``-a auto``, ``--protocol`` or ``--channels``: each row's time and pick."""
     from commsim.bench.calibrate import log_model
 
-    model = log_model(r.log, r.cluster, r.protocol)
+    model = log_model(r.log, r.cluster, r.protocol, r.port_rule)
     sizes = np.asarray(r.log.sizes, dtype=np.float64)
     if not r.auto:
         return (*fixed_rows(model, r.schedule, sizes, r.channels or 1, r.protocol), ())
@@ -426,12 +441,13 @@ def render(result: NcclTestsResult) -> str:
             row["pick"] = pick.to_dict()
         carried = {"protocol": r.protocol, "channels": r.channels} if r.carried else {}
         return to_json({"log": log.to_dict(), "cluster": r.cluster, "algorithm": algorithm,
-                        **carried, "rows": rows, "summary": result.summary,
-                        "notes": notes}) + "\n"  # fmt: skip
+                        **carried, "port_rule": r.port_rule, "rows": rows,
+                        "summary": result.summary, "notes": notes}) + "\n"  # fmt: skip
+    ports = ", ports=link (a queue per host link)" if r.port_rule == "link" else ""
     lines = [
         log.describe(),
-        f"model: topology on {r.cluster}, {_carried_label(r, algorithm)} ({log.collective}, "
-        f"{log.nranks} ranks)",
+        f"model: topology on {r.cluster}{ports}, {_carried_label(r, algorithm)} "
+        f"({log.collective}, {log.nranks} ranks)",
         "",
         _rows_table(log, result.predicted, r.fit_up_to, None, result.picks),
         "",

@@ -162,15 +162,25 @@ def _grow_ptr(ptr):  # pragma: no cover
 @numba.njit(cache=True, nogil=True)
 def _simulate(  # pragma: no cover
     src, dst, rnd, work, lat, red_time, indptr, links, bw, seq_indptr, seq_items, clock, is_local,
-    overlap, prev_ptr, prev_items, prev_rates,
+    overlap, queues, phase, prev_ptr, prev_items, prev_rates,
 ):  # fmt: skip
     """Run the events; returns per item (start, end, pred), then this run's record of rate
     computations ``(ptr, items, rates)`` for the next size to recall. ``work``: bytes (network
     items) or seconds (local items, which run at rate 1 on no link); ``overlap``: a receiver
     reduces while the message arrives; ``prev_*``: the previous size's record (``ptr = [0]``:
-    none)."""
+    none).
+
+    ``queues > 1`` (the link-port rule): ranks ``g·queues .. g·queues + queues - 1`` are the
+    link queues of one port ``g``; an item of ``phase`` P (messages ``2·step``, local items
+    ``2·step + 1``) starts only when no queue of its ends' ports has an item of an earlier
+    phase left, and not before the latest clock of those queues when the port entered P
+    (:mod:`commsim.models._link_ports`: the queues meet at each step's end)."""
     n = src.shape[0]
     p = clock.shape[0]
+    ngroups = p // queues
+    gphase = np.full(ngroups, -1, dtype=np.int64)  # the phase each port last entered
+    gbar = np.zeros(ngroups)  # the latest clock of its queues when it entered it
+    gset = np.full(ngroups, -1, dtype=np.int64)
     state = np.zeros(n, dtype=np.int8)  # 0 waiting, 1 scheduled, 2 active, 3 done
     start = np.zeros(n)
     end = np.zeros(n)
@@ -219,11 +229,30 @@ def _simulate(  # pragma: no cover
             base_setter[r] = setter[r]
         return q
 
+    def entered(r, ph):
+        # Whether port r // queues may run phase ph: none of its queues has an item of an
+        # earlier phase left; on the first yes, the port's barrier clock is its queues' latest.
+        g = r // queues
+        if gphase[g] >= ph:
+            return True
+        for s in range(g * queues, g * queues + queues):
+            q = advance(s)
+            if q < seq_indptr[s + 1] and phase[seq_items[q]] < ph:
+                return False
+        gphase[g] = ph
+        best = g * queues
+        for s in range(g * queues + 1, g * queues + queues):
+            if clock[s] > clock[best]:
+                best = s
+        gbar[g] = clock[best]
+        gset[g] = setter[best]
+        return True
+
     while done < n:
         # schedule the items whose ends are both free of earlier rounds
         event += 1
-        for t in range(ntouched):
-            r = touched[t]
+        for t in range(ntouched * queues):
+            r = touched[t // queues] // queues * queues + t % queues  # each queue of the port
             if seen[r] == event:
                 continue  # a second visit in one event finds nothing new (no item ends here)
             seen[r] = event
@@ -242,8 +271,17 @@ def _simulate(  # pragma: no cover
                 if q < seq_indptr[other + 1] and rnd[seq_items[q]] < rnd[m]:
                     continue  # the other end still has earlier rounds to do
                 a, b = base[src[m]], base[dst[m]]
+                sa, sb = base_setter[src[m]], base_setter[dst[m]]
+                if queues > 1:
+                    if not entered(src[m], phase[m]) or not entered(dst[m], phase[m]):
+                        continue  # a queue of an end's port has an earlier step to finish
+                    ga, gb = src[m] // queues, dst[m] // queues
+                    if gbar[ga] > a:
+                        a, sa = gbar[ga], gset[ga]
+                    if gbar[gb] > b:
+                        b, sb = gbar[gb], gset[gb]
                 start[m] = a if a > b else b
-                pred[m] = base_setter[src[m]] if a >= b else base_setter[dst[m]]
+                pred[m] = sa if a >= b else sb
                 state[m] = 1
                 sched[nsched] = m
                 nsched += 1
@@ -428,7 +466,7 @@ class _FlowRun:
 
 def simulate(
     params: NetworkParams, schedule, sizes: np.ndarray, hosts: np.ndarray, *, max_messages=None,
-    split=port_messages,
+    split=port_messages, queues: int = 1,
 ) -> _FlowRun:  # fmt: skip
     """Materialize the schedule's messages and run the flow simulation once per size (refused
     past ``max_messages`` messages, :data:`MAX_FLOW_MESSAGES` by default). ``params`` are the
@@ -439,16 +477,19 @@ def simulate(
     recalling the previous size's rates where its flows in flight are the same (module
     docstring); the messages, routes and per-rank sequences are built once for all. ``split``
     turns a step into messages and rounds (:func:`~commsim._messages.port_messages`, or the link-port rule's
-    :func:`~commsim.models._link_ports.link_port_messages`).
+    :func:`~commsim.models._link_ports.link_queue_messages`, with ``queues`` link queues per
+    port).
     """
     limit = MAX_FLOW_MESSAGES if max_messages is None else min(max_messages, MAX_FLOW_MESSAGES)
-    K = schedule.nchannels  # one port per channel: virtual rank r·K + c (port_ranks)
-    items = _materialize(schedule, K, limit, split)
+    # one port per channel: virtual rank r·K + c (port_ranks); under the link-port rule each
+    # port's link queues, (r·K + c)·queues + slot (commsim.models._link_ports)
+    K = schedule.nchannels * queues
+    items = _materialize(schedule, schedule.nchannels, limit, split, queues)
     port_hosts = np.repeat(hosts, K)
     routes = _route(params, items, port_hosts)
     seq_indptr, seq_items = _sequences(items, schedule.nranks * K)
     per_unit = sizes / schedule.nbytes_units
-    run = _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit, K)
+    run = _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit, K, queues)
     clock, step_time, parts, last, red_net = run
     return _FlowRun(
         params.network, items, routes, per_unit, clock, step_time, parts, last, red_net, K,
@@ -456,10 +497,11 @@ def simulate(
     )  # fmt: skip
 
 
-def _materialize(schedule, K: int, limit: int, split=port_messages) -> _Items:
+def _materialize(schedule, K: int, limit: int, split=port_messages, queues: int = 1) -> _Items:
     """Every message of every round, and one local item per rank that reduces locally in a
-    step; refused past ``limit`` messages (the caller's) or :data:`MAX_FLOW_MESSAGES`."""
-    p = schedule.nranks * K
+    step; refused past ``limit`` messages (the caller's) or :data:`MAX_FLOW_MESSAGES`. ``K``
+    ports per rank, each of ``queues`` link queues (``split``'s names)."""
+    p = schedule.nranks * K * queues
     cols: dict[str, list[np.ndarray]] = {k: [] for k in _Items._fields}
     nround = total = 0
     for i, st in enumerate(schedule.steps()):
@@ -515,8 +557,9 @@ def _route(params: NetworkParams, items: _Items, hosts: np.ndarray) -> _Routes:
     np.cumsum(lengths, out=indptr[1:])
     lat = np.zeros(n)
     same = net.endpoint_server[hosts[src[remote]]] == net.endpoint_server[hosts[dst[remote]]]
+    protocol = params.protocol if params.protocol_hops else None  # in-network: one per call
     lat[remote] = (
-        protocol_latency(path_latency(r_ptr, r_links, net.latency), same, params.protocol)
+        protocol_latency(path_latency(r_ptr, r_links, net.latency), same, protocol)
         + params.overhead
     )
     cls = np.zeros(n, dtype=np.int64)
@@ -540,11 +583,13 @@ def _sequences(items: _Items, p: int) -> tuple[np.ndarray, np.ndarray]:
     return np.searchsorted(ranks[order], np.arange(p + 1)), idx[order]
 
 
-def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit, K):
+def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit, K, queues=1):
     """Simulate every size (a chain of neighbouring sizes per thread); returns the final clocks
     ``[p·K, sizes]``, step times ``[nsteps, sizes]``, time parts ``[parts, sizes]``, the last
-    size's ``(start, end, pred)`` and its exposed reductions."""
+    size's ``(start, end, pred)`` and its exposed reductions. ``K``: clocks per rank (ports
+    times ``queues``, the link queues of each port under the link-port rule)."""
     net, n, p0 = params.network, len(items.src), schedule.nranks
+    phase = 2 * items.step + items.local  # a step's local reductions after its messages
     efficiency = routes.efficiency
     slow = np.repeat(params.slow_factors(p0), K)
     f = np.maximum(slow[items.src], slow[items.dst])
@@ -568,7 +613,7 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
         c = init.copy()
         start, end, pred, *record = _simulate(
             items.src, items.dst, items.rnd, work, routes.lat, red_net, *capped, seq_indptr,
-            seq_items, c, items.local, params.reduction_overlap, *prev,
+            seq_items, c, items.local, params.reduction_overlap, queues, phase, *prev,
         )  # fmt: skip
         clock[:, k] = c
         parts[:, k] = _chain_parts(

@@ -115,6 +115,7 @@ __all__ = [
     "as_protocol",
     "as_share",
     "as_shares",
+    "call_cost",
     "driven_network",
     "launch_clock",
     "message_efficiency",
@@ -136,6 +137,10 @@ class Protocol:
         hop_inter: the same across servers (NCCL's ``hwLatencies`` of the network).
         efficiency: the payload's share of a link's rate (LL: 8-byte lines of 4 bytes of data
             and a 4-byte flag, 0.5; LL128: 120 of 128 bytes, NCCL's factor 0.92; Simple: 1).
+        switch_latency: ``(per call, per server level)``, seconds, for an in-network schedule
+            (NVLS, NVLSTree): NCCL charges its latency per call, not per step
+            (:func:`call_cost`); ``None``: the protocol does not carry one (NCCL offers NVLS
+            with Simple only).
     """
 
     name: str
@@ -143,6 +148,7 @@ class Protocol:
     hop_intra: float
     hop_inter: float
     efficiency: float
+    switch_latency: tuple[float, float] | None = None
 
     def describe(self) -> str:
         """E.g. ``LL (launch 6.60us, hop 600ns/2.70us, 50% of the link rate)``."""
@@ -155,11 +161,13 @@ class Protocol:
 
 #: NCCL's protocols as its ring algorithm's cost model has them (``src/graph/tuning.cc`` at
 #: commit 5067397: ``baseLatencies`` Ring row, ``hwLatencies`` NVLINK and NET Ring rows, µs; the
-#: bandwidth factors ``busBw * .5`` for LL and ``busBw * 0.92`` for LL128).
+#: bandwidth factors ``busBw * .5`` for LL and ``busBw * 0.92`` for LL128); Simple's
+#: in-network latencies are ``hwLatencies`` NVLINK NVLS (25 µs) and NET NVLSTree (20.9 µs),
+#: whose ``baseLatencies`` are 0.
 PROTOCOLS: dict[str, Protocol] = {
     "LL": Protocol("LL", 6.6e-6, 0.6e-6, 2.7e-6, 0.5),
     "LL128": Protocol("LL128", 14.0e-6, 1.9e-6, 4.0e-6, 0.92),
-    "Simple": Protocol("Simple", 8.4e-6, 3.4e-6, 14.0e-6, 1.0),
+    "Simple": Protocol("Simple", 8.4e-6, 3.4e-6, 14.0e-6, 1.0, (25.0e-6, 20.9e-6)),
 }
 
 
@@ -177,6 +185,43 @@ def as_protocol(protocol: Protocol | str | None) -> Protocol | None:
     if found is None:
         raise ParameterError(f"unknown protocol {protocol!r}: use {', '.join(PROTOCOLS)} (or auto)")
     return found
+
+
+def call_cost(protocol: Protocol | None, launch: float, in_network: bool, servers: int) -> float:
+    r"""The per-call cost of a schedule: ``launch`` without a protocol; the protocol's
+    ``launch`` for an ordinary schedule; for an in-network one (helper ranks at reducing
+    switches, NVLS and NVLSTree) NCCL's per-call latency of those algorithms, which stands for
+    all of their steps (``tuning.cc``: NVLS ``intraLat``; NVLSTree
+    ``intraLat + 2 log2(nNodes) interLat``):
+
+    .. math::
+
+        t_\text{call} = h_\text{NVLS} + 2 \lfloor \log_2 S \rfloor\, h_\text{net},
+
+    with ``S`` the servers the schedule spans (its messages then take their paths' latencies
+    only, :func:`protocol_latency` is not applied).
+
+    Raises:
+        ParameterError: an in-network schedule under a protocol that does not carry one (LL,
+            LL128: NCCL runs NVLS with Simple only).
+
+    Examples:
+        >>> round(call_cost(PROTOCOLS["Simple"], 0.0, True, 2) * 1e6, 1)  # 25 + 2 x 20.9 µs
+        66.8
+        >>> round(call_cost(PROTOCOLS["Simple"], 6.6e-6, False, 2) * 1e6, 1)
+        8.4
+    """
+    if protocol is None:
+        return launch
+    if not in_network:
+        return protocol.launch
+    if protocol.switch_latency is None:
+        raise ParameterError(
+            f"protocol {protocol.name} does not carry an in-network schedule: NCCL runs NVLS "
+            "and NVLSTree with Simple only (--protocol Simple or auto)"
+        )
+    per_call, per_level = protocol.switch_latency
+    return per_call + 2 * (max(int(servers), 1).bit_length() - 1) * per_level
 
 
 def protocol_latency(

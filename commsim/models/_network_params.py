@@ -73,6 +73,9 @@ class NetworkParams:
             :func:`commsim.models._library.with_channel_cap`).
         switch_efficiency: the share of its route's rate a message to or from a reducing
             switch moves at (:func:`commsim.models._library.message_efficiency`).
+        protocol_hops: whether a message takes the protocol's per-message latency (the larger
+            of it and its path's); ``False`` for an in-network schedule, whose protocol latency
+            is one per call (:func:`commsim.models._library.call_cost`).
 
     Examples:
         >>> from commsim.topology import as_network, switch
@@ -92,6 +95,7 @@ class NetworkParams:
     protocol: Protocol | None = None
     channel_bandwidth: float | None = None
     switch_efficiency: float = 1.0
+    protocol_hops: bool = True
 
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
         """``[nranks, nsizes]`` clocks at time 0: each rank's start skew (0 without one), plus

@@ -53,6 +53,7 @@ pass over each round's messages.
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import hashlib
@@ -74,13 +75,14 @@ from commsim.models._library import (
     as_protocol,
     as_share,
     as_shares,
+    call_cost,
     driven_network,
     message_efficiency,
     protocol_latency,
     reduction_exposed,
     with_channel_cap,
 )
-from commsim.models._link_ports import PORT_RULES, link_port_messages
+from commsim.models._link_ports import PORT_RULES, link_queue_messages, link_queues
 from commsim.models._network_params import NetworkParams, random_skew
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
@@ -397,16 +399,19 @@ class Topology:
         contention mode's run, or the flow simulation's."""
         schedule.spec.check_layout(schedule.nranks, schedule.ndata)
         hosts = self.hosts_of(schedule)
+        queues = link_queues(self.network, hosts) if self.port_rule == "link" else 1
+        params = self._params_of(schedule, hosts)
         try:
             if self.contention == "flow":
                 from commsim.models._flow import simulate  # numba: imported on first use
 
                 return simulate(
-                    self._params, schedule, sizes, hosts, max_messages=max_messages,
-                    split=self._split(hosts),
+                    params, schedule, sizes, hosts, max_messages=max_messages,
+                    split=self._split(hosts, queues), queues=queues,
                 )  # fmt: skip
-            run = _Run(self, schedule, sizes, hosts, max_messages=max_messages)
-            run.split = self._split(hosts)
+            run = _Run(self, schedule, sizes, hosts, max_messages=max_messages, queues=queues,
+                       params=params)  # fmt: skip
+            run.split = self._split(hosts, queues)
             for i, st in enumerate(schedule.steps()):
                 run.step(i, st)
             return run
@@ -415,13 +420,18 @@ class Topology:
                 raise NoRouteError(_SWITCH_OUT_OF_REACH.format(error=e)) from None
             raise
 
-    def _split(self, hosts: np.ndarray) -> Callable[..., tuple[Messages, list[np.ndarray]]]:
+    def _split(
+        self, hosts: np.ndarray, queues: int = 1
+    ) -> Callable[..., tuple[Messages, list[np.ndarray]]]:
         """How a step becomes messages and rounds under :attr:`port_rule`:
         :func:`~commsim._messages.port_messages`, or
-        :func:`~commsim.models._link_ports.link_port_messages` on this network."""
+        :func:`~commsim.models._link_ports.link_queue_messages` on this network (``queues``
+        per port)."""
         if self.port_rule == "channel":
             return port_messages
-        return functools.partial(link_port_messages, network=self.network, hosts=hosts)
+        return functools.partial(
+            link_queue_messages, network=self.network, hosts=hosts, queues=queues
+        )
 
     def hosts_of(self, schedule: Schedule) -> np.ndarray:
         """Where each rank of ``schedule`` sits: host indices by the placement; a schedule's
@@ -447,6 +457,17 @@ class Topology:
             self.switch_efficiency,
         )  # fmt: skip
 
+    def _params_of(self, schedule: Schedule, hosts: np.ndarray) -> NetworkParams:
+        """:attr:`_params` for ``schedule``: an in-network schedule under a protocol pays the
+        protocol's in-network latency once per call and its messages their paths' latencies
+        (:func:`~commsim.models._library.call_cost`)."""
+        params = self._params
+        if not (schedule.in_network and self.protocol is not None):
+            return params
+        servers = len(np.unique(self.network.endpoint_server[hosts]))
+        launch = call_cost(self.protocol, self.launch, True, servers)
+        return dataclasses.replace(params, launch=launch, protocol_hops=False)
+
     @property
     def call_cost(self) -> float:
         """The per-call cost a prediction starts with: the protocol's, else ``launch``."""
@@ -463,33 +484,38 @@ class Topology:
         return self._params.slow_factors(nranks)
 
     def round_costs(
-        self, hosts: np.ndarray, src: np.ndarray, dst: np.ndarray
+        self, hosts: np.ndarray, src: np.ndarray, dst: np.ndarray, hops: bool = True
     ) -> tuple[np.ndarray, ...]:
         """``(latency, inverse rate, bottleneck class, indptr, links)`` of a round's messages
-        (cached per round)."""
+        (cached per round); ``hops``: the protocol's per-message latency applies
+        (:attr:`NetworkParams.protocol_hops <commsim.models._network_params.NetworkParams>`)."""
         last = self._last_round  # consecutive equal rounds (rings) skip hashing
         if (
             last is not None
             and last[0] is hosts
+            and last[3] == hops
             and np.array_equal(last[1], src)
             and np.array_equal(last[2], dst)
         ):
-            return last[3:]
-        costs = self._round_costs(hosts, src, dst)
-        self._last_round = (hosts, src, dst, *costs)
+            return last[4:]
+        costs = self._round_costs(hosts, src, dst, hops)
+        self._last_round = (hosts, src, dst, hops, *costs)
         return costs
 
     def _round_costs(
-        self, hosts: np.ndarray, src: np.ndarray, dst: np.ndarray
+        self, hosts: np.ndarray, src: np.ndarray, dst: np.ndarray, hops: bool = True
     ) -> tuple[np.ndarray, ...]:
-        key = hashlib.blake2b(src.tobytes() + b"|" + dst.tobytes(), digest_size=16).digest()
+        key = hashlib.blake2b(
+            src.tobytes() + b"|" + dst.tobytes() + (b"" if hops else b"|no hops"), digest_size=16
+        ).digest()
         hit = self._rounds.get(key)
         if hit is not None and hit[0] is hosts:
             return hit[1:]
         net = self.network
         indptr, links = net.routes(hosts[src], hosts[dst])
         same = net.endpoint_server[hosts[src]] == net.endpoint_server[hosts[dst]]
-        lat = protocol_latency(path_latency(indptr, links, net.latency), same, self.protocol)
+        protocol = self.protocol if hops else None
+        lat = protocol_latency(path_latency(indptr, links, net.latency), same, protocol)
         lat = lat + self.overhead
         capped = with_channel_cap(indptr, links, net.bandwidth, self.channel_bandwidth)
         rate = rates(self.contention, *capped)
@@ -557,18 +583,24 @@ class _Run:
         hosts: np.ndarray,
         *,
         max_messages: int | None = None,
+        queues: int = 1,
+        params: NetworkParams | None = None,
     ) -> None:
         from commsim.models import _topology_kernels as kern  # numba: imported on first use
 
         self.kern = kern
-        ns, K = len(sizes), schedule.nchannels
-        p = schedule.nranks * K  # one clock per port: virtual rank r·K + channel (port_ranks)
+        # one clock per port: virtual rank r·K + channel (port_ranks); under the link-port rule
+        # one per port and host link, (r·K + channel)·queues + slot (commsim.models._link_ports)
+        self.queues = queues
+        ns, K = len(sizes), schedule.nchannels * queues
+        p = schedule.nranks * K
         self.K = K
         hosts = np.repeat(hosts, K) if K > 1 else hosts
         self.model, self.schedule, self.hosts, self.p = model, schedule, hosts, p
         self.per_unit = sizes / schedule.nbytes_units
         self.gw = model.gamma * self.per_unit
-        params = model._params
+        params = model._params if params is None else params
+        self.params = params
         self.clock = np.repeat(params.initial_clock(schedule.nranks, ns), K, axis=0)
         ncomp = kern.TRANSFER + len(model.network.kinds)
         self.comp = np.zeros((p, ncomp, ns))
@@ -591,11 +623,15 @@ class _Run:
     def step(self, i: int, st: Step) -> None:
         if len(st.src):
             self.schedule.check_step(st, i)
-            msg, rounds = self.split(st, self.schedule, self.K)
+            msg, rounds = self.split(st, self.schedule, self.schedule.nchannels)
             for idx in rounds:
                 self._round(i, msg.src[idx], msg.dst[idx], msg.units[idx], msg.reduce_units[idx])
+            if self.queues > 1 and len(msg.src):
+                self._meet(np.concatenate([msg.src, msg.dst]))
             if len(msg.local_rank):
                 red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=self.p)
+                if self.queues > 1:  # on the port's first queue: every queue of it (they met)
+                    red = np.repeat(red[:: self.queues], self.queues)
                 work = np.multiply.outer(red * self.slow, self.gw)
                 self.clock += work
                 self.comp[:, self.kern.REDUCTION, :] += work
@@ -607,10 +643,26 @@ class _Run:
                 )
         self.step_time[i] = self.last
 
+    def _meet(self, queues_used: np.ndarray) -> None:
+        """The link queues of every port that ``queues_used`` touch take the latest clock of
+        their port, with its time parts and critical-path setter (the end of a step under the
+        link-port rule, :mod:`commsim.models._link_ports`)."""
+        q = self.queues
+        rows = np.unique(queues_used // q)[:, None] * q + np.arange(q)  # [ports, queues]
+        ns = self.clock.shape[1]
+        best = np.take_along_axis(rows[:, :, None], self.clock[rows].argmax(axis=1)[:, None, :],
+                                  axis=1)[:, 0, :]  # fmt: skip  # [ports, sizes]: the latest queue
+        cols = np.arange(ns)
+        self.clock[rows] = self.clock[best, cols][:, None, :]
+        self.comp[rows] = np.moveaxis(self.comp[best, :, cols], 1, 2)[:, None]
+        self.setter[rows] = self.setter[best[:, self.kc]][:, None]
+
     def _round(
         self, i: int, src: np.ndarray, dst: np.ndarray, units: np.ndarray, red: np.ndarray
     ) -> None:
-        lat, inv, cls, indptr, links = self.model.round_costs(self.hosts, src, dst)
+        lat, inv, cls, indptr, links = self.model.round_costs(
+            self.hosts, src, dst, self.params.protocol_hops
+        )
         m = len(src)
         if self.max_messages is not None and self.nmsg + m > self.max_messages:
             raise ResourceError(
@@ -674,7 +726,7 @@ class _Run:
         parts = self.comp[last, :, np.arange(len(last))].T  # [components, sizes]
         return NetworkUsage.of_links(
             net, link_units, self.per_unit, total, parts, self._critical_path(total),
-            launch=self.model.call_cost,
+            launch=self.params.launch,
         )  # fmt: skip
 
     def timeline(self) -> Timeline:

@@ -571,21 +571,30 @@ def _bic(cost: float, n: int, k: int) -> float:
     return n * np.log(max(2 * cost, 1e-300) / n) + k * np.log(n)
 
 
-def predict_rows(log: NcclTestsLog, cluster_spec: str | Path, schedule: Schedule) -> np.ndarray:
+def predict_rows(
+    log: NcclTestsLog, cluster_spec: str | Path, schedule: Schedule, port_rule: str = "channel"
+) -> np.ndarray:
     """The topology model's time (seconds) for every row of ``log`` on the cluster as given
-    (a preset's defaults, or a fitted file): what ``commsim validate --from-nccl-tests`` shows."""
-    model = log_model(log, cluster_spec)
+    (a preset's defaults, or a fitted file), under ``port_rule``: what ``commsim validate
+    --from-nccl-tests`` shows."""
+    model = log_model(log, cluster_spec, port_rule=port_rule)
     return np.asarray(model.predict(schedule, log.sizes).time, dtype=np.float64).reshape(-1)
 
 
-def log_model(log: NcclTestsLog, cluster_spec: str | Path, protocol: str | None = None) -> Model:
+def log_model(
+    log: NcclTestsLog,
+    cluster_spec: str | Path,
+    protocol: str | None = None,
+    port_rule: str = "channel",
+) -> Model:
     """The topology model of the cluster ``log`` ran on (a preset or a fitted file), its ranks
     checked against the log's; messages carried by ``protocol`` (``"LL"``, ``"LL128"``,
     ``"Simple"``; ``"auto"``: the fastest per size, :class:`~commsim.models.ProtocolChoice`;
-    ``None``: the links as they are)."""
+    ``None``: the links as they are), ranks driving their host's links by ``port_rule``
+    (:class:`~commsim.models.Topology`)."""
     desc, origin, base = cluster_description(cluster_spec)
     c = build_cluster(desc, origin, base)
     check_ranks(log, c, str(cluster_spec))
     if protocol == "auto":
-        return ProtocolChoice(lambda p: cluster_model(c, protocol=p))
-    return cluster_model(c, protocol=protocol)
+        return ProtocolChoice(lambda p: cluster_model(c, protocol=p, port_rule=port_rule))
+    return cluster_model(c, protocol=protocol, port_rule=port_rule)

@@ -9,6 +9,9 @@ For every log, with the preset of its hardware, four predictions, each through t
 * **spec-only, auto**: ``commsim validate --from-nccl-tests LOG --cluster PRESET -a auto``, the
   NCCL-like pick per size: ring or tree x protocol x 1, 2, 4, 8 channels spread over the NICs
   ("what would NCCL do", issue #19 item 10);
+* **spec-only, auto, link rule**: the same with ``--port-rule link``: a rank drives NVLink and
+  its NIC at once, a queue per host link (docs/sharp-bits.md, "Ports and links"), as NCCL's
+  pipelined NVLSTree does;
 * **calibrated**: ``commsim calibrate --from-nccl-tests LOG --cluster PRESET -o FIT`` on the rows
   up to 16 MiB, then ``commsim validate --from-nccl-tests LOG --cluster FIT`` on the rows of
   64 MiB and up (only where the log has rows on both sides).
@@ -70,7 +73,7 @@ def _worst(sizes: np.ndarray, err: np.ndarray) -> str:
 
 
 def score(name: str, preset: str) -> str:
-    """One log's three scores, as one line."""
+    """One log's scores, one line each."""
     log = str(HERE / name)
     extra = EXTRA.get(name, ())
     doc = _commsim("validate", "--from-nccl-tests", log, "--cluster", preset, *extra)
@@ -89,7 +92,8 @@ def score(name: str, preset: str) -> str:
     parts = [f"{name} on {preset} ({len(sizes)} rows, {doc['log']['nranks']} ranks)",
              f"  spec default: {_worst(sizes, default)}",
              f"  spec best (compare --protocol auto): {_worst(sizes, best)}; picks {', '.join(picks)}",
-             _auto(log, preset, extra)]  # fmt: skip
+             _auto(log, preset, extra),
+             _auto(log, preset, (*extra, "--port-rule", "link"))]  # fmt: skip
     fit, held = sizes <= FIT_UP_TO, sizes >= HELD_OUT_FROM
     if fit.sum() >= 3 and held.any():
         with tempfile.TemporaryDirectory() as tmp:
@@ -121,8 +125,9 @@ def _auto(log: str, preset: str, extra: tuple[str, ...]) -> str:
     )
     ratio = 1 + err
     ok = np.median(np.abs(err)) <= 0.20 and np.all((ratio <= 2) & (ratio >= 0.5))
+    label = "validate -a auto" + (" --port-rule link" if "--port-rule" in extra else "")
     return (
-        f"  spec auto (validate -a auto): {_worst(sizes, err)}; picks {', '.join(picks)}; "
+        f"  spec auto ({label}): {_worst(sizes, err)}; picks {', '.join(picks)}; "
         f"acceptance (median <= 20%, none off by > 2x): {'met' if ok else 'not met'}"
     )
 
