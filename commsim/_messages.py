@@ -41,6 +41,7 @@ import numpy as np
 from commsim._ir import Schedule, Step
 
 __all__ = [
+    "FIRST_FIT_CELLS",
     "FULL_FIT_WORK",
     "MEMO_MESSAGES",
     "MERGE_WINDOW",
@@ -401,9 +402,11 @@ def link_matchings(
     Each (port, link) pair is a virtual port :math:`v = \text{port} \cdot D + \text{slot}`.
     The messages of one ``(out_slot, in_slot)`` pair keep the shift structure of the ports, so
     each such group is split by :func:`matchings`; all groups' rounds, largest first, are then
-    merged first-fit into one of the last ``MERGE_WINDOW`` rounds whose virtual ports they do not
-    use (as :func:`matchings` merges shift classes), else start a new round; where that leaves
-    more rounds than the busiest virtual port's messages (and groups × that count is at most
+    merged first fit, each whole, into the first round of all whose virtual ports they do not
+    use (compiled: :func:`commsim._messages_kernel.first_fit_rounds`, where its tables fit
+    :data:`FIRST_FIT_CELLS`); beyond that, into one of the last ``MERGE_WINDOW`` rounds (as
+    :func:`matchings` merges shift classes), else a new round, and where that leaves more rounds
+    than the busiest virtual port's messages (and groups × that count is at most
     :data:`FULL_FIT_WORK`), into the first such round of all. Messages that leave
     by distinct links share a round; those that share a link still go one round after another.
     With one link per host (``D = 1``) these are :func:`matchings` exactly.
@@ -428,6 +431,9 @@ def link_matchings(
         return matchings(vsrc, vdst, n)
     pool = [g[r] for g in groups for r in matchings(vsrc[g], vdst[g], n)]
     pool.sort(key=len, reverse=True)  # stable: equal sizes keep their group's order
+    compiled = _compiled_first_fit(pool, vsrc, vdst)
+    if compiled is not None:
+        return compiled
     rounds: list[list[np.ndarray]] = []
     mark = np.zeros((2, n), dtype=bool)
     for idx in pool:
@@ -442,6 +448,31 @@ def link_matchings(
         first_fit = _merge_classes(pool, vsrc, vdst, n, len(pool))
         split = first_fit if len(first_fit) < len(split) else split
     return split
+
+
+#: the most cells (virtual ports × rounds, two tables) the compiled first fit of
+#: :func:`link_matchings` may use; larger steps take the windowed merge
+FIRST_FIT_CELLS = 1 << 26
+
+
+def _compiled_first_fit(
+    pool: list[np.ndarray], vsrc: np.ndarray, vdst: np.ndarray
+) -> list[np.ndarray] | None:
+    """``pool``'s groups of messages merged first fit over **every** round, each group whole
+    (:func:`commsim._messages_kernel.first_fit_rounds`), or ``None`` where its tables would
+    exceed :data:`FIRST_FIT_CELLS`."""
+    idx = np.concatenate(pool)
+    ports, compact = np.unique(np.concatenate([vsrc[idx], vdst[idx]]), return_inverse=True)
+    degree = max(_max_count(vsrc[idx]), _max_count(vdst[idx]))
+    if 2 * len(ports) * 2 * degree > FIRST_FIT_CELLS:
+        return None
+    from commsim import _messages_kernel as kern  # numba: imported on first use
+
+    ptr = np.concatenate([[0], np.cumsum([len(g) for g in pool])]).astype(np.int64)
+    m = len(idx)
+    rnd = kern.first_fit_rounds(compact[:m], compact[m:], ptr, len(ports), max(degree, 1))
+    order, starts = _runs(rnd)
+    return [np.sort(idx[part]) for part in np.split(order, starts[1:])]
 
 
 def _first_fit(

@@ -1,4 +1,5 @@
-r"""Compiled (numba) sorting for :mod:`commsim._messages`: stable orders of small integer keys.
+r"""Compiled (numba) kernels for :mod:`commsim._messages`: stable orders of small integer keys,
+and first-fit rounds (:func:`first_fit_rounds`, the link-port rule's queues).
 
 A step's transfers are grouped into messages by the key ``(src, dst, channel)`` and its
 messages into rounds by their shift class; both keys are small non-negative integers (below
@@ -30,7 +31,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["DIGIT_BITS", "DIGIT_MASK", "counting_order"]
+__all__ = ["DIGIT_BITS", "DIGIT_MASK", "counting_order", "first_fit_rounds"]
 
 DIGIT_BITS = 8  # bits sorted per pass: 256 buckets, few enough write streams for the cache
 DIGIT_MASK = (1 << DIGIT_BITS) - 1
@@ -75,3 +76,38 @@ def counting_order(key, nkeys):  # pragma: no cover
             starts[j] = i
             j += 1
     return order, starts
+
+
+@numba.njit(cache=True, nogil=True)
+def first_fit_rounds(vsrc, vdst, ptr, nports, cap):  # pragma: no cover
+    """Rounds for groups of messages, each group kept whole: group ``g`` (messages
+    ``ptr[g] .. ptr[g+1] - 1``, senders ``vsrc`` and receivers ``vdst`` numbered
+    ``0 .. nports - 1``) goes to the first round in which none of its senders sends and none
+    of its receivers receives (first fit, groups in the given order; ``cap``: the rounds a
+    table starts with, grown as needed). Returns each message's round."""
+    ngroups = ptr.shape[0] - 1
+    sends = np.zeros((nports, cap), dtype=np.bool_)
+    recvs = np.zeros((nports, cap), dtype=np.bool_)
+    out = np.empty(vsrc.shape[0], dtype=np.int64)
+    for g in range(ngroups):
+        r = 0
+        while True:
+            if r == sends.shape[1]:
+                grown_s = np.zeros((nports, 2 * r), dtype=np.bool_)
+                grown_r = np.zeros((nports, 2 * r), dtype=np.bool_)
+                grown_s[:, :r] = sends
+                grown_r[:, :r] = recvs
+                sends, recvs = grown_s, grown_r
+            free = True
+            for i in range(ptr[g], ptr[g + 1]):
+                if sends[vsrc[i], r] or recvs[vdst[i], r]:
+                    free = False
+                    break
+            if free:
+                break
+            r += 1
+        for i in range(ptr[g], ptr[g + 1]):
+            sends[vsrc[i], r] = True
+            recvs[vdst[i], r] = True
+            out[i] = r
+    return out

@@ -78,3 +78,45 @@ def test_matchings_and_group_compiled_or_not(monkeypatch):
         _same(*_numpy_and_compiled(monkeypatch, rounds))
         grouped = functools.partial(_messages.group, src, dst, p, ch)
         _same(*_numpy_and_compiled(monkeypatch, lambda g=grouped: tuple(g())))
+
+
+def test_first_fit_rounds_keeps_groups_whole_and_rounds_proper():
+    """Random groups of messages: every round has each sender and each receiver once, a group
+    shares one round, and that round is the first one free for it (first fit)."""
+    from commsim._messages_kernel import first_fit_rounds
+
+    rng = np.random.default_rng(3)
+    sizes = rng.integers(1, 4, 300)
+    ptr = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    m = int(ptr[-1])
+    src, dst = rng.integers(0, 40, m), rng.integers(0, 40, m)
+    for g in range(len(sizes)):  # a group is a matching itself
+        sl = slice(ptr[g], ptr[g + 1])
+        src[sl] = rng.permutation(40)[: sizes[g]]
+        dst[sl] = rng.permutation(40)[: sizes[g]]
+    rnd = first_fit_rounds(src, dst, ptr, 40, 2)
+    for r in np.unique(rnd):
+        k = rnd == r
+        assert len(set(src[k].tolist())) == k.sum() and len(set(dst[k].tolist())) == k.sum()
+    for g in range(len(sizes)):
+        sl = slice(ptr[g], ptr[g + 1])
+        assert len(set(rnd[sl].tolist())) == 1
+        for r in range(rnd[sl][0]):  # every earlier round has a clash with the group
+            earlier = rnd[: ptr[g]] == r
+            assert (
+                np.isin(src[sl], src[: ptr[g]][earlier]).any()
+                or np.isin(dst[sl], dst[: ptr[g]][earlier]).any()
+            )
+
+
+def test_link_matchings_of_a_switch_s_many_to_one_step_is_quick_and_tight():
+    """72 GPUs each send to the 71 helper ranks on their switch (an NVLS add step): 71 rounds,
+    the GPUs' degree, from the compiled first fit."""
+    from commsim._messages import link_matchings
+
+    g = 72
+    src = np.repeat(np.arange(g), g - 1)
+    dst = g + np.concatenate([np.delete(np.arange(g), i) for i in range(g)])
+    rounds = link_matchings(src, dst, 2 * g, np.zeros(len(src), int), src % g)
+    assert len(rounds) == g - 1
+    assert sorted(np.concatenate(rounds).tolist()) == list(range(len(src)))

@@ -247,6 +247,7 @@ def _build(
         if placeable is not None and s.in_network:
             try:
                 placeable(s)
+                getattr(model, "check_carried", lambda _: None)(s)  # a protocol may refuse it
             except ParameterError as e:
                 skipped[a] = one_line(e)
                 continue

@@ -216,7 +216,10 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
     algorithm = _auto(getattr(args, "algorithm", None), mode)
     protocol, nchannels = parse_protocol(args), _channels(args)
     port_rule = getattr(args, "nccl_port_rule", None) or "channel"
-    schedule, g = _schedule(log, spec, None if algorithm == "auto" else algorithm, path)
+    raw_params = list(getattr(args, "param", None) or [])
+    if raw_params and algorithm == "auto":
+        raise UsageError("--param with -a auto: the tuner picks each row's parameters; drop one")
+    schedule, g = _schedule(log, spec, None if algorithm == "auto" else algorithm, path, raw_params)
     notes = list(log.notes)
     if log.collective_from != "the columns":
         notes.append(f"collective {log.collective} from {log.collective_from}")
@@ -272,20 +275,24 @@ def _channels(args: argparse.Namespace) -> int | None:
 
 
 def _schedule(
-    log: NcclTestsLog, cluster: str, algorithm: str | None, path: str
+    log: NcclTestsLog, cluster: str, algorithm: str | None, path: str, raw: list[str] = ()
 ) -> tuple[commsim.Schedule, int]:
     """The schedule the model runs for ``log`` on ``cluster``: ``algorithm``, else the one NCCL
-    runs; ``ranks_per_node`` from the cluster where it takes one, the log's root where rooted;
-    and the cluster's GPUs per server."""
+    runs, with the ``--param`` items ``raw``; ``ranks_per_node`` from the cluster where it
+    takes one, the log's root where rooted; on the log's ranks as GPUs (an in-network row adds
+    its switch helpers, :meth:`~commsim.algorithms.AlgorithmInfo.nranks_for`); and the
+    cluster's GPUs per server."""
     from commsim.bench.calibrate import cluster_description
+    from commsim.cli.schedules import parse_params
     from commsim.clusters import build_cluster
 
     desc, origin, base = cluster_description(cluster)
     c = build_cluster(desc, origin, base)
     algorithm = algorithm or NCCL_ALGORITHMS[log.collective]
-    params: dict[str, Any] = {}
-    if "ranks_per_node" in info(log.collective, algorithm).params:
-        params["ranks_per_node"] = c.gpus_per_node
+    row = info(log.collective, algorithm)
+    params: dict[str, Any] = dict(parse_params(raw, log.collective, [algorithm])[algorithm])
+    if "ranks_per_node" in row.params:
+        params.setdefault("ranks_per_node", c.gpus_per_node)
     if commsim.spec(log.collective).rooted:
         roots = {r.root for r in log.rows}
         if len(roots) > 1:
@@ -293,7 +300,7 @@ def _schedule(
                 f"{path}: rows with roots {sorted(roots)}; the model runs one root: keep one"
             )
         params["root"] = max(roots.pop(), 0)
-    s = commsim.build(log.collective, algorithm, nranks=log.nranks, **params)
+    s = commsim.build(log.collective, algorithm, nranks=row.nranks_for(log.nranks), **params)
     return s, c.gpus_per_node
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "ScheduleGroup",
     "coerce_param",
     "parse_nranks",
+    "parse_params",
 ]
 
 _PARAM_LIMIT = 2**31  # numeric algorithm parameters (segments, ...): beyond it is a typo
@@ -173,7 +174,7 @@ class ScheduleGroup:
         collective = _parse_collective(args.collective)
         algorithms = self._parse_algorithms(args.algorithm, collective)
         nranks = parse_nranks(args.nranks, command=self.command, many=self.many_nranks)
-        params = _parse_params(args.param, collective, algorithms)
+        params = parse_params(args.param, collective, algorithms)
         return ScheduleChoice(collective, algorithms, nranks, params, args.root)
 
     def _parse_algorithms(self, text: str | None, collective: str) -> tuple[str, ...]:
@@ -256,7 +257,7 @@ def _parse_collective(text: str | None) -> str:
     return text
 
 
-def _parse_params(
+def parse_params(
     items: Sequence[str], collective: str, algorithms: Sequence[str]
 ) -> dict[str, dict[str, Any]]:
     """``--param K=V`` items, per algorithm: the keys it accepts, parsed like their defaults.

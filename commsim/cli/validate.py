@@ -166,10 +166,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse(args: argparse.Namespace) -> ValidateRequest:
-    given = [f for f, d in (("--protocol", "protocol"), ("--channels", "channels")) if getattr(args, d, None) is not None]  # fmt: skip
+    given = [f for f, d in (("--protocol", "protocol"), ("--channels", "channels"), ("--port-rule", "nccl_port_rule")) if getattr(args, d, None) is not None]  # fmt: skip
     if given:
         raise UsageError(
-            f"{' and '.join(given)} go with --from-nccl-tests (they say how NCCL carried the "
+            f"{' and '.join(given)} {'goes' if len(given) == 1 else 'go'} with "
+            "--from-nccl-tests (they say how NCCL carried the "
             "log's schedule); a run on a backend carries its schedule as it is"
         )
     if getattr(args, "tune", False) and args.root is not None:
@@ -389,8 +390,40 @@ def plot(result: ValidateResult, path: str) -> None:
     draw_validation(title, predicted, measured, path, overhead=result.overhead, baselines=baselines)
 
 
+#: what ``validate --from-nccl-tests`` reads: the log fixes the ranks, sizes, root and run, and
+#: the cluster's topology model predicts; any other option given with it is refused (issue #26)
+_NCCL_TESTS_READS = frozenset(
+    {"collective", "algorithm", "param", "json", "progress", "plot", "from_nccl_tests",
+     "fit_up_to", "cluster", "protocol", "channels", "nccl_port_rule"}
+)  # fmt: skip
+
+
+def _refuse_unread(args: argparse.Namespace) -> None:
+    """One line naming the options ``--from-nccl-tests`` would not read (their defaults from a
+    parse of nothing: anything else was given)."""
+    from commsim.cli._main import _parser
+
+    sp = _parser(["validate"])[1]["validate"]
+    defaults = sp.parse_args([])
+    given = [
+        a.option_strings[-1]
+        for a in sp._actions
+        if a.option_strings
+        and a.dest not in _NCCL_TESTS_READS
+        and a.dest != "help"
+        and getattr(args, a.dest, None) != getattr(defaults, a.dest, None)
+    ]
+    if given:
+        raise UsageError(
+            f"{', '.join(given)} with --from-nccl-tests: the log fixes the ranks, sizes, root and "
+            "run, and the cluster's topology model predicts them; drop "
+            + ("it" if len(given) == 1 else "them")
+        )
+
+
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "from_nccl_tests", None):
+        _refuse_unread(args)
         return nccl_tests.validate_main(args)
     request = parse(args)
     result = compute(request)

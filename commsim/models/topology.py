@@ -457,6 +457,13 @@ class Topology:
             self.switch_efficiency,
         )  # fmt: skip
 
+    def check_carried(self, schedule: Schedule) -> None:
+        """Raise :class:`~commsim.errors.ParameterError` where this model's protocol cannot
+        carry ``schedule`` (an in-network schedule under LL or LL128,
+        :func:`~commsim.models._library.call_cost`), before any work."""
+        if schedule.in_network and self.protocol is not None:
+            call_cost(self.protocol, self.launch, True, 1)
+
     def _params_of(self, schedule: Schedule, hosts: np.ndarray) -> NetworkParams:
         """:attr:`_params` for ``schedule``: an in-network schedule under a protocol pays the
         protocol's in-network latency once per call and its messages their paths' latencies

@@ -111,11 +111,40 @@ def test_calibrate_refuses_auto(cli):
     assert rc == 2 and "calibrate fits the links to one algorithm's run" in err
 
 
-@pytest.mark.parametrize("option", [("--channels", "8"), ("--protocol", "LL")])
-def test_protocol_and_channels_need_a_log(cli, option):
+@pytest.mark.parametrize(
+    "option", [("--channels", "8"), ("--protocol", "LL"), ("--port-rule", "link")]
+)
+def test_protocol_channels_and_port_rule_need_a_log(cli, option):
     rc, _, err = cli("validate", "-c", "allreduce", "-a", "ring", "-p", "2", *option)
-    assert rc == 2 and "go with --from-nccl-tests" in err
+    assert rc == 2 and "with --from-nccl-tests (they say how NCCL carried" in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    "option",
+    [("-p", "8"), ("-s", "1MiB"), ("--iters", "3"), ("--backend", "jax"), ("--root", "1"),
+     ("--gamma", "1TB/s"), ("--tune",)],
+)  # fmt: skip
+def test_options_a_log_does_not_read_are_refused(cli, option):
+    """The log fixes the ranks, sizes, root and run: an option that would change them is one
+    line, exit 2, never silently ignored (issue #26)."""
+    rc, out, err = cli("validate", "--from-nccl-tests", H100_2NODE, "--cluster", "dgx-h100:2",
+                       *option)  # fmt: skip
+    assert rc == 2 and out == "" and "with --from-nccl-tests" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_param_reaches_the_log_s_schedule(cli_json):
+    base = ("validate", "--from-nccl-tests", H100_2NODE, "--cluster", "dgx-h100:2",
+            "-a", "nvls_tree")  # fmt: skip
+    one, sixteen = cli_json(*base), cli_json(*base, "--param", "pipeline=16")
+    assert one["rows"][0]["predicted_s"] != sixteen["rows"][0]["predicted_s"]
+
+
+def test_param_with_auto_is_refused(cli):
+    rc, _, err = cli("validate", "--from-nccl-tests", H100_2NODE, "--cluster", "dgx-h100:2",
+                     "-a", "auto", "--param", "pipeline=4")  # fmt: skip
+    assert rc == 2 and "the tuner picks" in err
 
 
 def test_auto_runs_nvls_on_one_h100_server_as_nccl_did(cli_json):
