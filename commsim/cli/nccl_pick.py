@@ -51,11 +51,17 @@ class Pick:
     protocol: str | None = None
 
     def label(self) -> str:
-        """``snake_ring x8 Simple``: the algorithm, its channels and protocol, for a table."""
+        """``snake_ring x8 Simple``, ``nvls_tree pipeline=64 Simple``: the algorithm, the
+        depths the tuner grew (:data:`commsim.tuner.GROWN`), its channels and protocol, for a
+        table."""
+        from commsim.tuner import GROWN
+
         k = int(self.params.get("channels", 1))
+        grown = [f"{p}={v}" for p, v in self.params.items() if p in GROWN and v != GROWN[p]]
         return " ".join(
             [
                 self.algorithm,
+                *grown,
                 *([f"x{k}"] if k > 1 else []),
                 *([self.protocol] if self.protocol else []),
             ]
