@@ -122,45 +122,18 @@ def _dgx_superpod(
     return preset
 
 
-# NVLink4 / NVSwitch, ConnectX-7; H200: the same server with H200's faster HBM (the reduction)
-_dgx_h100 = _dgx_superpod(
-    "H100",
-    generation="Hopper",
-    reduction="1.1TB/s",
-    nvlink="450GB/s",
-    nic="400Gb/s",
-    nodes_per_unit=32,
-    nvls=True,
-)
-_dgx_h200 = _dgx_superpod(
-    "H200",
-    generation="Hopper",
-    reduction="1.6TB/s",
-    nvlink="450GB/s",
-    nic="400Gb/s",
-    nodes_per_unit=32,
-    nvls=True,
-)
-# NVLink5 / NVSwitch, ConnectX-7
-_dgx_b200 = _dgx_superpod(
-    "B200",
-    generation="Blackwell",
-    reduction="2.7TB/s",
-    nvlink="900GB/s",
-    nic="400Gb/s",
-    nodes_per_unit=32,
-    nvls=True,
-)
-# NVLink3 / NVSwitch, ConnectX-6 HDR
-_dgx_a100 = _dgx_superpod(
-    "A100",
-    generation="A100",
-    reduction="680GB/s",
-    nvlink="300GB/s",
-    nic="200Gb/s",
-    nodes_per_unit=20,
-    nvls=False,
-)
+# NVLink4 / NVSwitch, ConnectX-7; H200: the same server with H200's faster HBM (the reduction);
+# B200: NVLink5 / NVSwitch, ConnectX-7; A100: NVLink3 / NVSwitch, ConnectX-6 HDR
+# fmt: off
+_dgx_h100 = _dgx_superpod("H100", generation="Hopper", reduction="1.1TB/s", nvlink="450GB/s",
+                          nic="400Gb/s", nodes_per_unit=32, nvls=True)
+_dgx_h200 = _dgx_superpod("H200", generation="Hopper", reduction="1.6TB/s", nvlink="450GB/s",
+                          nic="400Gb/s", nodes_per_unit=32, nvls=True)
+_dgx_b200 = _dgx_superpod("B200", generation="Blackwell", reduction="2.7TB/s", nvlink="900GB/s",
+                          nic="400Gb/s", nodes_per_unit=32, nvls=True)
+_dgx_a100 = _dgx_superpod("A100", generation="A100", reduction="680GB/s", nvlink="300GB/s",
+                          nic="200Gb/s", nodes_per_unit=20, nvls=False)
+# fmt: on
 
 
 def _gb200_nvl72(spec: str, arg: str) -> dict[str, Any]:
