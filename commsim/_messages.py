@@ -451,7 +451,9 @@ def link_matchings(
 
 
 #: the most cells (virtual ports × rounds, two tables) the compiled first fit of
-#: :func:`link_matchings` may use; larger steps take the windowed merge
+#: :func:`link_matchings` may start with (twice the busiest port's messages in rounds; the
+#: tables grow past it only where first fit needs more rounds); larger steps take the windowed
+#: merge
 FIRST_FIT_CELLS = 1 << 26
 
 

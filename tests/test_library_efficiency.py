@@ -93,8 +93,8 @@ def test_bad_efficiencies_are_one_line(kwargs, message):
     [
         ('[intra]\nkind = "nvlink"\nbandwidth = "450GB/s"\nlatency = "1us"\nefficiency = 0\n',
          r"\[intra\] efficiency: must be a number in \(0, 1\]"),
-        ('nvls_efficiency = 0.85\n[intra]\nbandwidth = "450GB/s"\nlatency = "1us"\n',
-         "nvls_efficiency: needs nvls = true"),
+        ('[intra]\nkind = "link"\nbandwidth = "450GB/s"\nlatency = "1us"\nefficiency = 0.5\n',
+         r"\[inter\] efficiency: \[intra\] and \[inter\] are one link class"),
     ],
 )  # fmt: skip
 def test_bad_cluster_fields_name_themselves(tmp_path, edit, message):
@@ -129,3 +129,38 @@ def test_ll_does_not_carry_an_in_network_schedule():
     s = commsim.build("allreduce", "nvls", nranks=16, ranks_per_node=8)
     with pytest.raises(ParameterError, match="Simple only"):
         cluster_model(cluster("dgx-h100:1"), protocol="LL").predict(s, 1e6)
+
+
+def test_nvls_efficiency_has_no_effect_without_nvls():
+    """``--set nvls=false`` on a preset that sets ``nvls_efficiency``: accepted, and nothing
+    reduces in the switch, so nothing is slowed."""
+    from commsim.clusters import build_cluster, description
+
+    d, origin, base = description("dgx-h100:1")
+    c = build_cluster({**d, "nvls": False}, origin, base)
+    assert not c.nvls and c.nvls_efficiency == 1.0
+
+
+def test_a_share_may_be_any_real_number():
+    import numpy as np
+
+    m = Topology(switch(2, kind="nvlink"), link_efficiency={"nvlink": np.float32(0.5)})
+    assert m.link_efficiency == {"nvlink": 0.5}
+
+
+def test_the_call_cost_counts_the_workers_servers_only():
+    """Three servers of two GPUs on one shared reducing switch: the switch's endpoint is a
+    server of its own (``Network.endpoint_server``), but the call spans the workers' three
+    servers: 25 µs + 2 ⌊log2 3⌋ × 20.9 µs, not the four-server 25 + 4 × 20.9."""
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_node("sw", kind="switch", reduce=True)
+    for h in range(6):
+        g.add_node(h, node=h // 2)
+        g.add_edge(h, "sw", bandwidth=B, latency=0.0)
+    s = commsim.build("allreduce", "nvls_tree", nranks=12, ranks_per_node=2)
+    m = Topology(g, gamma=0.0, protocol="Simple")
+    hosts = m.hosts_of(s)
+    assert len(set(m.network.endpoint_server[hosts].tolist())) == 4  # the switch's own
+    assert m._params_of(s, hosts).launch == pytest.approx(25e-6 + 2 * 20.9e-6)

@@ -51,9 +51,9 @@ class Pick:
     protocol: str | None = None
 
     def label(self) -> str:
-        """``snake_ring x8 Simple``, ``nvls_tree pipeline=64 Simple``: the algorithm, the
-        depths the tuner grew (:data:`commsim.tuner.GROWN`), its channels and protocol, for a
-        table."""
+        """``snake_ring x8 Simple``, ``nvls_tree pipeline=64 Simple``: the algorithm, its
+        pipeline depths above one (the parameters of :data:`commsim.tuner.GROWN`: what the
+        tuner grows, or the row's default), its channels and protocol, for a table."""
         from commsim.tuner import GROWN
 
         k = int(self.params.get("channels", 1))

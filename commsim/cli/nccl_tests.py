@@ -353,21 +353,37 @@ def _carried(r: NcclTestsRequest) -> tuple[np.ndarray, tuple[Pick, ...], tuple[s
     most = r.channels if r.channels is not None else auto_channels(r.ranks_per_node)
     times, picks, notes = pick_rows(
         model, r.log.collective, r.log.nranks, sizes, r.ranks_per_node, most, r.protocol,
-        _auto_rows(r),
+        _auto_rows(r)[0],
     )  # fmt: skip
+    left_out = _auto_rows(r)[1]
+    notes = (*notes, left_out) if left_out else notes
     if commsim.spec(r.log.collective).rooted and r.schedule.root:
         notes = (*notes, f"-a auto: the tuner builds root 0, the log's root is {r.schedule.root}")
     return times, picks, notes
 
 
-def _auto_rows(r: NcclTestsRequest) -> tuple[str, ...]:
+def _auto_rows(r: NcclTestsRequest) -> tuple[tuple[str, ...], str | None]:
     """The rows ``-a auto`` chooses among: NCCL's for the log's collective, with NVLS or
-    NVLSTree where the cluster's NVSwitches reduce (:func:`commsim.algorithms.nccl_choices`)."""
+    NVLSTree where the cluster's NVSwitches reduce (:func:`commsim.algorithms.nccl_choices`),
+    unless ``--protocol`` fixes one that does not carry them (LL, LL128: NCCL runs NVLS with
+    Simple only); and the note that says so, or ``None``."""
     from commsim.algorithms import nccl_choices
     from commsim.clusters import cluster
+    from commsim.models import PROTOCOLS
 
     servers = -(-r.log.nranks // max(r.ranks_per_node, 1))
-    return nccl_choices(r.log.collective, switch_reduces=cluster(r.cluster).nvls, servers=servers)
+    switch = cluster(r.cluster).nvls
+    carried = r.protocol in (None, "auto") or PROTOCOLS[r.protocol].switch_latency is not None
+    rows = nccl_choices(r.log.collective, switch_reduces=switch and carried, servers=servers)
+    if switch and not carried:
+        left = set(nccl_choices(r.log.collective, switch_reduces=True, servers=servers))
+        left -= set(rows)
+        if left:
+            return rows, (
+                f"-a auto left out {', '.join(sorted(left))}: NCCL runs NVLS with Simple only, "
+                f"not --protocol {r.protocol}"
+            )
+    return rows, None
 
 
 def _library(r: NcclTestsRequest) -> LibraryFit | str:
@@ -470,7 +486,7 @@ def _carried_label(r: NcclTestsRequest, algorithm: str) -> str:
     if r.auto:
         most = r.channels if r.channels is not None else auto_channels(r.ranks_per_node)
         return (
-            f"auto (the fastest of {', '.join(_auto_rows(r))} per row, "
+            f"auto (the fastest of {', '.join(_auto_rows(r)[0])} per row, "
             f"on up to {most} channels, protocol {r.protocol or 'as the links'})"
         )
     extra = [f"{r.channels} channels"] if r.channels is not None else []

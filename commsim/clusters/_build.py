@@ -12,7 +12,7 @@ The description (every preset is one too, so there is one path from numbers to g
     channel_bandwidth = "60GB/s"  # optional: the library's per-channel rate cap (default none)
     nvls = true  # optional: each server's NVSwitch reduces (NVLink SHARP; default false)
     nvls_efficiency = 0.85  # optional, with nvls: the share of the NVLinks' rate the switch's
-    # reductions reach (default 1)
+    # reductions reach (default 1; without nvls it has no effect)
 
     [intra]  # the links inside a server (GPU to NVSwitch)
     kind = "nvlink"  # the link class's name (default "nvlink")
@@ -254,10 +254,16 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
             "nvls", f"needs an NVSwitch in every server ({g} GPU per server on a {kind} has none)"
         )
     nvls_efficiency = _share(where, "nvls_efficiency", d.get("nvls_efficiency", 1.0))
-    if nvls_efficiency != 1 and not nvls:
-        raise where.error("nvls_efficiency", "needs nvls = true (no switch reduces without it)")
+    if not nvls:  # no switch reduces: nothing for it to slow (a preset with --set nvls=false)
+        nvls_efficiency = 1.0
     name = d.get("name", origin)
     graph_of = _graph_of(where, kind, topo, nodes, g, intra, inter, nvls, name)
+    if intra is not None and intra.name == inter.name and intra.efficiency != inter.efficiency:
+        raise where.error(
+            "[inter] efficiency",
+            f"[intra] and [inter] are one link class ({inter.name!r}) with two efficiencies "
+            f"({intra.efficiency:g}, {inter.efficiency:g}): give them one, or name them apart",
+        )
     classes = {c.name: c for c in (intra, inter) if c is not None}
     profiles = _profiles(where, d, classes)
     reduction = _value(where, "reduction", as_bandwidth, d.get("reduction", 100e9))

@@ -98,6 +98,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import numbers
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -307,7 +308,7 @@ def with_channel_cap(
 
 def as_share(name: str, value: Any) -> float:
     """A share of a rate, a number in (0, 1]; one line otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value <= 1:
         raise ParameterError(
             f"{name} must be a number in (0, 1] (a share of the rate), got {value!r}"
         )

@@ -14,12 +14,12 @@ flow-level simulation, :mod:`commsim.models._flow`). Everything else follows
   messages of one round, on every port of every rank, are in flight together and share links
   (a host's own links too: a torus chip's six, NVLink beside a NIC);
 * with ``port_rule="link"`` (:mod:`commsim.models._link_ports`) a rank drives each of its host's
-  links at once: a round holds, per port, at most one message per first-hop link of the sender's
-  host and one per last-hop link of the receiver's host,
-  :math:`|\{m \in R : \text{port}(m) = q, \ell_1(m) = l\}| \le 1`, so a step's messages that
-  leave by distinct links (NVLink and the NIC, a torus chip's six links) are in flight together,
-  share links through the contention mode, and the port's clock is the latest of their ends;
-  a host with one link (one NIC behind a switch) keeps the default's numbers exactly;
+  links at once: a port has a queue per link of its host, each with its own clock within a step
+  (a message waits for its sender's queue on its first link and its receiver's on its last),
+  and the queues meet at the latest of their clocks at the step's end, so a step's messages that
+  leave by distinct links (NVLink and the NIC, a torus chip's six links) are in flight together
+  and share links through the contention mode; a host with one link (one NIC behind a switch)
+  keeps the default's numbers exactly;
 * per-port clocks and rendezvous: a message :math:`q \to r` starts at
   :math:`s = \max(c_q, c_r)` and ends at :math:`e = s + L_m + b / R_m`, where :math:`L_m` is the
   sum of its links' latencies (plus ``overhead``) and :math:`R_m` its rate; then
@@ -132,8 +132,9 @@ class Topology:
             also crosses a private link of this rate
             (:func:`~commsim.models._library.with_channel_cap`); ``None`` (default): no cap.
         port_rule: ``"channel"`` (default): a port per (rank, channel) sends one and receives
-            one message per round; ``"link"``: one per round on each link of its host
-            (:mod:`commsim.models._link_ports`: NVLink beside the NIC, a torus chip's links).
+            one message per round; ``"link"``: a queue per link of its host, the queues meeting
+            at each step's end (:mod:`commsim.models._link_ports`: NVLink beside the NIC, a
+            torus chip's links).
         link_efficiency: ``{link class: share in (0, 1]}``: the library drives those links at
             that share of their rate (:func:`~commsim.models._library.driven_network`); the
             bounds keep the line rates. ``None`` (default): every link at its rate.
@@ -273,8 +274,10 @@ class Topology:
             "reduction_overlap": self.reduction_overlap,
             "protocol": self.protocol.name if self.protocol else None,
             "channel_bandwidth_Bps": self.channel_bandwidth,
-            "link_efficiency": dict(self.link_efficiency),
-            "switch_efficiency": self.switch_efficiency,
+            **({"link_efficiency": dict(self.link_efficiency)} if self.link_efficiency else {}),
+            **(
+                {"switch_efficiency": self.switch_efficiency} if self.switch_efficiency != 1 else {}
+            ),
             **({"port_rule": self.port_rule} if self.port_rule != "channel" else {}),
         }
 
@@ -471,7 +474,7 @@ class Topology:
         params = self._params
         if not (schedule.in_network and self.protocol is not None):
             return params
-        servers = len(np.unique(self.network.endpoint_server[hosts]))
+        servers = len(np.unique(self.network.endpoint_server[hosts[: schedule.workers]]))
         launch = call_cost(self.protocol, self.launch, True, servers)
         return dataclasses.replace(params, launch=launch, protocol_hops=False)
 

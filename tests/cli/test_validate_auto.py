@@ -166,3 +166,14 @@ def test_auto_leaves_nvls_out_where_no_switch_reduces(cli_json):
     doc = cli_json("validate", "--from-nccl-tests", log, "--cluster", "dgx-a100:1", "-a", "auto",
                    *TWO)  # fmt: skip
     assert {row["pick"]["algorithm"] for row in doc["rows"]} <= set(NCCL_CHOICES["allreduce"])
+
+
+def test_auto_with_ll_leaves_nvls_out_and_says_so(cli):
+    """NCCL runs NVLS with Simple only: ``-a auto --protocol LL`` on one H100 server runs the
+    ring and tree and names the row it left out, instead of failing."""
+    log = str(PUBLISHED / "nccl-tests-290-h100-1node-all_reduce.log")
+    rc, out, err = cli("validate", "--from-nccl-tests", log, "--cluster", "dgx-h100:1",
+                       "-a", "auto", "--protocol", "LL", "--channels", "1")  # fmt: skip
+    assert rc == 0, err
+    assert "the fastest of snake_ring, nccl_tree per row" in out
+    assert "-a auto left out nvls: NCCL runs NVLS with Simple only" in out

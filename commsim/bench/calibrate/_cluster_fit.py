@@ -224,7 +224,9 @@ class _Model:
 
     def described(self, x: np.ndarray) -> dict[str, Any]:
         """The description with parameters ``x``; a table that took its numbers from a measured
-        ``profile`` gets them written out (the fit's, or the profile's where not fitted)."""
+        ``profile`` gets them written out (the fit's, or the profile's where not fitted). A
+        fitted table's bandwidth is the rate the log shows, so it carries no library
+        ``efficiency`` (the fit absorbs it, as a measured profile does)."""
         d = copy.deepcopy(dict(self.desc))
         for t, link in self.links.items():
             lat, eff = link.latency, 1.0
@@ -233,7 +235,7 @@ class _Model:
                 lat, eff = max(x[2 * i], 0.0) * 1e-6, x[2 * i + 1]
             elif "profile" not in d[t]:
                 continue
-            table = {k: v for k, v in d[t].items() if k != "profile"}
+            table = {k: v for k, v in d[t].items() if k not in ("profile", "efficiency")}
             d[t] = {
                 **table,
                 "bandwidth": f"{link.bandwidth * eff / 1e9:.9g}GB/s",

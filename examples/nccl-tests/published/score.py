@@ -1,6 +1,6 @@
 """Score commsim against the published nccl-tests logs of this folder (docs/validation.md).
 
-For every log, with the preset of its hardware, four predictions, each through the CLI:
+For every log, with the preset of its hardware, five predictions, each through the CLI:
 
 * **spec-only, default**: ``commsim validate --from-nccl-tests LOG --cluster PRESET`` (the
   NCCL-like algorithm of ``commsim.algorithms.NCCL_ALGORITHMS``, links as specified);
