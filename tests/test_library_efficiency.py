@@ -164,3 +164,16 @@ def test_the_call_cost_counts_the_workers_servers_only():
     hosts = m.hosts_of(s)
     assert len(set(m.network.endpoint_server[hosts].tolist())) == 4  # the switch's own
     assert m._params_of(s, hosts).launch == pytest.approx(25e-6 + 2 * 20.9e-6)
+
+
+def test_the_tuner_names_an_in_network_row_it_cannot_build():
+    """``sweep`` (``commsim tune``) times workers only: a named switch row is skipped with a
+    sentence saying where it runs, not dropped in silence; the default list leaves it out."""
+    from commsim.tuner import sweep
+
+    m = cluster_model(cluster("dgx-h100:1"))
+    named = sweep("allreduce", m, 8, [2**20], algorithms=("ring", "nvls"), ranks_per_node=8)
+    assert "reducing switch" in named.skipped["nvls"]
+    assert {c.algorithm for c in named.candidates} == {"ring"}
+    every = sweep("allreduce", m, 8, [2**20], ranks_per_node=8)
+    assert "nvls" not in every.skipped and "nvls_tree" not in every.skipped

@@ -53,7 +53,7 @@ from typing import Any
 
 from commsim._ir import Schedule
 from commsim.algorithms import build, info
-from commsim.errors import ParameterError
+from commsim.errors import ParameterError, ScheduleError
 
 __all__ = [
     "GROWN",
@@ -171,6 +171,12 @@ def families(
         )  # fmt: skip
         if family:  # empty: helper ranks (a switch's), not this collective on p ranks
             out.append(family)
+    if not out and row.helpers_for is not None:
+        raise ScheduleError(
+            f"{algorithm}'s helper ranks sit at a reducing switch: the tuner builds it only "
+            "for a model that places them (validate --from-nccl-tests -a auto on a cluster "
+            "whose switches reduce); compare it with 'commsim compare -a ...'"
+        )
     return out
 
 

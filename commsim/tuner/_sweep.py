@@ -149,6 +149,8 @@ def sweep(
             ``False``: rows with helper ranks are never candidates.
     """
     chosen, given = _chosen(collective, algorithms, params, nranks)
+    if algorithms is None and not switch_rows:  # as compare's default list: no switch rows
+        chosen = tuple(a for a in chosen if info(collective, a).helpers_for is None)
     grid = size_grid(sizes)
     counts = tuple(dict.fromkeys(channel_counts(c)[-1] for c in channels))
     if not counts:
