@@ -229,11 +229,16 @@ def test_nvls_tree_is_refused_without_nvswitch_and_nvls_on_two_servers():
 
 def test_the_tuner_leaves_switch_rows_out():
     """A tuner table runs on p ranks that all hold data: a row whose helpers are a switch is
-    no candidate (nor is any helper row)."""
+    no candidate unless the model places them (``switch_rows``), and says why; with them it is
+    built on the p GPUs plus their switch helpers."""
+    from commsim.errors import ScheduleError
     from commsim.tuner._candidates import families
 
-    assert families("allreduce", 8, "nvls", {}, float(GIB)) == []
+    with pytest.raises(ScheduleError, match="reducing switch"):
+        families("allreduce", 8, "nvls", {}, float(GIB))
     assert families("allreduce", 8, "ring", {}, float(GIB)) != []
+    built = families("allreduce", 8, "nvls", {}, float(GIB), switch_rows=True)
+    assert built and all(c.schedule.workers == 8 for f in built for c in f)
 
 
 @pytest.mark.parametrize("combine", ["channels", "pipeline"])

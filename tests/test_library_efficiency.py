@@ -167,13 +167,17 @@ def test_the_call_cost_counts_the_workers_servers_only():
 
 
 def test_the_tuner_names_an_in_network_row_it_cannot_build():
-    """``sweep`` (``commsim tune``) times workers only: a named switch row is skipped with a
-    sentence saying where it runs, not dropped in silence; the default list leaves it out."""
+    """``sweep`` (``commsim tune``): a named switch row is tuned where the model places its
+    helpers (a cluster whose NVSwitch reduces), skipped with a sentence saying why where it
+    does not (not dropped in silence); the default list leaves switch rows out."""
     from commsim.tuner import sweep
 
     m = cluster_model(cluster("dgx-h100:1"))
     named = sweep("allreduce", m, 8, [2**20], algorithms=("ring", "nvls"), ranks_per_node=8)
-    assert "reducing switch" in named.skipped["nvls"]
-    assert {c.algorithm for c in named.candidates} == {"ring"}
+    assert {c.algorithm for c in named.candidates} == {"ring", "nvls"}
+    a100 = cluster_model(cluster("dgx-a100:1"))
+    skipped = sweep("allreduce", a100, 8, [2**20], algorithms=("ring", "nvls"), ranks_per_node=8)
+    assert "reducing switch" in skipped.skipped["nvls"]
+    assert {c.algorithm for c in skipped.candidates} == {"ring"}
     every = sweep("allreduce", m, 8, [2**20], ranks_per_node=8)
     assert "nvls" not in every.skipped and "nvls_tree" not in every.skipped

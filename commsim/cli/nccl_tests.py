@@ -81,6 +81,7 @@ class NcclTestsRequest:
     channels: int | None = None
     ranks_per_node: int = 1
     port_rule: str = "channel"
+    params: tuple[str, ...] = ()  # --param items, as given
 
     @property
     def carried(self) -> bool:
@@ -242,6 +243,7 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
         nchannels,
         g,
         port_rule,
+        tuple(raw_params),
     )
 
 
@@ -489,7 +491,8 @@ def _carried_label(r: NcclTestsRequest, algorithm: str) -> str:
             f"auto (the fastest of {', '.join(_auto_rows(r)[0])} per row, "
             f"on up to {most} channels, protocol {r.protocol or 'as the links'})"
         )
-    extra = [f"{r.channels} channels"] if r.channels is not None else []
+    extra = list(r.params)
+    extra += [f"{r.channels} channels"] if r.channels is not None else []
     extra += [f"protocol {r.protocol}"] if r.protocol is not None else []
     return algorithm + (f" ({', '.join(extra)})" if extra else "")
 

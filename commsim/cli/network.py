@@ -37,7 +37,14 @@ from commsim.topology import (
 if TYPE_CHECKING:  # imported where used: a cluster builds its graph
     from commsim.clusters import Cluster
 
-__all__ = ["NETWORK_EPILOG", "NetworkChoice", "add_network_group", "parse_network", "resolve"]
+__all__ = [
+    "NETWORK_EPILOG",
+    "NetworkChoice",
+    "add_network_group",
+    "names_a_cluster",
+    "parse_network",
+    "resolve",
+]
 
 _GRAPH_SUFFIXES = (".graphml", ".gml", ".json")
 
@@ -418,16 +425,26 @@ def _graph(text: str) -> Any:
     return parse_topology(text)
 
 
+def names_a_cluster(text: str) -> bool:
+    """Whether ``text`` names a cluster (a preset or a ``.toml`` file) rather than a generator
+    or a graph file: a name both a preset and a generator, ``dragonfly``, is the generator when
+    given more than one argument or a keyword."""
+    from commsim.clusters import PRESETS
+
+    name, _, args = text.strip().partition(":")
+    generator = name.replace("-", "_") in GENERATORS and ("," in args or "=" in args)
+    return (name.lower() in PRESETS and not generator) or text.strip().endswith(".toml")
+
+
 def resolve(text: str) -> tuple[str, Network]:
     """A network named any way the command line accepts: a cluster preset or ``.toml`` file, a
     graph file, or a generator spec (a name both a preset and a generator, ``dragonfly``, is
     the generator when given more than one argument or a keyword)."""
     from commsim.clusters import PRESETS, cluster
 
-    name, _, args = text.strip().partition(":")
-    generator = name.replace("-", "_") in GENERATORS and ("," in args or "=" in args)
-    if (name.lower() in PRESETS and not generator) or text.strip().endswith(".toml"):
+    if names_a_cluster(text):
         return text, cluster(text).network
+    name = text.strip().partition(":")[0]
     known = [*PRESETS, *GENERATORS]
     is_file = Path(text).is_file() or Path(text).suffix.lower() in _GRAPH_SUFFIXES
     if name.replace("-", "_") not in GENERATORS and not is_file:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
+from typing import Any
 
 from commsim import units
 from commsim.cli.errors import EXIT_OK, UsageError, quote
-from commsim.cli.network import resolve
+from commsim.cli.network import names_a_cluster, resolve
 from commsim.cli.output import add_output_group, format_table, to_json
 from commsim.topology import MAX_DRAW_NODES, TopologySummary, draw, summarize
 
@@ -67,6 +68,7 @@ class TopologyResult:
     summary: TopologySummary
     drawing: Path | None
     toml: Path | None = None
+    library: dict[str, Any] | None = None  # a cluster's collective-library fields
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -117,7 +119,24 @@ def compute(request: TopologyRequest) -> TopologyResult:
     except OSError as e:
         raise UsageError(f"--draw {request.draw}: cannot write ({e.strerror or e})") from None
     toml = _write_toml(request.spec, request.toml) if request.toml else None
-    return TopologyResult(summary, drawing, toml)
+    return TopologyResult(summary, drawing, toml, _library(request.spec))
+
+
+def _library(spec: str) -> dict[str, Any] | None:
+    """What the cluster's collective library adds (docs/library.md), or ``None`` for a bare
+    network or a cluster that adds nothing."""
+    from commsim.clusters import cluster
+
+    if not names_a_cluster(spec):
+        return None
+    c = cluster(spec)
+    out = {
+        "launch_s": c.launch,
+        "reduction_overlap": c.reduction_overlap,
+        "link_efficiency": c.link_efficiency,
+        **({"nvls_efficiency": c.nvls_efficiency} if c.nvls else {}),
+    }
+    return out if c.launch or c.reduction_overlap or c.link_efficiency else None
 
 
 def _write_toml(spec: str, path: Path) -> Path:
@@ -147,6 +166,7 @@ def render(result: TopologyResult, as_json: bool) -> str:
                 **s.to_dict(),
                 "drawing": str(result.drawing) if result.drawing else None,
                 "toml": str(result.toml) if result.toml else None,
+                **({"library": result.library} if result.library else {}),
             }
         )
     rows = [
@@ -182,6 +202,14 @@ def render(result: TopologyResult, as_json: bool) -> str:
             f"{'reduces' if s.reducing_switches == 1 else 'reduce'} (NVLink SHARP or "
             "InfiniBand SHARP: the in-network rows' helpers sit there)"
         )
+    lib = result.library
+    if lib:
+        parts = [f"per-call launch {units.format_time(lib['launch_s'])}"] if lib["launch_s"] else []
+        parts += ["reduction overlapped with the transfer"] if lib["reduction_overlap"] else []
+        parts += [f"{k} driven at {v:.1%} of its rate" for k, v in lib["link_efficiency"].items()]
+        if "nvls_efficiency" in lib:
+            parts.append(f"in-switch reduction at {lib['nvls_efficiency']:.0%} of that")
+        lines.append(f"collective library: {', '.join(parts)} (docs/library.md)")
     if result.drawing is not None:
         lines.append(f"drawing written to {result.drawing}")
     if result.toml is not None:

@@ -123,6 +123,16 @@ class ProtocolChoice:
             model=self.describe(), protocol=names,
         )  # fmt: skip
 
+    def hosts_of(self, schedule: Schedule) -> Any:
+        """Where each rank sits, as its models place them (a protocol needs a topology model:
+        :meth:`~commsim.models.Topology.hosts_of`)."""
+        return self._first.hosts_of(schedule)
+
+    @property
+    def places_in_network(self) -> bool:
+        """Whether its models place in-network helper ranks on reducing switches."""
+        return bool(getattr(self._first, "places_in_network", False))
+
     def _carriers(self, schedule: Schedule) -> Mapping[str, Model]:
         """The protocols ``schedule`` may run with: Simple alone for an in-network schedule
         (module docstring), every choice otherwise."""

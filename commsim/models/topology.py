@@ -237,13 +237,16 @@ class Topology:
         extra = f" overhead={units.format_time(self.overhead)}" if self.overhead else ""
         launch = self.call_cost
         extra += f" launch={units.format_time(launch)}" if launch else ""
+        if self.protocol is not None and self.protocol.switch_latency and self.places_in_network:
+            extra += " (in-network rows: NCCL's NVLS latency per call)"
         extra += f" protocol={self.protocol.name}" if self.protocol else ""
         cap = self.channel_bandwidth
         extra += f" channel cap={units.format_bandwidth(cap)}" if cap is not None else ""
         extra += " reduction overlapped" if self.reduction_overlap else ""
-        extra += "".join(f" {k} at {v:.1%}" for k, v in self.link_efficiency.items())
+        driven = [f"{k}={v:.1%}" for k, v in self.link_efficiency.items()]
         eta = self.switch_efficiency
-        extra += f" in-switch reduction at {eta:.0%}" if eta != 1 else ""
+        driven += [f"in-switch={eta:.0%}"] if eta != 1 else []
+        extra += f" driven at {','.join(driven)}" if driven else ""
         extra += " ports=link" if self.port_rule == "link" else ""
         place_ = self.placement if isinstance(self.placement, str) else "explicit"
         stragglers = (
@@ -459,6 +462,12 @@ class Topology:
             self.call_cost, self.reduction_overlap, self.protocol, self.channel_bandwidth,
             self.switch_efficiency,
         )  # fmt: skip
+
+    @property
+    def places_in_network(self) -> bool:
+        """Whether the network has a switch that reduces, where in-network helper ranks sit
+        (:meth:`hosts_of`)."""
+        return len(self.network.reducing) > 0
 
     def check_carried(self, schedule: Schedule) -> None:
         """Raise :class:`~commsim.errors.ParameterError` where this model's protocol cannot

@@ -117,8 +117,8 @@ def _helper_sites(network: Network, workers: np.ndarray, helpers: int) -> np.nda
     if len(lonely) == len(site):
         raise ParameterError(
             "in-network reduction needs a switch that reduces next to the ranks' GPUs (an "
-            "NVSwitch with NVLink SHARP, an InfiniBand SHARP switch: reduce = true); this "
-            "network has none"
+            "NVSwitch with NVLink SHARP, an InfiniBand SHARP switch: a cluster's nvls = true, "
+            "or a graph switch's reduce = true); this network has none"
         )
     if len(lonely):
         w = int(lonely[0] % len(workers))

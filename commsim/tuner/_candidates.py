@@ -173,9 +173,8 @@ def families(
             out.append(family)
     if not out and row.helpers_for is not None:
         raise ScheduleError(
-            f"{algorithm}'s helper ranks sit at a reducing switch: the tuner builds it only "
-            "for a model that places them (validate --from-nccl-tests -a auto on a cluster "
-            "whose switches reduce); compare it with 'commsim compare -a ...'"
+            f"{algorithm}'s helper ranks sit at a reducing switch, and this model has none to "
+            "place them on (a cluster whose NVSwitch reduces: nvls = true, as dgx-h100)"
         )
     return out
 

@@ -121,7 +121,7 @@ def sweep(
     min_slot_bytes: float = MIN_SLOT_BYTES,
     channels: Sequence[int] = (1,),
     check: Callable[[Schedule], None] | None = None,
-    switch_rows: bool = False,
+    switch_rows: bool | None = None,
 ) -> Sweep:
     """Predict every candidate of ``algorithms`` (default: all of the collective's) at ``sizes``.
 
@@ -145,10 +145,13 @@ def sweep(
         switch_rows: also tune the in-network rows among ``algorithms`` (``nvls``,
             ``nvls_tree``: ``nranks`` GPUs and their switches' helper ranks,
             :func:`~commsim.tuner._candidates.families`); the model must place helpers on
-            reducing switches (a topology model of a network whose switches reduce). Default
-            ``False``: rows with helper ranks are never candidates.
+            reducing switches (a topology model of a network whose switches reduce). ``None``
+            (default): where the model does (its ``places_in_network``) and the rows are named
+            in ``algorithms``; the default list leaves them out, as ``compare``'s does.
     """
     chosen, given = _chosen(collective, algorithms, params, nranks)
+    if switch_rows is None:
+        switch_rows = algorithms is not None and bool(getattr(model, "places_in_network", False))
     if algorithms is None and not switch_rows:  # as compare's default list: no switch rows
         chosen = tuple(a for a in chosen if info(collective, a).helpers_for is None)
     grid = size_grid(sizes)

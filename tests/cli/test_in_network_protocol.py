@@ -32,3 +32,29 @@ def test_validate_takes_the_port_rule(cli_json):
     assert channel["port_rule"] == "channel" and link["port_rule"] == "link"
     t = [[r["predicted_s"] for r in d["rows"]] for d in (channel, link)]
     assert all(b < a for a, b in zip(*t, strict=True))  # NVLink beside the NIC: faster
+
+
+def test_predict_under_protocol_auto_places_the_switch_rows(cli):
+    """``--protocol auto`` on a cluster places an in-network row's helpers on the switch, as
+    ``--protocol Simple`` does: no 'no network' note, the same time."""
+    base = ("predict", "-c", "allreduce", "-a", "nvls", "--cluster", "dgx-h100:1", "-s", "1GiB")
+    rc, auto, err = cli(*base, "--protocol", "auto")
+    assert rc == 0, err
+    assert "no network" not in auto
+    rc, simple, _ = cli(*base, "--protocol", "Simple")
+    row = [line.split()[1] for line in (auto, simple) for line in line.splitlines()
+           if line.startswith("1GiB")]  # fmt: skip
+    assert row[0] == row[1]
+
+
+def test_tune_tunes_a_named_switch_row_on_a_cluster_that_reduces(cli_json):
+    doc = cli_json("tune", "-c", "allreduce", "--cluster", "dgx-h100:1", "-a", "ring,nvls",
+                   "-s", "1GiB")  # fmt: skip
+    assert [r["algorithm"] for r in doc["ranges"]] == ["nvls"]
+
+
+def test_topology_shows_the_collective_library(cli, cli_json):
+    rc, out, _ = cli("topology", "dgx-h100:1")
+    assert rc == 0 and "nvlink driven at 82.4% of its rate" in out
+    assert cli_json("topology", "dgx-h100:1")["library"]["nvls_efficiency"] == 0.85
+    assert "library" not in cli_json("topology", "torus:4x4")
