@@ -142,18 +142,12 @@ def sweep(
         check: called on every candidate's schedule before anything is predicted (the CLI's
             memory budget); a candidate it refuses (:class:`~commsim.errors.ResourceError`) is
             left out, and an algorithm with none left is skipped with its sentence as the note.
-        switch_rows: also tune the in-network rows among ``algorithms`` (``nvls``,
-            ``nvls_tree``: ``nranks`` GPUs and their switches' helper ranks,
-            :func:`~commsim.tuner._candidates.families`); the model must place helpers on
-            reducing switches (a topology model of a network whose switches reduce). ``None``
-            (default): where the model does (its ``places_in_network``) and the rows are named
-            in ``algorithms``; the default list leaves them out, as ``compare``'s does.
+        switch_rows: tune in-network rows (``nvls``: ``nranks`` GPUs plus their switch
+            helpers) on a model that places them; ``None``: named rows where the model does
+            (:func:`_with_switch_rows`).
     """
     chosen, given = _chosen(collective, algorithms, params, nranks)
-    if switch_rows is None:
-        switch_rows = algorithms is not None and bool(getattr(model, "places_in_network", False))
-    if algorithms is None and not switch_rows:  # as compare's default list: no switch rows
-        chosen = tuple(a for a in chosen if info(collective, a).helpers_for is None)
+    chosen, switch_rows = _with_switch_rows(collective, chosen, algorithms, model, switch_rows)
     grid = size_grid(sizes)
     counts = tuple(dict.fromkeys(channel_counts(c)[-1] for c in channels))
     if not counts:
@@ -192,6 +186,22 @@ def sweep(
     return Sweep(
         collective, nranks, model, grid, tuple(kept), np.array(rows), skipped, chosen_protocols
     )
+
+
+def _with_switch_rows(
+    collective: str,
+    chosen: tuple[str, ...],
+    algorithms: Sequence[str] | None,
+    model: Model,
+    switch_rows: bool | None,
+) -> tuple[tuple[str, ...], bool]:
+    """``switch_rows`` decided (``None``: named rows on a model that places switch helpers),
+    and the default list without in-network rows unless they are tuned (as ``compare``'s)."""
+    if switch_rows is None:
+        switch_rows = algorithms is not None and bool(getattr(model, "places_in_network", False))
+    if algorithms is None and not switch_rows:
+        chosen = tuple(a for a in chosen if info(collective, a).helpers_for is None)
+    return chosen, switch_rows
 
 
 def _chosen(
