@@ -118,7 +118,7 @@ def pick_rows(
     skipped)."""
     result = sweep(
         collective, model, nranks, sizes, algorithms=rows,
-        ranks_per_node=ranks_per_node, channels=channel_counts(channels), switch_rows=True,
+        ranks_per_node=ranks_per_node, channels=channel_counts(channels),
     )  # fmt: skip
     best = result.best()
     j = np.searchsorted(result.sizes, np.asarray(sizes, dtype=np.float64))

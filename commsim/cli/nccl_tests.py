@@ -353,11 +353,10 @@ def _carried(r: NcclTestsRequest) -> tuple[np.ndarray, tuple[Pick, ...], tuple[s
     if not r.auto:
         return (*fixed_rows(model, r.schedule, sizes, r.channels or 1, r.protocol), ())
     most = r.channels if r.channels is not None else auto_channels(r.ranks_per_node)
+    rows, left_out = _auto_rows(r)
     times, picks, notes = pick_rows(
-        model, r.log.collective, r.log.nranks, sizes, r.ranks_per_node, most, r.protocol,
-        _auto_rows(r)[0],
-    )  # fmt: skip
-    left_out = _auto_rows(r)[1]
+        model, r.log.collective, r.log.nranks, sizes, r.ranks_per_node, most, r.protocol, rows
+    )
     notes = (*notes, left_out) if left_out else notes
     if commsim.spec(r.log.collective).rooted and r.schedule.root:
         notes = (*notes, f"-a auto: the tuner builds root 0, the log's root is {r.schedule.root}")

@@ -60,6 +60,7 @@ from commsim.profiles import load_profile
 from commsim.topology import (
     as_bandwidth,
     as_latency,
+    as_share,
     check_hosts,
     dragonfly,
     fat_tree,
@@ -163,14 +164,8 @@ def _link(where: _Where, d: Mapping[str, Any], key: str, default_kind: str) -> L
     kind = t.get("kind", default_kind)
     if not isinstance(kind, str) or not kind:
         raise where.error(f"[{key}] kind", f"must be a name, got {kind!r}")
-    return LinkClass(kind, bw, lat, _share(where, f"[{key}] efficiency", t.get("efficiency", 1.0)))
-
-
-def _share(where: _Where, field: str, value: Any) -> float:
-    """A share of a rate: a number in (0, 1]."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 1:
-        raise where.error(field, f"must be a number in (0, 1] (a share of the rate), got {value!r}")
-    return float(value)
+    efficiency = _value(where, f"[{key}] efficiency", as_share, t.get("efficiency", 1.0))
+    return LinkClass(kind, bw, lat, efficiency)
 
 
 def _call(
@@ -253,7 +248,7 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
         raise where.error(
             "nvls", f"needs an NVSwitch in every server ({g} GPU per server on a {kind} has none)"
         )
-    nvls_efficiency = _share(where, "nvls_efficiency", d.get("nvls_efficiency", 1.0))
+    nvls_efficiency = _value(where, "nvls_efficiency", as_share, d.get("nvls_efficiency", 1.0))
     if not nvls:  # no switch reduces: nothing for it to slow (a preset with --set nvls=false)
         nvls_efficiency = 1.0
     name = d.get("name", origin)

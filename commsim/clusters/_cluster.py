@@ -158,8 +158,7 @@ class Cluster:
         small = self.two_servers_suffice and self.nodes > 2
         net = Network(self.graph_of(2)) if small else self.network
         g = self.gpus_per_node
-        share = self.link_efficiency
-        driven = net.bandwidth * np.array([share.get(k, 1.0) for k in net.kinds])[net.link_kind]
+        driven = net.driven(self.link_efficiency).bandwidth
 
         def alpha_beta(a: int, b: int) -> tuple[float, float]:
             links = net.route(a, b)

@@ -59,7 +59,7 @@ own (``docs/library.md``):
   on Hopper against the 25 GB/s per direction of its spec (``src/graph/topo.h``), and a
   measured H100 ring without NVLS reaches 370 GB/s busbw over 18 links (NVIDIA/nccl-tests#212).
   Per link class :math:`k` a share :math:`\epsilon_k \le 1`: the model times every message on
-  links of rate :math:`\epsilon_k B_l` (:func:`driven_network`), while the bounds keep the line
+  links of rate :math:`\epsilon_k B_l` (:meth:`commsim.topology.Network.driven`), while the bounds keep the line
   rates :math:`B_l` (no schedule beats the hardware).
 
 * **in-network reduction below the links' rate** (``switch_efficiency``): a message to or from
@@ -96,28 +96,21 @@ See Also:
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import numbers
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from commsim import units
 from commsim.errors import ParameterError
-
-if TYPE_CHECKING:
-    from commsim.topology import Network
+from commsim.topology import as_share
 
 __all__ = [
     "PROTOCOLS",
     "Protocol",
     "as_protocol",
-    "as_share",
     "as_shares",
     "call_cost",
-    "driven_network",
     "launch_clock",
     "message_efficiency",
     "protocol_latency",
@@ -306,15 +299,6 @@ def with_channel_cap(
     return new_indptr, new_links, np.concatenate([bandwidth, np.full(n, float(cap))])
 
 
-def as_share(name: str, value: Any) -> float:
-    """A share of a rate, a number in (0, 1]; one line otherwise."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value <= 1:
-        raise ParameterError(
-            f"{name} must be a number in (0, 1] (a share of the rate), got {value!r}"
-        )
-    return float(value)
-
-
 def as_shares(value: Mapping[str, float] | None) -> dict[str, float]:
     """``link_efficiency``: link class name → share of its rate (checked), ``{}`` for ``None``."""
     if value is None:
@@ -323,35 +307,7 @@ def as_shares(value: Mapping[str, float] | None) -> dict[str, float]:
         raise ParameterError(
             f"link_efficiency is a mapping of link class to a share, got {value!r}"
         )
-    return {str(k): as_share(f"link_efficiency[{k!r}]", v) for k, v in value.items()}
-
-
-def driven_network(net: Network, shares: Mapping[str, float]) -> Network:
-    """``net`` with every link of class ``k`` at ``shares[k]`` times its rate (the others as
-    they are): the links as a library drives them. The routes are ``net``'s (the same object
-    underneath: a library does not change routing); ``net`` itself is unchanged.
-
-    Raises:
-        ParameterError: a class the network does not have.
-
-    Examples:
-        >>> from commsim.topology import as_network, switch
-        >>> net = as_network(switch(2, bandwidth=10.0, kind="nic"))
-        >>> driven_network(net, {"nic": 0.5}).bandwidth.tolist(), net.bandwidth.tolist()
-        ([5.0, 5.0, 5.0, 5.0], [10.0, 10.0, 10.0, 10.0])
-    """
-    if not shares:
-        return net
-    unknown = [k for k in shares if k not in net.kinds]
-    if unknown:
-        raise ParameterError(
-            f"link_efficiency names link class {unknown[0]!r}, which this network does not "
-            f"have (classes: {', '.join(net.kinds)})"
-        )
-    factor = np.array([shares.get(k, 1.0) for k in net.kinds])
-    driven = copy.copy(net)
-    driven.bandwidth = net.bandwidth * factor[net.link_kind]
-    return driven
+    return {str(k): as_share(v, f"link_efficiency[{k!r}]") for k, v in value.items()}
 
 
 def message_efficiency(

@@ -73,10 +73,8 @@ from commsim.models._inputs import as_inverse_bandwidth, as_schedule, as_sizes, 
 from commsim.models._library import (
     Protocol,
     as_protocol,
-    as_share,
     as_shares,
     call_cost,
-    driven_network,
     message_efficiency,
     protocol_latency,
     reduction_exposed,
@@ -86,7 +84,7 @@ from commsim.models._link_ports import PORT_RULES, link_queue_messages, link_que
 from commsim.models._network_params import NetworkParams, random_skew
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
-from commsim.topology import Network, as_bandwidth, as_network, place
+from commsim.topology import Network, as_bandwidth, as_network, as_share, place
 
 if TYPE_CHECKING:
     import networkx as nx
@@ -136,7 +134,7 @@ class Topology:
             at each step's end (:mod:`commsim.models._link_ports`: NVLink beside the NIC, a
             torus chip's links).
         link_efficiency: ``{link class: share in (0, 1]}``: the library drives those links at
-            that share of their rate (:func:`~commsim.models._library.driven_network`); the
+            that share of their rate (:meth:`commsim.topology.Network.driven`); the
             bounds keep the line rates. ``None`` (default): every link at its rate.
         switch_efficiency: the share of its route's rate a message to or from a reducing
             switch reaches (in-network reduction, NCCL's ``nvlsEfficiency``; default 1).
@@ -191,8 +189,8 @@ class Topology:
         #: messages are timed on, each link class at its ``link_efficiency``
         self.line_network = net
         self.link_efficiency = as_shares(link_efficiency)
-        self.network = driven_network(net, self.link_efficiency)
-        self.switch_efficiency = as_share("switch_efficiency", switch_efficiency)
+        self.network = net.driven(self.link_efficiency)
+        self.switch_efficiency = as_share(switch_efficiency, "switch_efficiency")
         self.placement = placement
         self.contention = contention
         self.gamma = as_inverse_bandwidth("gamma", gamma)

@@ -12,7 +12,7 @@ trees. :func:`summarize` measures a
 network (links by class, diameter, bisection bandwidth); :func:`draw` pictures a small one. The topology model (:class:`commsim.models.Topology`) times schedules on it.
 """
 
-from commsim.topology._attributes import as_bandwidth, as_latency
+from commsim.topology._attributes import as_bandwidth, as_latency, as_share
 from commsim.topology._basic import MAX_HOSTS, check_hosts, hypercube, ring, switch, torus
 from commsim.topology._bisection import bisection_upper_bound, exact_bisection
 from commsim.topology._dgx1 import DGX1_NVLINKS, hybrid_cube_mesh
@@ -48,6 +48,7 @@ __all__ = [
     "as_bandwidth",
     "as_latency",
     "as_network",
+    "as_share",
     "bisection_upper_bound",
     "check_hosts",
     "dragonfly",

@@ -9,12 +9,13 @@ by :mod:`commsim.units`. Generators accept the same forms for their ``bandwidth=
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 from commsim import units
 from commsim.errors import ParameterError
 
-__all__ = ["as_bandwidth", "as_latency"]
+__all__ = ["as_bandwidth", "as_latency", "as_share"]
 
 
 def as_bandwidth(value: Any, what: str = "bandwidth") -> float:
@@ -60,3 +61,17 @@ def as_latency(value: Any, what: str = "latency") -> float:
     if not (v >= 0 and math.isfinite(v)):
         raise ParameterError(f"{what} must be finite and >= 0 seconds, got {value!r}")
     return v
+
+
+def as_share(value: Any, what: str = "share") -> float:
+    """A share of a link's rate, a real number in ``(0, 1]`` (a library's efficiency on it).
+
+    Examples:
+        >>> as_share(0.824), as_share(1)
+        (0.824, 1.0)
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value <= 1:
+        raise ParameterError(
+            f"{what} must be a number in (0, 1] (a share of the rate), got {value!r}"
+        )
+    return float(value)

@@ -22,15 +22,17 @@ networkx in their loops.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import functools
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from commsim._lazy import lazy_module
 from commsim.errors import NoRouteError, ParameterError
-from commsim.topology._attributes import as_bandwidth, as_latency
+from commsim.topology._attributes import as_bandwidth, as_latency, as_share
 from commsim.topology._dmodk import DmodkTables, dmodk_tables
 from commsim.topology._route_cache import RouteCache
 
@@ -225,6 +227,36 @@ class Network:
     @property
     def nservers(self) -> int:
         return int(self.host_server.max()) + 1
+
+    def driven(self, shares: Mapping[str, float]) -> Network:
+        """This network with every link of class ``k`` at ``shares[k]`` times its rate (the
+        others as they are): the links as a collective library drives them (``[intra]
+        efficiency`` of a cluster, docs/library.md). The routes are this network's (shared
+        underneath: a library does not change routing); this network is unchanged.
+
+        Raises:
+            ParameterError: a class this network does not have, or a share outside (0, 1].
+
+        Examples:
+            >>> from commsim.topology import switch
+            >>> net = Network(switch(2, bandwidth=10.0, kind="nic"))
+            >>> net.driven({"nic": 0.5}).bandwidth.tolist(), net.bandwidth.tolist()
+            ([5.0, 5.0, 5.0, 5.0], [10.0, 10.0, 10.0, 10.0])
+        """
+        if not shares:
+            return self
+        unknown = [k for k in shares if k not in self.kinds]
+        if unknown:
+            raise ParameterError(
+                f"link_efficiency names link class {unknown[0]!r}, which this network does not "
+                f"have (classes: {', '.join(self.kinds)})"
+            )
+        factor = np.array(
+            [as_share(shares.get(k, 1.0), f"efficiency of {k!r}") for k in self.kinds]
+        )
+        driven = copy.copy(self)
+        driven.bandwidth = self.bandwidth * factor[self.link_kind]
+        return driven
 
     def host_label(self, host: int) -> Any:
         """The graph's label of host ``host`` (an index into :attr:`hosts`)."""
