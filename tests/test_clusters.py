@@ -125,7 +125,15 @@ def test_a_toml_file(tmp_path):
             ('kind = "fat_tree"', 'kind = "fat_three"'),
             r"\[topology\] kind: .*did you mean fat_tree",
         ),
-        (("hosts_per_leaf = 4", "leaf_hosts = 4"), r"\[topology\]: .*leaf_hosts"),
+        (("hosts_per_leaf = 4", "leaf_hosts = 4"), r"\[topology\]: unknown field leaf_hosts"),
+        (
+            ("hosts_per_leaf = 4", "host_per_leaf = 4"),
+            r"unknown field host_per_leaf \(did you mean hosts_per_leaf\?\) for kind = 'fat_tree'",
+        ),
+        (
+            ("hosts_per_leaf = 4", 'latency = "1us"'),
+            r"\[topology\] latency: comes from the \[intra\] and \[inter\] tables",
+        ),
         (('sizes = ["1KiB", "1MiB"]', 'sizes = ["1MiB", "1KiB"]'), "sizes: must increase"),
         (("[intra]", "[intraa]"), "intraa: unknown field"),
         (("name =", "name ="), None),

@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import inspect
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -61,6 +60,7 @@ from commsim.topology import (
     as_bandwidth,
     as_latency,
     as_share,
+    call_problem,
     check_hosts,
     dragonfly,
     fat_tree,
@@ -169,13 +169,23 @@ def _link(where: _Where, d: Mapping[str, Any], key: str, default_kind: str) -> L
 
 
 def _call(
-    where: _Where, fn: Callable[..., nx.Graph], args: tuple, params: Mapping[str, Any]
+    where: _Where,
+    fn: Callable[..., nx.Graph],
+    args: tuple,
+    given: Mapping[str, Any],
+    topo: Mapping[str, Any],
 ) -> nx.Graph:
-    """``fn(*args, **params)``, with a bad keyword or value named as a ``[topology]`` field."""
-    try:
-        inspect.signature(fn).bind(*args, **params)
-    except TypeError as e:
-        raise where.error("[topology]", f"{e} for {fn.__name__}") from None
+    """``fn(*args, **given, **topo)``: ``given`` what the builder passes from the file's other
+    tables, ``topo`` the ``[topology]`` fields; a bad field or value named as one."""
+    taken = sorted(set(given) & set(topo))
+    if taken:
+        raise where.error(
+            f"[topology] {taken[0]}", "comes from the [intra] and [inter] tables: give it there"
+        )
+    params = {**given, **topo}
+    problem = call_problem(fn, args, params, noun="field")
+    if problem:
+        raise where.error("[topology]", f"{problem} for kind = {fn.__name__!r}")
     try:
         return fn(*args, **params)
     except CommsimError as e:
@@ -327,7 +337,7 @@ def _graph(where, kind, topo, nodes, g, intra, inter, nvls=False) -> nx.Graph:
     if kind == "rail_optimized":
         nv = {"nvlink_bandwidth": intra.bandwidth, "nvlink_latency": intra.latency} if intra else {}
         nv.update({"nvls": True} if nvls else {})
-        graph = _call(where, rail_optimized, (nodes, g), {**link, **nv, **topo})
+        graph = _call(where, rail_optimized, (nodes, g), {**link, **nv}, topo)
         return _rename(graph, {"nvlink": intra.name if intra else "nvlink", "rail": inter.name})
     if kind == "hybrid_cube_mesh":
         return _dgx1(where, topo, nodes, g, intra, inter)
@@ -350,16 +360,17 @@ def _graph(where, kind, topo, nodes, g, intra, inter, nvls=False) -> nx.Graph:
             where,
             torus,
             (tuple(dims),),
-            {**link, "kind": inter.name, **{k: v for k, v in topo.items() if k != "dims"}},
+            {**link, "kind": inter.name},
+            {k: v for k, v in topo.items() if k != "dims"},
         )
         nx.set_node_attributes(graph, {h: h // g for h in range(n)}, "node")
         return graph
     if kind == "switch":
-        fabric = _call(where, switch, (n,), {**link, "kind": inter.name, **topo})
+        fabric = _call(where, switch, (n,), {**link, "kind": inter.name}, topo)
     elif kind == "fat_tree":
-        fabric = _rename(_call(where, fat_tree, (n,), {**link, **topo}), {"host": inter.name})
+        fabric = _rename(_call(where, fat_tree, (n,), link, topo), {"host": inter.name})
     else:
-        fabric = _rename(_call(where, dragonfly, (), {**link, **topo}), {"host": inter.name})
+        fabric = _rename(_call(where, dragonfly, (), link, topo), {"host": inter.name})
         hosts = sum(1 for _, k in fabric.nodes(data="kind") if k != "switch")
         if hosts != n:
             raise where.error(
@@ -389,9 +400,8 @@ def _dgx1(where, topo, nodes, g, intra, inter) -> nx.Graph:
         "latency": nv.latency,
         "pcie_bandwidth": inter.bandwidth,
         "pcie_latency": inter.latency,
-        **topo,
     }
-    graph = _call(where, hybrid_cube_mesh, (), params)
+    graph = _call(where, hybrid_cube_mesh, (), params, topo)
     return _rename(graph, {"nvlink": nv.name, "pcie": inter.name})
 
 

@@ -23,7 +23,13 @@ from commsim.topology._gpu import join, nvlink_island, rail_optimized
 from commsim.topology._network import Network, as_network
 from commsim.topology._placement import PLACEMENTS, place, ranks_per_server, reducing_switches
 from commsim.topology._ring_packing import link_units, pack_rings
-from commsim.topology._spec import GENERATORS, load_topology, parse_topology, register_generator
+from commsim.topology._spec import (
+    GENERATORS,
+    call_problem,
+    load_topology,
+    parse_topology,
+    register_generator,
+)
 from commsim.topology._summary import (
     BISECTION_METHODS,
     LinkClassSummary,
@@ -50,6 +56,7 @@ __all__ = [
     "as_network",
     "as_share",
     "bisection_upper_bound",
+    "call_problem",
     "check_hosts",
     "dragonfly",
     "draw",

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 else:
     nx = lazy_module("networkx")
 
-__all__ = ["GENERATORS", "load_topology", "parse_topology", "register_generator"]
+__all__ = ["GENERATORS", "call_problem", "load_topology", "parse_topology", "register_generator"]
 
 #: Generators reachable by name: ``name -> function(size, **keywords) -> nx.Graph``.
 GENERATORS: dict[str, Callable[..., nx.Graph]] = {
@@ -59,6 +59,54 @@ _FILE_SUFFIXES = (".graphml", ".gml", ".json")
 def register_generator(name: str, fn: Callable[..., nx.Graph]) -> None:
     """Make generator ``fn`` reachable as ``name`` in topology specs."""
     GENERATORS[name] = fn
+
+
+def call_problem(
+    fn: Callable[..., Any], args: tuple | list, kwargs: dict[str, Any], noun: str = "keyword"
+) -> str | None:
+    """What is wrong with calling generator ``fn`` with ``args`` and ``kwargs``, as a sentence for
+    a user (``None``: nothing); ``noun`` is what a keyword is called where the user wrote it (a
+    command line's keyword, a file's field).
+
+    Examples:
+        >>> call_problem(switch, (4,), {"bandwith": "1GB/s"})
+        'unknown keyword bandwith (did you mean bandwidth?)'
+        >>> call_problem(switch, (), {})
+        'missing the number of hosts n (the first value)'
+        >>> call_problem(switch, (4,), {}) is None
+        True
+    """
+    sig = inspect.signature(fn)
+    params = sig.parameters
+    takes = [k for k, v in params.items() if v.kind is not v.VAR_KEYWORD]
+    for key in kwargs:
+        if key not in params:
+            close = difflib.get_close_matches(key, takes, n=1)
+            hint = f"did you mean {close[0]}?" if close else f"{noun}s: {', '.join(takes)}"
+            return f"unknown {noun} {key} ({hint})"
+    try:
+        sig.bind(*args, **kwargs)
+    except TypeError:
+        positional = [
+            v for v in params.values() if v.kind in (v.POSITIONAL_ONLY, v.POSITIONAL_OR_KEYWORD)
+        ]
+        missing = [
+            v.name for v in positional[len(args) :] if v.default is v.empty and v.name not in kwargs
+        ]
+        if missing:
+            what = "the number of hosts n" if missing[0] == "n" else missing[0]
+            return f"missing {what} (the {_ordinal(len(args))} value)"
+        if len(args) > len(positional):
+            return (
+                f"{len(args)} values before the keywords, {fn.__name__} takes "
+                f"{len(positional)} ({', '.join(v.name for v in positional)})"
+            )
+        return f"a value given twice ({', '.join(k for k in kwargs if k in {v.name for v in positional[: len(args)]})})"
+    return None
+
+
+def _ordinal(i: int) -> str:
+    return ("first", "second", "third")[i] if i < 3 else f"{i + 1}th"
 
 
 def _value(text: str) -> Any:
@@ -109,11 +157,10 @@ def parse_topology(text: str) -> nx.Graph:
             f"topology {text!r}: {name} takes no routing= (only the leaf-spine trees "
             f"{', '.join(takes)} do)"
         )
-    try:
-        inspect.signature(fn).bind(*args, **kwargs)
-    except TypeError as e:
+    problem = call_problem(fn, args, kwargs)
+    if problem:
         sig = str(inspect.signature(fn)).replace("'", "")
-        raise ParameterError(f"topology {text!r}: {e} (usage: {name}{sig})") from None
+        raise ParameterError(f"topology {text!r}: {problem} (usage: {name}{sig})")
     return fn(*args, **kwargs)
 
 

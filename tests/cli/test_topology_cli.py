@@ -77,6 +77,13 @@ def test_help_teaches_by_example(cli):
         (None, ["torus:4x4", "--draw", "out.gif"], "must end in .png, .pdf or .svg"),
         (None, ["fat_tree:1024", "--draw", "big.png"], "too many to draw (at most 300)"),
         (None, ["ring:8,speed=3"], "usage: ring"),
+        (
+            None,
+            ["fat_tree:16,host_per_leaf=4"],
+            "unknown keyword host_per_leaf (did you mean hosts_per_leaf?)",
+        ),
+        (None, ["fat_tree"], "missing the number of hosts n (the first value)"),
+        (None, ["fat_tree:16,4"], "2 values before the keywords, fat_tree takes 1 (n)"),
         (None, ["missing.graphml"], "no such file"),
     ],
 )
