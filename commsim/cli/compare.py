@@ -19,7 +19,7 @@ from commsim.cli.arguments import DEFAULT_PREDICT_SIZES, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError, one_line, quote
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.model import add_library_group, add_model_group, parse_channels, parse_model
-from commsim.cli.network import add_network_group, parse_network
+from commsim.cli.network import add_network_group, parse_network, without_skipped
 from commsim.cli.output import add_output_group, format_ratio, format_table, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.cli.wire import add_wire_argument, check_collective, parse_wire, wired_model
@@ -214,9 +214,9 @@ def compute(request: CompareRequest) -> CompareResult:
             for p, (schedules, skipped), t in zip(choice.nranks, built, tuned, strict=True)
         )
     names = tuple(dict.fromkeys([*choice.algorithms, *(a for sch, _ in built for a in sch)]))
-    result = CompareResult(
-        choice.collective, names, request.model, sizes, panels, notes=request.notes
-    )
+    everywhere = {a for a in choice.algorithms if all(a in skipped for _, skipped in built)}
+    notes = without_skipped(request.notes, everywhere)
+    result = CompareResult(choice.collective, names, request.model, sizes, panels, notes=notes)
     if request.plot is None:
         return result
     plot.plot_compare(request.plot, choice.collective, request.model.describe(), sizes, panels)

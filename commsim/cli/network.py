@@ -15,6 +15,7 @@ import argparse
 import dataclasses
 import difflib
 import math
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -136,7 +137,7 @@ class NetworkChoice:
         params = {a: dict(v) for a, v in choice.params.items()}
         for a in takers:
             params[a]["ranks_per_node"] = g
-        note = f"ranks_per_node={g} (from the network) for {', '.join(takers)}"
+        note = AlgorithmsNote.of(f"ranks_per_node={g} (from the network)", takers)
         return dataclasses.replace(choice, params=params), [note]
 
     def torus_dims(self, nranks: int) -> tuple[int, ...] | None:
@@ -169,7 +170,7 @@ class NetworkChoice:
         fits = [a for a in takers if _accepts(info(choice.collective, a), p, shape)]
         notes = []
         if fits:
-            notes.append(f"dims={shape} (the torus's shape) for {', '.join(fits)}")
+            notes.append(AlgorithmsNote.of(f"dims={shape} (the torus's shape)", fits))
         if len(fits) < len(takers):
             others = ", ".join(a for a in takers if a not in fits)
             notes.append(f"{others} take no dims={shape}: they keep their default")
@@ -232,6 +233,33 @@ class NetworkChoice:
         choice, rings = self.with_packed_rings(choice)
         choice, trees = self.with_packed_trees(choice)
         return choice, notes + more + rings + trees
+
+
+class AlgorithmsNote(str):
+    """A note that a setting applies to some algorithms: ``"WHAT for a, b"``, which knows its
+    ``what`` and ``algorithms`` so that a command can leave out the rows it skipped
+    (:meth:`without`). A ``str``: it prints and serialises as its text."""
+
+    what: str
+    algorithms: tuple[str, ...]
+
+    @classmethod
+    def of(cls, what: str, algorithms: Sequence[str]) -> AlgorithmsNote:
+        note = cls(f"{what} for {', '.join(algorithms)}")
+        note.what, note.algorithms = what, tuple(algorithms)
+        return note
+
+    def without(self, skipped: Collection[str]) -> AlgorithmsNote | None:
+        """This note about the algorithms not in ``skipped`` (``None``: none is left)."""
+        kept = [a for a in self.algorithms if a not in skipped]
+        return AlgorithmsNote.of(self.what, kept) if kept else None
+
+
+def without_skipped(notes: Sequence[str], skipped: Collection[str]) -> tuple[str, ...]:
+    """``notes`` with the algorithms in ``skipped`` left out of every :class:`AlgorithmsNote`
+    (and a note about those alone dropped)."""
+    kept = (n.without(skipped) if isinstance(n, AlgorithmsNote) else n for n in notes)
+    return tuple(n for n in kept if n is not None)
 
 
 def _accepts(row: Any, nranks: int, dims: str) -> bool:

@@ -23,6 +23,18 @@ def test_cli_compare_shows_nvls_where_the_switch_reduces_and_skips_it_elsewhere(
     assert "nvls" in panel["skipped"] and panel["winner"] == ["ring"]
 
 
+def test_cli_compare_notes_name_only_the_rows_it_ran(cli):
+    """A row skipped at every p gets its skip note only, not the network's parameter note."""
+    rc, out, _ = cli("compare", "-c", "allreduce", "-a", "ring,hierarchical,nvls",
+                     "--cluster", "dgx-h100:2", "-s", "1MiB")  # fmt: skip
+    notes = [line for line in out.splitlines() if line.startswith("note:")]
+    assert rc == 0 and any(n.startswith("note: skipped nvls:") for n in notes), out
+    assert "note: ranks_per_node=8 (from the network) for hierarchical" in notes, out
+    rc, out, _ = cli("compare", "-c", "allreduce", "-a", "ring,nvls", "--cluster", "dgx-h100:2",
+                     "-s", "1MiB")  # fmt: skip
+    assert rc == 0 and "ranks_per_node" not in out.replace("one server's ranks_per_node", "")
+
+
 def test_cli_algorithms_lists_nvls_with_its_formula_and_source(cli):
     rc, out, _ = cli("algorithms", "-c", "allreduce", "-a", "nvls")
     assert rc == 0 and "(S+1)w·α" in out and "NVLink SHARP" in out
