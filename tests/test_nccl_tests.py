@@ -309,7 +309,7 @@ def test_one_outlier_row_does_not_move_the_fit():
 def _args(**kw) -> argparse.Namespace:
     base = dict(
         from_nccl_tests=str(EXAMPLE), cluster="dgx-h100:1", output=None, json=False, plot=None,
-        fit_up_to="16MiB", collective=None, algorithm=None,
+        fit_up_to=None, collective=None, algorithm=None,
     )  # fmt: skip
     return argparse.Namespace(**{**base, **kw})
 
@@ -330,16 +330,23 @@ def test_calibrate_writes_a_cluster_file_that_is_the_fitted_model(tmp_path, caps
     assert doc["summary"]["held_out"]["max_abs_error"] <= 0.15
 
 
-def test_validate_reports_every_row_and_the_held_out_rows(tmp_path, capsys):
+def test_validate_reports_every_row_and_the_held_out_rows_of_a_fitted_file(tmp_path, capsys):
     assert cli.validate_main(_args()) == 0
-    text = capsys.readouterr().out
-    assert text.count(" held out") == 8 and "median |error|, held-out rows (64MiB and up)" in text
+    text = capsys.readouterr().out  # a preset: nothing was fitted, so nothing is held out
+    assert "held out" not in text and " row\n" not in text and "median |error|, every row" in text
     assert cli.validate_main(_args(json=True)) == 0
     preset = json.loads(capsys.readouterr().out)
     assert len(preset["rows"]) == 31 and preset["algorithm"] == "snake_ring"
+    assert preset["summary"]["fitted_up_to"] is None and "held_out" not in preset["summary"]
+    worst = max(abs(r["error"]) for r in preset["rows"])
+    assert preset["summary"]["max_abs_error"] == pytest.approx(worst)
     out = tmp_path / "fitted.toml"
     cli.calibrate_main(_args(output=str(out), json=True))
     breakpoint = json.loads(capsys.readouterr().out)["breakpoint"]
+    assert cluster(out).fitted_up_to == 16 * MiB  # the file says which rows it was fitted to
+    assert cli.validate_main(_args(cluster=str(out))) == 0
+    text = capsys.readouterr().out
+    assert text.count(" held out") == 8 and "median |error|, held-out rows (64MiB and up)" in text
     assert cli.validate_main(_args(cluster=str(out), json=True)) == 0
     fitted = json.loads(capsys.readouterr().out)
     # the file holds the large-size regime: close from its breakpoint to 16 MiB, within 15%
@@ -369,7 +376,7 @@ def test_add_arguments_leaves_existing_options_alone():
     args = p.parse_args(
         ["--from-nccl-tests", "x.log", "--cluster", "dgx-h100:1", "-c", "allreduce"]
     )
-    assert (args.from_nccl_tests, args.fit_up_to, args.algorithm) == ("x.log", "16MiB", None)
+    assert (args.from_nccl_tests, args.fit_up_to, args.algorithm) == ("x.log", None, None)
 
 
 def test_the_options_compose_with_the_validate_command(capsys):
@@ -426,6 +433,6 @@ def test_commsim_validate_from_nccl_tests(capsys):
     argv = ["validate", "--from-nccl-tests", str(EXAMPLE), "--cluster", "dgx-h100:1", "--json"]
     assert commsim.cli.main(argv) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert len(doc["rows"]) == 31 and doc["summary"]["held_out"]["rows"] == 8
+    assert len(doc["rows"]) == 31 and doc["summary"]["fitted_up_to"] is None
     assert commsim.cli.main(argv[:3]) == 2
     assert "needs the cluster the log ran on" in capsys.readouterr().err

@@ -39,6 +39,7 @@ from commsim.models import PORT_RULES
 
 if TYPE_CHECKING:  # imported where used: `commsim --help` needs neither
     from commsim.bench.calibrate import ClusterFit, LibraryFit
+    from commsim.clusters import Cluster
     from commsim.interop import NcclTestsLog
 
 __all__ = [
@@ -71,7 +72,7 @@ class NcclTestsRequest:
     log: NcclTestsLog
     cluster: str
     schedule: commsim.Schedule
-    fit_up_to: int
+    fit_up_to: int | None
     notes: tuple[str, ...] = ()
     output: str | None = None
     plot: Path | None = None
@@ -131,8 +132,9 @@ def add_arguments(
         "--fit-up-to",
         dest="fit_up_to",
         metavar="SIZE",
-        default="16MiB",
-        help="fit the rows up to this size; larger rows are only predicted (default 16MiB)",
+        help="calibrate: fit the rows up to this size; larger rows are only predicted "
+        "(default 16MiB). validate: the rows the cluster was fitted to, held apart from the "
+        "larger ones (default: what a fitted file says; a preset: none, every row predicted)",
     )
     _add_once(
         g, "--cluster", metavar="PRESET|FILE.toml", help="the cluster the log ran on (dgx-h100:1)"
@@ -220,13 +222,18 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
     raw_params = list(getattr(args, "param", None) or [])
     if raw_params and algorithm == "auto":
         raise UsageError("--param with -a auto: the tuner picks each row's parameters; drop one")
-    schedule, g = _schedule(log, spec, None if algorithm == "auto" else algorithm, path, raw_params)
+    schedule, c = _schedule(log, spec, None if algorithm == "auto" else algorithm, path, raw_params)
     notes = list(log.notes)
     if log.collective_from != "the columns":
         notes.append(f"collective {log.collective} from {log.collective_from}")
     if log.time_column == "cputime":
         notes.append("the log's times are CPU times (nccl-tests -C), not GPU times")
-    fit_up_to = _size(getattr(args, "fit_up_to", None) or DEFAULT_FIT_UP_TO, "--fit-up-to")
+    given = getattr(args, "fit_up_to", None)
+    fit_up_to = _size(given, "--fit-up-to") if given else None
+    if mode == "calibrate":
+        fit_up_to = fit_up_to or DEFAULT_FIT_UP_TO
+    elif fit_up_to is None:
+        fit_up_to = c.fitted_up_to
     plot = getattr(args, "plot", None)
     return NcclTestsRequest(
         mode,
@@ -241,7 +248,7 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
         algorithm == "auto",
         "auto" if algorithm == "auto" and protocol is None else protocol,
         nchannels,
-        g,
+        c.gpus_per_node,
         port_rule,
         tuple(raw_params),
     )
@@ -278,12 +285,12 @@ def _channels(args: argparse.Namespace) -> int | None:
 
 def _schedule(
     log: NcclTestsLog, cluster: str, algorithm: str | None, path: str, raw: list[str] = ()
-) -> tuple[commsim.Schedule, int]:
+) -> tuple[commsim.Schedule, Cluster]:
     """The schedule the model runs for ``log`` on ``cluster``: ``algorithm``, else the one NCCL
     runs, with the ``--param`` items ``raw``; ``ranks_per_node`` from the cluster where it
     takes one, the log's root where rooted; on the log's ranks as GPUs (an in-network row adds
     its switch helpers, :meth:`~commsim.algorithms.AlgorithmInfo.nranks_for`); and the
-    cluster's GPUs per server."""
+    cluster."""
     from commsim.bench.calibrate import cluster_description
     from commsim.cli.schedules import parse_params
     from commsim.clusters import build_cluster
@@ -303,7 +310,7 @@ def _schedule(
             )
         params["root"] = max(roots.pop(), 0)
     s = commsim.build(log.collective, algorithm, nranks=row.nranks_for(log.nranks), **params)
-    return s, c.gpus_per_node
+    return s, c
 
 
 def _size(value: Any, flag: str) -> int:
@@ -429,12 +436,18 @@ def _library_lines(lib: LibraryFit | str | None, fit_up_to: int) -> list[str]:
     return lines
 
 
-def _summary(sizes: np.ndarray, err: np.ndarray, fit_up_to: int) -> dict[str, Any]:
-    """Median |error| over every row, the fit range, and the held-out rows (>= 64 MiB and
-    beyond the fit range)."""
+def _summary(sizes: np.ndarray, err: np.ndarray, fit_up_to: int | None) -> dict[str, Any]:
+    """Median and largest |error| over every row; where the cluster was fitted (``fit_up_to``),
+    the fit range and the held-out rows (>= 64 MiB and beyond the fit range) apart."""
     from commsim.bench.calibrate import HELD_OUT_FROM
 
-    out: dict[str, Any] = {"median_abs_error": float(np.median(np.abs(err)))}
+    out: dict[str, Any] = {
+        "median_abs_error": float(np.median(np.abs(err))),
+        "max_abs_error": float(np.abs(err).max()),
+        "fitted_up_to": fit_up_to,
+    }
+    if fit_up_to is None:
+        return out
     for key, mask in (
         ("fit_rows", sizes <= fit_up_to),
         ("held_out", (sizes >= HELD_OUT_FROM) & (sizes > fit_up_to)),
@@ -549,8 +562,13 @@ def _held_out_label(fit_up_to: int) -> str:
     return f"above {units.format_size(fit_up_to)}"
 
 
-def _summary_lines(s: dict[str, Any], fit_up_to: int) -> list[str]:
-    lines = [f"median |error|, every row: {100 * s['median_abs_error']:.1f}%"]
+def _summary_lines(s: dict[str, Any], fit_up_to: int | None) -> list[str]:
+    lines = [
+        f"median |error|, every row: {100 * s['median_abs_error']:.1f}% "
+        f"(max {100 * s['max_abs_error']:.1f}%)"
+    ]
+    if fit_up_to is None:
+        return lines
     for key, what in (
         ("fit_rows", f"rows up to {units.format_size(fit_up_to)}"),
         ("held_out", f"held-out rows ({_held_out_label(fit_up_to)})"),
@@ -569,24 +587,30 @@ def _summary_lines(s: dict[str, Any], fit_up_to: int) -> list[str]:
 def _rows_table(
     log: NcclTestsLog,
     predicted: np.ndarray,
-    fit_up_to: int,
+    fit_up_to: int | None,
     in_fit: np.ndarray | None,
     picks: tuple[Pick, ...] = (),
 ) -> str:
+    """Every row, measured against predicted; with a fit (``fit_up_to``), a ``row`` column
+    saying which rows were fitted and which held out."""
     from commsim.bench.calibrate import HELD_OUT_FROM
 
     sizes, measured = log.sizes, log.times
     err = predicted / measured - 1
     rows = []
     for i, r in enumerate(log.rows):
-        role = "fit" if (in_fit[i] if in_fit is not None else sizes[i] <= fit_up_to) else ""
-        role = role or ("held out" if sizes[i] >= max(HELD_OUT_FROM, fit_up_to + 1) else "")
         busbw = r.busbw_oop
         rows.append([
             units.format_size(int(r.size)), _time(measured[i]), _time(predicted[i]), _pct(err[i]),
-            "-" if busbw is None else f"{busbw:.2f}", role,
+            "-" if busbw is None else f"{busbw:.2f}",
         ])  # fmt: skip
-    headers, align = ["size", "measured", "predicted", "error", "busbw GB/s", "row"], "rrrrrl"
+    headers, align = ["size", "measured", "predicted", "error", "busbw GB/s"], "rrrrr"
+    if fit_up_to is not None:
+        for i, row in enumerate(rows):
+            fitted = in_fit[i] if in_fit is not None else sizes[i] <= fit_up_to
+            held = sizes[i] >= max(HELD_OUT_FROM, fit_up_to + 1)
+            row.append("fit" if fitted else "held out" if held else "")
+        headers, align = [*headers, "row"], align + "l"
     if picks:
         for row, pick in zip(rows, picks, strict=True):
             row.append(pick.label())
@@ -640,11 +664,12 @@ def _plot(
     path: Path,
     log: NcclTestsLog,
     predicted: np.ndarray,
-    fit_up_to: int,
+    fit_up_to: int | None,
     breakpoint: int | None,
     label: str,
 ) -> None:
-    """Measured points over the predicted curve (log-log), the fit range shaded."""
+    """Measured points over the predicted curve (log-log); with a fit (``fit_up_to``), the fit
+    range shaded and the held-out rows marked."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -659,14 +684,15 @@ def _plot(
     ax, ex = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1.3]})
     span = {"color": "0.92", "zorder": 0}
     for a in (ax, ex):
-        a.axvspan(x.min() / 1.3, min(fit_up_to, x.max()) * 1.15, **span,
-                  label=f"fit rows (<= {units.format_size(fit_up_to)})")  # fmt: skip
+        if fit_up_to is not None:
+            a.axvspan(x.min() / 1.3, min(fit_up_to, x.max()) * 1.15, **span,
+                      label=f"fit rows (<= {units.format_size(fit_up_to)})")  # fmt: skip
         if breakpoint is not None:
             a.axvline(breakpoint, color="0.5", ls=":", lw=1,
                       label=f"protocol switch ({units.format_size(breakpoint)})")  # fmt: skip
         a.grid(True, which="major", alpha=0.3)
     ax.plot(x, p, "-", color="tab:blue", lw=1.8, label=f"predicted ({label})")
-    held = x >= HELD_OUT_FROM
+    held = (x >= HELD_OUT_FROM) & (fit_up_to is not None)
     ax.plot(x[~held], m[~held], "o", color="black", ms=4.5, label="measured")
     err = 100 * (p / m - 1)
     ex.axhspan(-15, 15, color="tab:green", alpha=0.08, zorder=0, label="±15%")

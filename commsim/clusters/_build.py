@@ -95,6 +95,7 @@ _TOP = (
     "topology",
     "profiles",
     "sources",
+    "fitted_up_to",
 )
 _LINK = ("kind", "bandwidth", "latency", "efficiency", "profile")
 FABRICS = ("rail_optimized", "fat_tree", "dragonfly", "torus", "switch", "hybrid_cube_mesh")
@@ -280,9 +281,15 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
     if cap is not None:
         cap = _value(where, "channel_bandwidth", as_bandwidth, cap)
     sources = d.get("sources", "")
+    fitted = d.get("fitted_up_to")
+    if fitted is not None:
+        try:
+            fitted = units.parse_size(fitted)
+        except units.UnitError as e:
+            raise where.error("fitted_up_to", str(e)) from None
     return Cluster(
         str(name), nodes, g, graph_of, placement, classes, profiles, str(sources), reduction,
-        launch, overlap, cap, kind in _TWO_SERVERS, nvls, nvls_efficiency,
+        launch, overlap, cap, kind in _TWO_SERVERS, nvls, nvls_efficiency, fitted,
     )  # fmt: skip
 
 

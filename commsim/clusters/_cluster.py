@@ -86,6 +86,9 @@ class Cluster:
         nvls_efficiency: the share of its NVLinks' rate (as the library drives them) a message
             to or from a reducing NVSwitch reaches (NCCL's ``nvlsEfficiency``: 0.85 on Hopper,
             0.74 on Blackwell; 1 where no switch reduces; docs/library.md).
+        fitted_up_to: a fitted file's (``commsim calibrate --from-nccl-tests -o``): the log's
+            rows up to this many bytes were fitted, so ``validate`` holds out the larger ones
+            (``None``: not fitted; every row is a prediction).
     """
 
     name: str
@@ -107,6 +110,7 @@ class Cluster:
     two_servers_suffice: bool = False
     nvls: bool = False
     nvls_efficiency: float = 1.0
+    fitted_up_to: int | None = None
 
     @property
     def gamma(self) -> float:

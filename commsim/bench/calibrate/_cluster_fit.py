@@ -388,6 +388,7 @@ def fit_cluster(
     fitted = model.described(x_large)
     fitted["name"] = f"{desc.get('name', origin)}-fitted"
     fitted["sources"] = f"fitted to {Path(log.source).name} (commsim calibrate --from-nccl-tests)"
+    fitted["fitted_up_to"] = units.format_size(int(fit_up_to))
     return ClusterFit(
         str(cluster_spec), schedule.algorithm, log.collective, log.nranks, int(fit_up_to),
         tuple(links), sizes, measured, predicted, fit_rows, breakpoint, r2, fitted,
