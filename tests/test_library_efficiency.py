@@ -45,6 +45,21 @@ def test_switch_efficiency_slows_only_the_switch_s_messages(contention):
     assert half.predict(ring, N).time == full.predict(ring, N).time
 
 
+@pytest.mark.parametrize("contention", ["bottleneck", "flow"])
+def test_a_link_is_busy_for_the_time_its_messages_take_at_their_share(contention):
+    """``nvls`` on two GPUs, segments=1: each GPU's link to the switch carries n bytes each way
+    (both slices up, both sums down) at the link rate times the switch's share; its busy time
+    is that, and the links table's bytes do not change with the share."""
+    isl = nvlink_island(2, bandwidth=B, latency=0.0, reduce=True)
+    v = commsim.build("allreduce", "nvls", nranks=4, ranks_per_node=2, segments=1)
+    for eta in (1.0, 0.5):
+        pred = Topology(isl, gamma=0.0, contention=contention, switch_efficiency=eta).predict(v, N)
+        usage = pred.network
+        assert usage.kind_busiest.max() == pytest.approx(N / (B * eta))
+        assert usage.kind_bytes.sum() == pytest.approx(4 * N)  # 2 GPUs x (n up + n down)
+        assert usage.utilization.max() <= 1 + 1e-12
+
+
 def test_presets_carry_nccl_s_numbers():
     h100, a100, b200 = cluster("dgx-h100:2"), cluster("dgx-a100:1"), cluster("gb200-nvl72:1")
     assert h100.link_efficiency == {"nvlink": pytest.approx(20.6 / 25)}

@@ -421,10 +421,13 @@ class _FlowRun:
         it, rt, net = self.items, self.routes, self.net
         units = np.repeat(it.units, rt.lengths)
         link_units = np.bincount(rt.links, units, minlength=net.nlinks)
+        eta = np.broadcast_to(rt.efficiency, it.units.shape)
+        busy = np.bincount(rt.links, np.repeat(it.units / eta, rt.lengths), minlength=net.nlinks)
         cp = self._critical_path(float(total[-1])) if self.last is not None else None
         return NetworkUsage.of_links(
-            net, link_units, self.per_unit, total, self.parts, cp, launch=self.launch
-        )
+            net, link_units, self.per_unit, total, self.parts, cp, launch=self.launch,
+            busy_units=busy,
+        )  # fmt: skip
 
     def _critical_path(self, total: float) -> CriticalPath | None:
         """The chain of messages that ends at the last size's slowest rank."""

@@ -137,9 +137,13 @@ class NetworkUsage:
         critical_path: CriticalPath | None,
         *,
         launch: float = 0.0,
+        busy_units: np.ndarray | None = None,
     ) -> NetworkUsage:
         """Usage from the slot units each directed link of ``network`` carried: bytes per size
         (``units × per_unit``) and busy time (bytes / bandwidth; 0 on an infinitely fast link).
+        ``busy_units`` (default ``link_units``) counts each message's units over the share of
+        the rate it moves at (:func:`commsim.models._library.message_efficiency`: a protocol's
+        flags, a reducing switch's efficiency), so busy time is the time the link was in use.
 
         ``time_parts`` comes as ``[3 + kinds, sizes]`` (latency, reduction, other, link
         classes), its "other" including the per-call ``launch`` every chain starts with; the
@@ -150,9 +154,10 @@ class NetworkUsage:
             [time_parts[:2], np.maximum(other, 0.0)[None], launched[None], time_parts[3:]]
         )
         link_bytes = np.multiply.outer(link_units, per_unit)
+        busy_bytes = link_bytes if busy_units is None else np.multiply.outer(busy_units, per_unit)
         bw = network.bandwidth[:, None]
         with np.errstate(invalid="ignore"):
-            busy = np.where(np.isinf(bw), 0.0, link_bytes / bw)
+            busy = np.where(np.isinf(bw), 0.0, busy_bytes / bw)
         return cls(
             network.kinds, network.link_kind, link_bytes, busy, time, time_parts, critical_path
         )

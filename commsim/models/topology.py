@@ -633,7 +633,7 @@ class _Run:
         self.nmsg = 0
         self.max_messages = max_messages  # a timeline: refuse past it, before timing the rest
         self.chunks: list[tuple[np.ndarray, ...]] = []
-        self.units_by_round: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self.units_by_round: dict[int, tuple[np.ndarray, ...]] = {}
         self.kernel = kern.round_per_message
         self.split: Callable[..., tuple[Messages, list[np.ndarray]]] = port_messages
 
@@ -711,11 +711,16 @@ class _Run:
             self.track = False
         self.nmsg += m
         key = id(indptr)
+        net = self.model.network
+        eta = message_efficiency(self.model.protocol, self.model.switch_efficiency,
+                                 self.hosts[src], self.hosts[dst], net.nhosts)  # fmt: skip
+        busy = units / eta  # a link is in use for the time the message takes at its share
         acc = self.units_by_round.get(key)
         if acc is None:
-            self.units_by_round[key] = (indptr, links, units.astype(np.float64))
+            self.units_by_round[key] = (indptr, links, units.astype(np.float64), busy)
         else:
             acc[2][:] += units
+            acc[3][:] += busy
 
     @property
     def rank_clock(self) -> np.ndarray:
@@ -736,14 +741,16 @@ class _Run:
 
     def usage(self, total: np.ndarray) -> NetworkUsage:
         net = self.model.network
-        link_units = np.zeros(net.nlinks)
-        for indptr, links, acc in self.units_by_round.values():
-            link_units += np.bincount(links, np.repeat(acc, np.diff(indptr)), minlength=net.nlinks)
+        link_units, busy_units = np.zeros(net.nlinks), np.zeros(net.nlinks)
+        for indptr, links, acc, busy in self.units_by_round.values():
+            per_link = np.diff(indptr)
+            link_units += np.bincount(links, np.repeat(acc, per_link), minlength=net.nlinks)
+            busy_units += np.bincount(links, np.repeat(busy, per_link), minlength=net.nlinks)
         last = np.argmax(self.clock, axis=0)
         parts = self.comp[last, :, np.arange(len(last))].T  # [components, sizes]
         return NetworkUsage.of_links(
             net, link_units, self.per_unit, total, parts, self._critical_path(total),
-            launch=self.params.launch,
+            launch=self.params.launch, busy_units=busy_units,
         )  # fmt: skip
 
     def timeline(self) -> Timeline:
