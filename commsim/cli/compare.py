@@ -24,7 +24,7 @@ from commsim.cli.output import add_output_group, format_ratio, format_table, to_
 from commsim.cli.schedules import ScheduleChoice, ScheduleFile, ScheduleGroup
 from commsim.cli.wire import add_wire_argument, check_collective, parse_wire, wired_model
 from commsim.errors import ParameterError, ResourceError, ScheduleError
-from commsim.models import Model, bound_of, fastest
+from commsim.models import Model, Prediction, bound_of, fastest
 
 __all__ = [
     "DESCRIPTION",
@@ -53,7 +53,7 @@ EXAMPLES = """\
   commsim compare -c allreduce -p 2..1024 -s 4KiB,64MiB --plot allreduce.png
   commsim compare -c allgather -p 128 --alpha 5us --beta 400Gb/s --json
   commsim compare -c allreduce -p 8 --file my_schedule.json   # yours beside the registry's
-  commsim compare -c allreduce -p 1024 --tune   # segments tuned per size (commsim tune)"""
+  commsim compare -c allreduce -p 1024 --tune   # pipeline depths tuned per size (commsim tune)"""
 
 SCHEDULES = ScheduleGroup("compare", many_algorithms=True, many_nranks=True)
 _PLOT_FORMATS = (".png", ".pdf", ".svg")
@@ -132,8 +132,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     output.add_argument(
         "--tune",
         action="store_true",
-        help="tune the pipelined algorithms' segments per size, as commsim tune does (those "
-        "not set by --param): each takes its best depth per size, shown in a column",
+        help="tune the pipelined algorithms' depth per size (segments, or pipeline: the "
+        "chunks of hierarchical and nvls_tree phases), as commsim tune does (those not set by "
+        "--param): each takes its best depth per size, shown in a column",
     )
 
 
@@ -257,30 +258,64 @@ def _build(
 
 def _tuned(
     request: CompareRequest, nranks: int, schedules: Mapping[str, Schedule]
-) -> dict[str, tuple[np.ndarray, tuple[str, ...]]]:
-    """With ``--tune``, each algorithm with a grown parameter (``segments``) not set by
-    ``--param``: its best time per size over the tuner's candidates, and the winning values;
-    the panel predicts its fixed-parameter schedule no more."""
+) -> dict[str, _Tuned]:
+    """With ``--tune``, each algorithm with a grown parameter (``segments``, ``pipeline``) not
+    set by ``--param``: its best time per size over the tuner's candidates, and the winning
+    values; the panel predicts its fixed-parameter schedule no more. An in-network row is tuned
+    on its GPUs, its switch helpers added by the tuner (``sweep``'s ``switch_rows``)."""
+    from commsim.algorithms import info
     from commsim.tuner import GROWN, sweep
 
     choice, out = request.schedules, {}
     for a in choice.algorithms if request.tune else ():
         given = choice.params[a]
-        if (
-            a not in schedules
-            or schedules[a].helpers  # the tuner times workers only: a switch's row keeps its own
-            or not any(k in GROWN and k not in given for k in schedules[a].params)
-        ):
+        row = info(choice.collective, a)
+        if a not in schedules or not any(k in GROWN and k not in given for k in row.params):
             continue
         result = sweep(
-            choice.collective, request.model, nranks, request.sizes, algorithms=[a],
-            params={a: given}, progress=request.progress,
+            choice.collective, request.model, schedules[a].workers, request.sizes,
+            algorithms=[a], params={a: given}, progress=request.progress,
         )  # fmt: skip
         best = result.best()
         at = np.searchsorted(result.sizes, np.array(request.sizes, dtype=np.float64))
-        won = [result.candidates[i].params for i in best[at]]
-        shown = tuple(" ".join(f"{k}={v}" for k, v in p.items() if k in GROWN) for p in won)
-        out[a] = (result.times[best, np.arange(best.size)][at], shown)
+        won = [result.candidates[i] for i in best[at]]
+        shown = tuple(" ".join(f"{k}={v}" for k, v in c.params.items() if k in GROWN) for c in won)
+        times = result.times[best, np.arange(best.size)][at]
+        out[a] = _Tuned(times, shown, tuple(c.schedule for c in won))
+    return out
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tuned:
+    """A tuned row of a panel: per size its best time, the winning values as shown, and the
+    winning candidate's schedule."""
+
+    times: np.ndarray
+    shown: tuple[str, ...]
+    schedules: tuple[Schedule, ...]
+
+
+def _winners_predictions(
+    model: Model,
+    sizes: np.ndarray,
+    winners: Sequence[str],
+    preds: Mapping[str, Prediction],
+    tuned: Mapping[str, _Tuned],
+) -> list[tuple[Prediction, int]]:
+    """Per size, the prediction (at that size) of the schedule that won it: a fixed row's, or a
+    tuned row's winning candidate (each candidate predicted once, at the sizes it won)."""
+    out: list[tuple[Prediction, int]] = [None] * len(winners)  # type: ignore[list-item]
+    wins: dict[int, tuple[Schedule, list[int]]] = {}
+    for j, w in enumerate(winners):
+        if w in tuned:
+            s = tuned[w].schedules[j]
+            wins.setdefault(id(s), (s, []))[1].append(j)
+        else:
+            out[j] = (preds[w], j)
+    for s, js in wins.values():
+        pred = model.predict(s, sizes[js])
+        for k, j in enumerate(js):
+            out[j] = (pred, k)
     return out
 
 
@@ -292,7 +327,7 @@ def _panel(
     model: Model,
     sizes: np.ndarray,
     bar: Progress,
-    tuned: Mapping[str, tuple[np.ndarray, tuple[str, ...]]],
+    tuned: Mapping[str, _Tuned],
 ) -> Panel:
     preds = {
         a: model.predict(bar.track(s, f"p={nranks} {a}"), sizes)
@@ -300,7 +335,7 @@ def _panel(
         if a not in tuned
     }
     times = {
-        a: tuned[a][0] if a in tuned else np.atleast_1d(np.asarray(preds[a].time))
+        a: tuned[a].times if a in tuned else np.atleast_1d(np.asarray(preds[a].time))
         for a in schedules
     }
     # helper ranks (a reducing switch) void the bounds that assume every rank holds data: the
@@ -311,20 +346,15 @@ def _panel(
     bound = np.atleast_1d(np.asarray(bound))
     names = list(times)
     winners = [names[i] for i in fastest([times[a] for a in names])] if names else []
+    won = _winners_predictions(model, sizes, winners, preds, tuned) if names else []
     limiting = None
-    if names and all(pr.network is not None for pr in preds.values()):
-        limiting = tuple(
-            str(np.atleast_1d(preds[w].network.limiting)[j]) if w in preds else "-"
-            for j, w in enumerate(winners)
-        )
-    shown = {a: p for a, (_, p) in tuned.items()}
+    if won and all(pr.network is not None for pr, _ in won):
+        limiting = tuple(str(np.atleast_1d(pr.network.limiting)[k]) for pr, k in won)
+    shown = {a: t.shown for a, t in tuned.items()}
     protocols = None
-    if names and all(pr.protocol is not None for pr in preds.values()):
+    if won and all(pr.protocol is not None for pr, _ in won):
         protocols = tuple(
-            str(np.atleast_1d(np.asarray(preds[w].protocol, dtype=object))[j])
-            if w in preds
-            else "-"
-            for j, w in enumerate(winners)
+            str(np.atleast_1d(np.asarray(pr.protocol, dtype=object))[k]) for pr, k in won
         )
     return Panel(
         nranks, times, bound, tuple(winners), dict(skipped), limiting, shown, bound_name, protocols

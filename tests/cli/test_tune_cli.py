@@ -97,3 +97,21 @@ def test_compare_tune_shows_the_winning_segments(cli, cli_json):
     plain = cli_json(*argv[:-1])["results"][0]
     assert plain["time_s"]["double_binary_tree"][-1] > 2 * best[-1]
     assert plain["tuned_params"] == {}
+
+
+def test_compare_tune_grows_pipeline_on_hierarchical_and_switch_rows(cli, cli_json):
+    """``pipeline`` is a grown parameter as ``segments`` is: compare --tune sweeps it for the
+    hierarchical rows and for an in-network row (tuned on its GPUs, the tuner adding the switch
+    helpers), and the winner's "limited by" comes from the winning candidate."""
+    argv = ("compare", "-c", "allreduce", "--cluster", "dgx-h100:4", "-a", "hierarchical,nvls_tree",
+            "-s", "1MiB,1GiB", "--tune")  # fmt: skip
+    doc = cli_json(*argv)
+    [panel] = doc["results"]
+    assert set(panel["tuned_params"]) == {"hierarchical", "nvls_tree"}
+    depth = int(panel["tuned_params"]["nvls_tree"][-1].split("=")[1])
+    assert panel["tuned_params"]["nvls_tree"][-1].startswith("pipeline=") and depth > 1
+    plain = cli_json(*argv[:-1])["results"][0]
+    assert panel["time_s"]["nvls_tree"][-1] < plain["time_s"]["nvls_tree"][-1]
+    rc, out, _ = cli(*argv)
+    row = next(line for line in out.splitlines() if line.lstrip().startswith("1GiB"))
+    assert rc == 0 and " nvlink " in row and " - " not in row, out
