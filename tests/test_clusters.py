@@ -108,10 +108,8 @@ def test_a_toml_file(tmp_path):
     c = load_cluster(_write(tmp_path, GOOD))
     assert (c.name, c.ngpus, c.ranks_per_node) == ("lab", 8, 2)
     assert c.gamma == pytest.approx(1 / 500e9)
-    assert set(c.link_classes) == {"nvlink", "eth"} and c.profiles["inter"].sizes.tolist() == [
-        1024,
-        2**20,
-    ]
+    assert set(c.link_classes) == {"nvlink", "eth"}  # [profiles.inter] is the eth class's
+    assert c.profiles["eth"].sizes.tolist() == [1024, 2**20]
     assert cluster(str(_write(tmp_path, GOOD))).ngpus == 8
 
 
@@ -471,7 +469,7 @@ def test_the_docs_full_example_is_dgx_h100_64(tmp_path):
     path.write_text(block)
     c = load_cluster(path)
     _same_network(c, cluster("dgx-h100:64"))
-    assert c.profiles["inter"].bandwidth.tolist() == [6e9, 40e9, 48e9]
+    assert c.profiles["rail"].bandwidth.tolist() == [6e9, 40e9, 48e9]
     assert (ROOT / "examples/clusters/dgx-h100-like.toml").read_text().endswith(block)
 
 

@@ -495,6 +495,12 @@ def _per_class_hockney(args: argparse.Namespace, network: NetworkChoice) -> Mode
             "--model hockney on a network needs a cluster of two or more servers (--cluster); "
             "drop --model for the topology model"
         )
+    if c.profiles:
+        raise UsageError(
+            f"{c.name}: its measured [profiles] ({', '.join(c.profiles)}) cap message rates by "
+            "size in the topology model; --model hockney takes one alpha and beta per link "
+            "class: drop --model (the topology model reads them), or the profiles"
+        )
     intra, inter = c.class_costs()
     gamma = c.gamma if args.gamma is None else units.parse_bandwidth_or_inverse(args.gamma)
     library = {"launch": c.launch, "reduction_overlap": c.reduction_overlap}

@@ -6,7 +6,7 @@ documents every preset's numbers and their sources, and the file format.
 """
 
 from commsim.clusters._build import FABRICS, build_cluster
-from commsim.clusters._cluster import Cluster, LinkClass, Profile
+from commsim.clusters._cluster import Cluster, LinkClass, LinkProfile
 from commsim.clusters._description import description, to_toml
 from commsim.clusters._presets import PRESETS, cluster, load_cluster
 
@@ -15,7 +15,7 @@ __all__ = [
     "PRESETS",
     "Cluster",
     "LinkClass",
-    "Profile",
+    "LinkProfile",
     "build_cluster",
     "cluster",
     "description",

@@ -53,7 +53,7 @@ import numpy as np
 
 from commsim import units
 from commsim._lazy import lazy_module
-from commsim.clusters._cluster import Cluster, LinkClass, Profile
+from commsim.clusters._cluster import Cluster, LinkClass, LinkProfile
 from commsim.errors import CommsimError, ParameterError
 from commsim.profiles import load_profile
 from commsim.topology import (
@@ -271,7 +271,7 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
             f"({intra.efficiency:g}, {inter.efficiency:g}): give them one, or name them apart",
         )
     classes = {c.name: c for c in (intra, inter) if c is not None}
-    profiles = _profiles(where, d, classes)
+    profiles = _profiles(where, d, intra, inter, classes)
     reduction = _value(where, "reduction", as_bandwidth, d.get("reduction", 100e9))
     launch = _value(where, "launch", as_latency, d.get("launch", 0.0))
     overlap = d.get("reduction_overlap", False)
@@ -421,15 +421,23 @@ def _rename(graph: nx.Graph, names: Mapping[str, str]) -> nx.Graph:
 
 
 def _profiles(
-    where: _Where, d: Mapping[str, Any], classes: Mapping[str, LinkClass]
-) -> dict[str, Profile]:
+    where: _Where,
+    d: Mapping[str, Any],
+    intra: LinkClass | None,
+    inter: LinkClass,
+    classes: Mapping[str, LinkClass],
+) -> dict[str, LinkProfile]:
+    """``[profiles.CLASS]``: measured rates by link class name (``intra``/``inter`` name the
+    classes of those tables), each rate at most the class's bandwidth."""
     t = _table(where, d, "profiles", required=False) or {}
+    tables = {"inter": inter, **({"intra": intra} if intra is not None else {})}
     out = {}
     for key, prof in t.items():
         field = f"[profiles.{key}]"
-        names = {"intra", "inter", *classes}
-        if key not in names:
-            raise where.error(field, f"no link class {key!r} (classes: intra, inter)")
+        link = tables.get(key) or classes.get(key)
+        if link is None:
+            known = ", ".join(dict.fromkeys([*tables, *classes]))
+            raise where.error(field, f"no link class {key!r} (classes: {known})")
         if not isinstance(prof, Mapping):
             raise where.error(field, "must be a table with sizes and bandwidth")
         where.unknown(prof, ("sizes", "bandwidth"), f"{field} ")
@@ -448,5 +456,16 @@ def _profiles(
             raise where.error(field, str(e)) from None
         if (np.diff(s) <= 0).any():
             raise where.error(f"{field} sizes", "must increase")
-        out[key] = Profile(key, s, b)
+        if (s <= 0).any():
+            raise where.error(f"{field} sizes", "must be at least 1 byte")
+        if b.max() > link.bandwidth * (1 + 1e-9):
+            raise where.error(
+                f"{field} bandwidth",
+                f"{units.format_bandwidth(float(b.max()))} is above the {link.name} links' "
+                f"{units.format_bandwidth(link.bandwidth)}: a link moves no more than its rate "
+                "(raise the table's bandwidth, or check the measurement)",
+            )
+        if link.name in out:
+            raise where.error(field, f"a second profile of link class {link.name!r}")
+        out[link.name] = LinkProfile(link.name, s, b)
     return out

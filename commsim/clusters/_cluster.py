@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 else:
     nx = lazy_module("networkx")
 
-__all__ = ["Cluster", "LinkClass", "Profile"]
+__all__ = ["Cluster", "LinkClass", "LinkProfile"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,16 +46,37 @@ class LinkClass:
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
-class Profile:
-    """A measured bandwidth profile of a link class: message size (bytes) → bandwidth (bytes/s).
+class LinkProfile:
+    r"""A measured rate profile of a link class: message size (bytes) → bandwidth (bytes/s).
 
-    Parsed and checked (sizes increasing, bandwidths positive); the models do not use it yet: it is
-    the input of calibration against measurements (the "calibration" issue).
+    The rate a message of ``n`` bytes reaches on one link of the class, as a bandwidth test
+    measures it with messages back to back (``osu_bw``, nccl-tests' ``sendrecv_perf``): the
+    topology model caps a message's rate on every link of the class at :meth:`rate` of its size
+    (the link's latency is still added per message). Between the measured sizes the rate is
+    interpolated linearly in :math:`\log_2 n`; outside them it stays at the nearest end
+    (no extrapolation). ``link_class`` is the class's name in the graph.
+
+    Examples:
+        >>> prof = LinkProfile("rail", np.array([8192.0, 2**17]), np.array([6e9, 40e9]))
+        >>> prof.rate(np.array([1024.0, 8192, 2**15, 2**17, 2**30])).tolist()
+        [6000000000.0, 6000000000.0, 23000000000.0, 40000000000.0, 40000000000.0]
     """
 
     link_class: str
     sizes: np.ndarray
     bandwidth: np.ndarray
+
+    def rate(self, nbytes: np.ndarray) -> np.ndarray:
+        """The measured rate at ``nbytes`` (interpolated in log size, clamped at the ends)."""
+        n = np.maximum(np.asarray(nbytes, dtype=np.float64), 1.0)
+        return np.interp(np.log2(n), np.log2(self.sizes), self.bandwidth)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "link_class": self.link_class,
+            "sizes": self.sizes.astype(np.int64).tolist(),
+            "bandwidth_Bps": self.bandwidth.tolist(),
+        }
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -69,7 +90,9 @@ class Cluster:
             cluster (its :attr:`graph` is ``graph_of(nodes)``, built on first use).
         placement: the default placement of ranks (``"linear"``: a server's GPUs consecutive).
         link_classes: the link classes by name, as configured.
-        profiles: measured profiles per link class (not used by the models yet).
+        profiles: measured rate profiles by link class name (:class:`LinkProfile`): the
+            topology model caps a message's rate on each link of the class at the measured
+            rate for its size.
         sources: where the numbers come from (documented in ``docs/clusters.md``).
         reduction: bytes/s at which a GPU reduces received data into its buffer (the topology
             model's γ = 1 / reduction).
@@ -97,7 +120,7 @@ class Cluster:
     graph_of: Callable[[int], nx.Graph] = dataclasses.field(repr=False)
     placement: str = "linear"
     link_classes: Mapping[str, LinkClass] = dataclasses.field(default_factory=dict)
-    profiles: Mapping[str, Profile] = dataclasses.field(default_factory=dict)
+    profiles: Mapping[str, LinkProfile] = dataclasses.field(default_factory=dict)
     sources: str = ""
     reduction: float = 100e9
     launch: float = 0.0
@@ -199,7 +222,7 @@ class Cluster:
         ``network``, ``placement`` (default: the cluster's), ``contention``, γ from its
         reduction rate, and the collective library's ``launch``, ``reduction_overlap``,
         ``channel_bandwidth``, ``link_efficiency`` and ``switch_efficiency`` (its
-        :attr:`nvls_efficiency`). ``commsim.tuner.cluster_model`` builds the model from them
+        :attr:`nvls_efficiency`), and its measured ``link_profiles`` (:attr:`profiles`). ``commsim.tuner.cluster_model`` builds the model from them
         (this package sits below the models and does not import them).
 
         Examples:
@@ -218,6 +241,7 @@ class Cluster:
             "channel_bandwidth": self.channel_bandwidth,
             "link_efficiency": self.link_efficiency,
             "switch_efficiency": self.nvls_efficiency,
+            "link_profiles": dict(self.profiles) or None,
         }
 
     def describe(self) -> str:

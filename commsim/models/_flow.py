@@ -50,6 +50,7 @@ from commsim.models._library import (
     reduction_exposed,
     with_channel_cap,
 )
+from commsim.models._link_profiles import message_caps
 from commsim.models._network_params import NetworkParams
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 
@@ -598,9 +599,14 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
     f = np.maximum(slow[items.src], slow[items.dst])
     init = np.repeat(params.initial_clock(p0, 1)[:, 0], K)
     # a per-channel rate cap: a private link per network item (local items have no route)
-    capped = with_channel_cap(
-        routes.indptr, routes.links, net.bandwidth, params.channel_bandwidth, ~items.local
-    )
+    nbytes = None
+    if params.link_profiles:  # a model with profiles times one size at a time
+        if len(per_unit) != 1:
+            raise ValueError("link profiles: simulate one size at a time")
+        nbytes = items.units * per_unit[0]
+    cap = message_caps(params.link_profiles, net.kinds, params.channel_bandwidth, net.link_kind,
+                       routes.indptr, routes.links, nbytes)  # fmt: skip
+    capped = with_channel_cap(routes.indptr, routes.links, net.bandwidth, cap, ~items.local)
     nsizes, nparts = len(per_unit), 3 + len(net.kinds)
     parts = np.zeros((nparts, nsizes))
     clock = np.zeros((len(init), nsizes))

@@ -269,13 +269,14 @@ def with_channel_cap(
     indptr: np.ndarray,
     links: np.ndarray,
     bandwidth: np.ndarray,
-    cap: float | None,
+    cap: float | np.ndarray | None,
     capped: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Routes (CSR ``indptr``/``links`` over links of ``bandwidth``) with a private link of rate
     ``cap`` appended to each route where ``capped`` (default: every route): what a per-channel
-    rate cap does to a message, in the form every contention mode reads. ``cap=None`` returns
-    the routes as they are.
+    rate cap does to a message, in the form every contention mode reads. ``cap`` may be one
+    rate per route (a measured profile's, :mod:`commsim.models._link_profiles`), ``inf``
+    where a route has no cap; ``cap=None`` returns the routes as they are.
 
     Examples:
         >>> ptr, lk, bw = with_channel_cap(
@@ -288,7 +289,9 @@ def with_channel_cap(
         return indptr, links, bandwidth
     n, nlinks = len(indptr) - 1, len(bandwidth)
     lengths = np.diff(indptr)
-    extra = np.ones(n, dtype=np.int64) if capped is None else capped.astype(np.int64)
+    rate = np.broadcast_to(np.asarray(cap, dtype=np.float64), (n,))
+    extra = np.ones(n, dtype=bool) if capped is None else capped.astype(bool)
+    extra = (extra & np.isfinite(rate)).astype(np.int64)
     new_indptr = np.zeros(n + 1, dtype=np.int64)
     np.cumsum(lengths + extra, out=new_indptr[1:])
     new_links = np.empty(int(new_indptr[-1]), dtype=np.int64)
@@ -296,7 +299,8 @@ def with_channel_cap(
     new_links[np.arange(len(links)) + shift] = links
     own = np.flatnonzero(extra)
     new_links[new_indptr[own + 1] - 1] = nlinks + own
-    return new_indptr, new_links, np.concatenate([bandwidth, np.full(n, float(cap))])
+    private = np.where(np.isfinite(rate), rate, 1.0)  # an uncapped route's is never used
+    return new_indptr, new_links, np.concatenate([bandwidth, private])
 
 
 def as_shares(value: Mapping[str, float] | None) -> dict[str, float]:

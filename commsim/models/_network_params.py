@@ -76,6 +76,9 @@ class NetworkParams:
         protocol_hops: whether a message takes the protocol's per-message latency (the larger
             of it and its path's); ``False`` for an in-network schedule, whose protocol latency
             is one per call (:func:`commsim.models._library.call_cost`).
+        link_profiles: measured rates by link class (:mod:`commsim.models._link_profiles`):
+            a message's rate capped at its size's on every class it crosses; a run with them
+            times one size.
 
     Examples:
         >>> from commsim.topology import as_network, switch
@@ -96,6 +99,7 @@ class NetworkParams:
     channel_bandwidth: float | None = None
     switch_efficiency: float = 1.0
     protocol_hops: bool = True
+    link_profiles: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
         """``[nranks, nsizes]`` clocks at time 0: each rank's start skew (0 without one), plus

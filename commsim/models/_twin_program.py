@@ -228,6 +228,11 @@ def topology_program(model, schedule: Schedule) -> Program:
             "the twin does not replay a protocol or a per-channel rate cap yet: predict "
             "without --protocol (and without a channel_bandwidth in the cluster)"
         )
+    if getattr(model, "link_profiles", None):
+        raise ParameterError(
+            "the twin does not replay measured link profiles (the cluster's [profiles]) yet: "
+            "predict with the compiled model"
+        )
     if schedule.in_network and getattr(model, "switch_efficiency", 1.0) != 1.0:
         raise ParameterError(
             "the twin does not replay an in-switch reduction's efficiency "

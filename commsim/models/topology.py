@@ -81,6 +81,7 @@ from commsim.models._library import (
     with_channel_cap,
 )
 from commsim.models._link_ports import PORT_RULES, link_queue_messages, link_queues
+from commsim.models._link_profiles import PerSizeRuns, as_link_profiles, message_caps
 from commsim.models._network_params import NetworkParams, random_skew
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
@@ -138,6 +139,10 @@ class Topology:
             bounds keep the line rates. ``None`` (default): every link at its rate.
         switch_efficiency: the share of its route's rate a message to or from a reducing
             switch reaches (in-network reduction, NCCL's ``nvlsEfficiency``; default 1).
+        link_profiles: ``{link class: profile}``, measured rates by message size
+            (:class:`commsim.clusters.LinkProfile`, a cluster file's ``[profiles.CLASS]``): a
+            message's rate is capped at the profiled rate of its size on every class it
+            crosses (:mod:`commsim.models._link_profiles`); each size is then timed on its own.
 
     Examples:
         >>> import commsim
@@ -169,6 +174,7 @@ class Topology:
         port_rule: str = "channel",
         link_efficiency: Mapping[str, float] | None = None,
         switch_efficiency: float = 1.0,
+        link_profiles: Mapping[str, Any] | None = None,
     ) -> None:
         if contention not in CONTENTION:
             close = difflib.get_close_matches(str(contention), CONTENTION, n=1)
@@ -191,6 +197,7 @@ class Topology:
         self.link_efficiency = as_shares(link_efficiency)
         self.network = net.driven(self.link_efficiency)
         self.switch_efficiency = as_share(switch_efficiency, "switch_efficiency")
+        self.link_profiles = as_link_profiles(link_profiles, net.kinds)
         self.placement = placement
         self.contention = contention
         self.gamma = as_inverse_bandwidth("gamma", gamma)
@@ -246,6 +253,7 @@ class Topology:
         driven += [f"in-switch={eta:.0%}"] if eta != 1 else []
         extra += f" driven at {','.join(driven)}" if driven else ""
         extra += " ports=link" if self.port_rule == "link" else ""
+        extra += f" measured rates of {','.join(self.link_profiles)}" if self.link_profiles else ""
         place_ = self.placement if isinstance(self.placement, str) else "explicit"
         stragglers = (
             " with stragglers"
@@ -280,6 +288,11 @@ class Topology:
                 {"switch_efficiency": self.switch_efficiency} if self.switch_efficiency != 1 else {}
             ),
             **({"port_rule": self.port_rule} if self.port_rule != "channel" else {}),
+            **(
+                {"link_profiles": {k: _profile_dict(v) for k, v in self.link_profiles.items()}}
+                if self.link_profiles
+                else {}
+            ),
         }
 
     #: what :meth:`lower_bound` is, for table headers; :meth:`bound` names the one that binds
@@ -402,6 +415,11 @@ class Topology:
         and :meth:`timeline`, and of :class:`~commsim.models.TwoLevelHockney`'s): a static
         contention mode's run, or the flow simulation's."""
         schedule.spec.check_layout(schedule.nranks, schedule.ndata)
+        if self.link_profiles and len(sizes) > 1:  # a message's cap depends on its size
+            return PerSizeRuns(
+                [self._run(schedule, sizes[k : k + 1], max_messages=max_messages)
+                 for k in range(len(sizes))]
+            )  # fmt: skip
         hosts = self.hosts_of(schedule)
         queues = link_queues(self.network, hosts) if self.port_rule == "link" else 1
         params = self._params_of(schedule, hosts)
@@ -458,7 +476,7 @@ class Topology:
         return NetworkParams(
             self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks,
             self.call_cost, self.reduction_overlap, self.protocol, self.channel_bandwidth,
-            self.switch_efficiency,
+            self.switch_efficiency, link_profiles=self.link_profiles,
         )  # fmt: skip
 
     @property
@@ -501,11 +519,20 @@ class Topology:
         return self._params.slow_factors(nranks)
 
     def round_costs(
-        self, hosts: np.ndarray, src: np.ndarray, dst: np.ndarray, hops: bool = True
+        self,
+        hosts: np.ndarray,
+        src: np.ndarray,
+        dst: np.ndarray,
+        hops: bool = True,
+        nbytes: np.ndarray | None = None,
     ) -> tuple[np.ndarray, ...]:
         """``(latency, inverse rate, bottleneck class, indptr, links)`` of a round's messages
         (cached per round); ``hops``: the protocol's per-message latency applies
-        (:attr:`NetworkParams.protocol_hops <commsim.models._network_params.NetworkParams>`)."""
+        (:attr:`NetworkParams.protocol_hops <commsim.models._network_params.NetworkParams>`);
+        ``nbytes``: the messages' bytes, which the :attr:`link_profiles` cap rates by (read
+        only where the model has profiles)."""
+        if self.link_profiles:
+            return self._round_costs(hosts, src, dst, hops, nbytes)
         last = self._last_round  # consecutive equal rounds (rings) skip hashing
         if (
             last is not None
@@ -520,10 +547,17 @@ class Topology:
         return costs
 
     def _round_costs(
-        self, hosts: np.ndarray, src: np.ndarray, dst: np.ndarray, hops: bool = True
+        self,
+        hosts: np.ndarray,
+        src: np.ndarray,
+        dst: np.ndarray,
+        hops: bool = True,
+        nbytes: np.ndarray | None = None,
     ) -> tuple[np.ndarray, ...]:
+        sized = b"" if nbytes is None or not self.link_profiles else b"|" + nbytes.tobytes()
         key = hashlib.blake2b(
-            src.tobytes() + b"|" + dst.tobytes() + (b"" if hops else b"|no hops"), digest_size=16
+            src.tobytes() + b"|" + dst.tobytes() + (b"" if hops else b"|no hops") + sized,
+            digest_size=16,
         ).digest()
         hit = self._rounds.get(key)
         if hit is not None and hit[0] is hosts:
@@ -534,7 +568,9 @@ class Topology:
         protocol = self.protocol if hops else None
         lat = protocol_latency(path_latency(indptr, links, net.latency), same, protocol)
         lat = lat + self.overhead
-        capped = with_channel_cap(indptr, links, net.bandwidth, self.channel_bandwidth)
+        cap = message_caps(self.link_profiles, net.kinds, self.channel_bandwidth, net.link_kind,
+                           indptr, links, None if not sized else nbytes)  # fmt: skip
+        capped = with_channel_cap(indptr, links, net.bandwidth, cap)
         rate = rates(self.contention, *capped)
         with np.errstate(divide="ignore"):
             inv = np.where(np.isinf(rate), 0.0, 1.0 / rate)
@@ -558,6 +594,11 @@ _SWITCH_OUT_OF_REACH = (
     "server's: the schedule's servers (its ranks_per_node, ranks numbered server by server) "
     "do not match the network's; use the network's server size and a linear placement"
 )
+
+
+def _profile_dict(profile: Any) -> Any:
+    """A profile as JSON reads it (its ``to_dict`` where it has one)."""
+    return profile.to_dict() if hasattr(profile, "to_dict") else repr(profile)
 
 
 def _per_byte(collective: str, cuts: Any, helpers: int) -> dict[str, float]:
@@ -677,8 +718,9 @@ class _Run:
     def _round(
         self, i: int, src: np.ndarray, dst: np.ndarray, units: np.ndarray, red: np.ndarray
     ) -> None:
+        nbytes = units * self.per_unit[0] if self.model.link_profiles else None
         lat, inv, cls, indptr, links = self.model.round_costs(
-            self.hosts, src, dst, self.params.protocol_hops
+            self.hosts, src, dst, self.params.protocol_hops, nbytes
         )
         m = len(src)
         if self.max_messages is not None and self.nmsg + m > self.max_messages:
