@@ -274,6 +274,16 @@ def _units(slot_units: Any) -> np.ndarray:
     return units
 
 
+def _switch_tier(value: Any) -> str | None:
+    """``Schedule.in_network``'s tier: ``True``/``"server"`` → ``"server"``, ``"fabric"``,
+    ``False`` → ``None``; anything else is a :class:`ScheduleError`."""
+    if isinstance(value, bool | np.bool_):
+        return "server" if value else None
+    if value in ("server", "fabric"):
+        return str(value)
+    raise ScheduleError(f"in_network must be true, false, 'server' or 'fabric', got {value!r}")
+
+
 def _whole_number(name: str, value: Any, lo: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
         raise ScheduleError(f"{name} must be an integer >= {lo}, got {value!r}")
@@ -316,7 +326,9 @@ class Schedule:
             ``nranks - helpers`` ranks are the workers the collective is computed over.
         in_network: the helper ranks are reducing switches (IR rule 7), not hosts: a topology
             model places them on the network's switches that reduce (node attribute
-            ``reduce``, :mod:`commsim.topology`). Needs ``helpers > 0``.
+            ``reduce``, :mod:`commsim.topology`). ``True`` (or ``"server"``): each server's own
+            switch (an NVSwitch, NVLink SHARP); ``"fabric"``: the switches between servers (an
+            InfiniBand leaf, SHARP). Needs ``helpers > 0``.
     """
 
     collective: str
@@ -332,7 +344,7 @@ class Schedule:
     ntransfers_hint: int | None = None
     max_step_transfers_hint: int | None = None
     helpers: int = 0
-    in_network: bool = False
+    in_network: bool | str = False
 
     def __post_init__(self) -> None:
         sp = spec(self.collective)  # UnknownNameError for a bad name
@@ -352,11 +364,10 @@ class Schedule:
         sp.check_helpers(p, helpers, root)
         set_ = functools.partial(object.__setattr__, self)
         set_("helpers", helpers)
-        if not isinstance(self.in_network, bool | np.bool_):
-            raise ScheduleError(f"in_network must be true or false, got {self.in_network!r}")
+        tier = _switch_tier(self.in_network)
         if self.in_network and not helpers:
             raise ScheduleError("in_network needs helper ranks (the reducing switches)")
-        set_("in_network", bool(self.in_network))
+        set_("in_network", "fabric" if tier == "fabric" else tier == "server")
         set_("slot_units", units)
         set_("nranks", p)
         set_("root", root)
@@ -408,6 +419,14 @@ class Schedule:
     def spec(self) -> CollectiveSpec:
         """What the collective means (:class:`commsim.CollectiveSpec`)."""
         return spec(self.collective)
+
+    @property
+    def switch_tier(self) -> str | None:
+        """Where the in-network helpers sit: ``"server"`` (a server's own switch), ``"fabric"``
+        (the switches between servers), ``None`` (no in-network helpers)."""
+        if not self.in_network:
+            return None
+        return "fabric" if self.in_network == "fabric" else "server"
 
     @property
     def workers(self) -> int:
@@ -545,7 +564,7 @@ class Schedule:
     def __repr__(self) -> str:
         root = f", root={self.root}" if self.spec.rooted else ""
         root += f", helpers={self.helpers}" if self.helpers else ""
-        root += ", in_network" if self.in_network else ""
+        root += f", in_network={self.switch_tier}" if self.in_network else ""
         return (
             f"Schedule({self.algorithm!r}, {self.collective}{root}, nranks={self.nranks}, "
             f"nslots={self.nslots}, nsteps={self.nsteps})"
@@ -573,7 +592,7 @@ class Schedule:
         if self.helpers:  # schedules without helper ranks keep the fingerprint they always had
             head += (self.helpers,)
         if self.in_network:  # where the helpers sit is part of the program
-            head += ("in_network",)
+            head += ("in_network",) if self.in_network is True else ("in_network", "fabric")
         h.update(repr(head).encode())
         h.update(self.slot_units.tobytes())
         for st in self.steps():
@@ -598,7 +617,7 @@ class Schedule:
             "ndata": self.ndata,
             "nchannels": self.nchannels,
             **({"helpers": self.helpers} if self.helpers else {}),
-            **({"in_network": True} if self.in_network else {}),
+            **({"in_network": self.in_network} if self.in_network else {}),
             "nsteps": self.nsteps,
             "ntransfers": self.ntransfers,
             "params": self.params,

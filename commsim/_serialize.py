@@ -33,7 +33,8 @@ JSON layout (``version`` 2; version 1 files, which said ``"name"`` for ``"algori
 has more than one channel: single-channel files are byte-identical to those of earlier versions,
 and a file without them loads as one channel. ``helpers`` (IR rule 7) likewise: written only
 when the schedule has helper ranks, 0 when absent; ``in_network`` (the helpers are reducing
-switches) only when true, false when absent.
+switches: ``true`` a server's own, ``"fabric"`` those between servers) only when set, false
+when absent.
 
 The NPZ form holds the same metadata as a JSON string (``meta``) plus each transfer field
 concatenated over all steps and ``step_ptr`` (step ``i`` is ``[step_ptr[i], step_ptr[i+1])``).
@@ -92,7 +93,7 @@ def _meta(schedule: Schedule) -> dict[str, Any]:
         "ndata": schedule.ndata,
         **({"nchannels": schedule.nchannels} if schedule.nchannels > 1 else {}),
         **({"helpers": schedule.helpers} if schedule.helpers else {}),
-        **({"in_network": True} if schedule.in_network else {}),
+        **({"in_network": schedule.in_network} if schedule.in_network else {}),
         "params": {k: v if isinstance(v, (int, float, str, bool)) else str(v)
                    for k, v in schedule.params.items()},
     }  # fmt: skip
@@ -351,11 +352,15 @@ def _integer(data: dict[str, Any], key: str, default: int, lo: int, hi: int, sou
     return value
 
 
-def _flag(data: dict[str, Any], key: str, source: str) -> bool:
-    value = data.get(key, False)
-    if not isinstance(value, bool):
-        raise ScheduleError(f"{source}: field {key!r} must be true or false, got {value!r:.60}")
-    return value
+def _in_network(data: dict[str, Any], source: str) -> bool | str:
+    """``in_network``: false, true (a server's switch) or ``"fabric"`` (switches between
+    servers)."""
+    value = data.get("in_network", False)
+    if isinstance(value, bool) or value == "fabric":
+        return value
+    raise ScheduleError(
+        f"{source}: field 'in_network' must be true, false or \"fabric\", got {value!r:.60}"
+    )
 
 
 def _header(data: Any, source: str) -> dict[str, Any]:
@@ -389,7 +394,7 @@ def _header(data: Any, source: str) -> dict[str, Any]:
         "ndata": _integer(data, "ndata", len(units), 1, len(units), source),
         "nchannels": _integer(data, "nchannels", 1, 1, 2**20, source),
         "helpers": _integer(data, "helpers", 0, 0, p - 1, source),
-        "in_network": _flag(data, "in_network", source),
+        "in_network": _in_network(data, source),
         "algorithm": str(data.get("algorithm" if version > 1 else "name", Path(source).stem)),
         "params": params if isinstance(params, dict) else {},
     }

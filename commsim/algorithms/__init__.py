@@ -30,6 +30,7 @@ from commsim.algorithms import (  # noqa: F401
 # isort: off
 from commsim.algorithms import in_network  # noqa: F401  (appended: the registry keeps its order)
 from commsim.algorithms import packed_trees  # noqa: F401  (registered last: ties keep their rows)
+from commsim.algorithms import collnet  # noqa: F401  (after them: the rows before keep their ties)
 
 # isort: on
 from commsim.algorithms._channel_layout import on_channels, rotate_in_servers
@@ -38,6 +39,7 @@ from commsim.algorithms._math import cost_text, math_text
 from commsim.algorithms._nccl_choice import (
     NCCL_ALGORITHMS,
     NCCL_CHOICES,
+    NCCL_FABRIC_CHOICES,
     NCCL_SWITCH_CHOICES,
     nccl_choices,
 )
@@ -57,6 +59,7 @@ __all__ = [
     "MAX_PARTS",
     "NCCL_ALGORITHMS",
     "NCCL_CHOICES",
+    "NCCL_FABRIC_CHOICES",
     "NCCL_SWITCH_CHOICES",
     "REGISTRY",
     "AlgorithmInfo",

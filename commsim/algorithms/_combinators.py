@@ -38,7 +38,7 @@ def lazy(
     max_step_transfers_hint: int | None = None,
     nchannels: int = 1,
     helpers: int = 0,
-    in_network: bool = False,
+    in_network: bool | str = False,
 ) -> Schedule:
     """A schedule for root 0 of ``collective`` from its step function (``helpers``: how many of
     the last ranks hold no data, IR rule 7; ``in_network``: they are reducing switches)."""

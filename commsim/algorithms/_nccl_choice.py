@@ -15,8 +15,9 @@ would have run (``commsim calibrate --from-nccl-tests`` and ``commsim validate
 ``commsim validate --from-nccl-tests LOG -a auto`` lets the model choose instead, as NCCL's
 tuner does, among :func:`nccl_choices`: the rows NCCL picks from per collective (for
 allreduce its ring and its tree, :data:`NCCL_CHOICES`, and where the servers' NVSwitches reduce
-NVLS on one server or NVLSTree across servers, :data:`NCCL_SWITCH_CHOICES`; CollNet is not
-modelled), each on 1, 2, 4, ... channels (:func:`commsim.algorithms.on_channels`) and with the
+NVLS on one server or NVLSTree across servers, :data:`NCCL_SWITCH_CHOICES`; and where the
+fabric's switches reduce, InfiniBand SHARP, CollNetDirect across servers,
+:data:`NCCL_FABRIC_CHOICES`), each on 1, 2, 4, ... channels (:func:`commsim.algorithms.on_channels`) and with the
 fastest protocol (Simple alone for the in-network rows, as NCCL).
 
 References:
@@ -31,7 +32,13 @@ Examples:
 
 from __future__ import annotations
 
-__all__ = ["NCCL_ALGORITHMS", "NCCL_CHOICES", "NCCL_SWITCH_CHOICES", "nccl_choices"]
+__all__ = [
+    "NCCL_ALGORITHMS",
+    "NCCL_CHOICES",
+    "NCCL_FABRIC_CHOICES",
+    "NCCL_SWITCH_CHOICES",
+    "nccl_choices",
+]
 
 #: collective → the registry name of the algorithm NCCL runs for it (module docstring: why).
 NCCL_ALGORITHMS: dict[str, str] = {
@@ -55,21 +62,36 @@ NCCL_CHOICES: dict[str, tuple[str, ...]] = {
 #: where it disables NVLS without CollNet and NVLSTree on one server).
 NCCL_SWITCH_CHOICES: dict[str, tuple[str, str]] = {"allreduce": ("nvls", "nvls_tree")}
 
+#: collective → the in-network row NCCL's tuner adds across servers where the fabric's switches
+#: reduce (InfiniBand SHARP with NCCL's CollNet plugin: ``tuning.cc`` offers CollNetDirect with
+#: Simple only, and only with ``collnetEnable``).
+NCCL_FABRIC_CHOICES: dict[str, str] = {"allreduce": "collnet_direct"}
+
 
 def nccl_choices(
-    collective: str, *, switch_reduces: bool = False, servers: int = 1
+    collective: str,
+    *,
+    switch_reduces: bool = False,
+    servers: int = 1,
+    fabric_reduces: bool = False,
 ) -> tuple[str, ...]:
     """The rows NCCL's tuner chooses among for ``collective`` on ``servers`` servers, with the
-    in-network row where ``switch_reduces``.
+    in-network rows where the servers' switches reduce (``switch_reduces``: NVLS) and where the
+    fabric's do (``fabric_reduces``: SHARP, across servers only).
 
     Examples:
         >>> nccl_choices("allreduce", switch_reduces=True, servers=2)
         ('snake_ring', 'nccl_tree', 'nvls_tree')
         >>> nccl_choices("allreduce", switch_reduces=True), nccl_choices("allgather")
         (('snake_ring', 'nccl_tree', 'nvls'), ('ring',))
+        >>> nccl_choices("allreduce", servers=4, fabric_reduces=True)
+        ('snake_ring', 'nccl_tree', 'collnet_direct')
     """
     rows = NCCL_CHOICES[collective]
     switch = NCCL_SWITCH_CHOICES.get(collective)
-    if not switch_reduces or switch is None:
-        return rows
-    return (*rows, switch[0] if servers <= 1 else switch[1])
+    if switch_reduces and switch is not None:
+        rows = (*rows, switch[0] if servers <= 1 else switch[1])
+    fabric = NCCL_FABRIC_CHOICES.get(collective)
+    if fabric_reduces and fabric is not None and servers > 1:
+        rows = (*rows, fabric)
+    return rows

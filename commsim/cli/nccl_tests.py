@@ -372,24 +372,26 @@ def _carried(r: NcclTestsRequest) -> tuple[np.ndarray, tuple[Pick, ...], tuple[s
 
 def _auto_rows(r: NcclTestsRequest) -> tuple[tuple[str, ...], str | None]:
     """The rows ``-a auto`` chooses among: NCCL's for the log's collective, with NVLS or
-    NVLSTree where the cluster's NVSwitches reduce (:func:`commsim.algorithms.nccl_choices`),
-    unless ``--protocol`` fixes one that does not carry them (LL, LL128: NCCL runs NVLS with
+    NVLSTree where the cluster's NVSwitches reduce and CollNetDirect where its fabric does
+    (``sharp``; :func:`commsim.algorithms.nccl_choices`), unless ``--protocol`` fixes one that does not carry them (LL, LL128: NCCL runs NVLS with
     Simple only); and the note that says so, or ``None``."""
     from commsim.algorithms import nccl_choices
     from commsim.clusters import cluster
     from commsim.models import PROTOCOLS
 
     servers = -(-r.log.nranks // max(r.ranks_per_node, 1))
-    switch = cluster(r.cluster).nvls
+    c = cluster(r.cluster)
     carried = r.protocol in (None, "auto") or PROTOCOLS[r.protocol].switch_latency is not None
-    rows = nccl_choices(r.log.collective, switch_reduces=switch and carried, servers=servers)
-    if switch and not carried:
-        left = set(nccl_choices(r.log.collective, switch_reduces=True, servers=servers))
+    rows = nccl_choices(r.log.collective, switch_reduces=c.nvls and carried, servers=servers,
+                        fabric_reduces=c.sharp and carried)  # fmt: skip
+    if (c.nvls or c.sharp) and not carried:
+        left = set(nccl_choices(r.log.collective, switch_reduces=c.nvls, servers=servers,
+                                fabric_reduces=c.sharp))  # fmt: skip
         left -= set(rows)
         if left:
             return rows, (
-                f"-a auto left out {', '.join(sorted(left))}: NCCL runs NVLS with Simple only, "
-                f"not --protocol {r.protocol}"
+                f"-a auto left out {', '.join(sorted(left))}: NCCL runs NVLS and CollNet with "
+                f"Simple only, not --protocol {r.protocol}"
             )
     return rows, None
 

@@ -90,6 +90,8 @@ _TOP = (
     "channel_bandwidth",
     "nvls",
     "nvls_efficiency",
+    "sharp",
+    "sharp_efficiency",
     "intra",
     "inter",
     "topology",
@@ -262,8 +264,18 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
     nvls_efficiency = _value(where, "nvls_efficiency", as_share, d.get("nvls_efficiency", 1.0))
     if not nvls:  # no switch reduces: nothing for it to slow (a preset with --set nvls=false)
         nvls_efficiency = 1.0
+    sharp = d.get("sharp", False)
+    if not isinstance(sharp, bool):
+        raise where.error("sharp", f"must be true or false, got {sharp!r}")
+    if sharp and kind in ("hybrid_cube_mesh", "torus"):
+        raise where.error(
+            "sharp", f"needs InfiniBand switches between the servers (a {kind} has none)"
+        )
+    sharp_efficiency = _value(where, "sharp_efficiency", as_share, d.get("sharp_efficiency", 1.0))
+    if not sharp:
+        sharp_efficiency = 1.0
     name = d.get("name", origin)
-    graph_of = _graph_of(where, kind, topo, nodes, g, intra, inter, nvls, name)
+    graph_of = _graph_of(where, kind, topo, nodes, g, intra, inter, (nvls, sharp), name)
     if intra is not None and intra.name == inter.name and intra.efficiency != inter.efficiency:
         raise where.error(
             "[inter] efficiency",
@@ -289,7 +301,8 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
             raise where.error("fitted_up_to", str(e)) from None
     return Cluster(
         str(name), nodes, g, graph_of, placement, classes, profiles, str(sources), reduction,
-        launch, overlap, cap, kind in _TWO_SERVERS, nvls, nvls_efficiency, fitted,
+        launch, overlap, cap, kind in _TWO_SERVERS, nvls, nvls_efficiency, fitted, sharp,
+        sharp_efficiency,
     )  # fmt: skip
 
 
@@ -299,11 +312,11 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
 _TWO_SERVERS = ("rail_optimized", "switch")
 
 
-def _graph_of(where, kind, topo, nodes, g, intra, inter, nvls, name) -> _GraphOf:
+def _graph_of(where, kind, topo, nodes, g, intra, inter, reducing, name) -> _GraphOf:
     """The cluster's graph for a number of servers, its fields checked now: built now (and
     kept) for most fabrics; for :data:`_TWO_SERVERS`, checked on a graph of two servers and
     the size checked, the whole graph built when something asks for it."""
-    of = _GraphOf(where, kind, topo, g, intra, inter, nvls, str(name))
+    of = _GraphOf(where, kind, topo, g, intra, inter, reducing, str(name))
     if kind in _TWO_SERVERS:
         of(min(nodes, 2))
         try:
@@ -325,15 +338,17 @@ class _GraphOf:
     g: int
     intra: LinkClass | None
     inter: LinkClass
-    nvls: bool
+    reducing: tuple[bool, bool]  # (nvls, sharp): the servers' switches, the fabric's leaves
     name: str
     kept: tuple[int, nx.Graph] | None = None
 
     def __call__(self, n: int) -> nx.Graph:
         if self.kept is not None and self.kept[0] == n:
             return self.kept[1]
-        graph = _graph(self.where, self.kind, self.topo, n, self.g, self.intra, self.inter,
-                       self.nvls)  # fmt: skip
+        nvls, sharp = self.reducing
+        graph = _graph(self.where, self.kind, self.topo, n, self.g, self.intra, self.inter, nvls)
+        if sharp:
+            _sharp_leaves(graph, self.inter.name)
         graph.graph["name"] = self.name
         return graph
 
@@ -410,6 +425,18 @@ def _dgx1(where, topo, nodes, g, intra, inter) -> nx.Graph:
     }
     graph = _call(where, hybrid_cube_mesh, (), params, topo)
     return _rename(graph, {"nvlink": nv.name, "pcie": inter.name})
+
+
+def _sharp_leaves(graph: nx.Graph, inter: str) -> None:
+    """Mark the fabric's switches that a GPU's NIC link (class ``inter``) joins as reducing at
+    the fabric tier (InfiniBand SHARP: ``reduce = "fabric"``, :mod:`commsim.topology`)."""
+    kind = dict(graph.nodes(data="kind"))
+    leaves = {
+        v if kind.get(v) == "switch" else u
+        for u, v, k in graph.edges(data="kind")
+        if k == inter and (kind.get(u) == "switch") != (kind.get(v) == "switch")
+    }
+    nx.set_node_attributes(graph, dict.fromkeys(leaves, "fabric"), "reduce")
 
 
 def _rename(graph: nx.Graph, names: Mapping[str, str]) -> nx.Graph:

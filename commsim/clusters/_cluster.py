@@ -112,6 +112,11 @@ class Cluster:
         fitted_up_to: a fitted file's (``commsim calibrate --from-nccl-tests -o``): the log's
             rows up to this many bytes were fitted, so ``validate`` holds out the larger ones
             (``None``: not fitted; every row is a prediction).
+        sharp: whether the fabric's leaves reduce (InfiniBand SHARP: the switches a GPU's NIC
+            joins carry ``reduce = "fabric"``), so fabric in-network rows (``collnet_direct``)
+            run on it.
+        sharp_efficiency: the share of its links' rate a message to or from a SHARP switch
+            reaches (NCCL's ``.85`` on CollNetDirect from Hopper on; 1 without ``sharp``).
     """
 
     name: str
@@ -134,6 +139,8 @@ class Cluster:
     nvls: bool = False
     nvls_efficiency: float = 1.0
     fitted_up_to: int | None = None
+    sharp: bool = False
+    sharp_efficiency: float = 1.0
 
     @property
     def gamma(self) -> float:
@@ -241,6 +248,7 @@ class Cluster:
             "channel_bandwidth": self.channel_bandwidth,
             "link_efficiency": self.link_efficiency,
             "switch_efficiency": self.nvls_efficiency,
+            "fabric_efficiency": self.sharp_efficiency,
             "link_profiles": dict(self.profiles) or None,
         }
 
@@ -259,6 +267,8 @@ class Cluster:
             "reduction_overlap": self.reduction_overlap,
             "channel_bandwidth_Bps": self.channel_bandwidth,
             "nvls_efficiency": self.nvls_efficiency,
+            "sharp": self.sharp,
+            "sharp_efficiency": self.sharp_efficiency,
             "link_classes": {
                 k: {
                     "bandwidth_Bps": c.bandwidth,

@@ -78,6 +78,12 @@ NVLINK_EFFICIENCY = {"A100": 0.8, "Hopper": 0.824, "Blackwell": 0.802}  # 20/25,
 #: share of the NVLinks' rate an NVLS (switch-reduced) transfer reaches.
 NVLS_EFFICIENCY = {"Hopper": 0.85, "Blackwell": 0.74}
 
+#: NCCL's factor on CollNetDirect's bandwidth from compute capability 9.0 on (``tuning.cc``:
+#: ``if (minCompCap >= 90) busBw *= .85``): the presets' ``sharp_efficiency``, which takes
+#: effect with ``sharp = true`` (``--set sharp=true``: the fabric's switches reduce, InfiniBand
+#: SHARP; off by default, as NCCL runs CollNet only with its SHARP plugin).
+SHARP_EFFICIENCY = {"Hopper": 0.85, "Blackwell": 0.85}
+
 
 def _dgx_superpod(
     system: str,
@@ -102,6 +108,11 @@ def _dgx_superpod(
             "reduction": reduction,
             **_NCCL,
             **({"nvls": True, "nvls_efficiency": NVLS_EFFICIENCY[generation]} if nvls else {}),
+            **(
+                {"sharp_efficiency": SHARP_EFFICIENCY[generation]}
+                if generation in SHARP_EFFICIENCY
+                else {}
+            ),
             "intra": {
                 "kind": "nvlink",
                 "bandwidth": nvlink,
@@ -146,6 +157,7 @@ def _gb200_nvl72(spec: str, arg: str) -> dict[str, Any]:
         **_NCCL,
         "nvls": True,
         "nvls_efficiency": NVLS_EFFICIENCY["Blackwell"],
+        "sharp_efficiency": SHARP_EFFICIENCY["Blackwell"],
         "intra": {
             "kind": "nvlink",
             "bandwidth": "900GB/s",

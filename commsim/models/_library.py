@@ -62,10 +62,12 @@ own (``docs/library.md``):
   links of rate :math:`\epsilon_k B_l` (:meth:`commsim.topology.Network.driven`), while the bounds keep the line
   rates :math:`B_l` (no schedule beats the hardware).
 
-* **in-network reduction below the links' rate** (``switch_efficiency``): a message to or from
-  a reducing switch (NVLS) moves at that share of its route's rate (NCCL's
-  ``nvlsEfficiency``: 0.85 on Hopper, 0.74 on Blackwell, ``src/graph/tuning.cc``), on top of
-  the links' own (:func:`message_efficiency`):
+* **in-network reduction below the links' rate** (``switch_efficiency``, and
+  ``fabric_efficiency`` for the switches between servers): a message to or from a reducing
+  switch moves at that share of its route's rate (NVLS, a server's NVSwitch: NCCL's
+  ``nvlsEfficiency``, 0.85 on Hopper, 0.74 on Blackwell; CollNet over InfiniBand SHARP, a
+  fabric's leaf: NCCL's factor ``.85`` on its CollNetDirect bandwidth from compute capability
+  9.0 on; ``src/graph/tuning.cc``), on top of the links' own (:func:`message_efficiency`):
 
   .. math::
 
@@ -132,9 +134,13 @@ class Protocol:
         efficiency: the payload's share of a link's rate (LL: 8-byte lines of 4 bytes of data
             and a 4-byte flag, 0.5; LL128: 120 of 128 bytes, NCCL's factor 0.92; Simple: 1).
         switch_latency: ``(per call, per server level)``, seconds, for an in-network schedule
-            (NVLS, NVLSTree): NCCL charges its latency per call, not per step
-            (:func:`call_cost`); ``None``: the protocol does not carry one (NCCL offers NVLS
-            with Simple only).
+            on the servers' own switches (NVLS, NVLSTree): NCCL charges its latency per call,
+            not per step (:func:`call_cost`); ``None``: the protocol does not carry one (NCCL
+            offers NVLS with Simple only).
+        fabric_latency: ``(inside a server, across the fabric, per GPU of a server)``,
+            seconds, for an in-network schedule on the fabric's switches (CollNetDirect over
+            InfiniBand SHARP), per call as NCCL charges it (:func:`call_cost`); ``None``: not
+            carried (Simple only, as NCCL).
     """
 
     name: str
@@ -143,6 +149,7 @@ class Protocol:
     hop_inter: float
     efficiency: float
     switch_latency: tuple[float, float] | None = None
+    fabric_latency: tuple[float, float, float] | None = None
 
     def describe(self) -> str:
         """E.g. ``LL (launch 6.60us, hop 600ns/2.70us, 50% of the link rate)``."""
@@ -157,11 +164,14 @@ class Protocol:
 #: commit 5067397: ``baseLatencies`` Ring row, ``hwLatencies`` NVLINK and NET Ring rows, µs; the
 #: bandwidth factors ``busBw * .5`` for LL and ``busBw * 0.92`` for LL128); Simple's
 #: in-network latencies are ``hwLatencies`` NVLINK NVLS (25 µs) and NET NVLSTree (20.9 µs),
-#: whose ``baseLatencies`` are 0.
+#: whose ``baseLatencies`` are 0, and for CollNetDirect NVLINK 3.7 µs, NET 31 µs and the
+#: 0.4 µs "arity serialization" per GPU of a server that its latency formula adds.
 PROTOCOLS: dict[str, Protocol] = {
     "LL": Protocol("LL", 6.6e-6, 0.6e-6, 2.7e-6, 0.5),
     "LL128": Protocol("LL128", 14.0e-6, 1.9e-6, 4.0e-6, 0.92),
-    "Simple": Protocol("Simple", 8.4e-6, 3.4e-6, 14.0e-6, 1.0, (25.0e-6, 20.9e-6)),
+    "Simple": Protocol(
+        "Simple", 8.4e-6, 3.4e-6, 14.0e-6, 1.0, (25.0e-6, 20.9e-6), (3.7e-6, 31.0e-6, 0.4e-6)
+    ),
 }
 
 
@@ -181,19 +191,33 @@ def as_protocol(protocol: Protocol | str | None) -> Protocol | None:
     return found
 
 
-def call_cost(protocol: Protocol | None, launch: float, in_network: bool, servers: int) -> float:
+def call_cost(
+    protocol: Protocol | None,
+    launch: float,
+    in_network: bool | str,
+    servers: int,
+    per_server: int = 1,
+) -> float:
     r"""The per-call cost of a schedule: ``launch`` without a protocol; the protocol's
     ``launch`` for an ordinary schedule; for an in-network one (helper ranks at reducing
-    switches, NVLS and NVLSTree) NCCL's per-call latency of those algorithms, which stands for
-    all of their steps (``tuning.cc``: NVLS ``intraLat``; NVLSTree
-    ``intraLat + 2 log2(nNodes) interLat``):
+    switches) NCCL's per-call latency of those algorithms, which stands for all of their steps
+    (``tuning.cc``). On the servers' own switches (``in_network`` true: NVLS, NVLSTree;
+    NVLS ``intraLat``, NVLSTree ``intraLat + 2 log2(nNodes) interLat``):
 
     .. math::
 
         t_\text{call} = h_\text{NVLS} + 2 \lfloor \log_2 S \rfloor\, h_\text{net},
 
-    with ``S`` the servers the schedule spans (its messages then take their paths' latencies
-    only, :func:`protocol_latency` is not applied).
+    with ``S`` the servers the schedule spans; on the fabric's switches (``in_network ==
+    "fabric"``: CollNetDirect over SHARP), with ``g`` GPUs per server (``per_server``):
+
+    .. math::
+
+        t_\text{call} = 2\,(\min(1, g - 1)\, h_\text{intra} + (g - 1)\, h_\text{arity})
+        + h_\text{net}
+
+    (the schedule's messages then take their paths' latencies only, :func:`protocol_latency` is
+    not applied).
 
     Raises:
         ParameterError: an in-network schedule under a protocol that does not carry one (LL,
@@ -204,16 +228,22 @@ def call_cost(protocol: Protocol | None, launch: float, in_network: bool, server
         66.8
         >>> round(call_cost(PROTOCOLS["Simple"], 6.6e-6, False, 2) * 1e6, 1)
         8.4
+        >>> round(call_cost(PROTOCOLS["Simple"], 0.0, "fabric", 4, 8) * 1e6, 1)  # 2(3.7+2.8)+31
+        44.0
     """
     if protocol is None:
         return launch
     if not in_network:
         return protocol.launch
-    if protocol.switch_latency is None:
+    if protocol.switch_latency is None or protocol.fabric_latency is None:
         raise ParameterError(
-            f"protocol {protocol.name} does not carry an in-network schedule: NCCL runs NVLS "
-            "and NVLSTree with Simple only (--protocol Simple or auto)"
+            f"protocol {protocol.name} does not carry an in-network schedule: NCCL runs NVLS, "
+            "NVLSTree and CollNet with Simple only (--protocol Simple or auto)"
         )
+    if in_network == "fabric":
+        intra, net, arity = protocol.fabric_latency
+        g = max(int(per_server), 1)
+        return 2 * (min(1, g - 1) * intra + (g - 1) * arity) + net
     per_call, per_level = protocol.switch_latency
     return per_call + 2 * (max(int(servers), 1).bit_length() - 1) * per_level
 
@@ -316,24 +346,33 @@ def as_shares(value: Mapping[str, float] | None) -> dict[str, float]:
 
 def message_efficiency(
     protocol: Protocol | None,
-    switch_efficiency: float,
+    switch_efficiency: float | np.ndarray,
     src_endpoint: np.ndarray,
     dst_endpoint: np.ndarray,
     nhosts: int,
 ) -> np.ndarray | float:
     r"""Per message, the share of its route's rate it moves at: the protocol's efficiency
     :math:`\eta_p` times ``switch_efficiency`` where it starts or ends at a reducing switch
-    (an endpoint past the ``nhosts`` hosts, :attr:`commsim.topology.Network.endpoints`);
-    a number where every message gets the same.
+    (an endpoint past the ``nhosts`` hosts, :attr:`commsim.topology.Network.endpoints`; one
+    share for every such switch, or one per reducing switch: a server's NVSwitch and a fabric's
+    SHARP leaf differ); a number where every message gets the same.
 
     Examples:
         >>> message_efficiency(None, 0.5, np.array([0, 2]), np.array([1, 1]), 2).tolist()
         [1.0, 0.5]
         >>> message_efficiency(as_protocol("LL"), 1.0, np.array([0]), np.array([1]), 2)
         0.5
+        >>> shares = np.array([0.5, 0.8])  # switch endpoints 2 and 3
+        >>> message_efficiency(None, shares, np.array([3, 0]), np.array([0, 2]), 2).tolist()
+        [0.8, 0.5]
     """
     eta = protocol.efficiency if protocol is not None else 1.0
-    if switch_efficiency == 1.0:
+    shares = np.asarray(switch_efficiency, dtype=np.float64)
+    if (shares == 1.0).all():
         return eta
-    switch = (np.asarray(src_endpoint) >= nhosts) | (np.asarray(dst_endpoint) >= nhosts)
-    return np.where(switch, eta * switch_efficiency, eta)
+    src, dst = np.asarray(src_endpoint), np.asarray(dst_endpoint)
+    if shares.ndim == 0:
+        switch = (src >= nhosts) | (dst >= nhosts)
+        return np.where(switch, eta * float(shares), eta)
+    per_endpoint = np.concatenate([np.ones(nhosts), shares])
+    return eta * np.minimum(per_endpoint[src], per_endpoint[dst])

@@ -72,7 +72,8 @@ class NetworkParams:
         channel_bandwidth: the per-channel rate cap, bytes/s, or ``None`` (no cap;
             :func:`commsim.models._library.with_channel_cap`).
         switch_efficiency: the share of its route's rate a message to or from a reducing
-            switch moves at (:func:`commsim.models._library.message_efficiency`).
+            switch moves at (one number, or one per reducing switch:
+            :attr:`commsim.models.Topology.switch_shares`) (:func:`commsim.models._library.message_efficiency`).
         protocol_hops: whether a message takes the protocol's per-message latency (the larger
             of it and its path's); ``False`` for an in-network schedule, whose protocol latency
             is one per call (:func:`commsim.models._library.call_cost`).
@@ -97,7 +98,7 @@ class NetworkParams:
     reduction_overlap: bool = False
     protocol: Protocol | None = None
     channel_bandwidth: float | None = None
-    switch_efficiency: float = 1.0
+    switch_efficiency: float | np.ndarray = 1.0
     protocol_hops: bool = True
     link_profiles: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 

@@ -233,7 +233,8 @@ def topology_program(model, schedule: Schedule) -> Program:
             "the twin does not replay measured link profiles (the cluster's [profiles]) yet: "
             "predict with the compiled model"
         )
-    if schedule.in_network and getattr(model, "switch_efficiency", 1.0) != 1.0:
+    shares = np.asarray(getattr(model, "switch_shares", 1.0))
+    if schedule.in_network and (shares != 1.0).any():
         raise ParameterError(
             "the twin does not replay an in-switch reduction's efficiency "
             "(the cluster's nvls_efficiency) yet: predict with the compiled model"

@@ -138,7 +138,10 @@ class Topology:
             that share of their rate (:meth:`commsim.topology.Network.driven`); the
             bounds keep the line rates. ``None`` (default): every link at its rate.
         switch_efficiency: the share of its route's rate a message to or from a reducing
-            switch reaches (in-network reduction, NCCL's ``nvlsEfficiency``; default 1).
+            switch of a server reaches (in-network reduction, NCCL's ``nvlsEfficiency``;
+            default 1).
+        fabric_efficiency: the same for a reducing switch of the fabric (InfiniBand SHARP:
+            NCCL's ``.85`` on CollNetDirect from Hopper on; default 1).
         link_profiles: ``{link class: profile}``, measured rates by message size
             (:class:`commsim.clusters.LinkProfile`, a cluster file's ``[profiles.CLASS]``): a
             message's rate is capped at the profiled rate of its size on every class it
@@ -175,6 +178,7 @@ class Topology:
         link_efficiency: Mapping[str, float] | None = None,
         switch_efficiency: float = 1.0,
         link_profiles: Mapping[str, Any] | None = None,
+        fabric_efficiency: float = 1.0,
     ) -> None:
         if contention not in CONTENTION:
             close = difflib.get_close_matches(str(contention), CONTENTION, n=1)
@@ -197,6 +201,7 @@ class Topology:
         self.link_efficiency = as_shares(link_efficiency)
         self.network = net.driven(self.link_efficiency)
         self.switch_efficiency = as_share(switch_efficiency, "switch_efficiency")
+        self.fabric_efficiency = as_share(fabric_efficiency, "fabric_efficiency")
         self.link_profiles = as_link_profiles(link_profiles, net.kinds)
         self.placement = placement
         self.contention = contention
@@ -251,6 +256,7 @@ class Topology:
         driven = [f"{k}={v:.1%}" for k, v in self.link_efficiency.items()]
         eta = self.switch_efficiency
         driven += [f"in-switch={eta:.0%}"] if eta != 1 else []
+        driven += [f"in-fabric={self.fabric_efficiency:.0%}"] if self.fabric_efficiency != 1 else []
         extra += f" driven at {','.join(driven)}" if driven else ""
         extra += " ports=link" if self.port_rule == "link" else ""
         extra += f" measured rates of {','.join(self.link_profiles)}" if self.link_profiles else ""
@@ -286,6 +292,9 @@ class Topology:
             **({"link_efficiency": dict(self.link_efficiency)} if self.link_efficiency else {}),
             **(
                 {"switch_efficiency": self.switch_efficiency} if self.switch_efficiency != 1 else {}
+            ),
+            **(
+                {"fabric_efficiency": self.fabric_efficiency} if self.fabric_efficiency != 1 else {}
             ),
             **({"port_rule": self.port_rule} if self.port_rule != "channel" else {}),
             **(
@@ -465,7 +474,10 @@ class Topology:
                 reducing switch next to the ranks (an NVLS row on a cluster without NVSwitch).
         """
         helpers = schedule.helpers if schedule.in_network else 0
-        return place(self.network, schedule.nranks, self.placement, switch_helpers=helpers)
+        tier = schedule.switch_tier or "server"
+        return place(
+            self.network, schedule.nranks, self.placement, switch_helpers=helpers, tier=tier
+        )
 
     # -- inputs -------------------------------------------------------------------------------
     @property
@@ -476,8 +488,18 @@ class Topology:
         return NetworkParams(
             self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks,
             self.call_cost, self.reduction_overlap, self.protocol, self.channel_bandwidth,
-            self.switch_efficiency, link_profiles=self.link_profiles,
+            self.switch_shares, link_profiles=self.link_profiles,
         )  # fmt: skip
+
+    @property
+    def switch_shares(self) -> float | np.ndarray:
+        """The share of its route's rate a message to or from each reducing switch reaches:
+        :attr:`switch_efficiency` for a server's switch, :attr:`fabric_efficiency` for a
+        fabric's (one number where they are equal)."""
+        if self.fabric_efficiency == self.switch_efficiency:
+            return self.switch_efficiency
+        tier = self.network.reducing_tier
+        return np.where(tier == 1, self.fabric_efficiency, self.switch_efficiency)
 
     @property
     def places_in_network(self) -> bool:
@@ -490,7 +512,7 @@ class Topology:
         carry ``schedule`` (an in-network schedule under LL or LL128,
         :func:`~commsim.models._library.call_cost`), before any work."""
         if schedule.in_network and self.protocol is not None:
-            call_cost(self.protocol, self.launch, True, 1)
+            call_cost(self.protocol, self.launch, schedule.in_network, 1)
 
     def _params_of(self, schedule: Schedule, hosts: np.ndarray) -> NetworkParams:
         """:attr:`_params` for ``schedule``: an in-network schedule under a protocol pays the
@@ -499,8 +521,10 @@ class Topology:
         params = self._params
         if not (schedule.in_network and self.protocol is not None):
             return params
-        servers = len(np.unique(self.network.endpoint_server[hosts[: schedule.workers]]))
-        launch = call_cost(self.protocol, self.launch, True, servers)
+        per_server = np.unique(self.network.endpoint_server[hosts[: schedule.workers]],
+                               return_counts=True)[1]  # fmt: skip
+        launch = call_cost(self.protocol, self.launch, schedule.in_network, len(per_server),
+                           int(per_server.max()))  # fmt: skip
         return dataclasses.replace(params, launch=launch, protocol_hops=False)
 
     @property
@@ -575,7 +599,7 @@ class Topology:
         with np.errstate(divide="ignore"):
             inv = np.where(np.isinf(rate), 0.0, 1.0 / rate)
         eta = message_efficiency(
-            self.protocol, self.switch_efficiency, hosts[src], hosts[dst], net.nhosts
+            self.protocol, self.switch_shares, hosts[src], hosts[dst], net.nhosts
         )
         inv = inv / eta
         alone = np.arange(len(indptr) - 1) if self.contention == "none" else None  # no sharing
@@ -754,7 +778,7 @@ class _Run:
         self.nmsg += m
         key = id(indptr)
         net = self.model.network
-        eta = message_efficiency(self.model.protocol, self.model.switch_efficiency,
+        eta = message_efficiency(self.model.protocol, self.model.switch_shares,
                                  self.hosts[src], self.hosts[dst], net.nhosts)  # fmt: skip
         busy = units / eta  # a link is in use for the time the message takes at its share
         acc = self.units_by_round.get(key)

@@ -20,7 +20,7 @@ from commsim.topology._dragonfly import dragonfly
 from commsim.topology._draw import MAX_DRAW_NODES, draw
 from commsim.topology._fat_tree import fat_tree, kary_fat_tree
 from commsim.topology._gpu import join, nvlink_island, rail_optimized
-from commsim.topology._network import Network, as_network
+from commsim.topology._network import SWITCH_TIERS, Network, as_network, switch_tier
 from commsim.topology._placement import PLACEMENTS, place, ranks_per_server, reducing_switches
 from commsim.topology._ring_packing import link_units, pack_rings
 from commsim.topology._spec import (
@@ -46,6 +46,7 @@ __all__ = [
     "MAX_HOSTS",
     "MAX_TREE_HOSTS",
     "PLACEMENTS",
+    "SWITCH_TIERS",
     "LinkClassSummary",
     "Network",
     "TopologySummary",
@@ -80,5 +81,6 @@ __all__ = [
     "ring",
     "summarize",
     "switch",
+    "switch_tier",
     "torus",
 ]

@@ -6,10 +6,12 @@ switches, edges are links. Attributes read:
 * node ``kind``: ``"switch"`` for a switch; any other value (or none) is a host. Hosts are the
   endpoints ranks are placed on, in the graph's node order. Optional node ``node``: the server a
   host (a GPU) belongs to, used by round-robin placement and by ``ranks_per_node``.
-* switch ``reduce`` (optional, true/false): the switch reduces in the network (NVLink SHARP on
-  an NVSwitch, InfiniBand SHARP on a fabric switch); a schedule's in-network helper ranks
-  (IR rule 7, ``Schedule.in_network``) are placed on these switches, which are then endpoints
-  ``nhosts, nhosts + 1, ...`` after the hosts (:attr:`Network.endpoints`).
+* switch ``reduce`` (optional: false, true or ``"server"``, ``"fabric"``): the switch reduces in
+  the network, as a server's own switch (``true`` or ``"server"``: NVLink SHARP on an NVSwitch)
+  or as a switch of the fabric between servers (``"fabric"``: InfiniBand SHARP on a leaf); a
+  schedule's in-network helper ranks (IR rule 7, ``Schedule.in_network``, which names the
+  tier) are placed on these switches, which are then endpoints ``nhosts, nhosts + 1, ...``
+  after the hosts (:attr:`Network.endpoints`).
 * edge ``bandwidth`` (bytes/s, or a string such as ``"400Gb/s"``; required), ``latency``
   (seconds or ``"500ns"``; default 0), ``kind`` (the link's class, e.g. ``"nvlink"``,
   ``"rail"``; default ``"link"``) and ``route_weight`` (its length for routing, 1..8; default 1).
@@ -41,7 +43,7 @@ if TYPE_CHECKING:
 else:
     nx = lazy_module("networkx")
 
-__all__ = ["MAX_FORWARDING_NODES", "Network", "as_network"]
+__all__ = ["MAX_FORWARDING_NODES", "SWITCH_TIERS", "Network", "as_network", "switch_tier"]
 
 #: Shortest-path routing keeps an ``F × F`` int16 distance table over forwarding nodes; past
 #: this many (512 MiB) a graph needs a structured router (a generator's ``graph["routing"]``:
@@ -54,6 +56,27 @@ _PLAIN = (str, int, float)  # link values parsed once per distinct value (bool i
 
 def _edge_name(u: Any, v: Any) -> str:
     return f"({u!r}, {v!r})"
+
+
+#: Where a reducing switch sits: ``"server"``, a server's own switch (an NVSwitch: NVLink
+#: SHARP); ``"fabric"``, a switch between servers (an InfiniBand leaf: SHARP).
+SWITCH_TIERS = ("server", "fabric")
+
+
+def switch_tier(value: Any) -> str | None:
+    """The tier a ``reduce`` attribute or ``Schedule.in_network`` value names: ``True`` or
+    ``"server"`` → ``"server"``, ``"fabric"`` → ``"fabric"``, ``False`` → ``None``; anything else
+    ``None`` too (the caller says what is wrong).
+
+    Examples:
+        >>> switch_tier(True), switch_tier("fabric"), switch_tier(False), switch_tier("x")
+        ('server', 'fabric', None, None)
+    """
+    if isinstance(value, bool | np.bool_):
+        return "server" if value else None
+    if isinstance(value, str) and value.strip().lower() in SWITCH_TIERS:
+        return value.strip().lower()
+    return None
 
 
 class Network:
@@ -70,6 +93,8 @@ class Network:
         link_kind: per directed link, an index into ``kinds`` (its class).
         kinds: link class names, in order of first appearance.
         reducing: node index of each switch that reduces (node attribute ``reduce``).
+        reducing_tier: per reducing switch, its tier: an index into :data:`SWITCH_TIERS`
+            (0: a server's own switch, 1: a fabric switch).
         endpoints: node index of each endpoint a rank may sit on: the hosts, then the
             reducing switches (endpoint ``nhosts + k`` is ``nodes[reducing[k]]``).
         endpoint_server: per endpoint, its server (:attr:`host_server`; a reducing switch
@@ -177,15 +202,25 @@ class Network:
         self.host_server = np.array([ids.setdefault(x, len(ids)) for x in labels], dtype=np.int64)
 
     def _read_reducing(self, kind: list[Any]) -> None:
-        flags = []
+        tiers = []  # -1: does not reduce
         for v, k in zip(self.nodes, kind, strict=True):
             flag = self.graph.nodes[v].get("reduce", False)
-            if not isinstance(flag, bool | np.bool_):
-                raise ParameterError(f"node {v!r}: reduce must be true or false, got {flag!r}")
-            if flag and k != "switch":
-                raise ParameterError(f"node {v!r} reduces (reduce=true) but is not a switch")
-            flags.append(bool(flag))
-        self.reducing = np.flatnonzero(np.array(flags, dtype=bool))
+            tier = switch_tier(flag) if not isinstance(flag, bool | np.bool_) or flag else None
+            if tier is None and not isinstance(flag, bool | np.bool_):
+                raise ParameterError(
+                    f"node {v!r}: reduce must be true, false, 'server' or 'fabric', got {flag!r}"
+                )
+            if tier is not None and k != "switch":
+                shown = (
+                    "true"
+                    if tier == "server" and isinstance(flag, bool | np.bool_)
+                    else f"{flag!r}"
+                )
+                raise ParameterError(f"node {v!r} reduces (reduce={shown}) but is not a switch")
+            tiers.append(-1 if tier is None else SWITCH_TIERS.index(tier))
+        tier_of = np.array(tiers, dtype=np.int64)
+        self.reducing = np.flatnonzero(tier_of >= 0)
+        self.reducing_tier = tier_of[self.reducing]
         self.endpoints = np.concatenate([self.hosts, self.reducing]).astype(np.int64)
         server_of = np.full(len(self.nodes), -1, dtype=np.int64)
         server_of[self.hosts] = self.host_server

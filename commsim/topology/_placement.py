@@ -12,13 +12,15 @@ At most one rank per host: a host is one endpoint of the network (one GPU, one N
 
 **Helper ranks at reducing switches** (``switch_helpers=h``: the last ``h`` ranks are a
 schedule's in-network helpers, IR rule 7): the first ``w = p - h`` ranks are placed as above;
-helper ``i`` goes on the switch that reduces (node attribute ``reduce``) joined by a link to the
-host of worker ``i mod w`` (the first such switch in graph order), so a schedule says which
-switch serves which GPUs by numbering its helpers: ``nvls``'s helper ``j`` sits beside GPU
-``j``, and ``nvls_tree``'s helpers of a server beside that server's GPUs, whatever the servers'
-sizes. A helper's index is an endpoint past the hosts (:attr:`Network.endpoints`), so its
-messages use only the links between that switch and the GPUs. Several helpers may share a
-switch: a switch is no host.
+helper ``i`` goes on a switch that reduces (node attribute ``reduce``) at the schedule's tier
+(``tier``: ``"server"``, a server's own NVSwitch; ``"fabric"``, a leaf between servers, as
+InfiniBand SHARP) joined by a link to the host of worker ``i mod w`` (the first such switch in
+graph order), so a schedule says which switch serves which GPUs by numbering its helpers:
+``nvls``'s helper ``j`` sits beside GPU ``j``, ``nvls_tree``'s helpers of a server beside that
+server's GPUs, ``collnet_direct``'s helper of a server's GPU ``j`` on its rail's leaf. A helper's
+index is an endpoint past the hosts (:attr:`Network.endpoints`), so its messages use only the
+links between that switch and the GPUs. Several helpers may share a switch: a switch is no
+host.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from commsim.errors import ParameterError
-from commsim.topology._network import Network
+from commsim.topology._network import SWITCH_TIERS, Network
 
 __all__ = ["PLACEMENTS", "place", "ranks_per_server", "reducing_switches"]
 
@@ -42,9 +44,11 @@ def place(
     placement: str | Sequence[int] = "linear",
     *,
     switch_helpers: int = 0,
+    tier: str = "server",
 ) -> np.ndarray:
     """Host index of each of ``nranks`` ranks on ``network`` (see the module docstring); the
-    last ``switch_helpers`` ranks on the reducing switches next to the others' hosts.
+    last ``switch_helpers`` ranks on the reducing switches of ``tier`` next to the others'
+    hosts.
 
     Raises:
         ParameterError: more ranks than hosts; a bad placement; helpers but no reducing switch
@@ -62,7 +66,8 @@ def place(
     """
     if switch_helpers:
         workers = place(network, nranks - switch_helpers, placement)
-        return np.concatenate([workers, _helper_sites(network, workers, switch_helpers)])
+        sites = _helper_sites(network, workers, switch_helpers, tier)
+        return np.concatenate([workers, sites])
     h = network.nhosts
     if nranks > h:
         raise ParameterError(
@@ -108,17 +113,23 @@ def reducing_switches(network: Network, hosts: np.ndarray) -> np.ndarray:
     return network.nhosts + np.unique(near[near >= 0])
 
 
-def _helper_sites(network: Network, workers: np.ndarray, helpers: int) -> np.ndarray:
+def _helper_sites(network: Network, workers: np.ndarray, helpers: int, tier: str) -> np.ndarray:
     """The endpoints of ``helpers`` in-network helper ranks: helper ``i`` on the reducing switch
-    next to worker ``i mod w``'s host (the module docstring)."""
+    of ``tier`` next to worker ``i mod w``'s host (the module docstring)."""
     beside = workers[np.arange(helpers, dtype=np.int64) % len(workers)]
-    site = _first_reducing_neighbour(network)[beside]
+    site = _first_reducing_neighbour(network, tier)[beside]
     lonely = np.flatnonzero(site < 0)
     if len(lonely) == len(site):
+        what = (
+            "an NVSwitch with NVLink SHARP: a cluster's nvls = true, or a graph switch's "
+            "reduce = true"
+            if tier == "server"
+            else "an InfiniBand switch with SHARP: a cluster's sharp = true, or a graph "
+            "switch's reduce = 'fabric'"
+        )
         raise ParameterError(
-            "in-network reduction needs a switch that reduces next to the ranks' GPUs (an "
-            "NVSwitch with NVLink SHARP, an InfiniBand SHARP switch: a cluster's nvls = true, "
-            "or a graph switch's reduce = true); this network has none"
+            f"in-network reduction needs a switch that reduces next to the ranks' GPUs ({what});"
+            " this network has none"
         )
     if len(lonely):
         w = int(lonely[0] % len(workers))
@@ -130,12 +141,13 @@ def _helper_sites(network: Network, workers: np.ndarray, helpers: int) -> np.nda
     return network.nhosts + site
 
 
-def _first_reducing_neighbour(network: Network) -> np.ndarray:
-    """Per host, the index (among :attr:`Network.reducing`) of the first reducing switch joined
-    to it by a link, in graph order; ``-1`` where none is."""
+def _first_reducing_neighbour(network: Network, tier: str = "server") -> np.ndarray:
+    """Per host, the index (among :attr:`Network.reducing`) of the first reducing switch of
+    ``tier`` joined to it by a link, in graph order; ``-1`` where none is."""
     k = len(network.reducing)
     slot = np.full(len(network.nodes), k, dtype=np.int64)
-    slot[network.reducing] = np.arange(k)
+    mine = network.reducing_tier == SWITCH_TIERS.index(tier)
+    slot[network.reducing[mine]] = np.flatnonzero(mine)
     first = np.full(len(network.nodes), k, dtype=np.int64)
     np.minimum.at(first, network.link_dst, slot[network.link_src])
     out = first[network.hosts]

@@ -1,0 +1,242 @@
+r"""CollNet Direct: the fabric's switches reduce between servers (InfiniBand SHARP).
+
+NCCL's CollNetDirect allreduce (with the SHARP plugin on InfiniBand Quantum switches) reduces
+inside each server over NVLink, hands each GPU's share to the network, which sums it across
+servers in the switches and returns the sum, and gathers the result inside each server again.
+A GPU's NIC then carries about ``n/g`` bytes each way (``g`` GPUs per server), where a ring
+across servers moves :math:`2\frac{N-1}{N}\frac{n}{g}` per NIC and the hierarchical algorithms
+more: the network, not the GPUs, adds.
+
+In the IR the switches are **helper ranks** (IR rule 7) at the fabric tier
+(``Schedule.in_network == "fabric"``): helper ``s·g + j`` sits on the switch that GPU ``j`` of
+server ``s`` reaches by its NIC (its rail's leaf in a rail-optimized fabric;
+:func:`commsim.topology.place`), so every helper of rail ``j`` in one scalable unit is that
+unit's leaf ``j``. The buffer is ``L = g`` slices (one per GPU of a server, as NCCL's heads), each
+cut in ``M`` pieces (``M = N`` servers): piece ``m`` of slice ``j`` is reduced by helper
+``m·g + j``. Four steps:
+
+1. reduce-scatter inside each server, direct: every GPU sends each slice it does not own to
+   its owner (GPU ``j`` owns slice ``j``), ``g - 1`` messages of ``n/g`` bytes, ordered by shift;
+2. to the switches: server ``m`` copies piece ``m`` of each slice to its helper, then every
+   other server adds its piece (two steps: a helper starts empty), each owner sending ``N - 1``
+   pieces of ``n/(gN)`` bytes, one per round, to ``N - 1`` different helpers;
+3. the multicast back: each helper sends its summed piece to the owner of that slice in every
+   server;
+4. allgather inside each server, direct: each owner sends its summed slice to the other GPUs.
+
+With the single-port Hockney model (exact for even ``p`` on whole servers, ``pipeline = 1``):
+
+.. math::
+    T = (2(g-1) + 2N)\,\alpha + 2n\beta + \left(\frac{g-1}{g} + \frac{N-1}{gN}\right) n\gamma
+
+On a cluster the intra-server steps run on NVLink and steps 2–3 on the NICs (``n/g`` each way
+per NIC). Where the servers span several scalable units each unit's leaf reduces ``1/N`` of
+every slice of its rail (the reduction spread over the leaves, not a tree through the spines):
+on a non-blocking fabric the uplinks carry no more than they can; an oversubscribed one is
+charged more than a SHARP tree's single aggregated message per leaf would cost (an upper bound
+there). NCCL charges CollNetDirect's latency once per call (:func:`commsim.models._library.
+call_cost`: 2(3.7 µs + (g-1)·0.4 µs) + 31 µs) and its bandwidth at 0.85 from Hopper on (a
+cluster's ``sharp_efficiency``).
+
+For other ``p`` (helpers ``k = ⌊p/2⌋`` beside the first ``k`` of ``w = p - k`` GPUs, servers of
+``g = ranks_per_node``, a short last server whose GPU ``j mod g_s`` owns slice ``j``): rail
+``j`` has the helpers ``s·g + j < k``, pieces ``m`` beyond its count go to its helper ``m`` modulo
+that count, and a rail with none borrows helper ``j mod k``: the schedule still computes the
+allreduce (verified), its cost formula an estimate.
+
+References:
+    Graham et al., "Scalable Hierarchical Aggregation Protocol (SHArP): A Hardware Architecture
+    for Efficient Data Reduction", COMHPC 2016. NCCL 2.12 release notes (CollNet Direct);
+    NCCL ``src/graph/tuning.cc`` (commit 5067397: CollNetDirect's latency and bandwidth).
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from commsim._ir import Schedule, Step
+from commsim.algorithms import _pipeline
+from commsim.algorithms._combinators import lazy
+from commsim.algorithms._registry import FloatOrArray, register
+from commsim.errors import ParameterError
+
+__all__ = ["collnet_direct_allreduce"]
+
+
+def _ranks_per_node(g: int) -> int:
+    if isinstance(g, bool) or not isinstance(g, numbers.Integral) or g < 1:
+        raise ParameterError(f"ranks_per_node must be an integer >= 1, got {g!r}")
+    return int(g)
+
+
+def _layout(p: int, g: int) -> tuple[int, int, int, int, np.ndarray, list[np.ndarray]]:
+    """``(w, k, L, M, owner, helpers)``: workers, helpers, slices, pieces per slice;
+    ``owner[s, j]`` the GPU of server ``s`` that owns slice ``j``; ``helpers[j]`` the helper
+    indices (``0..k-1``) of rail ``j``."""
+    k = p // 2
+    w = p - k
+    L, N = min(g, w), -(-w // g)
+    first = np.arange(N)[:, None] * g
+    g_s = np.minimum(g, w - first)
+    owner = first + np.arange(L)[None, :] % g_s
+    helpers = []
+    for j in range(L):
+        mine = np.arange(N) * g + j
+        mine = mine[mine < k]
+        helpers.append(mine if len(mine) else np.array([j % k]))
+    M = max(N, max(len(h) for h in helpers))
+    return w, k, L, M, owner, helpers
+
+
+def _phases(p: int, g: int) -> list[Step]:
+    """The steps of :func:`collnet_direct_allreduce` (the module docstring); slot ``j·M + m``
+    is piece ``m`` of slice ``j``."""
+    w, _, L, M, owner, helpers = _layout(p, g)
+    N = owner.shape[0]
+    gpu = np.arange(w)
+    server = gpu // g
+    # 1. reduce-scatter inside each server: GPU a sends slice j (not its own) to its owner,
+    # ordered by shift so that each shift is one round
+    parts = []
+    js = np.arange(L)
+    for t in range(1, g):
+        for s in range(N):
+            mine = gpu[server == s]
+            if t >= len(mine):
+                continue
+            own = js % len(mine)  # slice j's owner among the server's GPUs
+            parts.append((mine[(own + t) % len(mine)], mine[own], js))
+    inside = [np.concatenate(c).astype(np.int64) for c in zip(*parts, strict=True)] if parts else []
+    steps = [_step(inside[0], inside[1], inside[2] * M, M, True)] if inside else []
+    # 2. to the switches: server m's owner copies piece m; the others add theirs
+    copy, add = [], []
+    for j in range(L):
+        hj = helpers[j]
+        for m in range(M):
+            h = w + hj[m % len(hj)]
+            for t in range(N):
+                s = (m - t) % N  # shift t: server s sends piece m
+                (copy if t == 0 else add).append((owner[s, j], h, j * M + m, t))
+    for part, red in ((copy, False), (add, True)):
+        if part:
+            part.sort(key=lambda x: x[3])
+            a, b, sl, _ = (np.array(c, dtype=np.int64) for c in zip(*part, strict=True))
+            steps.append(_step(a, b, sl, 1, red))
+    # 3. the multicast back: helper of piece m sends it to the owner in every server
+    back = []
+    for j in range(L):
+        hj = helpers[j]
+        for m in range(M):
+            for t in range(N):
+                back.append((w + hj[m % len(hj)], owner[(m + t) % N, j], j * M + m, t))
+    back.sort(key=lambda x: x[3])
+    a, b, sl, _ = (np.array(c, dtype=np.int64) for c in zip(*back, strict=True))
+    steps.append(_step(a, b, sl, 1, False))
+    # 4. allgather inside each server: each owner sends its slice back along step 1's pairs
+    if inside:
+        steps.append(_step(inside[1], inside[0], inside[2] * M, M, False))
+    return steps
+
+
+def _step(src: np.ndarray, dst: np.ndarray, slot: np.ndarray, count: int, red: bool) -> Step:
+    n = len(src)
+    return Step(src, dst, np.broadcast_to(slot, (n,)).copy(), np.broadcast_to(slot, (n,)).copy(),
+                np.full(n, count, dtype=np.int64), np.full(n, red, dtype=bool))  # fmt: skip
+
+
+def _exact(nranks: int, ranks_per_node: int = 8, pipeline: int = 1, **_: object) -> bool:
+    """Even ``p`` on whole servers of at least two GPUs (or one rank), not pipelined."""
+    w = nranks - nranks // 2
+    g = ranks_per_node
+    return nranks == 1 or (pipeline == 1 and nranks % 2 == 0 and g > 1 and w % g == 0)
+
+
+def _cost(
+    nranks: int,
+    nbytes: FloatOrArray,
+    alpha: float,
+    beta: float,
+    gamma: float,
+    ranks_per_node: int = 8,
+    pipeline: int = 1,
+) -> FloatOrArray:
+    """The single-port Hockney time of :func:`collnet_direct_allreduce` (the module's formula),
+    exact where ``_exact``; pipelined, the wavefront's extra rounds added as ``nvls_tree``'s."""
+    g = _ranks_per_node(ranks_per_node)
+    chunks = _pipeline.check_chunks(pipeline, "pipeline")
+    if nranks < 2:
+        return 0.0 * nbytes
+    w = nranks - nranks // 2
+    L, N = min(g, w), -(-w // g)
+    base = (
+        (2 * (L - 1) + 2 * N) * alpha
+        + 2 * nbytes * beta
+        + ((L - 1) / L + (N - 1) / (L * N)) * nbytes * gamma
+    )
+    if chunks == 1:
+        return base
+    inside = [(0, L - 1)] if L > 1 else []
+    middle = [(1, 1), *([(2, N - 1)] if N > 1 else []), (3, N)]
+    labels, rounds = zip(*inside, *middle, *([(4, L - 1)] if L > 1 else []), strict=True)
+    extra = _pipeline.wavefront_messages(labels, chunks, rounds) - sum(rounds)
+    return base + alpha * extra
+
+
+@register(
+    "allreduce",
+    "collnet_direct",
+    cost_fn=_cost,
+    exact=_exact,
+    constraints="in-network reduction between servers (InfiniBand SHARP): p/2 helper ranks "
+    "are the fabric's switches (in_network='fabric'), one beside each GPU's NIC; needs a "
+    "cluster whose leaves reduce (sharp = true); servers of ranks_per_node GPUs; any p (odd "
+    "p or a short last server: an estimate); pipeline overlaps the steps chunk by chunk",
+    reference="NCCL 2.12 CollNet Direct; Graham et al. 2016 (SHARP)",
+    helpers_for=lambda workers: workers,
+)
+def collnet_direct_allreduce(nranks: int, ranks_per_node: int = 8, pipeline: int = 1) -> Schedule:
+    r"""CollNet Direct: reduce-scatter in each server, the fabric's switches sum the slices
+    across servers, allgather in each server (the module docstring).
+
+    ``w = p - ⌊p/2⌋`` GPUs in servers of ``g = ranks_per_node`` and ``⌊p/2⌋`` helper ranks, the
+    fabric's SHARP switches (``Schedule.in_network == "fabric"``). With the single-port Hockney
+    model, exact for even ``p`` on whole servers and ``pipeline = 1``:
+
+    .. math::
+        T = (2(g-1) + 2N)\,\alpha + 2n\beta + \left(\frac{g-1}{g} + \frac{N-1}{gN}\right) n\gamma
+
+    ``pipeline = K > 1`` runs the steps as a wavefront of ``K`` chunks
+    (:func:`commsim.algorithms.pipeline`; its time an estimate).
+
+    References:
+        Graham et al., "Scalable Hierarchical Aggregation Protocol (SHArP)", COMHPC 2016.
+        NCCL 2.12 release notes (CollNet Direct); NCCL ``src/graph/tuning.cc``.
+
+    See Also:
+        :func:`commsim.algorithms.in_network.nvls_tree_allreduce` (the servers' NVSwitches
+        reduce inside, a ring between them)
+
+    Examples:
+        >>> s = collnet_direct_allreduce(32, ranks_per_node=8)  # 2 servers + 16 SHARP helpers
+        >>> s.workers, s.helpers, s.switch_tier, s.nsteps  # RS, copy, add, multicast, AG
+        (16, 16, 'fabric', 5)
+    """
+    g = _ranks_per_node(ranks_per_node)
+    chunks = _pipeline.check_chunks(pipeline, "pipeline")
+    params = {"ranks_per_node": g}
+    k = nranks // 2
+    if k == 0:
+        return lazy("allreduce", nranks, 0, lambda i: Step.empty(), slot_units=1,
+                    algorithm="collnet_direct", params=params, ntransfers_hint=0,
+                    max_step_transfers_hint=0)  # fmt: skip
+    _, _, L, M, _, _ = _layout(nranks, g)
+    steps = _phases(nranks, g)
+    whole = lazy(
+        "allreduce", nranks, len(steps), steps.__getitem__, slot_units=L * M,
+        algorithm="collnet_direct", params=params, helpers=k, in_network="fabric",
+        ntransfers_hint=sum(len(s.src) for s in steps),
+        max_step_transfers_hint=max(len(s.src) for s in steps),
+    )  # fmt: skip
+    return _pipeline.pipeline(whole, chunks)
