@@ -162,7 +162,7 @@ def _cost(
     ranks_per_node: int = 8,
     pipeline: int = 1,
 ) -> FloatOrArray:
-    """The single-port Hockney time of :func:`collnet_direct_allreduce` (the module's formula),
+    """The single-port Hockney time of :func:`collnet_direct_allreduce` (its ``.. math::``),
     exact where ``_exact``; pipelined, the wavefront's extra rounds added as ``nvls_tree``'s."""
     g = _ranks_per_node(ranks_per_node)
     chunks = _pipeline.check_chunks(pipeline, "pipeline")

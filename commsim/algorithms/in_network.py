@@ -351,7 +351,9 @@ def nvls_tree_allreduce(nranks: int, ranks_per_node: int = 8, pipeline: int = 1)
         69(2), 2009 (the ring).
 
     See Also:
-        :func:`nvls_allreduce` (one server)
+        :func:`nvls_allreduce` (one server),
+        :func:`commsim.algorithms.collnet.collnet_direct_allreduce` (the fabric's switches
+        reduce between servers)
 
     Examples:
         >>> s = nvls_tree_allreduce(32, ranks_per_node=8)  # 2 servers of 8 GPUs + 16 helpers

@@ -389,9 +389,11 @@ def _auto_rows(r: NcclTestsRequest) -> tuple[tuple[str, ...], str | None]:
                                 fabric_reduces=c.sharp))  # fmt: skip
         left -= set(rows)
         if left:
+            families = (("NVLS", {"nvls", "nvls_tree"}), ("CollNet", {"collnet_direct"}))
+            kinds = " and ".join(name for name, family in families if left & family)
             return rows, (
-                f"-a auto left out {', '.join(sorted(left))}: NCCL runs NVLS and CollNet with "
-                f"Simple only, not --protocol {r.protocol}"
+                f"-a auto left out {', '.join(sorted(left))}: NCCL runs {kinds} with Simple "
+                f"only, not --protocol {r.protocol}"
             )
     return rows, None
 

@@ -254,26 +254,7 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
         raise where.error(
             "[intra]", f"missing table: {g} GPUs per server need their intra-server links"
         )
-    nvls = d.get("nvls", False)
-    if not isinstance(nvls, bool):
-        raise where.error("nvls", f"must be true or false, got {nvls!r}")
-    if nvls and (g == 1 or kind in ("hybrid_cube_mesh", "torus")):
-        raise where.error(
-            "nvls", f"needs an NVSwitch in every server ({g} GPU per server on a {kind} has none)"
-        )
-    nvls_efficiency = _value(where, "nvls_efficiency", as_share, d.get("nvls_efficiency", 1.0))
-    if not nvls:  # no switch reduces: nothing for it to slow (a preset with --set nvls=false)
-        nvls_efficiency = 1.0
-    sharp = d.get("sharp", False)
-    if not isinstance(sharp, bool):
-        raise where.error("sharp", f"must be true or false, got {sharp!r}")
-    if sharp and kind in ("hybrid_cube_mesh", "torus"):
-        raise where.error(
-            "sharp", f"needs InfiniBand switches between the servers (a {kind} has none)"
-        )
-    sharp_efficiency = _value(where, "sharp_efficiency", as_share, d.get("sharp_efficiency", 1.0))
-    if not sharp:
-        sharp_efficiency = 1.0
+    (nvls, nvls_efficiency), (sharp, sharp_efficiency) = _reducing(where, d, kind, g)
     name = d.get("name", origin)
     graph_of = _graph_of(where, kind, topo, nodes, g, intra, inter, (nvls, sharp), name)
     if intra is not None and intra.name == inter.name and intra.efficiency != inter.efficiency:
@@ -425,6 +406,29 @@ def _dgx1(where, topo, nodes, g, intra, inter) -> nx.Graph:
     }
     graph = _call(where, hybrid_cube_mesh, (), params, topo)
     return _rename(graph, {"nvlink": nv.name, "pcie": inter.name})
+
+
+def _reducing(
+    where: _Where, d: Mapping[str, Any], kind: str, g: int
+) -> tuple[tuple[bool, float], tuple[bool, float]]:
+    """``((nvls, nvls_efficiency), (sharp, sharp_efficiency))``: whether the servers' NVSwitches
+    and the fabric's leaves reduce, and the share of the rate a message to or from them reaches
+    (1 where they do not reduce: nothing for it to slow, so ``--set nvls=false`` on a preset
+    works)."""
+    out = []
+    for flag, needs, lacking in (
+        ("nvls", "an NVSwitch in every server", g == 1 or kind in ("hybrid_cube_mesh", "torus")),
+        ("sharp", "InfiniBand switches between the servers", kind in ("hybrid_cube_mesh", "torus")),
+    ):
+        on = d.get(flag, False)
+        if not isinstance(on, bool):
+            raise where.error(flag, f"must be true or false, got {on!r}")
+        if on and lacking:
+            has = f"{g} GPU per server on a {kind}" if flag == "nvls" else f"a {kind}"
+            raise where.error(flag, f"needs {needs} ({has} has none)")
+        share = _value(where, f"{flag}_efficiency", as_share, d.get(f"{flag}_efficiency", 1.0))
+        out.append((on, share if on else 1.0))
+    return out[0], out[1]
 
 
 def _sharp_leaves(graph: nx.Graph, inter: str) -> None:
