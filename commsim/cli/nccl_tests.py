@@ -39,7 +39,7 @@ from commsim.models import PORT_RULES
 
 if TYPE_CHECKING:  # imported where used: `commsim --help` needs neither
     from commsim.bench.calibrate import ClusterFit, LibraryFit
-    from commsim.clusters import Cluster
+    from commsim.clusters import Cluster, Edited
     from commsim.interop import NcclTestsLog
 
 __all__ = [
@@ -70,7 +70,7 @@ class NcclTestsRequest:
 
     mode: Literal["calibrate", "validate"]
     log: NcclTestsLog
-    cluster: str
+    cluster: str | Edited
     schedule: commsim.Schedule
     fit_up_to: int | None
     notes: tuple[str, ...] = ()
@@ -153,6 +153,14 @@ def add_arguments(
         + ", ".join(f"{a} for {c}" for c, a in NCCL_ALGORITHMS.items())
         + ")",
     )
+    _add_once(
+        g,
+        "--set",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="change one field of the --cluster preset or file, as its TOML file names it: "
+        "sharp=true, intra.efficiency=1, inter.bandwidth=800Gb/s (repeatable)",
+    )
     if carry:
         _add_carry(g)
 
@@ -214,6 +222,11 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
             "--from-nccl-tests needs the cluster the log ran on: --cluster PRESET|FILE.toml "
             "(e.g. dgx-h100:1)"
         )
+    sets = tuple(getattr(args, "set", None) or ())
+    if sets:
+        from commsim.clusters import Edited
+
+        spec = Edited(spec, sets)
     collective = _one(getattr(args, "collective", None), "--collective")
     log = read_nccl_tests(path, collective=collective)
     algorithm = _auto(getattr(args, "algorithm", None), mode)
@@ -481,7 +494,7 @@ def render(result: NcclTestsResult) -> str:
         for row, pick in zip(rows, result.picks, strict=False):
             row["pick"] = pick.to_dict()
         carried = {"protocol": r.protocol, "channels": r.channels} if r.carried else {}
-        return to_json({"log": log.to_dict(), "cluster": r.cluster, "algorithm": algorithm,
+        return to_json({"log": log.to_dict(), "cluster": str(r.cluster), "algorithm": algorithm,
                         **carried, "port_rule": r.port_rule, "rows": rows,
                         "summary": result.summary, "notes": notes}) + "\n"  # fmt: skip
     ports = ", ports=link (a queue per host link)" if r.port_rule == "link" else ""

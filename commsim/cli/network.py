@@ -357,7 +357,7 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
 def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     """The network of ``--topology`` or ``--cluster`` (``None`` if neither), checked; a
     cluster's network is compiled when first asked for."""
-    from commsim.clusters import cluster
+    from commsim.clusters import Edited, cluster
 
     text, preset = getattr(args, "topology", None), getattr(args, "cluster", None)
     placement_given = _placement(getattr(args, "placement", None))
@@ -371,7 +371,7 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     if sets and preset is None:
         raise UsageError("--set changes a cluster's fields: add --cluster PRESET or FILE.toml")
     if preset is not None:
-        c = _with_fields(preset, sets) if sets else cluster(preset)
+        c = cluster(Edited(preset, tuple(sets)) if sets else preset)
         placement = placement_given or c.placement
         _check_port_rule(port_rule, c, preset)
         return NetworkChoice(
@@ -406,43 +406,6 @@ def _check_port_rule(port_rule: str, network: Network | Cluster, name: str) -> N
             f"--port-rule link changes nothing on {quote(name)}: every host has one link "
             "(a host with several, NVLink beside a NIC or a torus chip, drives them at once)"
         )
-
-
-def _with_fields(spec: str, sets: list[str]) -> Cluster:
-    """The cluster ``spec`` with each ``FIELD=VALUE`` of ``--set`` written into its description
-    (dotted fields name tables: ``inter.bandwidth``); the cluster's own checks word the errors."""
-    from commsim.clusters import build_cluster, description
-
-    d, origin, base = description(spec)
-    for item in sets:
-        field, eq, raw = item.partition("=")
-        path = [k.strip() for k in field.split(".")]
-        if not eq or not all(path) or not raw.strip():
-            raise UsageError(
-                f"--set {quote(item)}: expected FIELD=VALUE, e.g. inter.bandwidth=800Gb/s"
-            )
-        table = d
-        for k in path[:-1]:
-            inner = table.get(k)
-            if inner is None:
-                inner = table[k] = {}
-            if not isinstance(inner, dict):
-                raise UsageError(f"--set {quote(item)}: {k!r} is a value, not a table")
-            table = inner
-        table[path[-1]] = _toml_value(raw.strip())
-    return build_cluster(d, f"{origin} with --set {', '.join(sets)}", base)
-
-
-def _toml_value(raw: str) -> Any:
-    """``VALUE`` as a TOML file would hold it: an integer, a number, true/false, else text."""
-    if raw.lower() in ("true", "false"):
-        return raw.lower() == "true"
-    for kind in (int, float):
-        try:
-            return kind(raw)
-        except ValueError:
-            pass
-    return raw
 
 
 def _graph(text: str) -> Any:

@@ -394,7 +394,7 @@ def plot(result: ValidateResult, path: str) -> None:
 #: the cluster's topology model predicts; any other option given with it is refused (issue #26)
 _NCCL_TESTS_READS = frozenset(
     {"collective", "algorithm", "param", "json", "progress", "plot", "from_nccl_tests",
-     "fit_up_to", "cluster", "protocol", "channels", "nccl_port_rule"}
+     "fit_up_to", "cluster", "protocol", "channels", "nccl_port_rule", "set"}
 )  # fmt: skip
 
 

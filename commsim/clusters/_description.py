@@ -15,12 +15,13 @@ from typing import Any
 import tomllib
 
 from commsim._toml import key, value
+from commsim.clusters._edited import Edited, edit
 from commsim.clusters._presets import PRESETS, cluster
 
 __all__ = ["description", "to_toml"]
 
 
-def description(spec: str | Path) -> tuple[dict[str, Any], str, Path | None]:
+def description(spec: str | Path | Edited) -> tuple[dict[str, Any], str, Path | None]:
     """The description (a TOML file's tables) of a preset (``dgx-h100:4``) or a TOML file, its
     origin name, and the directory its relative file names start from (a link's ``profile``);
     :func:`commsim.clusters.cluster` checks it first, so every error is the one ``--cluster``
@@ -31,6 +32,9 @@ def description(spec: str | Path) -> tuple[dict[str, Any], str, Path | None]:
         >>> d["nodes"], d["gpus_per_node"], origin
         (2, 8, 'dgx-h100:2')
     """
+    if isinstance(spec, Edited):
+        d, _, base = description(spec.spec)
+        return edit(d, spec.sets), str(spec), base
     built = cluster(spec)
     text = str(spec).strip()
     if text.endswith(".toml") or Path(text).is_file():

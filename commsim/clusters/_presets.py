@@ -385,7 +385,9 @@ def load_cluster(path: str | Path) -> Cluster:
 
 
 def cluster(spec: str | Path) -> Cluster:
-    """The cluster a preset (``"dgx-h100:128"``) or a TOML file (``"mine.toml"``) describes.
+    """The cluster a preset (``"dgx-h100:128"``) or a TOML file (``"mine.toml"``) describes
+    (:func:`commsim.clusters.cluster` also takes one with fields changed,
+    :class:`~commsim.clusters.Edited`).
 
     Examples:
         >>> c = cluster("dgx-h100:4")

@@ -177,3 +177,22 @@ def test_auto_with_ll_leaves_nvls_out_and_says_so(cli):
     assert rc == 0, err
     assert "the fastest of snake_ring, nccl_tree per row" in out
     assert "-a auto left out nvls: NCCL runs NVLS with Simple only" in out
+
+
+def test_set_changes_the_log_s_cluster_and_sharp_adds_collnet(cli, cli_json):
+    """``--set`` edits the cluster of ``--from-nccl-tests`` as it does on predict: NVLink at line
+    rate makes the 1-node ring faster than NCCL's driven rate; ``sharp=true`` puts CollNet among
+    the two-server choices (and the model line names the edit); a bad item is one line."""
+    log = str(PUBLISHED / "nccl-tests-290-h100-1node-all_reduce.log")
+    base = ("validate", "--from-nccl-tests", log, "--cluster", "dgx-h100:1")
+    driven = cli_json(*base)["rows"]
+    line = cli_json(*base, "--set", "intra.efficiency=1")
+    assert line["cluster"] == "dgx-h100:1 with --set intra.efficiency=1"
+    for a, b in zip(driven, line["rows"], strict=True):
+        assert b["predicted_s"] < a["predicted_s"]
+    rc, out, err = cli("validate", "--from-nccl-tests", H100_2NODE, "--cluster", "dgx-h100:2",
+                       "-a", "auto", *TWO, "--set", "sharp=true")  # fmt: skip
+    assert rc == 0, err
+    assert "with --set sharp=true" in out and "collnet_direct" in out.splitlines()[1]
+    rc, out, err = cli(*base, "--set", "nope")
+    assert rc == 2 and "expected FIELD=VALUE" in err and err.count("\n") == 1

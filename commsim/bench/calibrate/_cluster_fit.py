@@ -50,7 +50,7 @@ import numpy as np
 from commsim import units
 from commsim._cluster_model import cluster_model
 from commsim._ir import Schedule
-from commsim.clusters import Cluster, build_cluster, description, to_toml
+from commsim.clusters import Cluster, Edited, build_cluster, description, to_toml
 from commsim.errors import CommsimError, ParameterError
 from commsim.interop import NcclTestsLog
 from commsim.models import Model, ProtocolChoice
@@ -336,7 +336,7 @@ def _fit(
 
 def fit_cluster(
     log: NcclTestsLog,
-    cluster_spec: str | Path,
+    cluster_spec: str | Path | Edited,
     schedule: Schedule,
     *,
     fit_up_to: int = DEFAULT_FIT_UP_TO,
@@ -397,7 +397,7 @@ def fit_cluster(
 
 
 def _fitted_tables(
-    desc: Mapping[str, Any], c: Any, log: NcclTestsLog, cluster_spec: str | Path
+    desc: Mapping[str, Any], c: Any, log: NcclTestsLog, cluster_spec: str | Path | Edited
 ) -> tuple[list[str], list[str], list[str]]:
     """The description's link tables, those this log's traffic crosses (fitted), and a note
     for each one it does not."""
@@ -575,7 +575,10 @@ def _bic(cost: float, n: int, k: int) -> float:
 
 
 def predict_rows(
-    log: NcclTestsLog, cluster_spec: str | Path, schedule: Schedule, port_rule: str = "channel"
+    log: NcclTestsLog,
+    cluster_spec: str | Path | Edited,
+    schedule: Schedule,
+    port_rule: str = "channel",
 ) -> np.ndarray:
     """The topology model's time (seconds) for every row of ``log`` on the cluster as given
     (a preset's defaults, or a fitted file), under ``port_rule``: what ``commsim validate
@@ -586,7 +589,7 @@ def predict_rows(
 
 def log_model(
     log: NcclTestsLog,
-    cluster_spec: str | Path,
+    cluster_spec: str | Path | Edited,
     protocol: str | None = None,
     port_rule: str = "channel",
 ) -> Model:
