@@ -36,7 +36,7 @@ from commsim.topology import (
 )
 
 if TYPE_CHECKING:  # imported where used: a cluster builds its graph
-    from commsim.clusters import Cluster
+    from commsim.clusters import Cluster, Edited
 
 __all__ = [
     "NETWORK_EPILOG",
@@ -427,14 +427,15 @@ def names_a_cluster(text: str) -> bool:
     return (name.lower() in PRESETS and not generator) or text.strip().endswith(".toml")
 
 
-def resolve(text: str) -> tuple[str, Network]:
-    """A network named any way the command line accepts: a cluster preset or ``.toml`` file, a
-    graph file, or a generator spec (a name both a preset and a generator, ``dragonfly``, is
-    the generator when given more than one argument or a keyword)."""
-    from commsim.clusters import PRESETS, cluster
+def resolve(text: str | Edited) -> tuple[str, Network]:
+    """A network named any way the command line accepts: a cluster preset or ``.toml`` file (or
+    one with ``--set`` fields, :class:`~commsim.clusters.Edited`), a graph file, or a generator
+    spec (a name both a preset and a generator, ``dragonfly``, is the generator when given more
+    than one argument or a keyword)."""
+    from commsim.clusters import PRESETS, Edited, cluster
 
-    if names_a_cluster(text):
-        return text, cluster(text).network
+    if isinstance(text, Edited) or names_a_cluster(text):
+        return str(text), cluster(text).network
     name = text.strip().partition(":")[0]
     known = [*PRESETS, *GENERATORS]
     is_file = Path(text).is_file() or Path(text).suffix.lower() in _GRAPH_SUFFIXES

@@ -6,13 +6,16 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from commsim import units
 from commsim.cli.errors import EXIT_OK, UsageError, quote
 from commsim.cli.network import names_a_cluster, resolve
 from commsim.cli.output import add_output_group, format_table, to_json
 from commsim.topology import MAX_DRAW_NODES, TopologySummary, draw, summarize
+
+if TYPE_CHECKING:
+    from commsim.clusters import Edited
 
 __all__ = [
     "DESCRIPTION",
@@ -61,6 +64,7 @@ class TopologyRequest:
     draw: Path | None = None
     as_json: bool = False
     toml: Path | None = None  # write the cluster as a TOML file
+    sets: tuple[str, ...] = ()  # --set FIELD=VALUE on a cluster
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +93,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="write a cluster (a preset such as dgx-h100:64, or a cluster file) as a TOML "
         "cluster file to edit; --cluster FILE reads it back",
     )
+    parser.add_argument(
+        "--set",
+        action="append",
+        metavar="FIELD=VALUE",
+        help="change one field of a cluster preset or file, as its TOML file names it: "
+        "sharp=true, inter.bandwidth=800Gb/s, nodes=32 (repeatable; with --toml, written out)",
+    )
     add_output_group(parser, memory_limit=False)
 
 
@@ -107,27 +118,35 @@ def parse(args: argparse.Namespace) -> TopologyRequest:
             raise UsageError(f"--toml {quote(args.toml)}: the name must end in .toml")
         if not toml.parent.is_dir():
             raise UsageError(f"--toml {quote(args.toml)}: its directory does not exist")
-    return TopologyRequest(args.spec, path, args.json, toml)
+    sets = tuple(getattr(args, "set", None) or ())
+    if sets and not names_a_cluster(args.spec):
+        raise UsageError(
+            f"--set changes a cluster's fields, and {quote(args.spec)} is a bare network"
+        )
+    return TopologyRequest(args.spec, path, args.json, toml, sets)
 
 
 def compute(request: TopologyRequest) -> TopologyResult:
-    name, network = resolve(request.spec)
+    from commsim.clusters import Edited
+
+    spec = Edited(request.spec, request.sets) if request.sets else request.spec
+    name, network = resolve(spec)
     summary = summarize(network)
     summary = dataclasses.replace(summary, name=name)
     try:
         drawing = draw(network, request.draw, title=name) if request.draw else None
     except OSError as e:
         raise UsageError(f"--draw {request.draw}: cannot write ({e.strerror or e})") from None
-    toml = _write_toml(request.spec, request.toml) if request.toml else None
-    return TopologyResult(summary, drawing, toml, _library(request.spec))
+    toml = _write_toml(spec, request.toml) if request.toml else None
+    return TopologyResult(summary, drawing, toml, _library(spec))
 
 
-def _library(spec: str) -> dict[str, Any] | None:
+def _library(spec: str | Edited) -> dict[str, Any] | None:
     """What the cluster's collective library adds (docs/library.md), or ``None`` for a bare
     network or a cluster that adds nothing."""
     from commsim.clusters import cluster
 
-    if not names_a_cluster(spec):
+    if not names_a_cluster(str(getattr(spec, "spec", spec))):
         return None
     c = cluster(spec)
     out = {
@@ -135,16 +154,18 @@ def _library(spec: str) -> dict[str, Any] | None:
         "reduction_overlap": c.reduction_overlap,
         "link_efficiency": c.link_efficiency,
         **({"nvls_efficiency": c.nvls_efficiency} if c.nvls else {}),
+        **({"sharp_efficiency": c.sharp_efficiency} if c.sharp else {}),
     }
     return out if c.launch or c.reduction_overlap or c.link_efficiency else None
 
 
-def _write_toml(spec: str, path: Path) -> Path:
+def _write_toml(spec: str | Edited, path: Path) -> Path:
     """The cluster of ``spec`` as a TOML cluster file at ``path`` (a bare graph has none)."""
     from commsim.clusters import PRESETS, description, to_toml
 
-    name = spec.partition(":")[0].strip().lower()
-    if name not in PRESETS and not spec.strip().endswith(".toml"):
+    base = str(getattr(spec, "spec", spec))
+    name = base.partition(":")[0].strip().lower()
+    if name not in PRESETS and not base.strip().endswith(".toml"):
         raise UsageError(
             f"--toml writes a cluster (a preset such as dgx-h100:4, or a .toml file), and "
             f"{quote(spec)} is a bare network"
@@ -197,10 +218,15 @@ def render(result: TopologyResult, as_json: bool) -> str:
         f"bisection bandwidth: {bis}",
     ]
     if s.reducing_switches:
+        tiers = [
+            (s.reducing_switches - s.fabric_reducing, "server switch", "NVLink SHARP: nvls rows"),
+            (s.fabric_reducing, "fabric switch", "InfiniBand SHARP: collnet_direct"),
+        ]
+        said = [f"{_count(n, what)} ({why})" for n, what, why in tiers if n]
+        verb = "reduces" if s.reducing_switches == 1 else "reduce"
         lines.append(
-            f"in-network reduction: {_count(s.reducing_switches, 'switch')} "
-            f"{'reduces' if s.reducing_switches == 1 else 'reduce'} (NVLink SHARP or "
-            "InfiniBand SHARP: the in-network rows' helpers sit there)"
+            f"in-network reduction: {' and '.join(said)} {verb}; the in-network rows' helpers "
+            "sit there"
         )
     lib = result.library
     if lib:
@@ -209,6 +235,8 @@ def render(result: TopologyResult, as_json: bool) -> str:
         parts += [f"{k} driven at {v:.1%} of its rate" for k, v in lib["link_efficiency"].items()]
         if "nvls_efficiency" in lib:
             parts.append(f"in-switch reduction at {lib['nvls_efficiency']:.0%} of that")
+        if "sharp_efficiency" in lib:
+            parts.append(f"SHARP in the fabric at {lib['sharp_efficiency']:.0%}")
         lines.append(f"collective library: {', '.join(parts)} (docs/library.md)")
     if result.drawing is not None:
         lines.append(f"drawing written to {result.drawing}")

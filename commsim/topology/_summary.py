@@ -71,6 +71,8 @@ class TopologySummary:
         routing: how routes are chosen, in words (d-mod-k, ECMP hash, dimension order).
         reducing_switches: switches that reduce in the network (node attribute ``reduce``:
             NVLink SHARP, InfiniBand SHARP), where the in-network rows' helpers sit.
+        fabric_reducing: how many of them are fabric switches between servers (SHARP; the
+            rest are servers' own, NVLS).
     """
 
     name: str
@@ -84,6 +86,7 @@ class TopologySummary:
     bisection_method: str | None = None
     routing: str = "shortest paths, ECMP hash"
     reducing_switches: int = 0
+    fabric_reducing: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -106,6 +109,7 @@ class TopologySummary:
             "bisection_method": self.bisection_method,
             "routing": self.routing,
             "reducing_switches": self.reducing_switches,
+            "fabric_reducing_switches": self.fabric_reducing,
         }
 
 
@@ -166,6 +170,7 @@ def summarize(network: Network) -> TopologySummary:
         bisection_method=method,
         routing=routing_name(net.graph),
         reducing_switches=len(net.reducing),
+        fabric_reducing=int((net.reducing_tier == 1).sum()),
     )
 
 

@@ -126,7 +126,15 @@ def test_toml_of_a_bare_network_is_one_line(cli, tmp_path):
 def test_topology_says_which_switches_reduce(cli, cli_json):
     rc, out, _ = cli("topology", "dgx-h100:1")
     assert rc == 0 and out.splitlines()[0].endswith("1 server")
-    assert "in-network reduction: 1 switch reduces" in out
+    assert "in-network reduction: 1 server switch (NVLink SHARP: nvls rows) reduces" in out
     assert cli_json("topology", "dgx-h100:2")["reducing_switches"] == 2
     rc, out, _ = cli("topology", "dgx-a100:1")
     assert rc == 0 and "in-network reduction" not in out
+    # --set sharp=true: the 8 rail leaves reduce too, at the fabric tier, and the library says so
+    doc = cli_json("topology", "dgx-h100:2", "--set", "sharp=true")
+    assert (doc["reducing_switches"], doc["fabric_reducing_switches"]) == (10, 8)
+    assert doc["library"]["sharp_efficiency"] == 0.85
+    rc, out, _ = cli("topology", "dgx-h100:2", "--set", "sharp=true")
+    assert "8 fabric switches (InfiniBand SHARP: collnet_direct)" in out
+    rc, _, err = cli("topology", "torus:4x4", "--set", "sharp=true")
+    assert rc == 2 and "bare network" in err
