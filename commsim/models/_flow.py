@@ -598,15 +598,17 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
     slow = np.repeat(params.slow_factors(p0), K)
     f = np.maximum(slow[items.src], slow[items.dst])
     init = np.repeat(params.initial_clock(p0, 1)[:, 0], K)
-    # a per-channel rate cap: a private link per network item (local items have no route)
-    nbytes = None
-    if params.link_profiles:  # a model with profiles times one size at a time
-        if len(per_unit) != 1:
-            raise ValueError("link profiles: simulate one size at a time")
-        nbytes = items.units * per_unit[0]
-    cap = message_caps(params.link_profiles, net.kinds, params.channel_bandwidth, net.link_kind,
-                       routes.indptr, routes.links, nbytes)  # fmt: skip
-    capped = with_channel_cap(routes.indptr, routes.links, net.bandwidth, cap, ~items.local)
+
+    def capped_at(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Routes with each network item's rate cap at size ``k`` as a private link (the
+        per-channel cap; measured profiles' rates at the item's bytes, which change with the
+        size; local items have no route)."""
+        nbytes = items.units * per_unit[k] if params.link_profiles else None
+        cap = message_caps(params.link_profiles, net.kinds, params.channel_bandwidth,
+                           net.link_kind, routes.indptr, routes.links, nbytes)  # fmt: skip
+        return with_channel_cap(routes.indptr, routes.links, net.bandwidth, cap, ~items.local)
+
+    capped = None if params.link_profiles else capped_at(0)  # the same at every size
     nsizes, nparts = len(per_unit), 3 + len(net.kinds)
     parts = np.zeros((nparts, nsizes))
     clock = np.zeros((len(init), nsizes))
@@ -621,8 +623,9 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
         red_net = np.where(items.local, 0.0, red_time)
         c = init.copy()
         start, end, pred, *record = _simulate(
-            items.src, items.dst, items.rnd, work, routes.lat, red_net, *capped, seq_indptr,
-            seq_items, c, items.local, params.reduction_overlap, queues, phase, *prev,
+            items.src, items.dst, items.rnd, work, routes.lat, red_net,
+            *(capped if capped is not None else capped_at(k)), seq_indptr, seq_items, c,
+            items.local, params.reduction_overlap, queues, phase, *prev,
         )  # fmt: skip
         clock[:, k] = c
         parts[:, k] = _chain_parts(
@@ -639,9 +642,12 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
         return tuple(record)
 
     def chain(ks: np.ndarray) -> None:
-        prev = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0))  # nothing to recall
+        nothing = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0))  # nothing to recall
+        prev = nothing
         for k in ks:
-            prev = one(int(k), prev)
+            # a size recalls the previous one's rates only where its links are the same: not
+            # where measured profiles cap each size's messages at rates of their own
+            prev = one(int(k), prev if capped is not None else nothing)
 
     chains = np.array_split(
         np.arange(nsizes), max(1, min(numba.get_num_threads(), _CHAINS, nsizes))

@@ -15,9 +15,10 @@ as before, so a profile can only slow a message: a prediction stays above the bo
 keep the line rates. The link latencies are added per message as without a profile (a
 profile measured with messages back to back, ``osu_bw``, leaves the latency out of its rate).
 
-A message's size changes with the prediction's size, so a model with profiles times each size
-on its own (:class:`PerSizeRuns`): one run per size, the work of one run times the number of
-sizes.
+A message's size changes with the prediction's size, so a model with profiles in a static
+contention mode times each size on its own (:class:`PerSizeRuns`): one run per size, the work
+of one run times the number of sizes; ``flow`` simulates each size on its own anyway and caps
+each size's messages in its loop.
 """
 
 from __future__ import annotations

@@ -424,7 +424,9 @@ class Topology:
         and :meth:`timeline`, and of :class:`~commsim.models.TwoLevelHockney`'s): a static
         contention mode's run, or the flow simulation's."""
         schedule.spec.check_layout(schedule.nranks, schedule.ndata)
-        if self.link_profiles and len(sizes) > 1:  # a message's cap depends on its size
+        # a message's cap depends on its size: the static modes time one size at a time (flow
+        # does already, and caps each size's messages itself)
+        if self.link_profiles and len(sizes) > 1 and self.contention != "flow":
             return PerSizeRuns(
                 [self._run(schedule, sizes[k : k + 1], max_messages=max_messages)
                  for k in range(len(sizes))]
