@@ -20,8 +20,21 @@ from __future__ import annotations
 import numpy as np
 
 from commsim._ir import Step
+from commsim.errors import ParameterError
 
-__all__ = ["Blocks", "embed", "group_classes", "intra_ring_step"]
+__all__ = ["Blocks", "check_ranks_per_node", "embed", "group_classes", "intra_ring_step"]
+
+
+def check_ranks_per_node(g: object) -> int:
+    """``ranks_per_node`` (a server's ranks, consecutive), checked: an integer >= 1.
+
+    Examples:
+        >>> check_ranks_per_node(8)
+        8
+    """
+    if isinstance(g, bool) or not isinstance(g, int | np.integer) or g < 1:
+        raise ParameterError(f"ranks_per_node must be an integer >= 1, got {g!r}")
+    return int(g)
 
 
 def group_classes(nranks: int, g: int) -> list[tuple[int, np.ndarray]]:

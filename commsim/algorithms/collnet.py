@@ -52,23 +52,15 @@ References:
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from commsim._ir import Schedule, Step
 from commsim.algorithms import _pipeline
 from commsim.algorithms._combinators import lazy
+from commsim.algorithms._hierarchy import check_ranks_per_node
 from commsim.algorithms._registry import FloatOrArray, register
-from commsim.errors import ParameterError
 
 __all__ = ["collnet_direct_allreduce"]
-
-
-def _ranks_per_node(g: int) -> int:
-    if isinstance(g, bool) or not isinstance(g, numbers.Integral) or g < 1:
-        raise ParameterError(f"ranks_per_node must be an integer >= 1, got {g!r}")
-    return int(g)
 
 
 def _layout(p: int, g: int) -> tuple[int, int, int, int, np.ndarray, list[np.ndarray]]:
@@ -164,7 +156,7 @@ def _cost(
 ) -> FloatOrArray:
     """The single-port Hockney time of :func:`collnet_direct_allreduce` (its ``.. math::``),
     exact where ``_exact``; pipelined, the wavefront's extra rounds added as ``nvls_tree``'s."""
-    g = _ranks_per_node(ranks_per_node)
+    g = check_ranks_per_node(ranks_per_node)
     chunks = _pipeline.check_chunks(pipeline, "pipeline")
     if nranks < 2:
         return 0.0 * nbytes
@@ -223,7 +215,7 @@ def collnet_direct_allreduce(nranks: int, ranks_per_node: int = 8, pipeline: int
         >>> s.workers, s.helpers, s.switch_tier, s.nsteps  # RS, copy, add, multicast, AG
         (16, 16, 'fabric', 5)
     """
-    g = _ranks_per_node(ranks_per_node)
+    g = check_ranks_per_node(ranks_per_node)
     chunks = _pipeline.check_chunks(pipeline, "pipeline")
     params = {"ranks_per_node": g}
     k = nranks // 2

@@ -25,7 +25,13 @@ import numpy as np
 from commsim._ir import Schedule, Step
 from commsim.algorithms import _pipeline
 from commsim.algorithms._combinators import lazy
-from commsim.algorithms._hierarchy import Blocks, embed, group_classes, intra_ring_step
+from commsim.algorithms._hierarchy import (
+    Blocks,
+    check_ranks_per_node,
+    embed,
+    group_classes,
+    intra_ring_step,
+)
 from commsim.algorithms._registry import build, info, register
 from commsim.algorithms.ring import _ring_ag_cost as _ring_ag
 from commsim.algorithms.ring import _ring_rs_cost as _ring_rs
@@ -40,13 +46,7 @@ __all__ = [
 
 
 def _check(nranks: int, ranks_per_node: int) -> tuple[int, int]:
-    if (
-        isinstance(ranks_per_node, bool)
-        or not isinstance(ranks_per_node, int | np.integer)
-        or ranks_per_node < 1
-    ):
-        raise ParameterError(f"ranks_per_node must be an integer >= 1, got {ranks_per_node!r}")
-    g = int(ranks_per_node)
+    g = check_ranks_per_node(ranks_per_node)
     return g, -(-nranks // g)
 
 

@@ -41,6 +41,7 @@ import numpy as np
 from commsim._ir import Schedule, Step
 from commsim.algorithms import _pipeline
 from commsim.algorithms._combinators import lazy
+from commsim.algorithms._hierarchy import check_ranks_per_node
 from commsim.algorithms._registry import FloatOrArray, register
 from commsim.errors import ParameterError, ScheduleError
 
@@ -271,7 +272,7 @@ def _tree_cost(
     """The single-port Hockney time of :func:`nvls_tree_allreduce` (its ``.. math::``), exact
     for even ``p`` on whole servers (``_tree_exact``); pipelined, an estimate: the wavefront's
     extra rounds added (:mod:`commsim.algorithms._pipeline`)."""
-    p, g = nranks, _ranks_per_node(ranks_per_node)
+    p, g = nranks, check_ranks_per_node(ranks_per_node)
     chunks = _pipeline.check_chunks(pipeline, "pipeline")
     w = p - nvls_helpers(p)
     if p < 2:
@@ -290,12 +291,6 @@ def _tree_cost(
     labels, rounds = zip(*[(0, 1), *add, *middle, (5, L)], strict=True)
     extra = _pipeline.wavefront_messages(labels, chunks, rounds) - sum(rounds)
     return base + alpha * extra
-
-
-def _ranks_per_node(g: int) -> int:
-    if isinstance(g, bool) or not isinstance(g, numbers.Integral) or g < 1:
-        raise ParameterError(f"ranks_per_node must be an integer >= 1, got {g!r}")
-    return int(g)
 
 
 @register(
@@ -362,7 +357,7 @@ def nvls_tree_allreduce(nranks: int, ranks_per_node: int = 8, pipeline: int = 1)
         >>> nvls_tree_allreduce(32, ranks_per_node=8, pipeline=4).nsteps  # 7 + 4 - 1
         10
     """
-    g = _ranks_per_node(ranks_per_node)
+    g = check_ranks_per_node(ranks_per_node)
     chunks = _pipeline.check_chunks(pipeline, "pipeline")
     params = {"ranks_per_node": g}
     k = nvls_helpers(nranks)
