@@ -121,3 +121,25 @@ def test_bad_profiles_are_one_line():
         Topology(net, link_profiles={"nic": _flat(B)})
     with pytest.raises(ParameterError, match=r"must have rate\(nbytes\)"):
         Topology(net, link_profiles={"nvlink": 3.0})
+
+
+@pytest.mark.parametrize("contention", MODES)
+def test_a_binding_profile_is_what_limits(contention):
+    """Class ``a`` at 10 GB/s profiled to 1 GB/s, class ``b`` at 5 GB/s on the same route: the
+    transfer is charged to ``a`` (the time parts, "limited by"), whose cap binds."""
+    import networkx as nx
+
+    g = nx.Graph()
+    g.add_nodes_from([0, 1], kind="host")
+    g.add_node("s", kind="switch")
+    g.add_edge(0, "s", bandwidth=10e9, latency=0.0, kind="a")
+    g.add_edge("s", 1, bandwidth=5e9, latency=0.0, kind="b")
+    s = commsim.build("allreduce", "ring", nranks=2)
+    m = Topology(g, gamma=0.0, contention=contention, link_profiles={"a": _flat(1e9, "a")})
+    pred = m.predict(s, [2e9, 4e9])
+    assert pred.time == pytest.approx([2 * 1e9 / 1e9, 2 * 2e9 / 1e9])
+    assert list(np.atleast_1d(pred.network.limiting)) == ["a", "a"]
+    parts = dict(zip(pred.network.part_names, pred.network.time_parts[:, -1], strict=True))
+    assert parts["a"] == pytest.approx(4.0) and parts["b"] == 0.0
+    plain = Topology(g, gamma=0.0, contention=contention).predict(s, 4e9)
+    assert list(np.atleast_1d(plain.network.limiting)) == ["b"]

@@ -50,7 +50,7 @@ from commsim.models._library import (
     reduction_exposed,
     with_channel_cap,
 )
-from commsim.models._link_profiles import message_caps
+from commsim.models._link_profiles import capped_classes, message_caps
 from commsim.models._network_params import NetworkParams
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 
@@ -599,14 +599,15 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
     f = np.maximum(slow[items.src], slow[items.dst])
     init = np.repeat(params.initial_clock(p0, 1)[:, 0], K)
 
-    def capped_at(k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def capped_at(k: int) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
         """Routes with each network item's rate cap at size ``k`` as a private link (the
         per-channel cap; measured profiles' rates at the item's bytes, which change with the
-        size; local items have no route)."""
+        size; local items have no route), and each item's class to charge ("limited by")."""
         nbytes = items.units * per_unit[k] if params.link_profiles else None
-        cap = message_caps(params.link_profiles, net.kinds, params.channel_bandwidth,
-                           net.link_kind, routes.indptr, routes.links, nbytes)  # fmt: skip
-        return with_channel_cap(routes.indptr, routes.links, net.bandwidth, cap, ~items.local)
+        cap, cap_kind = message_caps(params.link_profiles, net.kinds, params.channel_bandwidth,
+                                     net.link_kind, routes.indptr, routes.links, nbytes)  # fmt: skip
+        routed = with_channel_cap(routes.indptr, routes.links, net.bandwidth, cap, ~items.local)
+        return routed, capped_classes(routes.cls, cap_kind, routed, net.nlinks, items.rnd)
 
     capped = None if params.link_profiles else capped_at(0)  # the same at every size
     nsizes, nparts = len(per_unit), 3 + len(net.kinds)
@@ -622,15 +623,15 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
         work = np.where(items.local, red_time, bytes_)
         red_net = np.where(items.local, 0.0, red_time)
         c = init.copy()
+        routed, cls = capped if capped is not None else capped_at(k)
         start, end, pred, *record = _simulate(
-            items.src, items.dst, items.rnd, work, routes.lat, red_net,
-            *(capped if capped is not None else capped_at(k)), seq_indptr, seq_items, c,
-            items.local, params.reduction_overlap, queues, phase, *prev,
+            items.src, items.dst, items.rnd, work, routes.lat, red_net, *routed, seq_indptr,
+            seq_items, c, items.local, params.reduction_overlap, queues, phase, *prev,
         )  # fmt: skip
         clock[:, k] = c
         parts[:, k] = _chain_parts(
-            c, items.src, items.dst, start, end, pred, routes.lat, routes.cls, items.local,
-            nparts, params.launch,
+            c, items.src, items.dst, start, end, pred, routes.lat, cls, items.local, nparts,
+            params.launch,
         )  # fmt: skip
         if params.reduction_overlap:  # what is left of each reduction after its transfer
             red_net = reduction_exposed(red_net, end - start - routes.lat, True)

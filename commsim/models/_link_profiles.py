@@ -12,7 +12,10 @@ measures it. The topology model caps each message at
 (:func:`commsim.models._library.with_channel_cap`, the form every contention mode reads, as for
 the library's per-channel cap; with both, the smaller cap). Contention then shares the links
 as before, so a profile can only slow a message: a prediction stays above the bounds, which
-keep the line rates. The link latencies are added per message as without a profile (a
+keep the line rates. Where a cap is the smallest share on its route, the message's time is
+charged to the profiled class ("limited by", the time parts; :func:`capped_classes`); a link's
+busy time stays its bytes at its own rate (a capped message leaves the rest of the link to
+others). The link latencies are added per message as without a profile (a
 profile measured with messages back to back, ``osu_bw``, leaves the latency out of its rate).
 
 A message's size changes with the prediction's size, so a model with profiles in a static
@@ -30,7 +33,7 @@ import numpy as np
 
 from commsim.errors import ParameterError
 
-__all__ = ["PerSizeRuns", "as_link_profiles", "message_caps"]
+__all__ = ["PerSizeRuns", "as_link_profiles", "capped_classes", "message_caps"]
 
 
 def as_link_profiles(value: Mapping[str, Any] | None, kinds: Sequence[str]) -> dict[str, Any]:
@@ -64,38 +67,64 @@ def message_caps(
     indptr: np.ndarray,
     links: np.ndarray,
     nbytes: np.ndarray | None,
-) -> float | np.ndarray | None:
+) -> tuple[float | np.ndarray | None, np.ndarray | None]:
     """Each route's rate cap (CSR ``indptr``/``links``, messages of ``nbytes`` bytes): the
-    smallest profiled rate of the classes it crosses, and the per-channel cap; ``inf`` where
-    nothing caps a route; ``channel_bandwidth`` itself (a number or ``None``) without profiles.
+    smallest profiled rate of the classes it crosses, and the per-channel cap (``inf`` where
+    nothing caps a route); and per route the class (an index into ``kinds``) whose profile
+    sets the cap, ``-1`` where the channel cap or nothing does. Without profiles:
+    ``(channel_bandwidth, None)``.
 
     Examples:
         >>> class Flat:
         ...     def rate(self, n):
         ...         return np.full(np.shape(n), 5.0)
-        >>> message_caps(
+        >>> caps, kind = message_caps(
         ...     {"nic": Flat()},
         ...     ("nvlink", "nic"),
         ...     8.0,
         ...     np.array([0, 1]),
         ...     np.array([0, 1, 3]),
         ...     np.array([0, 0, 1]),
-        ...     np.array([1.0, 1.0]),
-        ... ).tolist()
-        [8.0, 5.0]
+        ...     np.ones(2),
+        ... )
+        >>> caps.tolist(), kind.tolist()
+        ([8.0, 5.0], [-1, 1])
     """
     if not profiles or nbytes is None:
-        return channel_bandwidth
+        return channel_bandwidth, None
     n = len(indptr) - 1
     caps = np.full(n, np.inf if channel_bandwidth is None else float(channel_bandwidth))
+    kind = np.full(n, -1, dtype=np.int64)
     owner = np.repeat(np.arange(n), np.diff(indptr))
     for name, prof in profiles.items():
+        k = kinds.index(name)
         crosses = np.zeros(n, dtype=bool)
-        crosses[owner[link_kind[links] == kinds.index(name)]] = True
+        crosses[owner[link_kind[links] == k]] = True
         if crosses.any():
             rate = np.asarray(prof.rate(np.asarray(nbytes, dtype=np.float64)[crosses]))
-            caps[crosses] = np.minimum(caps[crosses], rate)
-    return caps
+            lower = rate < caps[crosses]
+            idx = np.flatnonzero(crosses)[lower]
+            caps[idx], kind[idx] = rate[lower], k
+    return caps, kind
+
+
+def capped_classes(
+    cls: np.ndarray,
+    cap_kind: np.ndarray | None,
+    capped: tuple[np.ndarray, np.ndarray, np.ndarray],
+    nlinks: int,
+    group: np.ndarray | None,
+) -> np.ndarray:
+    """The link class each message's time is charged to ("limited by"), with its rate cap:
+    the profiled class whose cap is the smallest share on its route
+    (:func:`~commsim.models._contention.bottleneck_link` over the ``capped`` routes, whose
+    private links past ``nlinks`` are the caps), else ``cls`` (its links' own bottleneck)."""
+    if cap_kind is None or not (cap_kind >= 0).any():
+        return cls
+    from commsim.models._contention import bottleneck_link
+
+    b = bottleneck_link(*capped, group=group)
+    return np.where((b >= nlinks) & (cap_kind >= 0), cap_kind, cls)
 
 
 class PerSizeRuns:

@@ -81,7 +81,12 @@ from commsim.models._library import (
     with_channel_cap,
 )
 from commsim.models._link_ports import PORT_RULES, link_queue_messages, link_queues
-from commsim.models._link_profiles import PerSizeRuns, as_link_profiles, message_caps
+from commsim.models._link_profiles import (
+    PerSizeRuns,
+    as_link_profiles,
+    capped_classes,
+    message_caps,
+)
 from commsim.models._network_params import NetworkParams, random_skew
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
@@ -552,8 +557,9 @@ class Topology:
         hops: bool = True,
         nbytes: np.ndarray | None = None,
     ) -> tuple[np.ndarray, ...]:
-        """``(latency, inverse rate, bottleneck class, indptr, links)`` of a round's messages
-        (cached per round); ``hops``: the protocol's per-message latency applies
+        """``(latency, inverse rate, bottleneck class, indptr, links, efficiency)`` of a round's
+        messages (cached per round; the efficiency, :func:`~commsim.models._library.
+        message_efficiency`, is already in the inverse rate); ``hops``: the protocol's per-message latency applies
         (:attr:`NetworkParams.protocol_hops <commsim.models._network_params.NetworkParams>`);
         ``nbytes``: the messages' bytes, which the :attr:`link_profiles` cap rates by (read
         only where the model has profiles)."""
@@ -594,8 +600,8 @@ class Topology:
         protocol = self.protocol if hops else None
         lat = protocol_latency(path_latency(indptr, links, net.latency), same, protocol)
         lat = lat + self.overhead
-        cap = message_caps(self.link_profiles, net.kinds, self.channel_bandwidth, net.link_kind,
-                           indptr, links, None if not sized else nbytes)  # fmt: skip
+        cap, cap_kind = message_caps(self.link_profiles, net.kinds, self.channel_bandwidth,
+                                     net.link_kind, indptr, links, nbytes if sized else None)  # fmt: skip
         capped = with_channel_cap(indptr, links, net.bandwidth, cap)
         rate = rates(self.contention, *capped)
         with np.errstate(divide="ignore"):
@@ -606,10 +612,11 @@ class Topology:
         inv = inv / eta
         alone = np.arange(len(indptr) - 1) if self.contention == "none" else None  # no sharing
         cls = net.link_kind[bottleneck_link(indptr, links, net.bandwidth, group=alone)]
+        cls = capped_classes(cls, cap_kind, capped, net.nlinks, alone)
         if len(self._rounds) >= _CACHE_ROUNDS:
             self._rounds.clear()
-        self._rounds[key] = (hosts, lat, inv, cls, indptr, links)
-        return lat, inv, cls, indptr, links
+        self._rounds[key] = (hosts, lat, inv, cls, indptr, links, eta)
+        return lat, inv, cls, indptr, links, eta
 
 
 #: A message between a GPU and an in-network helper that sits on another server's switch: the
@@ -745,7 +752,7 @@ class _Run:
         self, i: int, src: np.ndarray, dst: np.ndarray, units: np.ndarray, red: np.ndarray
     ) -> None:
         nbytes = units * self.per_unit[0] if self.model.link_profiles else None
-        lat, inv, cls, indptr, links = self.model.round_costs(
+        lat, inv, cls, indptr, links, eta = self.model.round_costs(
             self.hosts, src, dst, self.params.protocol_hops, nbytes
         )
         m = len(src)
@@ -779,9 +786,6 @@ class _Run:
             self.track = False
         self.nmsg += m
         key = id(indptr)
-        net = self.model.network
-        eta = message_efficiency(self.model.protocol, self.model.switch_shares,
-                                 self.hosts[src], self.hosts[dst], net.nhosts)  # fmt: skip
         busy = units / eta  # a link is in use for the time the message takes at its share
         acc = self.units_by_round.get(key)
         if acc is None:

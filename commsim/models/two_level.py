@@ -336,7 +336,7 @@ class _DirectRun:
         model = self.model
         if model.protocol is not None or model.channel_bandwidth is not None:
             return None, None
-        _, inv, _, _, links = model._round_costs(self.hosts, src, dst)
+        _, inv, _, _, links, _ = model._round_costs(self.hosts, src, dst)
         x = (self.server[dst] != self.server[0]).astype(np.int64)  # each pair's class
         if not np.array_equal(links, np.stack([2 * x, 4 * dst + 2 * x + 1], axis=1).ravel()):
             return None, None  # not each host's four links (usage): not the two-level network
