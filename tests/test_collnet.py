@@ -37,6 +37,9 @@ def test_collnet_direct_verifies_at_every_p_up_to_64(g):
         s = commsim.build("allreduce", "collnet_direct", nranks=p, ranks_per_node=g)
         commsim.verify(s)
         assert s.helpers == p // 2 and (s.switch_tier == "fabric" or p == 1)
+        counts = [len(st.src) for st in s.steps()]  # the steps are built lazily from hints
+        assert s.ntransfers_hint == sum(counts)
+        assert s.max_step_transfers_hint == max(counts, default=0)
 
 
 @pytest.mark.parametrize("k", [2, 5])

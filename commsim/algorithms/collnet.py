@@ -82,15 +82,51 @@ def _layout(p: int, g: int) -> tuple[int, int, int, int, np.ndarray, list[np.nda
     return w, k, L, M, owner, helpers
 
 
-def _phases(p: int, g: int) -> list[Step]:
-    """The steps of :func:`collnet_direct_allreduce` (the module docstring); slot ``j·M + m``
-    is piece ``m`` of slice ``j``."""
-    w, _, L, M, owner, helpers = _layout(p, g)
-    N = owner.shape[0]
+class _Phases:
+    """The steps of :func:`collnet_direct_allreduce` (the module docstring), each built when
+    asked for (the two to and from the switches hold ``N`` transfers per piece: 8.4 M each at
+    16,384 ranks); slot ``j·M + m`` is piece ``m`` of slice ``j``."""
+
+    def __init__(self, p: int, g: int) -> None:
+        w, _, L, M, owner, helpers = _layout(p, g)
+        self.w, self.L, self.M, self.owner, self.N = w, L, M, owner, owner.shape[0]
+        self.helper = w + np.stack([hj[np.arange(M) % len(hj)] for hj in helpers])  # [L, M]
+        self.inside = _inside_pairs(w, g, L, self.N)
+        pieces = L * M
+        counts = [len(self.inside[0])] if self.inside else []
+        counts += [pieces, (self.N - 1) * pieces] if self.N > 1 else [pieces]
+        counts += [self.N * pieces] + ([len(self.inside[0])] if self.inside else [])
+        self.counts = counts
+        kinds = ["rs"] if self.inside else []
+        kinds += ["copy", "add"] if self.N > 1 else ["copy"]
+        self.kinds = [*kinds, "multicast", *(["ag"] if self.inside else [])]
+
+    def __len__(self) -> int:
+        return len(self.kinds)
+
+    def __getitem__(self, i: int) -> Step:
+        kind, M = self.kinds[i], self.M
+        if kind in ("rs", "ag"):  # 1 and 4: inside each server, along the same pairs
+            a, b, j = self.inside
+            return _step(a, b, j * M, M, True) if kind == "rs" else _step(b, a, j * M, M, False)
+        # 2 and 3: shift t, server (m - t) mod N sends piece m to its helper (copy at t = 0,
+        # add after), and the helper multicasts it back to server (m + t) mod N: each shift one
+        # round (arrays over t, j, m)
+        ts = {"copy": np.arange(1), "add": np.arange(1, self.N)}.get(kind, np.arange(self.N))
+        t, j, m = np.meshgrid(ts, np.arange(self.L), np.arange(M), indexing="ij")
+        slot = (j * M + m).ravel()
+        helper = self.helper[j, m].ravel()
+        if kind == "multicast":
+            return _step(helper, self.owner[(m + t) % self.N, j].ravel(), slot, 1, False)
+        return _step(self.owner[(m - t) % self.N, j].ravel(), helper, slot, 1, kind == "add")
+
+
+def _inside_pairs(w: int, g: int, L: int, N: int) -> list[np.ndarray]:
+    """Step 1's transfers (``src``, ``dst``, slice) inside each server: GPU ``a`` sends slice
+    ``j`` (not its own) to its owner, ordered by shift so that each shift is one round; ``[]``
+    where no server has two GPUs."""
     gpu = np.arange(w)
     server = gpu // g
-    # 1. reduce-scatter inside each server: GPU a sends slice j (not its own) to its owner,
-    # ordered by shift so that each shift is one round
     parts = []
     js = np.arange(L)
     for t in range(1, g):
@@ -100,36 +136,7 @@ def _phases(p: int, g: int) -> list[Step]:
                 continue
             own = js % len(mine)  # slice j's owner among the server's GPUs
             parts.append((mine[(own + t) % len(mine)], mine[own], js))
-    inside = [np.concatenate(c).astype(np.int64) for c in zip(*parts, strict=True)] if parts else []
-    steps = [_step(inside[0], inside[1], inside[2] * M, M, True)] if inside else []
-    # 2. to the switches: server m's owner copies piece m; the others add theirs
-    copy, add = [], []
-    for j in range(L):
-        hj = helpers[j]
-        for m in range(M):
-            h = w + hj[m % len(hj)]
-            for t in range(N):
-                s = (m - t) % N  # shift t: server s sends piece m
-                (copy if t == 0 else add).append((owner[s, j], h, j * M + m, t))
-    for part, red in ((copy, False), (add, True)):
-        if part:
-            part.sort(key=lambda x: x[3])
-            a, b, sl, _ = (np.array(c, dtype=np.int64) for c in zip(*part, strict=True))
-            steps.append(_step(a, b, sl, 1, red))
-    # 3. the multicast back: helper of piece m sends it to the owner in every server
-    back = []
-    for j in range(L):
-        hj = helpers[j]
-        for m in range(M):
-            for t in range(N):
-                back.append((w + hj[m % len(hj)], owner[(m + t) % N, j], j * M + m, t))
-    back.sort(key=lambda x: x[3])
-    a, b, sl, _ = (np.array(c, dtype=np.int64) for c in zip(*back, strict=True))
-    steps.append(_step(a, b, sl, 1, False))
-    # 4. allgather inside each server: each owner sends its slice back along step 1's pairs
-    if inside:
-        steps.append(_step(inside[1], inside[0], inside[2] * M, M, False))
-    return steps
+    return [np.concatenate(c).astype(np.int64) for c in zip(*parts, strict=True)] if parts else []
 
 
 def _step(src: np.ndarray, dst: np.ndarray, slot: np.ndarray, count: int, red: bool) -> Step:
@@ -224,11 +231,10 @@ def collnet_direct_allreduce(nranks: int, ranks_per_node: int = 8, pipeline: int
                     algorithm="collnet_direct", params=params, ntransfers_hint=0,
                     max_step_transfers_hint=0)  # fmt: skip
     _, _, L, M, _, _ = _layout(nranks, g)
-    steps = _phases(nranks, g)
+    steps = _Phases(nranks, g)
     whole = lazy(
         "allreduce", nranks, len(steps), steps.__getitem__, slot_units=L * M,
         algorithm="collnet_direct", params=params, helpers=k, in_network="fabric",
-        ntransfers_hint=sum(len(s.src) for s in steps),
-        max_step_transfers_hint=max(len(s.src) for s in steps),
+        ntransfers_hint=sum(steps.counts), max_step_transfers_hint=max(steps.counts),
     )  # fmt: skip
     return _pipeline.pipeline(whole, chunks)

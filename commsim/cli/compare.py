@@ -262,7 +262,8 @@ def _tuned(
     """With ``--tune``, each algorithm with a grown parameter (``segments``, ``pipeline``) not
     set by ``--param``: its best time per size over the tuner's candidates, and the winning
     values; the panel predicts its fixed-parameter schedule no more. An in-network row is tuned
-    on its GPUs, its switch helpers added by the tuner (``sweep``'s ``switch_rows``)."""
+    on its GPUs, its switch helpers added by the tuner (``sweep``'s ``switch_rows``), where the
+    model places helpers on switches; elsewhere (Hockney) it keeps its built parameters."""
     from commsim.algorithms import info
     from commsim.tuner import GROWN, sweep
 
@@ -272,6 +273,8 @@ def _tuned(
         row = info(choice.collective, a)
         if a not in schedules or not any(k in GROWN and k not in given for k in row.params):
             continue
+        if schedules[a].in_network and not getattr(request.model, "places_in_network", False):
+            continue  # the tuner builds switch rows where the model places them; kept as built
         result = sweep(
             choice.collective, request.model, schedules[a].workers, request.sizes,
             algorithms=[a], params={a: given}, progress=request.progress,

@@ -115,3 +115,13 @@ def test_compare_tune_grows_pipeline_on_hierarchical_and_switch_rows(cli, cli_js
     rc, out, _ = cli(*argv)
     row = next(line for line in out.splitlines() if line.lstrip().startswith("1GiB"))
     assert rc == 0 and " nvlink " in row and " - " not in row, out
+
+
+def test_compare_tune_keeps_a_switch_row_untuned_where_the_model_has_no_switch(cli_json):
+    """Hockney places no helper on a switch: --tune leaves nvls_tree as built (it failed the
+    whole command once) and still tunes the rest."""
+    doc = cli_json("compare", "-c", "allreduce", "-p", "16", "-a", "ring,nvls_tree,nccl_tree",
+                   "-s", "1MiB,1GiB", "--tune")  # fmt: skip
+    [panel] = doc["results"]
+    assert "nvls_tree" in panel["time_s"] and "nvls_tree" not in panel["tuned_params"]
+    assert "nccl_tree" in panel["tuned_params"]
