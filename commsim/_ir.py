@@ -77,6 +77,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from commsim._collectives import CollectiveSpec, spec
+from commsim._switch_tiers import switch_tier
 from commsim.errors import ScheduleError
 
 __all__ = ["MAX_NRANKS", "MAX_SLOTS", "Schedule", "Step", "is_shared", "share_between_steps"]
@@ -274,16 +275,6 @@ def _units(slot_units: Any) -> np.ndarray:
     return units
 
 
-def _switch_tier(value: Any) -> str | None:
-    """``Schedule.in_network``'s tier: ``True``/``"server"`` → ``"server"``, ``"fabric"``,
-    ``False`` → ``None``; anything else is a :class:`ScheduleError`."""
-    if isinstance(value, bool | np.bool_):
-        return "server" if value else None
-    if value in ("server", "fabric"):
-        return str(value)
-    raise ScheduleError(f"in_network must be true, false, 'server' or 'fabric', got {value!r}")
-
-
 def _whole_number(name: str, value: Any, lo: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (numbers.Integral, np.integer)):
         raise ScheduleError(f"{name} must be an integer >= {lo}, got {value!r}")
@@ -364,7 +355,10 @@ class Schedule:
         sp.check_helpers(p, helpers, root)
         set_ = functools.partial(object.__setattr__, self)
         set_("helpers", helpers)
-        tier = _switch_tier(self.in_network)
+        try:
+            tier = switch_tier(self.in_network)
+        except ValueError as e:
+            raise ScheduleError(f"in_network {e}") from None
         if self.in_network and not helpers:
             raise ScheduleError("in_network needs helper ranks (the reducing switches)")
         set_("in_network", "fabric" if tier == "fabric" else tier == "server")

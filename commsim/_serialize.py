@@ -60,6 +60,7 @@ import numpy as np
 
 from commsim._collectives import COLLECTIVES
 from commsim._ir import MAX_NRANKS, Schedule, Step
+from commsim._switch_tiers import switch_tier
 from commsim.errors import CommsimError, ResourceError, ScheduleError
 from commsim.units import format_size
 
@@ -354,13 +355,13 @@ def _integer(data: dict[str, Any], key: str, default: int, lo: int, hi: int, sou
 
 def _in_network(data: dict[str, Any], source: str) -> bool | str:
     """``in_network``: false, true (a server's switch) or ``"fabric"`` (switches between
-    servers)."""
+    servers; :mod:`commsim._switch_tiers`)."""
     value = data.get("in_network", False)
-    if isinstance(value, bool) or value == "fabric":
-        return value
-    raise ScheduleError(
-        f"{source}: field 'in_network' must be true, false or \"fabric\", got {value!r:.60}"
-    )
+    try:
+        tier = switch_tier(value)
+    except ValueError as e:
+        raise ScheduleError(f"{source}: field 'in_network' {e!s:.80}") from None
+    return "fabric" if tier == "fabric" else tier == "server"
 
 
 def _header(data: Any, source: str) -> dict[str, Any]:

@@ -132,6 +132,10 @@ def test_a_toml_file(tmp_path):
             ("hosts_per_leaf = 4", 'latency = "1us"'),
             r"\[topology\] latency: comes from the \[intra\] and \[inter\] tables",
         ),
+        (
+            ("hosts_per_leaf = 4", "nvls = true"),
+            r"\[topology\] nvls: a top-level field: write nvls = \.\.\. above the tables",
+        ),
         (('sizes = ["1KiB", "1MiB"]', 'sizes = ["1MiB", "1KiB"]'), "sizes: must increase"),
         (("[intra]", "[intraa]"), "intraa: unknown field"),
         (("name =", "name ="), None),

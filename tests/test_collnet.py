@@ -114,6 +114,18 @@ def test_sharp_marks_the_rail_leaves_and_is_refused_without_switches():
         _sharp("tpu-v4:4x4x4")
 
 
+def test_sharp_never_marks_a_server_s_own_switch():
+    """[intra] and [inter] may share a class name: the NVSwitch (which joins several GPUs of one
+    server, and may reduce already) stays a server's switch; only the rail leaves join."""
+    d, origin, base = description("dgx-h100:2")
+    d = {**d, "sharp": True, "intra": {**d["intra"], "kind": "rail", "efficiency": 1.0}}
+    net = build_cluster(d, origin, base).network
+    assert sorted(net.reducing_tier.tolist()) == [0, 0, *[1] * 8]
+    d["nvls"] = False
+    net = build_cluster(d, origin, base).network
+    assert net.reducing_tier.tolist() == [1] * 8
+
+
 def test_collnet_runs_within_the_bound_and_sends_n_over_g_per_nic():
     c = _sharp("dgx-h100:4")
     m = cluster_model(c)

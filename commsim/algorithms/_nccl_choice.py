@@ -17,8 +17,9 @@ tuner does, among :func:`nccl_choices`: the rows NCCL picks from per collective 
 allreduce its ring and its tree, :data:`NCCL_CHOICES`, and where the servers' NVSwitches reduce
 NVLS on one server or NVLSTree across servers, :data:`NCCL_SWITCH_CHOICES`; and where the
 fabric's switches reduce, InfiniBand SHARP, CollNetDirect across servers,
-:data:`NCCL_FABRIC_CHOICES`), each on 1, 2, 4, ... channels (:func:`commsim.algorithms.on_channels`) and with the
-fastest protocol (Simple alone for the in-network rows, as NCCL).
+:data:`NCCL_FABRIC_CHOICES`), each on 1, 2, 4, ... channels
+(:func:`commsim.algorithms.on_channels`) and with the fastest protocol (Simple alone for the
+in-network rows, as NCCL).
 
 References:
     NCCL's cost model, ``src/graph/tuning.cc``, chooses among its algorithms per collective and

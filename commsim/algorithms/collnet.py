@@ -42,7 +42,9 @@ For other ``p`` (helpers ``k = ⌊p/2⌋`` beside the first ``k`` of ``w = p - k
 ``g = ranks_per_node``, a short last server whose GPU ``j mod g_s`` owns slice ``j``): rail
 ``j`` has the helpers ``s·g + j < k``, pieces ``m`` beyond its count go to its helper ``m`` modulo
 that count, and a rail with none borrows helper ``j mod k``: the schedule still computes the
-allreduce (verified), its cost formula an estimate.
+allreduce (verified), its cost formula an estimate that does not count the short server's
+GPUs owning several slices (30–50 % below the schedule's Hockney time at ``p = 20..30``; the
+models time the schedule itself, not the formula).
 
 References:
     Graham et al., "Scalable Hierarchical Aggregation Protocol (SHArP): A Hardware Architecture

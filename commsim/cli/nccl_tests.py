@@ -297,7 +297,11 @@ def _channels(args: argparse.Namespace) -> int | None:
 
 
 def _schedule(
-    log: NcclTestsLog, cluster: str, algorithm: str | None, path: str, raw: list[str] = ()
+    log: NcclTestsLog,
+    cluster: str | Edited,
+    algorithm: str | None,
+    path: str,
+    raw: list[str] = (),
 ) -> tuple[commsim.Schedule, Cluster]:
     """The schedule the model runs for ``log`` on ``cluster``: ``algorithm``, else the one NCCL
     runs, with the ``--param`` items ``raw``; ``ranks_per_node`` from the cluster where it
@@ -386,18 +390,21 @@ def _carried(r: NcclTestsRequest) -> tuple[np.ndarray, tuple[Pick, ...], tuple[s
 def _auto_rows(r: NcclTestsRequest) -> tuple[tuple[str, ...], str | None]:
     """The rows ``-a auto`` chooses among: NCCL's for the log's collective, with NVLS or
     NVLSTree where the cluster's NVSwitches reduce and CollNetDirect where its fabric does
-    (``sharp``; :func:`commsim.algorithms.nccl_choices`), unless ``--protocol`` fixes one that does not carry them (LL, LL128: NCCL runs NVLS with
-    Simple only); and the note that says so, or ``None``."""
+    (``sharp``; :func:`commsim.algorithms.nccl_choices`), unless ``--protocol`` fixes one that
+    does not carry them (LL, LL128: NCCL runs NVLS and CollNet with Simple only); and the note
+    that says so, or ``None``."""
     from commsim.algorithms import nccl_choices
     from commsim.clusters import cluster
     from commsim.models import PROTOCOLS
 
     servers = -(-r.log.nranks // max(r.ranks_per_node, 1))
     c = cluster(r.cluster)
-    carried = r.protocol in (None, "auto") or PROTOCOLS[r.protocol].switch_latency is not None
-    rows = nccl_choices(r.log.collective, switch_reduces=c.nvls and carried, servers=servers,
-                        fabric_reduces=c.sharp and carried)  # fmt: skip
-    if (c.nvls or c.sharp) and not carried:
+    fixed = PROTOCOLS.get(r.protocol) if r.protocol not in (None, "auto") else None
+    server = fixed is None or fixed.carries(True)
+    fabric = fixed is None or fixed.carries("fabric")
+    rows = nccl_choices(r.log.collective, switch_reduces=c.nvls and server, servers=servers,
+                        fabric_reduces=c.sharp and fabric)  # fmt: skip
+    if (c.nvls and not server) or (c.sharp and not fabric):
         left = set(nccl_choices(r.log.collective, switch_reduces=c.nvls, servers=servers,
                                 fabric_reduces=c.sharp))  # fmt: skip
         left -= set(rows)
@@ -709,7 +716,7 @@ def _plot(
                       label=f"protocol switch ({units.format_size(breakpoint)})")  # fmt: skip
         a.grid(True, which="major", alpha=0.3)
     ax.plot(x, p, "-", color="tab:blue", lw=1.8, label=f"predicted ({label})")
-    held = (x >= HELD_OUT_FROM) & (fit_up_to is not None)
+    held = (x >= max(HELD_OUT_FROM, (fit_up_to or 0) + 1)) & (fit_up_to is not None)
     ax.plot(x[~held], m[~held], "o", color="black", ms=4.5, label="measured")
     err = 100 * (p / m - 1)
     ex.axhspan(-15, 15, color="tab:green", alpha=0.08, zorder=0, label="±15%")

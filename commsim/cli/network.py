@@ -172,8 +172,9 @@ class NetworkChoice:
         if fits:
             notes.append(AlgorithmsNote.of(f"dims={shape} (the torus's shape)", fits))
         if len(fits) < len(takers):
-            others = ", ".join(a for a in takers if a not in fits)
-            notes.append(f"{others} take no dims={shape}: they keep their default")
+            others = [a for a in takers if a not in fits]
+            notes.append(AlgorithmsNote.of(f"dims={shape}", others,
+                                           "{names} take no {what}: they keep their default"))  # fmt: skip
         params = {a: dict(v) for a, v in choice.params.items()}
         for a in fits:
             params[a]["dims"] = shape
@@ -202,15 +203,14 @@ class NetworkChoice:
         try:
             orders = pack_rings(net.graph, hosts)
         except ParameterError as e:
-            return choice, [f"{', '.join(takers)} keep rings=auto: {e}"]
+            return choice, [AlgorithmsNote.of(str(e), takers, "{names} keep rings=auto: {what}")]
         if not orders:
-            return choice, [
-                f"{', '.join(takers)} keep rings=auto: the hosts have no ring of direct links"
-            ]
+            why = "the hosts have no ring of direct links"
+            return choice, [AlgorithmsNote.of(why, takers, "{names} keep rings=auto: {what}")]
         params = {a: dict(v) for a, v in choice.params.items()}
         for a in takers:
             params[a]["rings"] = format_rings(orders)
-        note = f"{len(orders)} rings packed into the direct links for {', '.join(takers)}"
+        note = AlgorithmsNote.of(f"{len(orders)} rings packed into the direct links", takers)
         return dataclasses.replace(choice, params=params), [note]
 
     def with_packed_trees(self, choice: ScheduleChoice) -> tuple[ScheduleChoice, list[str]]:
@@ -236,23 +236,27 @@ class NetworkChoice:
 
 
 class AlgorithmsNote(str):
-    """A note that a setting applies to some algorithms: ``"WHAT for a, b"``, which knows its
-    ``what`` and ``algorithms`` so that a command can leave out the rows it skipped
-    (:meth:`without`). A ``str``: it prints and serialises as its text."""
+    """A note that a setting applies to some algorithms (``"WHAT for a, b"``, or its own
+    ``template``), which knows its ``what`` and ``algorithms`` so that a command can leave out
+    the rows it skipped (:meth:`without`). A ``str``: it prints and serialises as its text."""
 
     what: str
     algorithms: tuple[str, ...]
+    template: str
 
     @classmethod
-    def of(cls, what: str, algorithms: Sequence[str]) -> AlgorithmsNote:
-        note = cls(f"{what} for {', '.join(algorithms)}")
-        note.what, note.algorithms = what, tuple(algorithms)
+    def of(
+        cls, what: str, algorithms: Sequence[str], template: str = "{what} for {names}"
+    ) -> AlgorithmsNote:
+        """The note ``template`` (``{what}``, ``{names}``: the algorithms, comma-separated)."""
+        note = cls(template.format(what=what, names=", ".join(algorithms)))
+        note.what, note.algorithms, note.template = what, tuple(algorithms), template
         return note
 
     def without(self, skipped: Collection[str]) -> AlgorithmsNote | None:
         """This note about the algorithms not in ``skipped`` (``None``: none is left)."""
         kept = [a for a in self.algorithms if a not in skipped]
-        return AlgorithmsNote.of(self.what, kept) if kept else None
+        return AlgorithmsNote.of(self.what, kept, self.template) if kept else None
 
 
 def without_skipped(notes: Sequence[str], skipped: Collection[str]) -> tuple[str, ...]:

@@ -156,7 +156,9 @@ def _library(spec: str | Edited) -> dict[str, Any] | None:
         **({"nvls_efficiency": c.nvls_efficiency} if c.nvls else {}),
         **({"sharp_efficiency": c.sharp_efficiency} if c.sharp else {}),
     }
-    return out if c.launch or c.reduction_overlap or c.link_efficiency else None
+    return (
+        out if c.launch or c.reduction_overlap or c.link_efficiency or c.nvls or c.sharp else None
+    )
 
 
 def _write_toml(spec: str | Edited, path: Path) -> Path:

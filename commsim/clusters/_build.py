@@ -13,6 +13,9 @@ The description (every preset is one too, so there is one path from numbers to g
     nvls = true  # optional: each server's NVSwitch reduces (NVLink SHARP; default false)
     nvls_efficiency = 0.85  # optional, with nvls: the share of the NVLinks' rate the switch's
     # reductions reach (default 1; without nvls it has no effect)
+    sharp = true  # optional: the leaves the GPUs' NICs join reduce (InfiniBand SHARP; false)
+    sharp_efficiency = 0.85  # optional, with sharp: as nvls_efficiency, for those switches
+    fitted_up_to = "16MiB"  # written by calibrate --from-nccl-tests: the rows it fitted
 
     [intra]  # the links inside a server (GPU to NVSwitch)
     kind = "nvlink"  # the link class's name (default "nvlink")
@@ -32,7 +35,7 @@ The description (every preset is one too, so there is one path from numbers to g
     [intra]  # or: the link class as measured (`commsim calibrate -o intra.toml`)
     profile = "intra.toml"  # latency = the message curve at 0 B, bandwidth = its last slope
 
-    [profiles.inter]  # optional: a measured bandwidth table of a link class (not used yet)
+    [profiles.inter]  # optional: measured rates by message size, which cap the class's messages
     sizes = ["1KiB", "1MiB", "1GiB"]
     bandwidth = ["2GB/s", "35GB/s", "48GB/s"]
 
@@ -238,6 +241,11 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
     if inter is None:
         raise where.error("[inter]", "missing table (each GPU's link into the fabric)")
     topo = dict(_table(where, d, "topology", required=True) or {})
+    for key in topo:
+        if key in _TOP and key != "topology":  # nodes, gpus_per_node, nvls, sharp, ...
+            raise where.error(
+                f"[topology] {key}", f"a top-level field: write {key} = ... above the tables"
+            )
     kind = topo.pop("kind", None)
     if kind not in FABRICS:
         close = difflib.get_close_matches(str(kind), FABRICS, n=1)
@@ -433,14 +441,23 @@ def _reducing(
 
 def _sharp_leaves(graph: nx.Graph, inter: str) -> None:
     """Mark the fabric's switches that a GPU's NIC link (class ``inter``) joins as reducing at
-    the fabric tier (InfiniBand SHARP: ``reduce = "fabric"``, :mod:`commsim.topology`)."""
+    the fabric tier (InfiniBand SHARP: ``reduce = "fabric"``, :mod:`commsim.topology`); never a
+    server's own switch (one that reduces already, or joins two or more GPUs of one server
+    only: an NVSwitch whose links share the NIC's class name)."""
     kind = dict(graph.nodes(data="kind"))
+    server = dict(graph.nodes(data="node"))
+    hosts: dict[object, list[object]] = {}
+    for u, v, k in graph.edges(data="kind"):
+        if k == inter and (kind.get(u) == "switch") != (kind.get(v) == "switch"):
+            sw, host = (u, v) if kind.get(u) == "switch" else (v, u)
+            hosts.setdefault(sw, []).append(host)
     leaves = {
-        v if kind.get(v) == "switch" else u
-        for u, v, k in graph.edges(data="kind")
-        if k == inter and (kind.get(u) == "switch") != (kind.get(v) == "switch")
+        sw: "fabric"
+        for sw, hs in hosts.items()
+        if not graph.nodes[sw].get("reduce")
+        and not (len(hs) > 1 and len({server.get(h, h) for h in hs}) == 1)
     }
-    nx.set_node_attributes(graph, dict.fromkeys(leaves, "fabric"), "reduce")
+    nx.set_node_attributes(graph, leaves, "reduce")
 
 
 def _rename(graph: nx.Graph, names: Mapping[str, str]) -> nx.Graph:

@@ -229,8 +229,10 @@ class Cluster:
         ``network``, ``placement`` (default: the cluster's), ``contention``, γ from its
         reduction rate, and the collective library's ``launch``, ``reduction_overlap``,
         ``channel_bandwidth``, ``link_efficiency`` and ``switch_efficiency`` (its
-        :attr:`nvls_efficiency`), and its measured ``link_profiles`` (:attr:`profiles`). ``commsim.tuner.cluster_model`` builds the model from them
-        (this package sits below the models and does not import them).
+        :attr:`nvls_efficiency`), ``fabric_efficiency`` (its :attr:`sharp_efficiency`), and
+        its measured ``link_profiles`` (:attr:`profiles`). ``commsim.tuner.cluster_model``
+        builds the model from them (this package sits below the models and does not import
+        them).
 
         Examples:
             >>> from commsim.clusters import cluster

@@ -151,6 +151,20 @@ class Protocol:
     switch_latency: tuple[float, float] | None = None
     fabric_latency: tuple[float, float, float] | None = None
 
+    def carries(self, in_network: bool | str) -> bool:
+        """Whether this protocol carries a schedule whose helpers sit on switches of that tier
+        (``Schedule.in_network``: ``False``, ``True`` a server's, ``"fabric"`` between them):
+        NCCL runs NVLS, NVLSTree and CollNet with Simple only.
+
+        Examples:
+            >>> PROTOCOLS["Simple"].carries("fabric"), PROTOCOLS["LL"].carries(True)
+            (True, False)
+        """
+        if not in_network:
+            return True
+        latency = self.fabric_latency if in_network == "fabric" else self.switch_latency
+        return latency is not None
+
     def describe(self) -> str:
         """E.g. ``LL (launch 6.60us, hop 600ns/2.70us, 50% of the link rate)``."""
         return (
@@ -235,15 +249,16 @@ def call_cost(
         return launch
     if not in_network:
         return protocol.launch
-    if protocol.switch_latency is None or protocol.fabric_latency is None:
+    if not protocol.carries(in_network):
         raise ParameterError(
             f"protocol {protocol.name} does not carry an in-network schedule: NCCL runs NVLS, "
             "NVLSTree and CollNet with Simple only (--protocol Simple or auto)"
         )
-    if in_network == "fabric":
+    if in_network == "fabric" and protocol.fabric_latency is not None:
         intra, net, arity = protocol.fabric_latency
         g = max(int(per_server), 1)
         return 2 * (min(1, g - 1) * intra + (g - 1) * arity) + net
+    assert protocol.switch_latency is not None  # carries() said so
     per_call, per_level = protocol.switch_latency
     return per_call + 2 * (max(int(servers), 1).bit_length() - 1) * per_level
 

@@ -73,7 +73,8 @@ class NetworkParams:
             :func:`commsim.models._library.with_channel_cap`).
         switch_efficiency: the share of its route's rate a message to or from a reducing
             switch moves at (one number, or one per reducing switch:
-            :attr:`commsim.models.Topology.switch_shares`) (:func:`commsim.models._library.message_efficiency`).
+            :attr:`commsim.models.Topology.switch_shares`;
+            :func:`commsim.models._library.message_efficiency`).
         protocol_hops: whether a message takes the protocol's per-message latency (the larger
             of it and its path's); ``False`` for an in-network schedule, whose protocol latency
             is one per call (:func:`commsim.models._library.call_cost`).

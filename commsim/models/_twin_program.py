@@ -237,7 +237,8 @@ def topology_program(model, schedule: Schedule) -> Program:
     if schedule.in_network and (shares != 1.0).any():
         raise ParameterError(
             "the twin does not replay an in-switch reduction's efficiency "
-            "(the cluster's nvls_efficiency) yet: predict with the compiled model"
+            "(the cluster's nvls_efficiency or sharp_efficiency) yet: predict with the compiled "
+            "model"
         )
     if getattr(model, "port_rule", "channel") != "channel":
         raise ParameterError(

@@ -253,7 +253,7 @@ class Topology:
         launch = self.call_cost
         extra += f" launch={units.format_time(launch)}" if launch else ""
         if self.protocol is not None and self.protocol.switch_latency and self.places_in_network:
-            extra += " (in-network rows: NCCL's NVLS latency per call)"
+            extra += " (in-network rows: NCCL's NVLS or CollNet latency per call)"
         extra += f" protocol={self.protocol.name}" if self.protocol else ""
         cap = self.channel_bandwidth
         extra += f" channel cap={units.format_bandwidth(cap)}" if cap is not None else ""
@@ -558,8 +558,9 @@ class Topology:
         nbytes: np.ndarray | None = None,
     ) -> tuple[np.ndarray, ...]:
         """``(latency, inverse rate, bottleneck class, indptr, links, efficiency)`` of a round's
-        messages (cached per round; the efficiency, :func:`~commsim.models._library.
-        message_efficiency`, is already in the inverse rate); ``hops``: the protocol's per-message latency applies
+        messages (cached per round; the efficiency,
+        :func:`~commsim.models._library.message_efficiency`, is already in the inverse rate);
+        ``hops``: the protocol's per-message latency applies
         (:attr:`NetworkParams.protocol_hops <commsim.models._network_params.NetworkParams>`);
         ``nbytes``: the messages' bytes, which the :attr:`link_profiles` cap rates by (read
         only where the model has profiles)."""

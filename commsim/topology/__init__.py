@@ -12,6 +12,7 @@ trees. :func:`summarize` measures a
 network (links by class, diameter, bisection bandwidth); :func:`draw` pictures a small one. The topology model (:class:`commsim.models.Topology`) times schedules on it.
 """
 
+from commsim._switch_tiers import SWITCH_TIERS, switch_tier
 from commsim.topology._attributes import as_bandwidth, as_latency, as_share
 from commsim.topology._basic import MAX_HOSTS, check_hosts, hypercube, ring, switch, torus
 from commsim.topology._bisection import bisection_upper_bound, exact_bisection
@@ -20,7 +21,7 @@ from commsim.topology._dragonfly import dragonfly
 from commsim.topology._draw import MAX_DRAW_NODES, draw
 from commsim.topology._fat_tree import fat_tree, kary_fat_tree
 from commsim.topology._gpu import join, nvlink_island, rail_optimized
-from commsim.topology._network import SWITCH_TIERS, Network, as_network, switch_tier
+from commsim.topology._network import Network, as_network
 from commsim.topology._placement import PLACEMENTS, place, ranks_per_server, reducing_switches
 from commsim.topology._ring_packing import link_units, pack_rings
 from commsim.topology._spec import (

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from commsim._lazy import lazy_module
+from commsim._switch_tiers import SWITCH_TIERS, switch_tier
 from commsim.errors import NoRouteError, ParameterError
 from commsim.topology._attributes import as_bandwidth, as_latency, as_share
 from commsim.topology._dmodk import DmodkTables, dmodk_tables
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 else:
     nx = lazy_module("networkx")
 
-__all__ = ["MAX_FORWARDING_NODES", "SWITCH_TIERS", "Network", "as_network", "switch_tier"]
+__all__ = ["MAX_FORWARDING_NODES", "Network", "as_network"]
 
 #: Shortest-path routing keeps an ``F × F`` int16 distance table over forwarding nodes; past
 #: this many (512 MiB) a graph needs a structured router (a generator's ``graph["routing"]``:
@@ -56,27 +57,6 @@ _PLAIN = (str, int, float)  # link values parsed once per distinct value (bool i
 
 def _edge_name(u: Any, v: Any) -> str:
     return f"({u!r}, {v!r})"
-
-
-#: Where a reducing switch sits: ``"server"``, a server's own switch (an NVSwitch: NVLink
-#: SHARP); ``"fabric"``, a switch between servers (an InfiniBand leaf: SHARP).
-SWITCH_TIERS = ("server", "fabric")
-
-
-def switch_tier(value: Any) -> str | None:
-    """The tier a ``reduce`` attribute or ``Schedule.in_network`` value names: ``True`` or
-    ``"server"`` → ``"server"``, ``"fabric"`` → ``"fabric"``, ``False`` → ``None``; anything else
-    ``None`` too (the caller says what is wrong).
-
-    Examples:
-        >>> switch_tier(True), switch_tier("fabric"), switch_tier(False), switch_tier("x")
-        ('server', 'fabric', None, None)
-    """
-    if isinstance(value, bool | np.bool_):
-        return "server" if value else None
-    if isinstance(value, str) and value.strip().lower() in SWITCH_TIERS:
-        return value.strip().lower()
-    return None
 
 
 class Network:
@@ -205,11 +185,10 @@ class Network:
         tiers = []  # -1: does not reduce
         for v, k in zip(self.nodes, kind, strict=True):
             flag = self.graph.nodes[v].get("reduce", False)
-            tier = switch_tier(flag) if not isinstance(flag, bool | np.bool_) or flag else None
-            if tier is None and not isinstance(flag, bool | np.bool_):
-                raise ParameterError(
-                    f"node {v!r}: reduce must be true, false, 'server' or 'fabric', got {flag!r}"
-                )
+            try:
+                tier = switch_tier(flag)
+            except ValueError as e:
+                raise ParameterError(f"node {v!r}: reduce {e}") from None
             if tier is not None and k != "switch":
                 shown = (
                     "true"

@@ -30,8 +30,9 @@ from typing import Any
 
 import numpy as np
 
+from commsim._switch_tiers import SWITCH_TIERS
 from commsim.errors import ParameterError
-from commsim.topology._network import SWITCH_TIERS, Network
+from commsim.topology._network import Network
 
 __all__ = ["PLACEMENTS", "place", "ranks_per_server", "reducing_switches"]
 

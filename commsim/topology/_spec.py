@@ -79,30 +79,42 @@ def call_problem(
     sig = inspect.signature(fn)
     params = sig.parameters
     takes = [k for k, v in params.items() if v.kind is not v.VAR_KEYWORD]
+    open_ended = any(v.kind is v.VAR_KEYWORD for v in params.values())
     for key in kwargs:
-        if key not in params:
+        if key not in params and not open_ended:
             close = difflib.get_close_matches(key, takes, n=1)
             hint = f"did you mean {close[0]}?" if close else f"{noun}s: {', '.join(takes)}"
             return f"unknown {noun} {key} ({hint})"
     try:
         sig.bind(*args, **kwargs)
     except TypeError:
-        positional = [
-            v for v in params.values() if v.kind in (v.POSITIONAL_ONLY, v.POSITIONAL_OR_KEYWORD)
-        ]
-        missing = [
-            v.name for v in positional[len(args) :] if v.default is v.empty and v.name not in kwargs
-        ]
-        if missing:
-            what = "the number of hosts n" if missing[0] == "n" else missing[0]
-            return f"missing {what} (the {_ordinal(len(args))} value)"
-        if len(args) > len(positional):
-            return (
-                f"{len(args)} values before the keywords, {fn.__name__} takes "
-                f"{len(positional)} ({', '.join(v.name for v in positional)})"
-            )
-        return f"a value given twice ({', '.join(k for k in kwargs if k in {v.name for v in positional[: len(args)]})})"
+        return _bind_problem(fn, params, args, kwargs, noun)
     return None
+
+
+def _bind_problem(
+    fn: Callable[..., Any], params: Any, args: tuple | list, kwargs: dict[str, Any], noun: str
+) -> str:
+    """Why ``fn(*args, **kwargs)`` does not bind, once the keywords are known ones."""
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    positional = [v for v in params.values() if v.kind in kinds]
+    if len(args) > len(positional):
+        names = ", ".join(v.name for v in positional)
+        takes = f"{fn.__name__} takes {len(positional)} ({names})"
+        return f"{len(args)} values before the keywords, {takes}"
+    for i, v in enumerate(positional[len(args) :], start=len(args)):
+        if v.default is v.empty and v.name not in kwargs:
+            what = "the number of hosts n" if v.name == "n" else v.name
+            return f"missing {what} (the {_ordinal(i)} value)"
+    needed = [
+        v.name
+        for v in params.values()
+        if v.kind is v.KEYWORD_ONLY and v.default is v.empty and v.name not in kwargs
+    ]
+    if needed:
+        return f"missing {noun} {needed[0]}"
+    twice = [k for k in kwargs if k in {v.name for v in positional[: len(args)]}]
+    return f"a value given twice ({', '.join(twice)})"
 
 
 def _ordinal(i: int) -> str:

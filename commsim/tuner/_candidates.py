@@ -174,7 +174,8 @@ def families(
     if not out and row.helpers_for is not None:
         raise ScheduleError(
             f"{algorithm}'s helper ranks sit at a reducing switch, and this model has none to "
-            "place them on (a cluster whose NVSwitch reduces: nvls = true, as dgx-h100)"
+            "place them on (a cluster whose NVSwitch reduces: nvls = true, as dgx-h100; whose "
+            "InfiniBand leaves do: sharp = true)"
         )
     return out
 
