@@ -105,7 +105,7 @@ bandwidth = ["6GB/s", "40GB/s", "48GB/s"]
     c = cluster(str(path))
     assert set(c.profiles) == {"eth"} and c.profiles["eth"].rate(np.array([2.0**20])) == [40e9]
     model = cluster_model(c)
-    assert set(model.link_profiles) == {"eth"} and "measured rates of eth" in model.describe()
+    assert set(model.link_profiles) == {"eth"} and "profiled=eth" in model.describe()
     s = commsim.build("allreduce", "ring", nranks=8)
     plain = Topology(c.network, gamma=c.gamma)
     assert model.predict(s, "1GiB").time > plain.predict(s, "1GiB").time
@@ -143,3 +143,36 @@ def test_a_binding_profile_is_what_limits(contention):
     assert parts["a"] == pytest.approx(4.0) and parts["b"] == 0.0
     plain = Topology(g, gamma=0.0, contention=contention).predict(s, 4e9)
     assert list(np.atleast_1d(plain.network.limiting)) == ["b"]
+
+
+def test_a_profile_may_name_any_class_of_the_graph(tmp_path):
+    """A fabric's own class (rail_optimized's ``spine``) takes a profile by its name, capped at
+    its links' bandwidth (here two spine links of 100 GB/s per leaf)."""
+    text = """nodes = 4
+gpus_per_node = 2
+[intra]
+kind = "nvlink"
+bandwidth = "100GB/s"
+latency = "1us"
+[inter]
+kind = "rail"
+bandwidth = "400Gb/s"
+latency = "1us"
+[topology]
+kind = "rail_optimized"
+nodes_per_unit = 2
+[profiles.spine]
+sizes = ["8KiB", "1MiB"]
+bandwidth = ["6GB/s", "40GB/s"]
+"""
+    path = tmp_path / "spine.toml"
+    path.write_text(text)
+    c = cluster(str(path))
+    assert set(c.profiles) == {"spine"}
+    assert "profiled=spine" in cluster_model(c).describe()
+    path.write_text(text.replace('"40GB/s"', '"400GB/s"'))
+    with pytest.raises(ParameterError, match=r"400GB/s is above the spine links' 100GB/s"):
+        cluster(str(path))
+    path.write_text(text.replace("[profiles.spine]", "[profiles.core]"))
+    with pytest.raises(ParameterError, match="no link class 'core'"):
+        cluster(str(path))

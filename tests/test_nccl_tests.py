@@ -349,6 +349,8 @@ def test_validate_reports_every_row_and_the_held_out_rows_of_a_fitted_file(tmp_p
     assert text.count(" held out") == 8 and "median |error|, held-out rows (64MiB and up)" in text
     assert cli.validate_main(_args(cluster=str(out), json=True)) == 0
     fitted = json.loads(capsys.readouterr().out)
+    assert [r["row"] for r in fitted["rows"]].count("held out") == 8
+    assert any("large-size regime" in n for n in fitted["notes"])
     # the file holds the large-size regime: close from its breakpoint to 16 MiB, within 15%
     # beyond, and (its latency being the large sizes' protocol's) far above the time at 8 bytes
     regime = [r["error"] for r in fitted["rows"] if breakpoint <= r["size"] <= 16 * MiB]

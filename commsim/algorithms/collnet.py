@@ -199,7 +199,8 @@ def _cost(
 )
 def collnet_direct_allreduce(nranks: int, ranks_per_node: int = 8, pipeline: int = 1) -> Schedule:
     r"""CollNet Direct: reduce-scatter in each server, the fabric's switches sum the slices
-    across servers, allgather in each server (the module docstring).
+    across servers, allgather in each server (:mod:`commsim.algorithms.collnet` has the four
+    steps and the placement).
 
     ``w = p - ⌊p/2⌋`` GPUs in servers of ``g = ranks_per_node`` and ``⌊p/2⌋`` helper ranks, the
     fabric's SHARP switches (``Schedule.in_network == "fabric"``). With the single-port Hockney

@@ -247,6 +247,12 @@ def parse(args: argparse.Namespace, mode: Literal["calibrate", "validate"]) -> N
         fit_up_to = fit_up_to or DEFAULT_FIT_UP_TO
     elif fit_up_to is None:
         fit_up_to = c.fitted_up_to
+    if mode == "validate" and c.fitted_up_to is not None:
+        notes.append(
+            "a fitted file holds its fit's large-size regime: rows below calibrate's breakpoint "
+            "ran another protocol (the file's header comment gives that regime), so fit rows "
+            "below it predict far off here"
+        )
     plot = getattr(args, "plot", None)
     return NcclTestsRequest(
         mode,
@@ -500,6 +506,9 @@ def render(result: NcclTestsResult) -> str:
         ]
         for row, pick in zip(rows, result.picks, strict=False):
             row["pick"] = pick.to_dict()
+        if r.fit_up_to is not None:
+            for row, role in zip(rows, _roles(log.sizes, r.fit_up_to, None), strict=True):
+                row["row"] = role
         carried = {"protocol": r.protocol, "channels": r.channels} if r.carried else {}
         return to_json({"log": log.to_dict(), "cluster": str(r.cluster), "algorithm": algorithm,
                         **carried, "port_rule": r.port_rule, "rows": rows,
@@ -617,7 +626,6 @@ def _rows_table(
 ) -> str:
     """Every row, measured against predicted; with a fit (``fit_up_to``), a ``row`` column
     saying which rows were fitted and which held out."""
-    from commsim.bench.calibrate import HELD_OUT_FROM
 
     sizes, measured = log.sizes, log.times
     err = predicted / measured - 1
@@ -630,16 +638,24 @@ def _rows_table(
         ])  # fmt: skip
     headers, align = ["size", "measured", "predicted", "error", "busbw GB/s"], "rrrrr"
     if fit_up_to is not None:
-        for i, row in enumerate(rows):
-            fitted = in_fit[i] if in_fit is not None else sizes[i] <= fit_up_to
-            held = sizes[i] >= max(HELD_OUT_FROM, fit_up_to + 1)
-            row.append("fit" if fitted else "held out" if held else "")
+        for row, role in zip(rows, _roles(sizes, fit_up_to, in_fit), strict=True):
+            row.append(role)
         headers, align = [*headers, "row"], align + "l"
     if picks:
         for row, pick in zip(rows, picks, strict=True):
             row.append(pick.label())
         headers, align = [*headers, "model ran"], align + "l"
     return format_table(headers, rows, align)
+
+
+def _roles(sizes: np.ndarray, fit_up_to: int, in_fit: np.ndarray | None) -> list[str]:
+    """Per row: ``"fit"`` (up to ``fit_up_to``, or as ``in_fit`` says), ``"held out"`` (64 MiB
+    and up, beyond the fit), else ``""`` (between the two)."""
+    from commsim.bench.calibrate import HELD_OUT_FROM
+
+    fitted = in_fit if in_fit is not None else sizes <= fit_up_to
+    held = sizes >= max(HELD_OUT_FROM, fit_up_to + 1)
+    return ["fit" if f else "held out" if h else "" for f, h in zip(fitted, held, strict=True)]
 
 
 def _fit_table(fit: ClusterFit) -> str:

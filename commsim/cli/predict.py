@@ -155,9 +155,11 @@ def compute(request: PredictRequest) -> PredictResult:
         )
     notes = request.notes
     if s.in_network and getattr(request.model, "hosts_of", None) is None:
+        where = ("a cluster whose NVSwitch reduces (nvls)" if s.switch_tier == "server"
+                 else "a cluster whose InfiniBand leaves reduce (sharp = true)")  # fmt: skip
         notes = (*notes, f"{s.algorithm}'s {s.helpers} helper ranks are a reducing switch, but "
-                 f"{request.model.name} has no network: they are charged as ranks with one "
-                 "port each; --cluster (an NVSwitch that reduces) places them on the switch")  # fmt: skip
+                 "this model has no network: they are charged as ranks with one port each; "
+                 f"the topology model (drop --model) on {where} places them on the switch")  # fmt: skip
     if request.trace is not None:
         doc = chrome_trace(request.model, s, sizes[-1:])
         notes = (*notes, write_trace(request.trace, doc, sizes[-1]))

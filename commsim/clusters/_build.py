@@ -272,7 +272,10 @@ def build_cluster(d: Mapping[str, Any], origin: str, base: Path | None = None) -
             f"({intra.efficiency:g}, {inter.efficiency:g}): give them one, or name them apart",
         )
     classes = {c.name: c for c in (intra, inter) if c is not None}
-    profiles = _profiles(where, d, intra, inter, classes)
+    profiles = {}
+    if d.get("profiles"):  # a profile may name any class of the graph: the graph says which
+        graph = graph_of.kept[1] if graph_of.kept else graph_of(min(nodes, 2))
+        profiles = _profiles(where, d, intra, inter, _graph_classes(graph))
     reduction = _value(where, "reduction", as_bandwidth, d.get("reduction", 100e9))
     launch = _value(where, "launch", as_latency, d.get("launch", 0.0))
     overlap = d.get("reduction_overlap", False)
@@ -468,24 +471,35 @@ def _rename(graph: nx.Graph, names: Mapping[str, str]) -> nx.Graph:
     return graph
 
 
+def _graph_classes(graph: nx.Graph) -> dict[str, float]:
+    """The link classes of a cluster's graph, each with its fastest link's bandwidth."""
+    out: dict[str, float] = {}
+    for _, _, e in graph.edges(data=True):
+        k = str(e.get("kind", "link"))
+        out[k] = max(out.get(k, 0.0), as_bandwidth(e["bandwidth"]))
+    return out
+
+
 def _profiles(
     where: _Where,
     d: Mapping[str, Any],
     intra: LinkClass | None,
     inter: LinkClass,
-    classes: Mapping[str, LinkClass],
+    classes: Mapping[str, float],
 ) -> dict[str, LinkProfile]:
     """``[profiles.CLASS]``: measured rates by link class name (``intra``/``inter`` name the
-    classes of those tables), each rate at most the class's bandwidth."""
+    classes of those tables; any other class of the graph, a fabric's ``spine``, by its name),
+    each rate at most the class's bandwidth (its fastest link's)."""
     t = _table(where, d, "profiles", required=False) or {}
     tables = {"inter": inter, **({"intra": intra} if intra is not None else {})}
     out = {}
     for key, prof in t.items():
         field = f"[profiles.{key}]"
-        link = tables.get(key) or classes.get(key)
-        if link is None:
+        name = tables[key].name if key in tables else key
+        if name not in classes:
             known = ", ".join(dict.fromkeys([*tables, *classes]))
             raise where.error(field, f"no link class {key!r} (classes: {known})")
+        link = LinkClass(name, classes[name], 0.0)
         if not isinstance(prof, Mapping):
             raise where.error(field, "must be a table with sizes and bandwidth")
         where.unknown(prof, ("sizes", "bandwidth"), f"{field} ")

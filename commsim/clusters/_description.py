@@ -33,8 +33,12 @@ def description(spec: str | Path | Edited) -> tuple[dict[str, Any], str, Path | 
         (2, 8, 'dgx-h100:2')
     """
     if isinstance(spec, Edited):
-        d, _, base = description(spec.spec)
-        return edit(d, spec.sets), str(spec), base
+        d, origin, base = description(spec.spec)
+        named = any(item.partition("=")[0].strip() == "name" for item in spec.sets)
+        d = edit(d, spec.sets)
+        if not named:  # the model line and --json say which cluster this is: the edited one
+            d["name"] = f"{d.get('name', origin)} with --set {', '.join(spec.sets)}"
+        return d, str(spec), base
     built = cluster(spec)
     text = str(spec).strip()
     if text.endswith(".toml") or Path(text).is_file():

@@ -264,7 +264,7 @@ class Topology:
         driven += [f"in-fabric={self.fabric_efficiency:.0%}"] if self.fabric_efficiency != 1 else []
         extra += f" driven at {','.join(driven)}" if driven else ""
         extra += " ports=link" if self.port_rule == "link" else ""
-        extra += f" measured rates of {','.join(self.link_profiles)}" if self.link_profiles else ""
+        extra += f" profiled={','.join(self.link_profiles)}" if self.link_profiles else ""
         place_ = self.placement if isinstance(self.placement, str) else "explicit"
         stragglers = (
             " with stragglers"

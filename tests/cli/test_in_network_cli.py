@@ -76,7 +76,11 @@ def test_cli_breakdown_leaves_out_rounding_noise(cli):
 
 def test_cli_nvls_without_a_network_says_how_its_switch_is_charged(cli):
     rc, out, _ = cli("predict", "-c", "allreduce", "-a", "nvls", "-p", "8", "-s", "1GiB")
-    assert rc == 0 and "helper ranks are a reducing switch, but hockney has no network" in out
+    assert rc == 0 and "helper ranks are a reducing switch, but this model has no network" in out
+    assert "a cluster whose NVSwitch reduces (nvls)" in out
+    rc, out, _ = cli("predict", "-c", "allreduce", "-a", "collnet_direct", "-p", "16",
+                     "-s", "1GiB")  # fmt: skip
+    assert rc == 0 and "a cluster whose InfiniBand leaves reduce (sharp = true)" in out
     rc, out, _ = cli("predict", "-c", "allreduce", "-a", "nvls", "--cluster", "dgx-h100:1",
                      "-s", "1GiB")  # fmt: skip
     assert rc == 0 and "has no network" not in out
