@@ -2,7 +2,8 @@
 
 :class:`Edited` stands wherever a cluster spec does (:func:`commsim.clusters.cluster`,
 :func:`commsim.clusters.description`): its description is the spec's with each ``FIELD=VALUE``
-written in (dotted fields name tables: ``inter.bandwidth``, ``topology.oversubscription``), and
+written in (dotted fields name tables: ``inter.bandwidth``, ``topology.oversubscription``; a
+link class's name stands for its table, ``rail.bandwidth``, as ``whatif --vary`` names it), and
 the cluster's own checks word any error, as for a file.
 
 Examples:
@@ -10,6 +11,8 @@ Examples:
     'dgx-h100:2 with --set nodes=4, sharp=true'
     >>> edit({"inter": {"bandwidth": "400Gb/s"}}, ["inter.bandwidth=800Gb/s", "nodes=4"])
     {'inter': {'bandwidth': '800Gb/s'}, 'nodes': 4}
+    >>> edit({"inter": {"kind": "rail", "bandwidth": "400Gb/s"}}, ["rail.bandwidth=800Gb/s"])
+    {'inter': {'kind': 'rail', 'bandwidth': '800Gb/s'}}
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ def edit(description: dict[str, Any], sets: Sequence[str]) -> dict[str, Any]:
             raise ParameterError(
                 f"--set {item!r}: expected FIELD=VALUE, e.g. inter.bandwidth=800Gb/s"
             )
+        path[0] = _table_of_class(description, path[0]) if len(path) > 1 else path[0]
         table = description
         for k in path[:-1]:
             inner = table.get(k)
@@ -54,6 +58,20 @@ def edit(description: dict[str, Any], sets: Sequence[str]) -> dict[str, Any]:
             table = inner
         table[path[-1]] = _toml_value(raw.strip())
     return description
+
+
+def _table_of_class(description: dict[str, Any], name: str) -> str:
+    """``name``, or the table (``intra``, ``inter``) whose link class it names, as ``commsim
+    whatif --vary`` names a class (``rail.bandwidth`` for ``inter.bandwidth`` on the DGX
+    presets); a name both tables' class carries stays as given."""
+    if name in description:
+        return name
+    owners = [
+        key
+        for key, default in (("intra", "nvlink"), ("inter", "link"))
+        if isinstance(description.get(key), dict) and description[key].get("kind", default) == name
+    ]
+    return owners[0] if len(owners) == 1 else name
 
 
 def _toml_value(raw: str) -> Any:

@@ -203,6 +203,9 @@ def test_set_changes_a_presets_field_as_a_file_would(cli_json, cli, tmp_path):
     slow = cli_json(*args, "--cluster", "dgx-h100:2")
     t = fast["results"][0]["time_s"]
     assert t == edited["results"][0]["time_s"] < slow["results"][0]["time_s"]
+    # a link class's name stands for its table, as whatif --vary names it: rail is [inter]
+    by_class = cli_json(*args, "--cluster", "dgx-h100:2", "--set", "rail.bandwidth=800Gb/s")
+    assert by_class["results"][0]["time_s"] == t
 
 
 @pytest.mark.parametrize(
