@@ -155,10 +155,10 @@ def _library(spec: str | Edited) -> dict[str, Any] | None:
         "link_efficiency": c.link_efficiency,
         **({"nvls_efficiency": c.nvls_efficiency} if c.nvls else {}),
         **({"sharp_efficiency": c.sharp_efficiency} if c.sharp else {}),
+        **({"profiles": {k: v.to_dict() for k, v in c.profiles.items()}} if c.profiles else {}),
     }
-    return (
-        out if c.launch or c.reduction_overlap or c.link_efficiency or c.nvls or c.sharp else None
-    )
+    adds = c.launch or c.reduction_overlap or c.link_efficiency or c.nvls or c.sharp
+    return out if adds or c.profiles else None
 
 
 def _write_toml(spec: str | Edited, path: Path) -> Path:
@@ -239,6 +239,9 @@ def render(result: TopologyResult, as_json: bool) -> str:
             parts.append(f"in-switch reduction at {lib['nvls_efficiency']:.0%} of that")
         if "sharp_efficiency" in lib:
             parts.append(f"SHARP in the fabric at {lib['sharp_efficiency']:.0%}")
+        for name, prof in lib.get("profiles", {}).items():
+            ends = [units.format_size(prof["sizes"][i]) for i in (0, -1)]
+            parts.append(f"{name} messages capped by a measured profile ({ends[0]}..{ends[1]})")
         lines.append(f"collective library: {', '.join(parts)} (docs/library.md)")
     if result.drawing is not None:
         lines.append(f"drawing written to {result.drawing}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import networkx as nx
 import pytest
@@ -138,3 +139,12 @@ def test_topology_says_which_switches_reduce(cli, cli_json):
     assert "8 fabric switches (InfiniBand SHARP: collnet_direct)" in out
     rc, _, err = cli("topology", "torus:4x4", "--set", "sharp=true")
     assert rc == 2 and "bare network" in err
+
+
+def test_topology_shows_a_cluster_file_s_profiles(cli, cli_json):
+    """A cluster file's measured profiles are part of what its model does: ``topology`` says
+    which class they cap, in text and JSON."""
+    path = str(Path(__file__).resolve().parents[2] / "examples" / "clusters" / "dgx-h100-like.toml")
+    rc, out, _ = cli("topology", path)
+    assert rc == 0 and "rail messages capped by a measured profile (8KiB..256MiB)" in out
+    assert cli_json("topology", path)["library"]["profiles"]["rail"]["sizes"][0] == 8192
