@@ -65,7 +65,7 @@ from commsim._ir import MAX_SLOTS, Schedule, Step
 from commsim.algorithms._hierarchy import embed
 from commsim.errors import ParameterError
 
-__all__ = ["MAX_CHUNKS", "check_chunks", "pipeline", "wavefront_messages"]
+__all__ = ["MAX_CHUNKS", "check_chunks", "pipeline", "wavefront_extra", "wavefront_messages"]
 
 #: Most chunks :func:`pipeline` cuts a buffer into (slots multiply by it), as ``parallel``'s parts.
 MAX_CHUNKS = 1024
@@ -178,3 +178,18 @@ def wavefront_messages(
     behind[:, k:] = ahead[:, :-k]
     live = ((ahead - behind) > 0).sum(axis=1)  # global steps each pattern is live in
     return int(live @ weight)
+
+
+def wavefront_extra(
+    patterns: np.ndarray | Sequence[int], chunks: int, rounds: Sequence[int] | None = None
+) -> int:
+    """The rounds the wavefront of ``chunks`` adds to the schedule's own (the module formula's
+    bracket): :func:`wavefront_messages` less one per step, or less ``sum(rounds)``; each
+    costs one α under the single-port Hockney model.
+
+    Examples:
+        >>> wavefront_extra([0, 0, 1, 1, 0, 0], 3)  # 12 (pattern, global step) pairs, 6 steps
+        6
+    """
+    own = len(patterns) if rounds is None else int(np.sum(rounds))
+    return wavefront_messages(patterns, chunks, rounds) - own

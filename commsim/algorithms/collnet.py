@@ -181,8 +181,7 @@ def _cost(
     inside = [(0, L - 1)] if L > 1 else []
     middle = [(1, 1), *([(2, N - 1)] if N > 1 else []), (3, N)]
     labels, rounds = zip(*inside, *middle, *([(4, L - 1)] if L > 1 else []), strict=True)
-    extra = _pipeline.wavefront_messages(labels, chunks, rounds) - sum(rounds)
-    return base + alpha * extra
+    return base + alpha * _pipeline.wavefront_extra(labels, chunks, rounds)
 
 
 @register(

@@ -96,7 +96,7 @@ def _pipelined(base, alpha, pipeline: int, phases):
         return base
     parts = phases()
     labels = np.repeat([k for _, k in parts], [n for n, _ in parts])
-    return base + alpha * (_pipeline.wavefront_messages(labels, pipeline) - len(labels))
+    return base + alpha * _pipeline.wavefront_extra(labels, pipeline)
 
 
 def _allreduce_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, inter="ring", pipeline=1):

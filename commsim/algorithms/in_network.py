@@ -289,8 +289,7 @@ def _tree_cost(
     add = [(1, L - 1)] if L > 1 else []
     middle = [(2, 1), *[(3, 1)] * (2 * (N - 1)), (0, 1)] if N > 1 else []
     labels, rounds = zip(*[(0, 1), *add, *middle, (5, L)], strict=True)
-    extra = _pipeline.wavefront_messages(labels, chunks, rounds) - sum(rounds)
-    return base + alpha * extra
+    return base + alpha * _pipeline.wavefront_extra(labels, chunks, rounds)
 
 
 @register(

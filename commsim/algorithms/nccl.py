@@ -144,7 +144,7 @@ def _tree_cost(nranks, nbytes, alpha, beta, gamma, ranks_per_node=8, segments=4,
         return chain + tree
     up = k + q - 2 if q > 1 else 0
     labels = np.repeat([0, 1, 2], [up, double_binary_tree_allreduce(n_groups, segments).nsteps, up])
-    return chain + tree + alpha * (_pipeline.wavefront_messages(labels, pipeline) - len(labels))
+    return chain + tree + alpha * _pipeline.wavefront_extra(labels, pipeline)
 
 
 def _tree_exact(nranks, ranks_per_node=8, segments=4, pipeline=1):

@@ -399,7 +399,7 @@ def _auto_rows(r: NcclTestsRequest) -> tuple[tuple[str, ...], str | None]:
     (``sharp``; :func:`commsim.algorithms.nccl_choices`), unless ``--protocol`` fixes one that
     does not carry them (LL, LL128: NCCL runs NVLS and CollNet with Simple only); and the note
     that says so, or ``None``."""
-    from commsim.algorithms import nccl_choices
+    from commsim.algorithms import NCCL_FABRIC_CHOICES, NCCL_SWITCH_CHOICES, nccl_choices
     from commsim.clusters import cluster
     from commsim.models import PROTOCOLS
 
@@ -415,7 +415,11 @@ def _auto_rows(r: NcclTestsRequest) -> tuple[tuple[str, ...], str | None]:
                                 fabric_reduces=c.sharp))  # fmt: skip
         left -= set(rows)
         if left:
-            families = (("NVLS", {"nvls", "nvls_tree"}), ("CollNet", {"collnet_direct"}))
+            coll = r.log.collective
+            families = (
+                ("NVLS", set(NCCL_SWITCH_CHOICES.get(coll, ()))),
+                ("CollNet", {NCCL_FABRIC_CHOICES.get(coll)}),
+            )
             kinds = " and ".join(name for name, family in families if left & family)
             return rows, (
                 f"-a auto left out {', '.join(sorted(left))}: NCCL runs {kinds} with Simple "
