@@ -18,7 +18,7 @@ import sys
 
 from commsim.profiles import load_profile
 
-CURVES = ("pingpong", "exchange", "burst", "reduction")
+CURVES = ("pingpong", "exchange", "step", "burst", "reduction")
 
 
 def compare(first: str, second: str) -> list[dict]:

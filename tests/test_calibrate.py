@@ -10,7 +10,14 @@ from commsim.algorithms import REGISTRY
 from commsim.bench.calibrate import Samples, fit_curve, fit_pieces, profile_from_samples
 from commsim.errors import CommsimError, ParameterError
 from commsim.models import Hockney, LogGP
-from commsim.profiles import Piece, PiecewiseLinear, Profile, load_profile, save_profile
+from commsim.profiles import (
+    Piece,
+    PiecewiseLinear,
+    Profile,
+    StepReduction,
+    load_profile,
+    save_profile,
+)
 
 SIZES = 2.0 ** np.arange(3, 27)  # 8 B .. 64 MiB
 
@@ -90,7 +97,7 @@ def test_samples_are_checked():
         Samples("pingpong", [8, 16], [[1.0]], "mpi", 2)
 
 
-def _profile():
+def _profile(*extra):
     samples = [
         _samples("pingpong", lambda n: np.where(n < 65536, 1e-6 + n / 4e9, 9e-6 + n / 8e9)),
         _samples("exchange", lambda n: 1.5e-6 + n / 6e9),
@@ -98,6 +105,7 @@ def _profile():
         _samples("burst", lambda n: 4e-7 + n / 10e9),
         Samples("overhead", SIZES[:6], np.full((6, 5), 3e-7), "mpi", 2),
         Samples("call", [0], np.full((1, 5), 1e-4), "mpi", 2),
+        *extra,
     ]
     return profile_from_samples(samples, backend="mpi", nranks=2)
 
@@ -217,3 +225,63 @@ def test_a_cluster_link_class_can_come_from_a_profile(tmp_path):
     (tmp_path / "c.toml").write_text(both)
     with pytest.raises(ParameterError, match="not both"):
         load_cluster(tmp_path / "c.toml")
+
+
+def _step_profile():
+    """A profile with a step curve: the step costs 3 us + n/(2 GB/s), the exchange inside it
+    1.5 us + n/(6 GB/s), the reduction alone 0.5 us + n/(20 GB/s)."""
+    return _profile(_samples("step", lambda n: 3e-6 + n / 2e9))
+
+
+def test_a_step_curve_prices_each_reduction_as_measured_inside_a_step():
+    p = _step_profile()
+    r = p.step_reduction()
+    assert isinstance(r, StepReduction)
+    ex, red = p.curves["exchange"].fit, p.curves["reduction"].fit
+
+    def r_want(b):  # the module's rule, from the three fits
+        return max(float(p.curves["step"].fit(b)) - float(ex(b)), float(red(b)))
+
+    m = Hockney.from_profile(p)
+    assert m.reduction == r and m.gamma == pytest.approx(1 / 20e9)  # r's floor: the bound's
+    assert "reduction in a step" in m.describe()
+    ring = commsim.build("allreduce", "ring", nranks=2)
+    rd = commsim.build("allreduce", "recursive_doubling", nranks=2)
+    for n in (4096.0, 65536.0, 4e6):
+        # ring on 2 ranks: exchange halves and reduce one, then exchange the reduced halves
+        want = 2 * float(ex(n / 2)) + r_want(n / 2)
+        assert m.predict(ring, n).time == pytest.approx(want, rel=1e-12)
+        # recursive doubling on 2 ranks: one exchange of everything, one reduction of it
+        assert m.predict(rd, n).time == pytest.approx(float(ex(n)) + r_want(n), rel=1e-12)
+    # steps that reduce nothing cost what the message curve says, as before
+    ag = commsim.build("allgather", "ring", nranks=4)
+    np.testing.assert_allclose(
+        m.predict(ag, SIZES).time, Hockney.from_profile(_profile()).predict(ag, SIZES).time,
+        rtol=1e-12,
+    )  # fmt: skip
+
+
+def test_the_step_reduction_never_undercuts_the_bound_or_the_reduction_alone():
+    p = _step_profile()
+    m = Hockney.from_profile(p)
+    r = p.step_reduction()
+    assert (r(SIZES) >= p.curves["reduction"].fit(SIZES)).all()
+    for name in ("ring", "rabenseifner", "recursive_doubling"):
+        for q in (2, 3, 8):
+            s = commsim.build("allreduce", name, nranks=q)
+            t = m.predict(s, SIZES).time
+            assert (t >= m.lower_bound("allreduce", q, SIZES) * (1 - 1e-12)).all(), (name, q)
+    # a profile without a step curve keeps gamma (older files keep their numbers)
+    assert (
+        _profile().step_reduction() is None and Hockney.from_profile(_profile()).reduction is None
+    )
+
+
+def test_a_step_profile_round_trips_and_its_model_says_so_in_json(tmp_path):
+    p = _step_profile()
+    q = load_profile(save_profile(p, tmp_path / "p.toml"))
+    assert q.to_dict() == p.to_dict()
+    d = Hockney.from_profile(q).to_dict()
+    assert d["reduction"]["step"] == p.curves["step"].fit.to_dict()
+    with pytest.raises(ParameterError, match="StepReduction"):
+        Hockney(reduction=lambda b: b)

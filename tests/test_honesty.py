@@ -24,9 +24,10 @@ def _summary(*errors: float) -> ValidationSummary:
     return ValidationSummary(rows, 0, 0)
 
 
-def _profile(machine: str, date: str):
+def _profile(machine: str, date: str, kinds=("exchange", "step")):
     t = np.outer(2e-6 + SIZES / 5e9, np.ones(5))
-    p = profile_from_samples([Samples("exchange", SIZES, t, "mpi", 2)], backend="mpi", nranks=2)
+    samples = [Samples(k, SIZES, t * (1 + i), "mpi", 2) for i, k in enumerate(kinds)]
+    p = profile_from_samples(samples, backend="mpi", nranks=2)
     return dataclasses.replace(p, machine=machine, date=date)
 
 
@@ -49,6 +50,10 @@ def test_each_algorithm_above_the_bound_is_named_with_the_causes_seen():
     old = _profile("elsewhere: 64 cores", "2026-01-01T00:00:00")
     w = validation_warnings(_summary(0.45), 2, old, load=0.0, now=dt.datetime(2026, 11, 26))
     assert any("measured on 'elsewhere" in x for x in w) and any("days old" in x for x in w)
+    assert not any("step curve" in x for x in w)
+    older = _profile(f"{here}: 2 cores", "2026-11-26T08:00:00", kinds=("exchange",))
+    w = validation_warnings(_summary(0.45), 2, older, load=0.0, now=dt.datetime(2026, 11, 26, 9))
+    assert any("no step curve" in x for x in w) and "none this check" not in w[-1]
 
 
 def test_other_load_does_not_count_this_process():

@@ -87,12 +87,18 @@ def validation_warnings(
                 out.append(
                     f"likely cause: the profile is {age} days old ({profile.date}): recalibrate"
                 )
+        if profile.backend == "mpi" and "step" not in profile.curves:
+            out.append(
+                "likely cause: the profile has no step curve (written before calibrate timed "
+                "one), so reductions are priced at gamma alone, which misses what ranks pay "
+                "to reduce inside a step (up to 5x at 64 KiB-1 MiB here): recalibrate"
+            )
     if len(out) == len(high):
         out.append(
             "likely cause: none this check can see (load, cores, profile look fine): compare "
             "two runs, and see docs/validation.md for where the model is known to be wrong "
-            "(on some machines a rank sending data it has just reduced pays up to 2x what the "
-            "calibrated parts add up to: mpirun -n 2 python benchmarks/mpi_step_costs.py "
-            "measures it)"
+            "(a step's parts cost what calibrate timed in its own patterns; "
+            "mpirun -n 2 python benchmarks/mpi_step_costs.py times an allreduce's step part by "
+            "part on this machine)"
         )
     return tuple(out)

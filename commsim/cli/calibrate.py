@@ -43,7 +43,10 @@ HELP = "measure this machine's transport (or read an nccl-tests log) and fit the
 DESCRIPTION = """\
 Measure the transport a backend runs on and fit the models' parameters to it:
   pingpong  one message, half a round trip (OSU osu_latency): alpha and beta
-  exchange  every pair of ranks sends to each other at once, as in a schedule's step
+  exchange  every pair of ranks sends to each other at once, as in a schedule's step,
+            each sending what it received the time before (data just written)
+  step      an exchange, then adding what arrived into the buffer (recursive doubling's
+            step): what a reduction costs inside a step is step - exchange (MPI only)
   burst     16 messages back to back (fewer past 16 MiB): LogGP's gap g and G
   overhead  the sender's time in one eager send: LogGP's o
   reduction a local a += b: gamma

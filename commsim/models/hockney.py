@@ -20,6 +20,12 @@ How a schedule is timed (the IR's semantics made quantitative):
   in the piece :math:`k` its size falls in (a calibrated curve, linear between protocol switches)
   instead of one :math:`\alpha + b\beta`; everything else is as above. Such steps take the
   numpy path (one array operation per round), not the compiled one.
+* **A measured reduction in a step** (``reduction=``, a :class:`commsim.profiles.StepReduction`,
+  which :meth:`Hockney.from_profile` takes from a profile with a ``step`` curve): reducing
+  :math:`b` bytes costs :math:`r(b)`, what a reduction measured inside an exchange-and-reduce
+  step costs (on a shared-memory transport, the cores trading the buffers' cache lines), in
+  place of :math:`b\gamma`; γ becomes :math:`r`'s floor (the lower bound's). Such steps take
+  the numpy path too.
 * **k ports sharing one link** (``ports=k``; ``"multi"``: as many as the step needs). A rank keeps
   up to ``k`` sends and ``k`` receives in flight, but they share its link, as in the k-port model
   of Bruck et al. (1997) and Chan et al. (2007): ``k`` consecutive rounds of the decomposition run
@@ -96,7 +102,7 @@ from commsim.models._prediction import Prediction
 from commsim.models._record import Recorder
 from commsim.models._shared_clocks import SharedClocks
 from commsim.models._usage import Timeline
-from commsim.profiles import PiecewiseLinear, Profile
+from commsim.profiles import PiecewiseLinear, Profile, StepReduction
 
 __all__ = ["Hockney"]
 
@@ -140,6 +146,7 @@ class Hockney:
         *,
         links: int = 1,
         message: PiecewiseLinear | None = None,
+        reduction: StepReduction | None = None,
         source: str = "",
     ) -> None:
         self.alpha = as_time("alpha", alpha)
@@ -158,16 +165,28 @@ class Hockney:
                     f"message must be a commsim.profiles.PiecewiseLinear, got {message!r}"
                 )
             self.alpha, self.beta = message.alpha_min, message.beta_min
+        self.reduction = reduction
+        if reduction is not None:
+            if not isinstance(reduction, StepReduction):
+                raise ParameterError(
+                    f"reduction must be a commsim.profiles.StepReduction, got {reduction!r}"
+                )
+            self.gamma = reduction.gamma
 
     @classmethod
     def from_profile(
         cls, profile: Profile, *, ports: int | str = "single", links: int = 1
     ) -> Hockney:
         """The model of a measured transport: the profile's message curve
-        (:meth:`commsim.profiles.Profile.message_curve`) and its γ."""
+        (:meth:`commsim.profiles.Profile.message_curve`), and its reduction inside a step
+        (:meth:`commsim.profiles.Profile.step_reduction`) where it has a ``step`` curve, else
+        its γ."""
         curve = profile.message_curve()
         src = f"{profile.source or 'profile'} {curve.kind} curve"
-        return cls(gamma=profile.gamma, ports=ports, links=links, message=curve.fit, source=src)
+        return cls(
+            gamma=profile.gamma, ports=ports, links=links, message=curve.fit,
+            reduction=profile.step_reduction(), source=src,
+        )  # fmt: skip
 
     @property
     def piecewise(self) -> PiecewiseLinear | None:
@@ -177,9 +196,10 @@ class Hockney:
     def __repr__(self) -> str:
         links = f", links={self.links}" if self.links > 1 else ""
         if self.message is not None:
+            red = f", reduction={self.reduction!r}" if self.reduction is not None else ""
             return (
-                f"Hockney(message={self.message!r}, gamma={self.gamma:g}, ports={self.ports!r}"
-                f"{links})"
+                f"Hockney(message={self.message!r}, gamma={self.gamma:g}{red}, "
+                f"ports={self.ports!r}{links})"
             )
         return (
             f"Hockney(alpha={self.alpha:g}, beta={self.beta:g}, gamma={self.gamma:g}, "
@@ -197,10 +217,15 @@ class Hockney:
             port = f"{self.links} independent links"
         if self.message is not None:
             n = len(self.message.pieces)
+            red = (
+                f"gamma={inverse(self.gamma)}"
+                if self.reduction is None
+                else f"{self.reduction.describe()} (step curve)"
+            )
             return (
                 f"Hockney measured ({self.source or 'message curve'}: {n} piece"
                 f"{'s' if n > 1 else ''}, alpha {units.format_time(float(self.message(0)))}) "
-                f"gamma={inverse(self.gamma)} {port}"
+                f"{red} {port}"
             )
         return (
             f"Hockney alpha={units.format_time(self.alpha)} beta={inverse(self.beta)} "
@@ -216,6 +241,7 @@ class Hockney:
             "ports": self.ports,
             "links": self.links,
             **({"message": self.message.to_dict(), "source": self.source} if self.message else {}),
+            **({"reduction": self.reduction.to_dict()} if self.reduction is not None else {}),
         }
 
     def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
@@ -338,6 +364,9 @@ class _Clocks:
         self.model, self.schedule, self.p = model, schedule, p
         self.alpha, self.ports = model.alpha, model._k(p)
         self.piecewise, self.per_unit = model.piecewise, per_unit
+        self.reduction = model.reduction
+        # a measured message or reduction time: one array expression per round (numpy path)
+        self.curved = self.piecewise is not None or self.reduction is not None
         self.bw, self.gw = model.beta * per_unit, model.gamma * per_unit
         self.clock = np.zeros((p, nsizes))
         self.step_time = np.zeros((schedule.nsteps, nsizes))
@@ -359,7 +388,7 @@ class _Clocks:
         self._work = (ntransfers, nsizes)  # which kernels: chosen when a step first needs them
         self._kernels: Any = None
         self.recorder, self.i = recorder, 0
-        self.fast = self.ports == 1 and self.piecewise is None and recorder is None
+        self.fast = self.ports == 1 and not self.curved and recorder is None
         # many sizes: each distinct clock vector once (bit for bit the dense clocks), until a
         # step needs the general path or sharing does not pay
         self.share = (
@@ -529,7 +558,7 @@ class _Clocks:
         if len(msg.local_rank):
             red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=self.p)
             before = self.clock.copy() if self.recorder is not None else None
-            self.clock += np.multiply.outer(red, self.gw)
+            self.clock += self._reduce(red)
             if before is not None and self.recorder is not None:
                 busy = np.flatnonzero(red > 0)
                 self.recorder.local(busy, before[busy, 0], self.clock[busy, 0])
@@ -540,11 +569,11 @@ class _Clocks:
         self, src: np.ndarray, dst: np.ndarray, units: np.ndarray, red: np.ndarray
     ) -> None:
         clock, recorder = self.clock, self.recorder
-        if self.piecewise is not None:  # t(b) per message: one array expression per round
+        if self.curved:  # t(b) or r(b) per message: one array expression per round
             start = np.maximum(clock[src], clock[dst])
             end = start + self._time(units)
             clock[src] = np.maximum(clock[src], end)  # a matching: no rank twice on one side
-            clock[dst] = np.maximum(clock[dst], end + np.multiply.outer(red, self.gw))
+            clock[dst] = np.maximum(clock[dst], end + self._reduce(red))
         else:
             start = np.maximum(clock[src], clock[dst]) if recorder is not None else clock[:0]
             if len(src) > len(self.tmp):
@@ -564,6 +593,14 @@ class _Clocks:
             return self.piecewise(np.multiply.outer(units, self.per_unit))
         return self.alpha + np.multiply.outer(units, self.bw)
 
+    def _reduce(self, units: np.ndarray) -> np.ndarray:
+        r"""``[n, sizes]`` times to reduce ``units`` slot units each: :math:`b\gamma`, or the
+        measured :math:`r(b)` (0 where nothing is reduced)."""
+        if self.reduction is None:
+            return np.multiply.outer(units, self.gw)
+        nbytes = np.multiply.outer(units, self.per_unit)
+        return np.where(nbytes > 0, self.reduction(nbytes), 0.0)
+
     def _shared_round(self, msg: Any, idx: np.ndarray) -> None:
         """Messages ``idx`` in flight together; each rank's sends (receives) share its link."""
         p, clock = self.p, self.clock
@@ -578,5 +615,5 @@ class _Clocks:
         np.maximum.at(new, dst, end)
         red = np.bincount(dst, msg.reduce_units[idx], minlength=p)
         has = red > 0
-        new[has] += np.multiply.outer(red[has], self.gw)
+        new[has] += self._reduce(red[has])
         clock[:] = new

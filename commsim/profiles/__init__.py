@@ -16,6 +16,7 @@ Examples:
 from commsim.profiles._intervals import FitIntervals
 from commsim.profiles._pieces import Piece, PiecewiseLinear
 from commsim.profiles._profile import Curve, FitQuality, LogGPParameters, Profile
+from commsim.profiles._step_reduction import StepReduction
 from commsim.profiles._toml import is_profile_file, load_profile, save_profile
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "Piece",
     "PiecewiseLinear",
     "Profile",
+    "StepReduction",
     "is_profile_file",
     "load_profile",
     "save_profile",

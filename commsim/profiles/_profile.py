@@ -13,6 +13,9 @@ Curves (by kind, as :class:`commsim.bench.calibrate.Samples` names them):
 * ``exchange``: two ranks sending to each other at once: what a schedule's step does (every rank
   sends and receives), including what sharing one memory system costs. The Hockney model reads
   this curve when it is there (:meth:`Profile.message_curve`).
+* ``step``: an exchange and the reduction of what it received, back to back (recursive
+  doubling's step): :meth:`Profile.step_reduction` reads ``step − exchange`` as what a
+  reduction costs inside a step (:mod:`commsim.profiles._step_reduction`).
 * ``reduction``: one local ``a += b`` of ``n`` bytes: γ is its slope.
 * ``burst`` and ``overhead``: LogGP's gap per message and the sender's overhead.
 """
@@ -29,6 +32,7 @@ from commsim import units
 from commsim.errors import ParameterError
 from commsim.profiles._intervals import FitIntervals
 from commsim.profiles._pieces import PiecewiseLinear
+from commsim.profiles._step_reduction import StepReduction
 
 __all__ = ["Curve", "FitQuality", "LogGPParameters", "Profile"]
 
@@ -132,6 +136,15 @@ class Profile:
         """The curve a schedule's messages follow: ``exchange`` (every rank sends and receives
         in a step) when measured, else ``pingpong``."""
         return self.curves.get("exchange") or self.curves["pingpong"]
+
+    def step_reduction(self) -> StepReduction | None:
+        """What a reduction costs inside a step (:class:`StepReduction`), when the profile has
+        a ``step`` and an ``exchange`` curve; ``None`` otherwise (γ alone then)."""
+        step, exchange = self.curves.get("step"), self.curves.get("exchange")
+        if step is None or exchange is None:
+            return None
+        red = self.curves.get("reduction")
+        return StepReduction(step.fit, exchange.fit, red.fit if red is not None else None)
 
     @property
     def gamma(self) -> float:

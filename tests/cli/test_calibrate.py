@@ -28,13 +28,13 @@ def measured(tmp_path_factory):
 @pytest.mark.mpi
 def test_calibrate_measures_every_curve_and_writes_a_profile(measured):
     p = load_profile(measured)
-    assert set(p.curves) == {"pingpong", "exchange", "burst", "reduction"}
+    assert set(p.curves) == {"pingpong", "exchange", "step", "burst", "reduction"}
     assert p.backend == "mpi" and p.nranks == 2 and p.loggp is not None
     assert p.call_overhead["mpi"] > 0
     for c in p.curves.values():
         assert (c.median_s > 0).all() and len(c.sizes) == 14
         assert 0 < c.quality.points == len(c.sizes)
-    for kind in ("pingpong", "exchange", "reduction"):  # moving 64 KiB costs more than 8 B
+    for kind in ("pingpong", "exchange", "step", "reduction"):  # 64 KiB costs more than 8 B
         # (not asserted for the burst: a gap is a difference of two times, noisy on a busy box)
         assert float(p.curves[kind].fit(65536)) > float(p.curves[kind].fit(8)), kind
 

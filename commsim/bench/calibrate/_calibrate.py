@@ -49,6 +49,8 @@ __all__ = [
     "suite_of",
 ]
 
+#: what the MPI suite measures, in this order (:mod:`commsim.bench.calibrate._mpi_bench`)
+MPI_KINDS = ("pingpong", "exchange", "step", "burst", "overhead", "reduction", "call")
 #: 8 B .. 64 MiB, powers of two (the issue's range; nccl-tests' default step)
 DEFAULT_SIZES = tuple(2**k for k in range(3, 27))
 #: interleaved measurement blocks (passes over the sizes) that the stability check resamples:
@@ -98,7 +100,7 @@ def mpi_samples(
     repeats: int = 15,
     warmup: int = 2,
     blocks: int = 1,
-    kinds: Sequence[str] = ("pingpong", "exchange", "burst", "overhead", "reduction", "call"),
+    kinds: Sequence[str] = MPI_KINDS,
     timeout: float = DEFAULT_TIMEOUT,
     progress: bool | None = None,
 ) -> list[Samples]:

@@ -10,7 +10,13 @@ the spread.
 =============  =======================================================================
 ``pingpong``   rank 0 sends, rank 1 sends back; half the round trip (``osu_latency``)
 ``exchange``   every pair ``(2i, 2i+1)`` ``Sendrecv`` s at once: a schedule's step, all
-               pairs sharing the memory system
+               pairs sharing the memory system; each sends what it received in the repeat
+               before, as a collective's step sends data just written (received, reduced or
+               computed), never a buffer both cores still hold in their caches
+``step``       every pair at once, recursive doubling's step: ``Sendrecv`` the buffer, then
+               ``numpy.add`` what arrived into it, so each repeat sends what the one before
+               reduced; the models read ``step − exchange`` as what a reduction costs inside
+               a step (:meth:`commsim.profiles.Profile.step_reduction`)
 ``burst``      rank 0 sends ``k`` messages back to back (``Isend`` … ``Waitall``), rank 1
                answers with one empty message; the per-message gap is
                :math:`(T_k - T_1) / (k - 1)`, with ``k = 16`` up to 16 MiB and fewer
@@ -94,13 +100,32 @@ def _pingpong(comm: Any, n: int) -> Any:
 def _exchange(comm: Any, n: int) -> Any:
     rank, size = comm.Get_rank(), comm.Get_size()
     peer = rank ^ 1
-    send, recv = np.zeros(n, np.uint8), np.empty(n, np.uint8)
+    bufs = [np.zeros(n, np.uint8), np.zeros(n, np.uint8)]
+    active = peer < size
+
+    def op(k: int) -> None:
+        if active:
+            for _ in range(k):  # send what arrived last time: data this core just wrote
+                comm.Sendrecv(bufs[0], peer, 2, bufs[1], peer, 2)
+                bufs.reverse()
+
+    return op, 1.0
+
+
+def _step(comm: Any, n: int) -> Any:
+    """Every pair at once: ``Sendrecv`` the buffer, add what arrived into it (float32 zeros,
+    so the values never grow); the next repeat sends what this one reduced."""
+    rank, size = comm.Get_rank(), comm.Get_size()
+    peer = rank ^ 1
+    buf = np.zeros(max(n // 4, 1), np.float32)
+    got = np.empty_like(buf)
     active = peer < size
 
     def op(k: int) -> None:
         if active:
             for _ in range(k):
-                comm.Sendrecv(send, peer, 2, recv, peer, 2)
+                comm.Sendrecv(buf, peer, 6, got, peer, 6)
+                np.add(buf, got, out=buf)
 
     return op, 1.0
 
@@ -191,7 +216,8 @@ def _one(comm: Any, kind: str, n: int, repeats: int, warmup: int) -> list[float]
         t_k = np.array(_repeats(comm, op_k, repeats, warmup))
         t_1 = np.array(_repeats(comm, op_1, repeats, warmup))
         return np.maximum((t_k - t_1) / (k - 1), 1e-12).tolist()
-    make = {"pingpong": _pingpong, "exchange": _exchange, "reduction": _reduce}[kind]
+    makers = {"pingpong": _pingpong, "exchange": _exchange, "step": _step, "reduction": _reduce}
+    make = makers[kind]
     op, scale = make(comm, n)
     return [scale * x for x in _repeats(comm, op, repeats, warmup)]
 

@@ -32,7 +32,7 @@ from commsim.errors import CommsimError
 
 __all__ = ["KINDS", "Samples"]
 
-KINDS = ("pingpong", "exchange", "reduction", "burst", "overhead", "call")
+KINDS = ("pingpong", "exchange", "step", "reduction", "burst", "overhead", "call")
 
 
 @dataclasses.dataclass(frozen=True)
