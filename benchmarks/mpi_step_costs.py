@@ -11,7 +11,10 @@ iterations of:
 * ``reduce then send``: ``Sendrecv`` into scratch, ``numpy.add`` into the half that the second
   ``Sendrecv`` then sends (a ring allreduce of ``2b`` on 2 ranks, step for step);
 * ``sum of parts``: ``exchange + forward + add``, what a model built from the first three predicts
-  for the line above.
+  for the line above;
+* ``step``: ``Sendrecv`` of the whole buffer, then ``numpy.add`` of what arrived into it
+  (recursive doubling's step, what ``commsim calibrate`` times as its ``step`` curve), beside
+  ``forward + add``, its parts timed apart.
 
 Run it under MPI with two ranks (rank 0 prints a markdown table)::
 
@@ -69,11 +72,17 @@ def measure(comm, nbytes: int) -> dict[str, float]:
             np.add(mine, scratch, out=mine)
             comm.Sendrecv(mine, peer, 1, other, peer, 1)
 
+    def step(k):
+        for _ in range(k):
+            comm.Sendrecv(mine, peer, 2, scratch, peer, 2)
+            np.add(mine, scratch, out=mine)
+
     iters = max(10, int(2e7 // max(nbytes, 1)))
     parts = [("exchange", exchange), ("forward", forward), ("add", add)]
-    parts.append(("reduce then send", reduce_then_send))
+    parts += [("reduce then send", reduce_then_send), ("step", step)]
     got = {name: _median_time(fn, comm, iters) for name, fn in parts}
     got["sum of parts"] = got["exchange"] + got["forward"] + got["add"]
+    got["forward + add"] = got["forward"] + got["add"]
     return got
 
 
@@ -90,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [units.parse_size(s) for s in args.sizes.split(",")]
     rows = [(b, measure(comm, int(b))) for b in sizes]
     if comm.Get_rank() == 0:
-        cols = ["exchange", "forward", "add", "reduce then send", "sum of parts"]
+        cols = ["exchange", "forward", "add", "reduce then send", "sum of parts", "step",
+                "forward + add"]  # fmt: skip
         print("| half | " + " | ".join(cols) + " |")
         print("|---|" + "---|" * len(cols))
         for b, got in rows:
