@@ -392,3 +392,15 @@ def test_json_reports_the_winners_protocol_and_the_launch_part(capsys):
     assert commsim.cli.main([*argv, "--json"]) == 0
     parts = json.loads(capsys.readouterr().out)["network"]["time_parts_s"]
     assert parts["launch"] == [pytest.approx(6.6e-6)]
+
+
+def test_protocol_auto_names_the_bound_that_binds_as_one_protocol_does(capsys):
+    import json
+
+    argv = ["compare", "-c", "allreduce", "-a", "ring", "--cluster", "dgx-h100:1", "-s", "1MiB"]
+    bounds = []
+    for extra in ((), ("--protocol", "auto")):
+        assert commsim.cli.main([*argv, *extra, "--json"]) == 0
+        [panel] = json.loads(capsys.readouterr().out)["results"]
+        bounds.append((panel["bound"], panel["lower_bound_s"]))
+    assert bounds[0] == bounds[1] and "injection" in bounds[0][0]

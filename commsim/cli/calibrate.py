@@ -292,4 +292,6 @@ def main(args: argparse.Namespace) -> int:
         return nccl_tests.calibrate_main(args)
     request = parse(args)
     print(render(compute(request), request.as_json))
+    if request.plot and not request.as_json:
+        print(f"plot written to {request.plot}")
     return EXIT_OK

@@ -90,6 +90,13 @@ def draw_profile(profile: Profile, path: str | Path) -> Path:
         grid = np.geomspace(x.min(), x.max(), 400)
         ax.plot(grid, c.fit(grid), "-", color="C1", lw=1.5, label="fit")
         _points(ax, x, med, spread, "C0", "measured (median, IQR)")
+        inside = profile.step_reduction() if c.kind == "step" else None
+        if inside is not None:  # what the models charge a reduction, against it alone
+            ax.plot(grid, inside(grid), "--", color="C3", lw=1.2,
+                    label="reduction in a step (step − exchange)")  # fmt: skip
+            if inside.alone is not None:
+                ax.plot(grid, inside.alone(grid), ":", color="C2", lw=1.2,
+                        label="reduction alone")  # fmt: skip
         for piece in c.fit.pieces[1:]:
             ax.axvline(piece.start, color="0.5", ls=":", lw=1)
             ax.text(piece.start, ax.get_ylim()[1], units.format_size(piece.start, exact=False),
@@ -101,7 +108,7 @@ def draw_profile(profile: Profile, path: str | Path) -> Path:
             fontsize=8,
         )
         _axes_format(ax)
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="upper left")
     fig.suptitle(
         f"{profile.backend} on {profile.nranks} ranks — {profile.transport}\n{profile.machine}",
         fontsize=8,

@@ -693,14 +693,24 @@ def _fit_table(fit: ClusterFit) -> str:
 # -- the commands -------------------------------------------------------------------------------
 def calibrate_main(args: argparse.Namespace) -> int:
     """Fit ``--cluster`` to ``--from-nccl-tests``; print the fit; write ``-o`` (or print it)."""
-    print(render(compute(parse(args, "calibrate"))), end="")
+    request = parse(args, "calibrate")
+    print(render(compute(request)), end="")
+    _say_plot(request)
     return EXIT_OK
 
 
 def validate_main(args: argparse.Namespace) -> int:
     """Predicted (the cluster as given) against measured, every row of the log."""
-    print(render(compute(parse(args, "validate"))), end="")
+    request = parse(args, "validate")
+    print(render(compute(request)), end="")
+    _say_plot(request)
     return EXIT_OK
+
+
+def _say_plot(request: NcclTestsRequest) -> None:
+    """Where ``--plot`` went (text output only: ``--json`` stays one document)."""
+    if request.plot and not request.as_json:
+        print(f"plot written to {request.plot}")
 
 
 # -- plot ---------------------------------------------------------------------------------------

@@ -430,4 +430,6 @@ def main(args: argparse.Namespace) -> int:
     if request.plot:
         plot(result, request.plot)
     print(render(result, request.as_json))
+    if request.plot and not request.as_json:
+        print(f"plot written to {request.plot}")
     return EXIT_FAILED if result.failed else EXIT_OK

@@ -32,7 +32,7 @@ import numpy as np
 
 from commsim._ir import Schedule
 from commsim.errors import ParameterError
-from commsim.models._bounds import model_bound
+from commsim.models._bounds import bound_of, model_bound
 from commsim.models._inputs import as_schedule, as_sizes
 from commsim.models._library import PROTOCOLS, Protocol
 from commsim.models._model import Model
@@ -85,6 +85,10 @@ class ProtocolChoice:
     def lower_bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> Any:
         """The models' bound (a protocol only slows messages down, so the first one's holds)."""
         return model_bound(self._first, collective, nranks, nbytes, helpers)
+
+    def bound(self, collective: str, nranks: int, nbytes: Any, helpers: int = 0) -> tuple[Any, str]:
+        """The first model's bound and the name of the one that binds (:func:`bound_of`)."""
+        return bound_of(self._first, collective, nranks, nbytes, helpers)
 
     def predict(self, schedule: Schedule, nbytes: Any) -> Prediction:
         """Per size, the prediction of the fastest protocol; ``protocol`` names it."""

@@ -3,6 +3,7 @@ protocol efficiencies from the rows up to 16 MiB, what a log cannot identify sai
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -68,3 +69,15 @@ def test_calibrate_prints_the_library_parameters_and_json_carries_them(cli, cli_
     code, out, _ = cli("calibrate", "--from-nccl-tests", log, "--cluster", "dgx-a100:1")
     assert code == 0 and "library parameters (NCCL's cost model" in out
     assert "channel cap: not identifiable" in out
+
+
+def test_a_plot_says_where_it_went_and_json_stays_one_document(cli, tmp_path):
+    log = str(PUBLISHED / "oci-a100-1node-all_reduce.log")
+    for mode in ("calibrate", "validate"):
+        path = tmp_path / f"{mode}.png"
+        args = (mode, "--from-nccl-tests", log, "--cluster", "dgx-a100:1", "--plot", str(path))
+        code, out, _ = cli(*args)
+        assert code == 0 and out.rstrip().endswith(f"plot written to {path}")
+        assert path.stat().st_size > 1000
+        code, out, _ = cli(*args, "--json")
+        assert code == 0 and json.loads(out) and "plot written" not in out
