@@ -46,7 +46,8 @@ def _median_time(fn, comm, iters: int) -> float:
 
 
 def measure(comm, nbytes: int) -> dict[str, float]:
-    """The five times (seconds per iteration) for halves of ``nbytes`` bytes."""
+    """The times (seconds per iteration, the columns of the table) for halves of ``nbytes``
+    bytes."""
     peer = 1 - comm.Get_rank()
     n = max(nbytes // 4, 1)
     mine, other, scratch = (np.zeros(n, np.float32) for _ in range(3))

@@ -37,7 +37,7 @@ def prediction_interval(values: list[float]) -> tuple[float, float]:
 
     Examples:
         >>> [round(x, 3) for x in prediction_interval([1.0, 2.0, 3.0])]
-        [-1.98, 5.98]
+        [-2.969, 6.969]
     """
     n = len(values)
     mean = sum(values) / n

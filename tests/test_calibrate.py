@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import commsim
-from commsim.algorithms import REGISTRY
+from commsim.algorithms import REGISTRY, channels
 from commsim.bench.calibrate import Samples, fit_curve, fit_pieces, profile_from_samples
 from commsim.errors import CommsimError, ParameterError
 from commsim.models import Hockney, LogGP
@@ -285,3 +285,58 @@ def test_a_step_profile_round_trips_and_its_model_says_so_in_json(tmp_path):
     assert d["reduction"]["step"] == p.curves["step"].fit.to_dict()
     with pytest.raises(ParameterError, match="StepReduction"):
         Hockney(reduction=lambda b: b)
+
+
+def _crossing_profile():
+    """step − exchange = 3 us flat, under the reduction alone (0.5 us + n/(20 GB/s)) from
+    50 KB on: there the floor binds."""
+    return _profile(_samples("step", lambda n: 4.5e-6 + n / 6e9))
+
+
+def test_the_reduction_alone_is_the_floor_where_the_step_costs_less():
+    p = _crossing_profile()
+    ex, red = p.curves["exchange"].fit, p.curves["reduction"].fit
+    m = Hockney.from_profile(p)
+    rd = commsim.build("allreduce", "recursive_doubling", nranks=2)
+    for n in (4096.0, 4e6):  # below the crossing r = 3 us, above it the reduction alone
+        want = float(ex(n)) + max(3e-6, float(red(n)))
+        assert m.predict(rd, n).time == pytest.approx(want, rel=1e-9)
+    assert float(red(4e6)) > 3e-6 > float(red(4096.0))
+
+
+@pytest.mark.parametrize(("ports", "links"), [(1, 1), (2, 1), ("multi", 1), (1, 2)])
+def test_step_reductions_never_undercut_the_bound_with_ports_or_links(ports, links):
+    for p in (_step_profile(), _crossing_profile()):
+        m = Hockney.from_profile(p, ports=ports, links=links)
+        for name in ("ring", "rabenseifner", "recursive_doubling"):
+            for q in (3, 4, 8):
+                s = commsim.build("allreduce", name, nranks=q)
+                s = channels(s, 2) if links > 1 else s
+                t = m.predict(s, SIZES).time
+                bound = m.lower_bound("allreduce", q, SIZES)
+                assert (t >= bound * (1 - 1e-12)).all(), (name, q)
+
+
+def test_steps_without_reductions_keep_the_fast_paths_and_the_same_numbers():
+    """A measured reduction alone sends only the steps that reduce to the numpy path; the
+    same model with a one-piece message curve (every step on the numpy path) agrees."""
+    r = _step_profile().step_reduction()
+    fast = Hockney(alpha=1.5e-6, beta=1 / 6e9, reduction=r)
+    slow = Hockney(message=PiecewiseLinear.hockney(1.5e-6, 1 / 6e9), reduction=r)
+    for name in ("ring", "rabenseifner", "recursive_doubling"):
+        s = commsim.build("allreduce", name, nranks=256)
+        np.testing.assert_allclose(
+            fast.predict(s, SIZES).time, slow.predict(s, SIZES).time, rtol=1e-12
+        )
+    assert "reduction in a step" in fast.describe() and "reduction=" in repr(fast)
+
+
+def test_models_that_cannot_take_a_step_reduction_refuse_it():
+    from commsim.models import Twin, compressed
+
+    m = Hockney.from_profile(_step_profile())
+    with pytest.raises(ParameterError, match="--gamma"):
+        compressed(m, "int8")
+    r = m.reduction
+    with pytest.raises(ParameterError, match="measured reduction"):
+        Twin.of(Hockney(reduction=r), commsim.build("allreduce", "ring", nranks=4))

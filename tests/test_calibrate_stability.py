@@ -145,7 +145,7 @@ def test_until_stable_measures_more_blocks_and_says_when_it_stays_unstable(monke
         calls.append(blocks)
         return [_draw(len(calls), blocks=blocks, per=repeats // blocks)]
 
-    monkeypatch.setattr(_calibrate, "suite_of", lambda backend: Suite(run, "fake"))
+    monkeypatch.setattr(_calibrate, "suite_of", lambda backend: Suite(run, "fake", ("exchange",)))
     # every breakpoint refused: the switch at 64 KiB stays "unstable" however much is measured
     monkeypatch.setattr(_calibrate, "fit_stable", functools.partial(fit_stable, support=1.01))
     profile, samples = _calibrate.calibrate("mpi", 2, repeats=15, until_stable=2)

@@ -4,8 +4,9 @@ A model validated on this machine is only as good as its parameters and the meas
 checked against. :func:`validation_warnings` flags every algorithm whose median |error| is above
 :data:`ERROR_BOUND` (the bound ``docs/validation.md`` states) and names the likely causes it can
 see: other jobs on the machine (the cores they kept busy during the run,
-:class:`commsim.bench.OtherLoad`; else the load average), more ranks than cores, no measured profile, or
-a profile measured on another machine or long ago.
+:class:`commsim.bench.OtherLoad`; else the load average), more ranks than cores, no measured profile,
+a profile measured on another machine or long ago, or one without the ``step`` curve its suite
+now measures (reductions then priced at γ alone).
 """
 
 from __future__ import annotations
@@ -87,18 +88,30 @@ def validation_warnings(
                 out.append(
                     f"likely cause: the profile is {age} days old ({profile.date}): recalibrate"
                 )
-        if profile.backend == "mpi" and "step" not in profile.curves:
+        if "step" not in profile.curves and "step" in _suite_kinds(profile.backend):
             out.append(
                 "likely cause: the profile has no step curve (written before calibrate timed "
-                "one), so reductions are priced at gamma alone, which misses what ranks pay "
-                "to reduce inside a step (up to 5x at 64 KiB-1 MiB here): recalibrate"
+                "one), so the Hockney model prices reductions at gamma alone, which misses what "
+                "ranks pay to reduce inside a step (5x at 64 KiB on the 2-vCPU machine of "
+                "docs/validation.md): recalibrate"
             )
     if len(out) == len(high):
         out.append(
             "likely cause: none this check can see (load, cores, profile look fine): compare "
             "two runs, and see docs/validation.md for where the model is known to be wrong "
-            "(a step's parts cost what calibrate timed in its own patterns; "
+            "(the model assumes a step's parts cost what calibrate timed in its own patterns; "
             "mpirun -n 2 python benchmarks/mpi_step_costs.py times an allreduce's step part by "
             "part on this machine)"
         )
     return tuple(out)
+
+
+def _suite_kinds(backend: str) -> tuple[str, ...]:
+    """The curves ``backend``'s calibration suite measures (none for a backend without one)."""
+    from commsim.bench.calibrate import suite_of
+    from commsim.errors import CommsimError
+
+    try:
+        return suite_of(backend).kinds
+    except CommsimError:
+        return ()

@@ -22,7 +22,7 @@ from commsim.bench.calibrate import DEFAULT_BLOCKS, SUITES, Samples, calibrate
 from commsim.cli import nccl_tests
 from commsim.cli.arguments import int_type, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError
-from commsim.cli.output import add_output_group, format_table, to_json
+from commsim.cli.output import add_output_group, format_table, say_plot, to_json
 from commsim.exec import BACKENDS
 from commsim.profiles import Profile, save_profile
 
@@ -211,6 +211,12 @@ def render(result: CalibrateResult, as_json: bool) -> str:
         lines.append(
             f"gamma: 1/({units.format_bandwidth(1 / p.gamma)}) (the reduction curve's largest piece)"
         )
+    inside = p.step_reduction()
+    if inside is not None:
+        lines.append(
+            f"{inside.describe()} (max(step - exchange, reduction): what the Hockney model "
+            "charges a reduction in place of gamma)"
+        )
     if p.loggp is not None:
         lg = p.loggp
         lines.append(
@@ -292,6 +298,5 @@ def main(args: argparse.Namespace) -> int:
         return nccl_tests.calibrate_main(args)
     request = parse(args)
     print(render(compute(request), request.as_json))
-    if request.plot and not request.as_json:
-        print(f"plot written to {request.plot}")
+    say_plot(request.plot, request.as_json)
     return EXIT_OK

@@ -93,7 +93,7 @@ def draw_profile(profile: Profile, path: str | Path) -> Path:
         inside = profile.step_reduction() if c.kind == "step" else None
         if inside is not None:  # what the models charge a reduction, against it alone
             ax.plot(grid, inside(grid), "--", color="C3", lw=1.2,
-                    label="reduction in a step (step − exchange)")  # fmt: skip
+                    label="reduction in a step: max(step − exchange, alone)")  # fmt: skip
             if inside.alone is not None:
                 ax.plot(grid, inside.alone(grid), ":", color="C2", lw=1.2,
                         label="reduction alone")  # fmt: skip

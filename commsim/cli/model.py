@@ -97,7 +97,8 @@ def add_model_group(parser: argparse.ArgumentParser, *, sizes: str) -> None:
     g.add_argument(
         "--gamma",
         metavar="BW",
-        help=f"time per byte reduced, same forms as --beta (default: {_GAMMA})",
+        help=f"time per byte reduced, same forms as --beta (default: {_GAMMA}; with --profile, "
+        "it replaces the profile's reduction, its step curve included)",
     )
     g.add_argument(
         "--ports",
@@ -433,8 +434,10 @@ def _profiled(args: argparse.Namespace, name: str, network: NetworkChoice | None
             model = Hockney.from_profile(profile, ports=args.ports, links=_links(args))
         except ValueError as e:
             raise UsageError(_flag_error(e)) from None
-    if args.gamma is not None:
+    if args.gamma is not None:  # every reduction at this rate: the profile's step curve too
         model.gamma = units.parse_bandwidth_or_inverse(args.gamma)  # type: ignore[attr-defined]
+        if isinstance(model, Hockney):
+            model.reduction = None
     return model
 
 

@@ -34,7 +34,7 @@ from commsim.algorithms import NCCL_ALGORITHMS, info
 from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.model import parse_channels, parse_protocol
 from commsim.cli.nccl_pick import Pick, auto_channels, fixed_rows, pick_rows
-from commsim.cli.output import format_table, to_json
+from commsim.cli.output import format_table, say_plot, to_json
 from commsim.models import PORT_RULES
 
 if TYPE_CHECKING:  # imported where used: `commsim --help` needs neither
@@ -695,7 +695,7 @@ def calibrate_main(args: argparse.Namespace) -> int:
     """Fit ``--cluster`` to ``--from-nccl-tests``; print the fit; write ``-o`` (or print it)."""
     request = parse(args, "calibrate")
     print(render(compute(request)), end="")
-    _say_plot(request)
+    say_plot(request.plot, request.as_json)
     return EXIT_OK
 
 
@@ -703,14 +703,8 @@ def validate_main(args: argparse.Namespace) -> int:
     """Predicted (the cluster as given) against measured, every row of the log."""
     request = parse(args, "validate")
     print(render(compute(request)), end="")
-    _say_plot(request)
+    say_plot(request.plot, request.as_json)
     return EXIT_OK
-
-
-def _say_plot(request: NcclTestsRequest) -> None:
-    """Where ``--plot`` went (text output only: ``--json`` stays one document)."""
-    if request.plot and not request.as_json:
-        print(f"plot written to {request.plot}")
 
 
 # -- plot ---------------------------------------------------------------------------------------

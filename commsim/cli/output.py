@@ -25,6 +25,7 @@ __all__ = [
     "format_ratio",
     "format_table",
     "plain",
+    "say_plot",
     "to_json",
 ]
 
@@ -94,6 +95,13 @@ def plain(x: Any) -> Any:
     if isinstance(x, float) and not math.isfinite(x):
         return None
     return x
+
+
+def say_plot(path: Any, as_json: bool) -> None:
+    """Print where ``--plot`` went (nothing for ``--json``, which stays one document, or when no
+    plot was asked for)."""
+    if path and not as_json:
+        print(f"plot written to {path}")
 
 
 def to_json(doc: Any) -> str:

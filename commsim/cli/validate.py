@@ -39,7 +39,7 @@ from commsim.cli.errors import EXIT_FAILED, EXIT_OK, UsageError
 from commsim.cli.execution import ExecutionGroup
 from commsim.cli.memory import MemoryBudget
 from commsim.cli.model import add_model_group, parse_model
-from commsim.cli.output import add_output_group, format_table, to_json
+from commsim.cli.output import add_output_group, format_table, say_plot, to_json
 from commsim.cli.schedules import ScheduleChoice, ScheduleGroup
 from commsim.cli.wire import (
     add_wire_argument,
@@ -430,6 +430,5 @@ def main(args: argparse.Namespace) -> int:
     if request.plot:
         plot(result, request.plot)
     print(render(result, request.as_json))
-    if request.plot and not request.as_json:
-        print(f"plot written to {request.plot}")
+    say_plot(request.plot, request.as_json)
     return EXIT_FAILED if result.failed else EXIT_OK

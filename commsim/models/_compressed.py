@@ -73,6 +73,11 @@ class Compressed:
                 "a wire format with --protocol auto is not supported: force one protocol "
                 "(--protocol LL, LL128 or Simple)"
             )
+        if getattr(model, "reduction", None) is not None:
+            raise ParameterError(
+                "a wire format with a profile's measured reduction in a step (its step curve) "
+                "is not modelled: give --gamma to price reductions per byte"
+            )
         gamma = getattr(model, "gamma", None)
         if gamma is None:
             raise ParameterError(

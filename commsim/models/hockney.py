@@ -21,11 +21,14 @@ How a schedule is timed (the IR's semantics made quantitative):
   instead of one :math:`\alpha + b\beta`; everything else is as above. Such steps take the
   numpy path (one array operation per round), not the compiled one.
 * **A measured reduction in a step** (``reduction=``, a :class:`commsim.profiles.StepReduction`,
-  which :meth:`Hockney.from_profile` takes from a profile with a ``step`` curve): reducing
-  :math:`b` bytes costs :math:`r(b)`, what a reduction measured inside an exchange-and-reduce
-  step costs (on a shared-memory transport, the cores trading the buffers' cache lines), in
-  place of :math:`b\gamma`; γ becomes :math:`r`'s floor (the lower bound's). Such steps take
-  the numpy path too.
+  which :meth:`Hockney.from_profile` takes from a profile with a ``step`` curve): a message
+  whose receiver reduces :math:`b` bytes costs it :math:`r(b)`, what a reduction measured inside
+  an exchange-and-reduce step costs (on a shared-memory transport, the cores trading the
+  buffers' cache lines), in place of :math:`b\gamma`; with k ports, a rank's reductions of one
+  round cost :math:`r(\sum b)`. A local reduction (no message) costs what the reduction alone
+  costs (:attr:`~commsim.profiles.StepReduction.alone`, else :math:`b\gamma`). γ becomes
+  :math:`r`'s floor, the lower bound's. Steps that reduce take the numpy path; the others keep
+  the fast paths.
 * **k ports sharing one link** (``ports=k``; ``"multi"``: as many as the step needs). A rank keeps
   up to ``k`` sends and ``k`` receives in flight, but they share its link, as in the k-port model
   of Bruck et al. (1997) and Chan et al. (2007): ``k`` consecutive rounds of the decomposition run
@@ -125,6 +128,8 @@ class Hockney:
             runs on link ``c mod links`` (``1``: one link, the textbook machine).
         message: a measured message time (:class:`commsim.profiles.PiecewiseLinear`) that
             replaces ``alpha`` and ``beta``; they become its smallest α and β (the lower bound's).
+        reduction: a measured reduction inside a step (:class:`commsim.profiles.StepReduction`)
+            that replaces ``gamma``, which becomes its floor (the lower bound's).
         source: where ``message`` came from, for :meth:`describe` (a profile's file).
 
     Examples:
@@ -171,7 +176,7 @@ class Hockney:
                 raise ParameterError(
                     f"reduction must be a commsim.profiles.StepReduction, got {reduction!r}"
                 )
-            self.gamma = reduction.gamma
+            self.gamma = reduction.gamma  # r(b) >= b·gamma: the lower bound's
 
     @classmethod
     def from_profile(
@@ -183,9 +188,10 @@ class Hockney:
         its γ."""
         curve = profile.message_curve()
         src = f"{profile.source or 'profile'} {curve.kind} curve"
+        red = profile.step_reduction()
         return cls(
-            gamma=profile.gamma, ports=ports, links=links, message=curve.fit,
-            reduction=profile.step_reduction(), source=src,
+            gamma=profile.gamma if red is None else 0.0, ports=ports, links=links,
+            message=curve.fit, reduction=red, source=src,
         )  # fmt: skip
 
     @property
@@ -195,14 +201,14 @@ class Hockney:
 
     def __repr__(self) -> str:
         links = f", links={self.links}" if self.links > 1 else ""
+        red = f", reduction={self.reduction!r}" if self.reduction is not None else ""
         if self.message is not None:
-            red = f", reduction={self.reduction!r}" if self.reduction is not None else ""
             return (
                 f"Hockney(message={self.message!r}, gamma={self.gamma:g}{red}, "
                 f"ports={self.ports!r}{links})"
             )
         return (
-            f"Hockney(alpha={self.alpha:g}, beta={self.beta:g}, gamma={self.gamma:g}, "
+            f"Hockney(alpha={self.alpha:g}, beta={self.beta:g}, gamma={self.gamma:g}{red}, "
             f"ports={self.ports!r}{links})"
         )
 
@@ -215,21 +221,20 @@ class Hockney:
         port = f"{self.ports}-port" + (" (shared link)" if self.ports not in ("single", 1) else "")
         if self.links > 1:
             port = f"{self.links} independent links"
+        red = (
+            f"gamma={inverse(self.gamma)}"
+            if self.reduction is None
+            else f"{self.reduction.describe()} (step curve)"
+        )
         if self.message is not None:
             n = len(self.message.pieces)
-            red = (
-                f"gamma={inverse(self.gamma)}"
-                if self.reduction is None
-                else f"{self.reduction.describe()} (step curve)"
-            )
             return (
                 f"Hockney measured ({self.source or 'message curve'}: {n} piece"
                 f"{'s' if n > 1 else ''}, alpha {units.format_time(float(self.message(0)))}) "
                 f"{red} {port}"
             )
         return (
-            f"Hockney alpha={units.format_time(self.alpha)} beta={inverse(self.beta)} "
-            f"gamma={inverse(self.gamma)} {port}"
+            f"Hockney alpha={units.format_time(self.alpha)} beta={inverse(self.beta)} {red} {port}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -365,7 +370,8 @@ class _Clocks:
         self.alpha, self.ports = model.alpha, model._k(p)
         self.piecewise, self.per_unit = model.piecewise, per_unit
         self.reduction = model.reduction
-        # a measured message or reduction time: one array expression per round (numpy path)
+        # a measured message or reduction time: one array expression per round (numpy path);
+        # with a measured reduction only, the steps that reduce nothing keep the fast paths
         self.curved = self.piecewise is not None or self.reduction is not None
         self.bw, self.gw = model.beta * per_unit, model.gamma * per_unit
         self.clock = np.zeros((p, nsizes))
@@ -388,7 +394,7 @@ class _Clocks:
         self._work = (ntransfers, nsizes)  # which kernels: chosen when a step first needs them
         self._kernels: Any = None
         self.recorder, self.i = recorder, 0
-        self.fast = self.ports == 1 and not self.curved and recorder is None
+        self.fast = self.ports == 1 and self.piecewise is None and recorder is None
         # many sizes: each distinct clock vector once (bit for bit the dense clocks), until a
         # step needs the general path or sharing does not pay
         self.share = (
@@ -514,7 +520,10 @@ class _Clocks:
         return st._replace(src=st.src * self.links + port, dst=st.dst * self.links + port)
 
     def _fast(self, i: int, st: Step) -> bool:
-        """The compiled single-port step; ``False`` when its messages need the general path."""
+        """The compiled single-port step; ``False`` when its messages need the general path
+        (with a measured reduction, every step that reduces)."""
+        if self.reduction is not None and st.reduce.any():
+            return False
         if self.level is not None:
             if self._uniform(i, st) or (self.links == 1 and self._shift_classes(st)):
                 return True
@@ -558,7 +567,7 @@ class _Clocks:
         if len(msg.local_rank):
             red = np.bincount(msg.local_rank, msg.local_reduce_units, minlength=self.p)
             before = self.clock.copy() if self.recorder is not None else None
-            self.clock += self._reduce(red)
+            self.clock += self._reduce(red, local=True)
             if before is not None and self.recorder is not None:
                 busy = np.flatnonzero(red > 0)
                 self.recorder.local(busy, before[busy, 0], self.clock[busy, 0])
@@ -593,13 +602,15 @@ class _Clocks:
             return self.piecewise(np.multiply.outer(units, self.per_unit))
         return self.alpha + np.multiply.outer(units, self.bw)
 
-    def _reduce(self, units: np.ndarray) -> np.ndarray:
+    def _reduce(self, units: np.ndarray, local: bool = False) -> np.ndarray:
         r"""``[n, sizes]`` times to reduce ``units`` slot units each: :math:`b\gamma`, or the
-        measured :math:`r(b)` (0 where nothing is reduced)."""
-        if self.reduction is None:
+        measured :math:`r(b)` after a message (``local``: the reduction alone); 0 where
+        nothing is reduced."""
+        curve = self.reduction.alone if local and self.reduction is not None else self.reduction
+        if curve is None:
             return np.multiply.outer(units, self.gw)
         nbytes = np.multiply.outer(units, self.per_unit)
-        return np.where(nbytes > 0, self.reduction(nbytes), 0.0)
+        return np.where(nbytes > 0, curve(nbytes), 0.0)
 
     def _shared_round(self, msg: Any, idx: np.ndarray) -> None:
         """Messages ``idx`` in flight together; each rank's sends (receives) share its link."""

@@ -112,10 +112,12 @@ class Twin:
         reference the compressed replay is tested against)."""
         schedule = as_schedule(schedule)
         if isinstance(model, Hockney):
-            if model.ports != "single" or model.message is not None:
+            measured = model.message is not None or model.reduction is not None
+            if model.ports != "single" or measured:
                 raise ParameterError(
-                    "the twin replays single-port Hockney with alpha and beta (links allowed), "
-                    f"not ports={model.ports!r} or a measured message curve"
+                    "the twin replays single-port Hockney with alpha, beta and gamma (links "
+                    f"allowed), not ports={model.ports!r}, a measured message curve or a "
+                    "measured reduction in a step"
                 )
             program = hockney_program(schedule, links=model.links)
             defaults = {"alpha": model.alpha, "beta": model.beta, "gamma": model.gamma}

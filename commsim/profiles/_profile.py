@@ -108,7 +108,8 @@ class Profile:
         nranks: processes or devices the calibration ran on.
         transport: what was measured, in words (``"mpi4py Sendrecv on numpy buffers"``).
         machine: where (host, cores, CPU), and ``date`` when (ISO 8601).
-        curves: by kind (``pingpong``, ``exchange``, ``reduction``, ``burst``, ``overhead``).
+        curves: by kind (``pingpong``, ``exchange``, ``step``, ``reduction``, ``burst``,
+            ``overhead``).
         loggp: LogGP's L, o, g, G, when the burst and overhead curves were measured.
         call_overhead: seconds per executor call that moves nothing, by executor name.
         notes: why a number may not mean what it seems (oversubscribed cores, the simulator).

@@ -53,6 +53,7 @@ class StepReduction:
     alone: PiecewiseLinear | None = None
 
     def __call__(self, nbytes: Any) -> np.ndarray:
+        """:math:`r(b)` in seconds, elementwise over ``nbytes``."""
         n = np.asarray(nbytes, dtype=np.float64)
         floor = self.alone(n) if self.alone is not None else np.zeros_like(n)
         return np.maximum(self.step(n) - self.exchange(n), floor)
@@ -71,6 +72,7 @@ class StepReduction:
         return f"reduction in a step: {costs}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The rule and the three fits' pieces (what a model's ``--json`` shows)."""
         return {
             "rule": "max(step(b) - exchange(b), reduction(b))",
             "step": self.step.to_dict(),

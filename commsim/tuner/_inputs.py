@@ -8,7 +8,8 @@ never branches on where its numbers came from:
   :class:`~commsim.clusters.Cluster`: the topology model on its graph, with its placement, its
   reduction rate as γ and ``bottleneck`` contention (what ``commsim predict --cluster`` uses);
 * a **profile**: a file ``commsim calibrate -o`` wrote, or a :class:`~commsim.profiles.Profile`:
-  :meth:`commsim.models.Hockney.from_profile` (its measured message curve and γ).
+  :meth:`commsim.models.Hockney.from_profile` (its measured message curve, and its reduction
+  inside a step where it has a ``step`` curve, else γ).
 
 A cluster also says how many ranks share a server under its placement, which becomes the default
 ``ranks_per_node`` of the hierarchical algorithms: :meth:`commsim.clusters.Cluster.ranks_per_server`,

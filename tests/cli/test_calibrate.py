@@ -117,3 +117,21 @@ def test_validate_prints_errors_and_the_summary(cli_json, cli):
                      "64KiB", "--backend", "numpy", "--iters", "2", "--warmup", "0")  # fmt: skip
     assert rc == 0 and "median |error|" in out and "ranking:" in out
     assert np.isfinite(doc["summary"]["algorithms"][0]["median_abs_error"])
+
+
+@pytest.mark.mpi
+def test_gamma_replaces_the_step_curve_and_wire_refuses_it(measured, cli_json, cli):
+    """--gamma prices every reduction at its rate (the bound with it); --wire refuses a model
+    whose reductions come from the step curve, in one line."""
+    argv = ["predict", "-c", "allreduce", "-a", "ring", "-p", "4", "-s", "16MiB",
+            "--profile", str(measured)]  # fmt: skip
+    doc = cli_json(*argv, "--gamma", "1GB/s")
+    profile = load_profile(measured)
+    plain = Hockney(message=profile.message_curve().fit, gamma=1e-9)
+    s = commsim.build("allreduce", "ring", nranks=4)
+    [row] = doc["results"]
+    assert row["time_s"] == pytest.approx(float(plain.predict(s, 16 * 2**20).time), rel=1e-12)
+    assert "reduction" not in doc["model"] and doc["model"]["gamma_s_per_byte"] == 1e-9
+    assert not any("cannot compute" in n for n in doc.get("notes", []))
+    rc, _, err = cli(*argv, "--wire", "int8")
+    assert rc == 2 and "--gamma" in err and len(err.strip().splitlines()) == 1

@@ -28,6 +28,9 @@ import numpy as np
 
 from commsim.bench._launch import DEFAULT_TIMEOUT, run_module
 from commsim.bench._machine import oversubscription, usable_cores
+from commsim.bench.calibrate._cuda_bench import CUDA_KINDS
+from commsim.bench.calibrate._jax_bench import JAX_KINDS
+from commsim.bench.calibrate._mpi_bench import MPI_KINDS
 from commsim.bench.calibrate._samples import KINDS, Samples
 from commsim.bench.calibrate._stability import fit_stable
 from commsim.errors import CommsimError
@@ -49,8 +52,6 @@ __all__ = [
     "suite_of",
 ]
 
-#: what the MPI suite measures, in this order (:mod:`commsim.bench.calibrate._mpi_bench`)
-MPI_KINDS = ("pingpong", "exchange", "step", "burst", "overhead", "reduction", "call")
 #: 8 B .. 64 MiB, powers of two (the issue's range; nccl-tests' default step)
 DEFAULT_SIZES = tuple(2**k for k in range(3, 27))
 #: interleaved measurement blocks (passes over the sizes) that the stability check resamples:
@@ -178,26 +179,31 @@ cuda_device_samples = _in_process(
 class Suite:
     """A suite of transport microbenchmarks: ``run(nranks, sizes, *, repeats, warmup, blocks,
     timeout, progress)`` returns one :class:`Samples` per kind; ``transport`` says what it measures (a
-    profile's header)."""
+    profile's header), ``kinds`` which curves it measures."""
 
     run: Callable[..., list[Samples]]
     transport: str
+    kinds: tuple[str, ...]
 
 
 #: The suites by the kind of transport they measure: a backend's row names its suite
 #: (:attr:`commsim.exec.BackendInfo.calibration`), so calibration never asks which backend it is.
 SUITES: dict[str, Suite] = {
     "mpi-processes": Suite(
-        mpi_samples, "MPI (mpi4py on numpy buffers, OSU-style); reductions numpy float32"
+        mpi_samples,
+        "MPI (mpi4py on numpy buffers, OSU-style); reductions numpy float32",
+        MPI_KINDS,
     ),
     "jax-devices": Suite(
         jax_device_samples,
         "JAX devices as the executor runs a step (ppermute rounds with their slices and "
         "write-backs in one jitted shard_map, every device at once, batch differences)",
+        JAX_KINDS,
     ),
     "cuda-device": Suite(
         cuda_device_samples,
         "CUDA devices (numba device copies, batch differences); a numba add kernel",
+        CUDA_KINDS,
     ),
 }
 

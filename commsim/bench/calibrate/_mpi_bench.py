@@ -44,7 +44,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["burst_count", "main"]
+__all__ = ["MPI_KINDS", "burst_count", "main"]
+
+#: the kinds this suite measures, in this order (the table above)
+MPI_KINDS = ("pingpong", "exchange", "step", "burst", "overhead", "reduction", "call")
 
 _TARGET = 1e-3  # seconds one repeat should last
 _BURST = 16  # messages in a burst, at most ...
