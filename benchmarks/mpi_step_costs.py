@@ -45,13 +45,13 @@ def _median_time(fn, comm, iters: int) -> float:
     return float(np.median(times))
 
 
-def measure(comm, nbytes: int) -> dict[str, float]:
+def measure(comm, nbytes: int, zeros=lambda n: np.zeros(n, np.float32)) -> dict[str, float]:
     """The times (seconds per iteration, the columns of the table) for halves of ``nbytes``
     bytes."""
     peer = 1 - comm.Get_rank()
     n = max(nbytes // 4, 1)
-    mine, other, scratch = (np.zeros(n, np.float32) for _ in range(3))
-    out, back = np.zeros(n, np.float32), np.zeros(n, np.float32)
+    mine, other, scratch = (zeros(n) for _ in range(3))
+    out, back = zeros(n), zeros(n)
 
     def exchange(k):
         for _ in range(k):
@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--sizes", default="32KiB,256KiB,1MiB,8MiB,32MiB",
                     help="each rank's half, e.g. 32KiB,1MiB (default: %(default)s)")  # fmt: skip
+    ap.add_argument("--align", choices=("page", "numpy"), default="page",
+                    help="buffers on a page, as calibrate and the mpi4py executor allocate them, "
+                    "or where numpy puts them (16-byte aligned; default: %(default)s)")  # fmt: skip
     args = ap.parse_args(argv)
     comm = MPI.COMM_WORLD
     if comm.Get_size() != 2:
@@ -98,7 +101,17 @@ def main(argv: list[str] | None = None) -> int:
             print("mpi_step_costs: run it on 2 ranks (mpirun -n 2 python ...)")
         return 2
     sizes = [units.parse_size(s) for s in args.sizes.split(",")]
-    rows = [(b, measure(comm, int(b))) for b in sizes]
+    if args.align == "page":
+        from commsim.exec import aligned_zeros
+
+        def zeros(n):
+            return aligned_zeros(n, np.float32)
+    else:
+
+        def zeros(n):
+            return np.zeros(n, np.float32)
+
+    rows = [(b, measure(comm, int(b), zeros)) for b in sizes]
     if comm.Get_rank() == 0:
         cols = ["exchange", "forward", "add", "reduce then send", "sum of parts", "step",
                 "forward + add"]  # fmt: skip

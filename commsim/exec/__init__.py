@@ -7,6 +7,7 @@ capabilities; none compares a backend's name.
 """
 
 from commsim._deprecation import deprecated_aliases
+from commsim.exec._aligned import aligned_copy, aligned_empty, aligned_zeros
 from commsim.exec._backend import (
     Backend,
     Compiled,
@@ -44,6 +45,9 @@ __all__ = [
     "Layout",
     "OnCommunicator",
     "StepTimed",
+    "aligned_copy",
+    "aligned_empty",
+    "aligned_zeros",
     "backend_info",
     "buckets",
     "check_compression",

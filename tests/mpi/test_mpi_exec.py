@@ -530,3 +530,19 @@ def test_measure_in_place_on_the_host_executor(world):
     ]  # fmt: skip
     assert all(m.backend == "mpi4py" and m.check == "ok" and m.time_s > 0 for m in ms)
     assert ms[0].native == "MPI_Allreduce (mpi4py)" and ms[0].host_native is None
+
+
+def test_the_host_executor_runs_on_page_aligned_buffers(backend, world):
+    """Where a buffer starts changed a step's time 2x (commsim.exec._aligned): the mpi4py
+    executor's buffer, and the library's collective it is compared with, start on a page."""
+    from commsim.exec._aligned import PAGE
+    from commsim.exec.mpi import HostMpiBackend
+
+    be = HostMpiBackend(backend.comm)
+    s = commsim.build("allreduce", "recursive_doubling", nranks=world)
+    lay = layout(s, 4 * s.nbytes_units + 3)  # a size whose rows start off any page
+    host = np.arange(world * lay.nelems, dtype=np.float32).reshape(world, lay.nelems)
+    buf = be.compile(s, lay, np.float32).put(host)
+    assert buf.ctypes.data % PAGE == 0
+    native = backend.host_native(s, lay, np.float32)
+    assert native is not None and native.put(host).ctypes.data % PAGE == 0

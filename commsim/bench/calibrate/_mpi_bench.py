@@ -30,7 +30,9 @@ the spread.
                schedule (:mod:`commsim.bench._overhead`): its per-run overhead
 =============  =======================================================================
 
-Ranks past the ones a benchmark needs wait at the barriers. Rank 0 writes the samples (JSON)
+Every buffer starts on a page, as the OSU micro-benchmarks allocate theirs
+(:mod:`commsim.exec._aligned`: a step's time changed 2× with its buffer's alignment). Ranks past
+the ones a benchmark needs wait at the barriers. Rank 0 writes the samples (JSON)
 and a progress file; a rank that raises writes its error and calls ``MPI_Abort``.
 """
 
@@ -43,6 +45,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from commsim.exec import aligned_zeros
 
 __all__ = ["MPI_KINDS", "burst_count", "main"]
 
@@ -86,7 +90,7 @@ def _repeats(comm: Any, op: Any, repeats: int, warmup: int) -> list[float]:
 
 def _pingpong(comm: Any, n: int) -> Any:
     rank = comm.Get_rank()
-    buf = np.zeros(n, np.uint8)
+    buf = aligned_zeros(n, np.uint8)
 
     def op(k: int) -> None:
         for _ in range(k):
@@ -103,7 +107,7 @@ def _pingpong(comm: Any, n: int) -> Any:
 def _exchange(comm: Any, n: int) -> Any:
     rank, size = comm.Get_rank(), comm.Get_size()
     peer = rank ^ 1
-    bufs = [np.zeros(n, np.uint8), np.zeros(n, np.uint8)]
+    bufs = [aligned_zeros(n, np.uint8), aligned_zeros(n, np.uint8)]
     active = peer < size
 
     def op(k: int) -> None:
@@ -120,8 +124,8 @@ def _step(comm: Any, n: int) -> Any:
     so the values never grow); the next repeat sends what this one reduced."""
     rank, size = comm.Get_rank(), comm.Get_size()
     peer = rank ^ 1
-    buf = np.zeros(max(n // 4, 1), np.float32)
-    got = np.empty_like(buf)
+    buf = aligned_zeros(max(n // 4, 1), np.float32)
+    got = aligned_zeros(buf.shape, np.float32)
     active = peer < size
 
     def op(k: int) -> None:
@@ -148,7 +152,9 @@ def burst_count(n: int) -> int:
 
 def _burst(comm: Any, n: int, count: int) -> Any:
     rank = comm.Get_rank()
-    bufs = [np.zeros(n, np.uint8) for _ in range(count)] if rank < 2 else []  # the two that send
+    bufs = (
+        [aligned_zeros(n, np.uint8) for _ in range(count)] if rank < 2 else []
+    )  # the two that send
     ack = np.zeros(0, np.uint8)
 
     def op(k: int) -> None:
@@ -172,7 +178,7 @@ def _burst(comm: Any, n: int, count: int) -> Any:
 def _overhead(comm: Any, n: int) -> Any:
     """Rank 0's time inside ``Send`` of an eager message; rank 1 receives them afterwards."""
     rank = comm.Get_rank()
-    buf = np.zeros(n, np.uint8)
+    buf = aligned_zeros(n, np.uint8)
 
     def op(k: int) -> float:
         spent = 0.0
@@ -193,8 +199,10 @@ def _reduce(comm: Any, n: int) -> Any:
     """Every rank reduces its own ``n`` bytes at once (the slowest rank's time counts): a
     reduce-scatter or allreduce step has every rank reduce together, and one rank alone would
     have the memory bandwidth to itself."""
-    a = np.ones(max(n // 4, 1), np.float32)
-    b = np.ones_like(a)
+    a = aligned_zeros(max(n // 4, 1), np.float32)
+    a.fill(1.0)
+    b = aligned_zeros(a.shape, np.float32)
+    b.fill(1.0)
 
     def op(k: int) -> None:
         for _ in range(k):
