@@ -599,8 +599,14 @@ class _Clocks:
     def _time(self, units: np.ndarray) -> np.ndarray:
         """``[messages, sizes]`` transfer times of messages of ``units`` slot units each."""
         if self.piecewise is not None:
-            return self.piecewise(np.multiply.outer(units, self.per_unit))
+            return self._measured(self.piecewise, units)
         return self.alpha + np.multiply.outer(units, self.bw)
+
+    def _measured(self, curve: Any, units: np.ndarray) -> np.ndarray:
+        """``[n, sizes]``: ``curve`` at ``units`` slot units each, evaluated once per distinct
+        count (a round's messages mostly have one), then spread back to the messages."""
+        distinct, which = np.unique(units, return_inverse=True)
+        return curve(np.multiply.outer(distinct, self.per_unit))[which.reshape(-1)]
 
     def _reduce(self, units: np.ndarray, local: bool = False) -> np.ndarray:
         r"""``[n, sizes]`` times to reduce ``units`` slot units each: :math:`b\gamma`, or the
@@ -609,8 +615,11 @@ class _Clocks:
         curve = self.reduction.alone if local and self.reduction is not None else self.reduction
         if curve is None:
             return np.multiply.outer(units, self.gw)
-        nbytes = np.multiply.outer(units, self.per_unit)
-        return np.where(nbytes > 0, curve(nbytes), 0.0)
+        out = np.zeros((len(units), len(self.per_unit)))
+        has = units > 0
+        if has.any():
+            out[has] = self._measured(curve, units[has])
+        return out
 
     def _shared_round(self, msg: Any, idx: np.ndarray) -> None:
         """Messages ``idx`` in flight together; each rank's sends (receives) share its link."""
