@@ -16,10 +16,13 @@ iterations of:
   (recursive doubling's step, what ``commsim calibrate`` times as its ``step`` curve), beside
   ``forward + add``, its parts timed apart.
 
-Run it under MPI with two ranks (rank 0 prints a markdown table)::
+Every buffer starts on a page, as ``commsim calibrate`` and the mpi4py executor allocate
+theirs; ``--align numpy`` puts them where numpy does (16-byte aligned), which changed the
+step's time 2× on a 2-vCPU machine (``docs/validation.md``). Run it under MPI with two ranks
+(rank 0 prints a markdown table)::
 
     mpirun -n 2 python benchmarks/mpi_step_costs.py
-    mpirun -n 2 python benchmarks/mpi_step_costs.py --sizes 32KiB,512KiB,8MiB
+    mpirun -n 2 python benchmarks/mpi_step_costs.py --sizes 32KiB,512KiB,8MiB --align numpy
 """
 
 from __future__ import annotations
@@ -45,11 +48,17 @@ def _median_time(fn, comm, iters: int) -> float:
     return float(np.median(times))
 
 
-def measure(comm, nbytes: int, zeros=lambda n: np.zeros(n, np.float32)) -> dict[str, float]:
+def measure(comm, nbytes: int, zeros=None) -> dict[str, float]:
     """The times (seconds per iteration, the columns of the table) for halves of ``nbytes``
     bytes."""
     peer = 1 - comm.Get_rank()
     n = max(nbytes // 4, 1)
+    if zeros is None:  # on a page, as calibrate and the mpi4py executor allocate
+        from commsim.exec import aligned_zeros
+
+        def zeros(n):
+            return aligned_zeros(n, np.float32)
+
     mine, other, scratch = (zeros(n) for _ in range(3))
     out, back = zeros(n), zeros(n)
 
@@ -101,16 +110,11 @@ def main(argv: list[str] | None = None) -> int:
             print("mpi_step_costs: run it on 2 ranks (mpirun -n 2 python ...)")
         return 2
     sizes = [units.parse_size(s) for s in args.sizes.split(",")]
-    if args.align == "page":
-        from commsim.exec import aligned_zeros
 
-        def zeros(n):
-            return aligned_zeros(n, np.float32)
-    else:
+    def numpy_zeros(n):
+        return np.zeros(n, np.float32)
 
-        def zeros(n):
-            return np.zeros(n, np.float32)
-
+    zeros = numpy_zeros if args.align == "numpy" else None
     rows = [(b, measure(comm, int(b), zeros)) for b in sizes]
     if comm.Get_rank() == 0:
         cols = ["exchange", "forward", "add", "reduce then send", "sum of parts", "step",

@@ -340,3 +340,14 @@ def test_models_that_cannot_take_a_step_reduction_refuse_it():
     r = m.reduction
     with pytest.raises(ParameterError, match="measured reduction"):
         Twin.of(Hockney(reduction=r), commsim.build("allreduce", "ring", nranks=4))
+
+
+def test_a_reduction_of_zero_bytes_costs_nothing():
+    """At a size of 0 bytes nothing is reduced: the step curve's intercept is not charged."""
+    p = _step_profile()
+    with_step = Hockney.from_profile(p)
+    without = Hockney(message=p.curves["exchange"].fit, gamma=p.gamma)
+    for name in ("ring", "recursive_doubling"):
+        s = commsim.build("allreduce", name, nranks=8)
+        t = with_step.predict(s, np.array([0.0, 4096.0])).time
+        assert t[0] == without.predict(s, 0.0).time and t[1] > without.predict(s, 4096.0).time

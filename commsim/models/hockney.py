@@ -617,8 +617,8 @@ class _Clocks:
             return np.multiply.outer(units, self.gw)
         out = np.zeros((len(units), len(self.per_unit)))
         has = units > 0
-        if has.any():
-            out[has] = self._measured(curve, units[has])
+        if has.any():  # and no charge at a size of 0 bytes (per_unit 0)
+            out[has] = np.where(self.per_unit > 0, self._measured(curve, units[has]), 0.0)
         return out
 
     def _shared_round(self, msg: Any, idx: np.ndarray) -> None:

@@ -27,7 +27,11 @@ cannot deadlock either (:mod:`commsim.exec.mpi._plan`).
 
 Scratch buffers are allocated once per program (:func:`compiled`), so a timed run allocates
 nothing; every buffer starts on a page (:mod:`commsim.exec._aligned`: where a buffer starts
-changed a step's time by 2× on a 2-vCPU machine), as the OSU micro-benchmarks allocate theirs. ``run`` works in place on the buffer ``put`` returns (``buf = run(buf)``, as the
+changed a step's time by 2× on a 2-vCPU machine), as the OSU micro-benchmarks allocate theirs.
+A message is a range of the buffer, so it starts on a cache line only where its offset is a
+multiple of 64 bytes (every message of a power-of-two size on a power-of-two rank count; a
+ring on 3 ranks cuts 64 KiB at 20 and 40 bytes past a line), while ``calibrate`` times
+aligned messages. ``run`` works in place on the buffer ``put`` returns (``buf = run(buf)``, as the
 donated mpi4jax program); ``repeat(buf, k)`` is ``k`` runs, one Python loop.
 """
 
