@@ -318,16 +318,24 @@ def test_step_reductions_never_undercut_the_bound_with_ports_or_links(ports, lin
 
 
 def test_steps_without_reductions_keep_the_fast_paths_and_the_same_numbers():
-    """A measured reduction alone sends only the steps that reduce to the numpy path; the
-    same model with a one-piece message curve (every step on the numpy path) agrees."""
+    """A measured reduction alone keeps the level clocks (a uniform step that reduces moves
+    them by its message size's r) and sends only other reducing steps to the numpy path; the
+    same model with a two-piece message curve whose second piece is never reached (every step
+    on the numpy path) agrees to rounding."""
     r = _step_profile().step_reduction()
     fast = Hockney(alpha=1.5e-6, beta=1 / 6e9, reduction=r)
-    slow = Hockney(message=PiecewiseLinear.hockney(1.5e-6, 1 / 6e9), reduction=r)
+    never = PiecewiseLinear((Piece(0, 1.5e-6, 1 / 6e9), Piece(1e15, 0.0, 0.0)))
+    slow = Hockney(message=never, reduction=r)
+    sizes = np.concatenate([[0.0], SIZES])
     for name in ("ring", "rabenseifner", "recursive_doubling"):
-        s = commsim.build("allreduce", name, nranks=256)
-        np.testing.assert_allclose(
-            fast.predict(s, SIZES).time, slow.predict(s, SIZES).time, rtol=1e-12
-        )
+        for q in (2, 5, 256):
+            s = commsim.build("allreduce", name, nranks=q)
+            np.testing.assert_allclose(
+                fast.predict(s, sizes).time, slow.predict(s, sizes).time, rtol=1e-12
+            )
+    ring = commsim.build("allreduce", "ring", nranks=256)
+    assert fast._run(ring, SIZES).level_steps == ring.nsteps  # every step on level clocks
+    assert slow._run(ring, SIZES).level_steps == 0
     assert "reduction in a step" in fast.describe() and "reduction=" in repr(fast)
 
 

@@ -27,8 +27,9 @@ How a schedule is timed (the IR's semantics made quantitative):
   buffers' cache lines), in place of :math:`b\gamma`; with k ports, a rank's reductions of one
   round cost :math:`r(\sum b)`. A local reduction (no message) costs what the reduction alone
   costs (:attr:`~commsim.profiles.StepReduction.alone`, else :math:`b\gamma`). γ becomes
-  :math:`r`'s floor, the lower bound's. Steps that reduce take the numpy path; the others keep
-  the fast paths.
+  :math:`r`'s floor, the lower bound's. A uniform step that reduces moves the level clocks by
+  :math:`\alpha + u\beta + r(u)`; other steps that reduce take the numpy path, and steps that
+  reduce nothing keep the fast paths.
 * **k ports sharing one link** (``ports=k``; ``"multi"``: as many as the step needs). A rank keeps
   up to ``k`` sends and ``k`` receives in flight, but they share its link, as in the k-port model
   of Bruck et al. (1997) and Chan et al. (2007): ``k`` consecutive rounds of the decomposition run
@@ -421,13 +422,16 @@ class _Clocks:
     #: whether uniform steps on level clocks take the shortcut (tests turn it off to compare)
     LEVEL = True
 
-    def _uniform(self, i: int, st: Step) -> bool:
+    def _uniform(self, i: int, st: Step, gw: np.ndarray | None = None) -> bool:
         """One uniform step on level clocks: ``True`` when ``st`` is one (see the module
-        docstring), the level then moved; ``False`` with nothing touched otherwise.
+        docstring), the level then moved; ``False`` with nothing touched otherwise. ``gw``:
+        seconds per reduced unit, per size (default γ's; a measured reduction's, for this
+        step's message size).
 
         Shared or read-only arrays seen before (a ring's ranks, counts and flags) are not
         checked again: only the step's slot ranges are, two array reductions each, and
         then the level moves without a compiled kernel (so without numba's start-up)."""
+        gw = self.gw if gw is None else gw
         level = self.level
         assert level is not None
         perm, flat = self._perm, self._flat
@@ -440,7 +444,7 @@ class _Clocks:
                 and (st.dst_slot is st.src_slot or _in_bounds(st.dst_slot, c, self.nslots))
             ):
                 _numpy_kernels.level_step(
-                    level, self.alpha, c * self.unit, self.bw, self.gw, red, self.last
+                    level, self.alpha, c * self.unit, self.bw, gw, red, self.last
                 )
                 self.level_steps += 1
                 return True
@@ -449,7 +453,7 @@ class _Clocks:
         if not kernels.uniform_step(
             st.src, st.dst, st.src_slot, st.dst_slot, st.count, st.reduce,
             self.schedule.slot_offsets, self.unit, self.p, self.seen_s, self.seen_d, -(i + 1),
-            known, level, self.alpha, self.bw, self.gw, self.last,
+            known, level, self.alpha, self.bw, gw, self.last,
         ):  # fmt: skip
             return False
         if frozen:  # a uniform step: a permutation pair, one count, one flag
@@ -523,7 +527,10 @@ class _Clocks:
         """The compiled single-port step; ``False`` when its messages need the general path
         (with a measured reduction, every step that reduces)."""
         if self.reduction is not None and st.reduce.any():
-            return False
+            # a uniform step on level clocks at its message size's measured rate; any
+            # other step that reduces takes the general path
+            gw = self._step_gw(st) if self.level is not None else None
+            return gw is not None and self._uniform(i, st, gw)
         if self.level is not None:
             if self._uniform(i, st) or (self.links == 1 and self._shift_classes(st)):
                 return True
@@ -607,6 +614,15 @@ class _Clocks:
         count (a round's messages mostly have one), then spread back to the messages."""
         distinct, which = np.unique(units, return_inverse=True)
         return curve(np.multiply.outer(distinct, self.per_unit))[which.reshape(-1)]
+
+    def _step_gw(self, st: Step) -> np.ndarray | None:
+        """Seconds per reduced unit, per size, of the measured reduction at the size of
+        ``st``'s first message (what a uniform step's messages all reduce), or ``None`` where
+        the step cannot be uniform on level clocks (no uniform slots, no messages)."""
+        if self.unit == 0 or not len(st.count) or int(st.count[0]) <= 0:
+            return None
+        u = int(st.count[0]) * self.unit
+        return self._reduce(np.array([u]))[0] / u
 
     def _reduce(self, units: np.ndarray, local: bool = False) -> np.ndarray:
         r"""``[n, sizes]`` times to reduce ``units`` slot units each: :math:`b\gamma`, or the
