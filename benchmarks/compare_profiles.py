@@ -16,9 +16,11 @@ import argparse
 import json
 import sys
 
+from commsim.bench.calibrate import SUITES
 from commsim.profiles import load_profile
 
-CURVES = ("pingpong", "exchange", "step", "burst", "reduction")
+#: the fitted curves of an MPI profile (the suite's kinds less the two that are not curves)
+CURVES = tuple(k for k in SUITES["mpi-processes"].kinds if k not in ("overhead", "call"))
 
 
 def compare(first: str, second: str) -> list[dict]:

@@ -189,10 +189,9 @@ class Hockney:
         its γ."""
         curve = profile.message_curve()
         src = f"{profile.source or 'profile'} {curve.kind} curve"
-        red = profile.step_reduction()
         return cls(
-            gamma=profile.gamma if red is None else 0.0, ports=ports, links=links,
-            message=curve.fit, reduction=red, source=src,
+            gamma=profile.gamma, ports=ports, links=links, message=curve.fit,
+            reduction=profile.step_reduction(), source=src,
         )  # fmt: skip
 
     @property
