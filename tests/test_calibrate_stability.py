@@ -8,7 +8,14 @@ import dataclasses
 import numpy as np
 import pytest
 
-from commsim.bench.calibrate import Samples, default_blocks, fit_at, fit_pieces, fit_stable
+from commsim.bench.calibrate import (
+    Samples,
+    default_blocks,
+    fit_at,
+    fit_pieces,
+    fit_stable,
+    splits_of,
+)
 from commsim.errors import CommsimError
 from commsim.profiles import FitIntervals, Profile, load_profile, save_profile
 
@@ -35,9 +42,18 @@ def test_a_known_switch_is_recovered_and_its_intervals_cover_the_truth():
     assert [p.start for p in c.fit.pieces] == [0.0, SWITCH]
     assert iv.status == "stable" and iv.stable and iv.support[1] >= 0.75
     assert iv.start[1, 0] <= SWITCH <= iv.start[1, 1]
-    for k, (alpha, beta) in enumerate(TRUTH):
-        assert iv.covers(k, alpha, beta), (k, iv.alpha[k], iv.beta[k])
     assert iv.replicates == 100 and iv.blocks == 5 and iv.level == 0.95
+    # 95% intervals: over 10 independent draws each parameter's covers the truth at least 8
+    # times (28 of 30 to 30 of 30 per parameter over 30 draws when this was written)
+    covered = np.zeros((2, 2))
+    for seed in range(10):
+        iv = fit_stable(_draw(seed)).intervals
+        for k, (alpha, beta) in enumerate(TRUTH):
+            covered[k] += [
+                iv.alpha[k, 0] <= alpha <= iv.alpha[k, 1],
+                iv.beta[k, 0] <= beta <= iv.beta[k, 1],
+            ]
+    assert (covered >= 8).all(), covered
 
 
 @pytest.mark.parametrize("seeds", [(1, 2), (5, 6), (7, 8)])
@@ -54,15 +70,52 @@ def test_the_same_samples_give_the_same_intervals():
     assert np.array_equal(a.intervals.beta, b.intervals.beta)
 
 
-def test_a_breakpoint_the_resamples_do_not_confirm_is_merged():
-    # a bend of 3% in one size range, under 3% noise: the full data may split, resamples rarely
-    rng = np.random.default_rng(0)
+def test_a_bend_below_the_tolerance_is_one_piece_however_quiet_the_run():
+    # a 3% bend over 4 KiB .. 64 KiB: the BIC splits it when the repeats are quiet enough, the
+    # tolerance rule (5%) never does, so a quieter run does not get more pieces
     t = (2e-6 + N / 5e9) * np.where((N >= 4096) & (N < 65536), 1.03, 1.0)
-    times = t[:, None] * (1 + 0.03 * rng.standard_normal((len(N), 6)))
-    c = fit_stable(Samples("exchange", N, times, "mpi", 2, blocks=2), support=1.01)
-    assert len(c.fit.pieces) == 1
-    if not c.intervals.stable:  # a split was proposed and refused: the status says so
-        assert c.intervals.status.startswith("unstable breakpoints merged: ")
+    for noise in (0.0005, 0.01, 0.03):
+        rng = np.random.default_rng(0)
+        times = t[:, None] * (1 + noise * rng.standard_normal((len(N), 10)))
+        c = fit_stable(Samples("exchange", N, times, "mpi", 2, blocks=5))
+        assert len(c.fit.pieces) == 1, noise
+    assert len(fit_pieces(N, t, noise=0.0005)[0].pieces) > 1  # what the BIC does there
+
+
+def test_a_bend_above_the_tolerance_is_a_piece_however_noisy_the_run():
+    # the protocol switch (a 2x jump) under 10% noise per repeat: still two pieces
+    c = fit_stable(_draw(2, noise=0.10, blocks=10, per=3))
+    assert [p.start for p in c.fit.pieces] == [0.0, SWITCH]
+
+
+def test_a_breakpoint_the_resamples_do_not_confirm_is_kept_and_reported():
+    # support above 1 can never be reached: every breakpoint is reported, none is merged away
+    c = fit_stable(_draw(3), support=1.01)
+    assert [p.start for p in c.fit.pieces] == [0.0, SWITCH]
+    assert c.intervals.status.startswith("unstable breakpoints: 64KiB (")
+    assert not c.intervals.stable and c.quality.max_rel_residual < 0.05
+
+
+def test_splits_give_the_fewest_pieces_within_the_tolerance_or_an_exact_count():
+    t = _curve(N)
+    sp = splits_of(N, t)
+    assert [p.start for p in sp.within(0.05)[0].pieces] == [0.0, SWITCH]
+    assert len(sp.within(10.0)[0].pieces) == 1  # everything is within 1000%
+    three = sp.exactly(3)
+    assert len(three.pieces) == 3 and np.allclose(three(N), t, rtol=1e-9)
+    assert sp.exactly(9) is None  # 22 sizes do not make 9 pieces of 3
+
+
+def test_the_centre_is_a_trimmed_mean_of_the_block_medians():
+    # 10 blocks, two of them slow: a median would sit on one mode or the other as their share
+    # moves; the trimmed mean leaves the 2 slowest and 2 fastest out and moves smoothly
+    times = np.ones((len(N), 10))
+    times[:, 8:] = 3.0
+    c = fit_stable(Samples("exchange", N, times * _curve(N)[:, None], "mpi", 2, blocks=10))
+    assert np.allclose(c.median_s, _curve(N))
+    times[:, 6:] = 3.0  # four slow blocks: two of them count
+    c = fit_stable(Samples("exchange", N, times * _curve(N)[:, None], "mpi", 2, blocks=10))
+    assert np.allclose(c.median_s, _curve(N) * (4 + 2 * 3) / 6)
 
 
 def test_one_block_falls_back_to_the_plain_fit():
@@ -75,7 +128,7 @@ def test_block_medians_and_the_blocks_are_checked():
     assert s.block_medians().shape == (3, len(N))
     with pytest.raises(CommsimError, match="do not split into 4 blocks"):
         Samples("exchange", N, s.times, "mpi", 2, blocks=4)
-    assert default_blocks(15) == 5 and default_blocks(7) == 1
+    assert default_blocks(30) == 10 and default_blocks(15) == 5 and default_blocks(7) == 7
 
 
 def test_fit_at_uses_the_given_breakpoints():

@@ -18,7 +18,7 @@ import numpy as np
 
 from commsim import units
 from commsim.bench import DEFAULT_TIMEOUT
-from commsim.bench.calibrate import DEFAULT_BLOCKS, SUITES, Samples, calibrate
+from commsim.bench.calibrate import DEFAULT_BLOCKS, DEFAULT_REPEATS, SUITES, Samples, calibrate
 from commsim.cli import nccl_tests
 from commsim.cli.arguments import int_type, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError
@@ -52,15 +52,17 @@ Measure the transport a backend runs on and fit the models' parameters to it:
   reduction a local a += b: gamma
   call      one executor call that moves nothing: the per-call overhead of the executor
 For MPI the transport is timed as the OSU micro-benchmarks time it: mpi4py on numpy buffers,
-ranks started with mpirun. Each size's median over --repeats is fitted with a robust (Huber),
-relative least-squares line, piecewise: the breakpoints (eager/rendezvous switch, copy modes,
-cache levels) are found from the data, a new piece only where the curve bends by more than the
-repeats' own noise. The fit's R^2 and residuals are printed and written into the profile.
-The repeats are taken in --blocks interleaved passes over the sizes; 100 resamples of the
-blocks are fitted again, a breakpoint found in fewer than 75% of them is merged away (said as
-"unstable breakpoints merged"), and each piece's start, alpha and bandwidth get a 95%
-percentile interval, written into the profile beside the fit. --until-stable N measures up to
-N more rounds of blocks while a curve stays unstable.
+ranks started with mpirun, each repeat as many back-to-back operations as last about 1 ms.
+The repeats are taken in --blocks interleaved passes over every kind and size; each size's
+centre (the mean of the blocks' medians, the 20% highest and lowest left out) is fitted with a
+robust (Huber), relative least-squares line, piecewise: the fewest pieces that put every size
+within 5% of the curve (the breakpoints, an eager/rendezvous switch or a cache level, found
+from the data). 100 resamples of the blocks are fitted again: a breakpoint found in fewer
+than 75% of them is reported ("unstable breakpoints"), and each piece's start, alpha and
+bandwidth get a 95% interval (percentiles of the resamples, widened for the few blocks they
+come from), written into the profile beside the fit with R^2 and the residuals. Two
+calibrations agree when they have the same pieces and every parameter's intervals overlap.
+--until-stable N measures up to N more rounds of blocks while a curve stays unstable.
 
 --from-nccl-tests LOG --cluster PRESET|FILE fits a cluster's link parameters (latency and a
 bandwidth efficiency per link class) to an nccl-tests log instead, and writes a cluster file."""
@@ -105,17 +107,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--repeats",
         type=int_type("--repeats", 3),
-        default=15,
-        help="timed repeats per size; the median is fitted, the spread reported (default: 15)",
+        default=DEFAULT_REPEATS,
+        help="timed repeats per size; the centre of their blocks' medians is fitted, the spread "
+        f"reported (default: {DEFAULT_REPEATS})",
     )
     g.add_argument(
         "--blocks",
         type=int_type("--blocks", 1),
         default=None,
-        help="take the repeats in this many interleaved passes over the sizes; a breakpoint "
-        "stays only where resamples of the blocks find it again, and every parameter gets a "
-        "95%% interval (1: one pass, no intervals; default: the most blocks up to "
-        f"{DEFAULT_BLOCKS} that divide --repeats, 5 for 15)",
+        help="take the repeats in this many interleaved passes over the kinds and sizes; "
+        "resamples of the blocks check every breakpoint and give every parameter a 95%% "
+        "interval (1: one pass, no intervals, pieces by the BIC; default: the most blocks up "
+        f"to {DEFAULT_BLOCKS} that divide --repeats, {DEFAULT_BLOCKS} for {DEFAULT_REPEATS})",
     )
     g.add_argument(
         "--until-stable",
@@ -151,7 +154,7 @@ class CalibrateRequest:
     backend: str
     nranks: int
     sizes: tuple[int, ...]
-    repeats: int = 15
+    repeats: int = DEFAULT_REPEATS
     warmup: int = 2
     timeout: float = DEFAULT_TIMEOUT
     output: Path | None = None

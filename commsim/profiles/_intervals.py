@@ -4,11 +4,13 @@ A curve fitted from interleaved measurement blocks (``commsim calibrate --blocks
 :class:`FitIntervals`: for every piece, an interval for where it starts, for its
 :math:`\alpha` and for its :math:`\beta`, and the share of resamples in which its breakpoint
 appeared (its *support*). The status says whether the piece structure is ``"stable"`` (every
-breakpoint of the fit found again in most resamples) or which breakpoints were merged away as
-``"unstable: ..."``. The method that made them is :mod:`commsim.bench.calibrate._stability`.
+breakpoint of the fit found again in most resamples) or which were not, as
+``"unstable breakpoints: ..."``. The method that made them is
+:mod:`commsim.bench.calibrate._stability`.
 
-Two calibrations of one machine agree when each parameter of one lies in the other's interval;
-an old profile without intervals still loads (``Curve.intervals`` is ``None``).
+Two calibrations of one machine agree when they have as many pieces and every parameter's two
+intervals overlap (:meth:`FitIntervals.agrees`); an old profile without intervals still loads
+(``Curve.intervals`` is ``None``).
 """
 
 from __future__ import annotations

@@ -4,9 +4,12 @@
   devices, CUDA devices) and fit them: a :class:`commsim.profiles.Profile`.
 * :class:`Samples`: what one microbenchmark measured (raw times per size and repeat).
 * :func:`fit_curve`, :func:`fit_pieces`: the robust piecewise-linear fits (breakpoints from the
-  data), with their quality; :func:`fit_at` with given breakpoints.
-* :func:`fit_stable`: the fit of samples taken in blocks, with only the breakpoints resamples
-  of the blocks confirm, and a 95 % interval for every parameter.
+  data, by the BIC), with their quality; :func:`fit_at` with given breakpoints;
+  :func:`splits_of`, every piece count's best split (:class:`Splits`: the fewest pieces
+  within a tolerance, or a given number).
+* :func:`fit_stable`: the fit of samples taken in blocks: the fewest pieces within
+  :data:`TOLERANCE`, each breakpoint's support among resamples of the blocks, and a 95 %
+  interval for every parameter.
 * :func:`profile_from_samples`: samples to a profile (γ, LogGP, the per-call overhead).
 * :func:`fit_cluster`: a cluster's link latency and efficiency fitted to an nccl-tests log
   (:class:`commsim.interop.NcclTestsLog`), a :class:`ClusterFit`; :func:`predict_rows`, the
@@ -37,6 +40,7 @@ from commsim._lazy import lazy_exports
 if TYPE_CHECKING:
     from commsim.bench.calibrate._calibrate import (
         DEFAULT_BLOCKS,
+        DEFAULT_REPEATS,
         DEFAULT_SIZES,
         SUITES,
         Suite,
@@ -59,7 +63,7 @@ if TYPE_CHECKING:
         log_model,
         predict_rows,
     )
-    from commsim.bench.calibrate._fit import fit_at, fit_curve, fit_pieces
+    from commsim.bench.calibrate._fit import Splits, fit_at, fit_curve, fit_pieces, splits_of
     from commsim.bench.calibrate._library_fit import (
         LibraryFit,
         ProtocolLine,
@@ -67,22 +71,25 @@ if TYPE_CHECKING:
         library_times,
     )
     from commsim.bench.calibrate._samples import KINDS, Samples
-    from commsim.bench.calibrate._stability import REPLICATES, SUPPORT, fit_stable
+    from commsim.bench.calibrate._stability import REPLICATES, SUPPORT, TOLERANCE, fit_stable
 
 __all__ = [
     "DEFAULT_BLOCKS",
     "DEFAULT_FIT_UP_TO",
+    "DEFAULT_REPEATS",
     "DEFAULT_SIZES",
     "HELD_OUT_FROM",
     "KINDS",
     "REPLICATES",
     "SUITES",
     "SUPPORT",
+    "TOLERANCE",
     "ClusterFit",
     "LibraryFit",
     "LinkFit",
     "ProtocolLine",
     "Samples",
+    "Splits",
     "Suite",
     "calibrate",
     "cluster_description",
@@ -101,6 +108,7 @@ __all__ = [
     "mpi_samples",
     "predict_rows",
     "profile_from_samples",
+    "splits_of",
     "suite_of",
 ]
 
@@ -109,6 +117,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "commsim.bench.calibrate._calibrate": (
             "DEFAULT_BLOCKS",
+            "DEFAULT_REPEATS",
             "DEFAULT_SIZES",
             "SUITES",
             "Suite",
@@ -131,7 +140,13 @@ __getattr__, __dir__ = lazy_exports(
             "log_model",
             "predict_rows",
         ),
-        "commsim.bench.calibrate._fit": ("fit_at", "fit_curve", "fit_pieces"),
+        "commsim.bench.calibrate._fit": (
+            "Splits",
+            "fit_at",
+            "fit_curve",
+            "fit_pieces",
+            "splits_of",
+        ),
         "commsim.bench.calibrate._library_fit": (
             "LibraryFit",
             "ProtocolLine",
@@ -139,6 +154,11 @@ __getattr__, __dir__ = lazy_exports(
             "library_times",
         ),
         "commsim.bench.calibrate._samples": ("KINDS", "Samples"),
-        "commsim.bench.calibrate._stability": ("REPLICATES", "SUPPORT", "fit_stable"),
+        "commsim.bench.calibrate._stability": (
+            "REPLICATES",
+            "SUPPORT",
+            "TOLERANCE",
+            "fit_stable",
+        ),
     },
 )

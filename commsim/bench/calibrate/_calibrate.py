@@ -39,6 +39,7 @@ from commsim.profiles import LogGPParameters, Profile
 
 __all__ = [
     "DEFAULT_BLOCKS",
+    "DEFAULT_REPEATS",
     "DEFAULT_SIZES",
     "SUITES",
     "Suite",
@@ -54,9 +55,12 @@ __all__ = [
 
 #: 8 B .. 64 MiB, powers of two (the issue's range; nccl-tests' default step)
 DEFAULT_SIZES = tuple(2**k for k in range(3, 27))
-#: interleaved measurement blocks (passes over the sizes) that the stability check resamples:
-#: 15 repeats as 5 blocks of 3 (:mod:`commsim.bench.calibrate._stability`)
-DEFAULT_BLOCKS = 5
+#: timed repeats per size, and the interleaved measurement blocks (passes over the kinds and
+#: sizes) they are taken in, which the stability check resamples: 30 repeats as 10 blocks of 3
+#: (:mod:`commsim.bench.calibrate._stability`). With 5 blocks of 3, 13 of 15 pairs of six
+#: back-to-back calibrations agreed on every curve; with 10, all 15 (docs/validation.md)
+DEFAULT_REPEATS = 30
+DEFAULT_BLOCKS = 10
 
 
 def machine() -> str:
@@ -80,8 +84,8 @@ def default_blocks(repeats: int) -> int:
     """The most blocks up to :data:`DEFAULT_BLOCKS` that split ``repeats`` evenly.
 
     Examples:
-        >>> default_blocks(15), default_blocks(8), default_blocks(3), default_blocks(7)
-        (5, 4, 3, 1)
+        >>> default_blocks(30), default_blocks(15), default_blocks(8), default_blocks(7)
+        (10, 5, 8, 7)
     """
     return next(b for b in range(min(DEFAULT_BLOCKS, repeats), 0, -1) if repeats % b == 0)
 
@@ -98,7 +102,7 @@ def mpi_samples(
     nranks: int,
     sizes: Sequence[int] = DEFAULT_SIZES,
     *,
-    repeats: int = 15,
+    repeats: int = DEFAULT_REPEATS,
     warmup: int = 2,
     blocks: int = 1,
     kinds: Sequence[str] = MPI_KINDS,
@@ -148,7 +152,7 @@ def _in_process(module: str, function: str, where: str) -> Callable[..., list[Sa
         nranks: int,
         sizes: Sequence[int] = DEFAULT_SIZES,
         *,
-        repeats: int = 15,
+        repeats: int = DEFAULT_REPEATS,
         warmup: int = 2,
         blocks: int = 1,
         timeout: float = DEFAULT_TIMEOUT,
@@ -266,7 +270,7 @@ def calibrate(
     nranks: int,
     sizes: Sequence[int] = DEFAULT_SIZES,
     *,
-    repeats: int = 15,
+    repeats: int = DEFAULT_REPEATS,
     warmup: int = 2,
     blocks: int | None = None,
     until_stable: int = 0,

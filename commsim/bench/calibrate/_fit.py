@@ -27,13 +27,15 @@ A piece starts at the first measured size of its run; the first at 0 bytes. Fit 
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from commsim.bench.calibrate._samples import Samples
 from commsim.errors import CommsimError
 from commsim.profiles import Curve, FitQuality, Piece, PiecewiseLinear
 
-__all__ = ["fit_at", "fit_curve", "fit_pieces"]
+__all__ = ["Splits", "fit_at", "fit_curve", "fit_pieces", "splits_of"]
 
 _HUBER = 1.345  # Huber's tuning constant: 95% efficiency under Gaussian noise
 _NOISE_FLOOR = 0.005  # relative: below this a curve's bend is not told apart from noise
@@ -158,6 +160,51 @@ def _assemble(
     return PiecewiseLinear(tuple(pieces)), resid
 
 
+def _best_splits(
+    n: np.ndarray, t: np.ndarray, *, sigma: float, max_pieces: int, min_points: int
+) -> tuple[list[tuple[float, list[int]]], dict[tuple[int, int], tuple[float, float]]]:
+    """For every piece count k = 1 .. (at most ``max_pieces``), the split of the sizes into k
+    runs of at least ``min_points`` with the least total Huber loss (Bellman's segmented least
+    squares, dynamic programming): ``([(loss, starts) per k], fits of every run)``."""
+    m = len(n)
+    least = min_points if m >= 2 * min_points else m + 1  # fewer sizes: one piece only
+    k_max = max(1, min(max_pieces, m // max(least, 1)))
+    cost, fits = _segments(n, t, least, sigma)
+    # best[k, j]: the best split of sizes 0..j into k+1 pieces; back[k, j]: its last piece's start
+    best = np.full((k_max, m), np.inf)
+    back = np.zeros((k_max, m), dtype=np.int64)
+    best[0] = cost[0]
+    for k in range(1, k_max):
+        for j in range(m):
+            cand = best[k - 1, :j] + cost[1 : j + 1, j]  # last piece i..j, i >= 1
+            if len(cand) and np.isfinite(cand).any():
+                i = int(np.argmin(cand))
+                best[k, j], back[k, j] = cand[i], i + 1
+    out = []
+    for k in range(k_max):
+        if not np.isfinite(best[k, m - 1]):
+            break
+        starts, j = [], m - 1
+        for kk in range(k, 0, -1):
+            i = int(back[kk, j])
+            starts.append(i)
+            j = i - 1
+        out.append((float(best[k, m - 1]), [0, *reversed(starts)]))
+    return out, fits
+
+
+def _checked(sizes: np.ndarray, times: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = np.asarray(sizes, dtype=np.float64)
+    t = np.asarray(times, dtype=np.float64)
+    if len(n) < 2:
+        raise CommsimError(f"a fit of alpha and beta needs at least 2 sizes, got {len(n)}")
+    if (np.diff(n) <= 0).any():
+        raise CommsimError("the sizes of a fit must increase")
+    if not np.isfinite(t).all() or (t <= 0).any():
+        raise CommsimError("every measured time must be positive and finite")
+    return n, t
+
+
 def fit_pieces(
     sizes: np.ndarray,
     times: np.ndarray,
@@ -166,7 +213,8 @@ def fit_pieces(
     max_pieces: int = 4,
     min_points: int = 3,
 ) -> tuple[PiecewiseLinear, np.ndarray]:
-    """Fit ``times`` (one per size) piecewise; ``(the fit, relative residuals per size)``.
+    """Fit ``times`` (one per size) piecewise, the number of pieces by the BIC; ``(the fit,
+    relative residuals per size)``.
 
     Args:
         sizes: bytes, increasing (at least 2).
@@ -182,38 +230,67 @@ def fit_pieces(
         >>> [p.start for p in fit.pieces], float(abs(r).max()) < 1e-9
         ([0.0, 65536.0], True)
     """
-    n = np.asarray(sizes, dtype=np.float64)
-    t = np.asarray(times, dtype=np.float64)
-    if len(n) < 2:
-        raise CommsimError(f"a fit of alpha and beta needs at least 2 sizes, got {len(n)}")
-    if (np.diff(n) <= 0).any():
-        raise CommsimError("the sizes of a fit must increase")
-    if not np.isfinite(t).all() or (t <= 0).any():
-        raise CommsimError("every measured time must be positive and finite")
+    n, t = _checked(sizes, times)
     sigma = max(float(noise), _NOISE_FLOOR)
-    m = len(n)
-    least = min_points if m >= 2 * min_points else m + 1  # fewer sizes: one piece only
-    k_max = max(1, min(max_pieces, m // max(least, 1)))
-    cost, fits = _segments(n, t, least, sigma)
-    # best[k, j]: the best split of sizes 0..j into k+1 pieces; back[k, j]: its last piece's start
-    best = np.full((k_max, m), np.inf)
-    back = np.zeros((k_max, m), dtype=np.int64)
-    best[0] = cost[0]
-    for k in range(1, k_max):
-        for j in range(m):
-            cand = best[k - 1, :j] + cost[1 : j + 1, j]  # last piece i..j, i >= 1
-            if len(cand) and np.isfinite(cand).any():
-                i = int(np.argmin(cand))
-                best[k, j], back[k, j] = cand[i], i + 1
-    bic = [2 * best[k, m - 1] + 3 * (k + 1) * np.log(m) for k in range(k_max)]
-    k = int(np.argmin(bic))
-    starts, j = [], m - 1
-    for kk in range(k, 0, -1):
-        i = int(back[kk, j])
-        starts.append(i)
-        j = i - 1
-    starts = [0, *reversed(starts)]
-    return _assemble(n, t, starts, fits)
+    splits, fits = _best_splits(n, t, sigma=sigma, max_pieces=max_pieces, min_points=min_points)
+    bic = [2 * loss + 3 * len(starts) * np.log(len(n)) for loss, starts in splits]
+    return _assemble(n, t, splits[int(np.argmin(bic))][1], fits)
+
+
+@dataclasses.dataclass(frozen=True)
+class Splits:
+    """The best split of one curve's sizes into every number of pieces up to a maximum
+    (:func:`splits_of`): the fit for a tolerance or a piece count is read off, not searched
+    again."""
+
+    sizes: np.ndarray
+    times: np.ndarray
+    best: list[tuple[float, list[int]]]  # (loss, starts) for 1, 2, ... pieces
+    fits: dict[tuple[int, int], tuple[float, float]]
+
+    def within(self, tolerance: float | np.ndarray) -> tuple[PiecewiseLinear, np.ndarray]:
+        r"""The fewest pieces that put every size within ``tolerance`` (relative; one for all
+        sizes or one per size) of its time, or the most pieces where none does (the *min-#* rule of polygonal approximation, Imai
+        and Iri 1986, over the segmented least-squares splits); ``(the fit, relative residuals
+        per size)``. Unlike the BIC, the rule does not read the noise: a noisier run does not
+        get fewer pieces, so two runs whose medians agree to better than the tolerance choose
+        the same structure."""
+        for _, starts in self.best:
+            fit, resid = _assemble(self.sizes, self.times, starts, self.fits)
+            if (np.abs(resid) <= tolerance).all():
+                break
+        return fit, resid
+
+    def exactly(self, pieces: int) -> PiecewiseLinear | None:
+        """The best fit with exactly ``pieces`` pieces, or ``None`` where the sizes do not
+        split into that many runs."""
+        if len(self.best) < pieces:
+            return None
+        return _assemble(self.sizes, self.times, self.best[pieces - 1][1], self.fits)[0]
+
+
+def splits_of(
+    sizes: np.ndarray, times: np.ndarray, *, max_pieces: int = 4, min_points: int = 3
+) -> Splits:
+    """:class:`Splits` of ``times`` (one per size) into 1 .. ``max_pieces`` pieces of at least
+    ``min_points`` sizes.
+
+    Examples:
+        >>> n = 2.0 ** np.arange(3, 27)
+        >>> t = np.where(n < 65536, 1e-6 + n / 4e9, 20e-6 + n / 8e9)  # a switch at 64 KiB
+        >>> sp = splits_of(n, t)
+        >>> [p.start for p in sp.within(0.05)[0].pieces], len(sp.exactly(3).pieces)
+        ([0.0, 65536.0], 3)
+        >>> len(splits_of(n, t * (1 + 0.02 * np.cos(n))).within(0.05)[0].pieces)
+        2
+        >>> splits_of(n[:5], t[:5]).exactly(2) is None
+        True
+    """
+    n, t = _checked(sizes, times)
+    best, fits = _best_splits(
+        n, t, sigma=_NOISE_FLOOR, max_pieces=max_pieces, min_points=min_points
+    )
+    return Splits(n, t, best, fits)
 
 
 def _quality(t: np.ndarray, fitted: np.ndarray, resid: np.ndarray) -> FitQuality:

@@ -54,20 +54,34 @@ __all__ = ["MPI_KINDS", "burst_count", "main"]
 MPI_KINDS = ("pingpong", "exchange", "step", "burst", "overhead", "reduction", "call")
 
 _TARGET = 1e-3  # seconds one repeat should last
+_PROBE = 2e-4  # seconds the probe that sets the count must last (_inner)
+_INNER_MAX = 1000  # operations per repeat at most
 _BURST = 16  # messages in a burst, at most ...
 _BURST_BYTES = 256 * 2**20  # ... and at most this many bytes in flight (burst_count)
 _EAGER_MAX = 4096  # overhead: only sizes sent eagerly (Send returns before delivery)
 
 
-def _inner(comm: Any, op: Any, per: float | None = None) -> int:
-    """Back-to-back operations per repeat: ~1 ms of them, decided by rank 0 for everyone."""
-    if per is None:
+def _inner(comm: Any, op: Any) -> int:
+    """Back-to-back operations per repeat: about :data:`_TARGET` of them, the same count on
+    every rank. The rate comes from a probe that doubles its count until it lasts
+    :data:`_PROBE` (as ``timeit``'s autorange does), each step's continue-or-stop decided by
+    rank 0 for everyone: a probe of one operation, cold and dominated by the barrier's exit,
+    read 10-20 µs for an 8-byte exchange that takes 2, so the count came out anywhere from 4
+    to 48, and the per-operation times with it (2.0-3.2 µs). The count that reached
+    :data:`_PROBE` runs once more and the faster of the two sets the rate, so one interrupted
+    probe does not either."""
+
+    def timed(k: int) -> float:
         comm.Barrier()
         t0 = time.perf_counter()
-        op(1)
-        per = time.perf_counter() - t0
-    n = int(min(max(_TARGET / max(per, 1e-9), 1), 1000))
-    return int(comm.bcast(n, root=0))
+        op(k)
+        return time.perf_counter() - t0
+
+    k = 1
+    while not comm.bcast((spent := timed(k)) >= _PROBE or k >= _INNER_MAX, root=0):
+        k *= 2
+    per = comm.bcast(min(spent, timed(k)) / k, root=0)  # twice: one hiccup cannot set it
+    return int(min(max(_TARGET / max(per, 1e-9), 1), _INNER_MAX))
 
 
 def _repeats(comm: Any, op: Any, repeats: int, warmup: int) -> list[float]:
@@ -234,19 +248,46 @@ def _one(comm: Any, kind: str, n: int, repeats: int, warmup: int) -> list[float]
 
 
 def _measure(
-    comm: Any, kind: str, sizes: list[int], repeats: int, warmup: int, blocks: int, tick: Any
-) -> dict:
-    """Every size's repeats, taken in ``blocks`` interleaved passes over the sizes (block-major
-    columns); each pass warms each size up again, the first with ``warmup`` runs, later ones
-    with one."""
-    rows: list[list[float]] = [[] for _ in sizes]
+    comm: Any,
+    per_kind: dict[str, list[int]],
+    repeats: int,
+    warmup: int,
+    blocks: int,
+    tick: Any,
+) -> list[dict]:
+    """Every kind's repeats at every size, taken in ``blocks`` interleaved passes over all the
+    kinds and sizes (block-major columns): each block spans the whole run, so a disturbance that
+    lasts seconds (another virtual machine on the host drawing on the memory system) lands in
+    some blocks of every kind, where the block bootstrap sees it, instead of in every block of
+    the one kind measured meanwhile. Each pass warms each size up again, the first with
+    ``warmup`` runs, later ones with one."""
+    rows = {k: [[] for _ in sizes] for k, sizes in per_kind.items()}
     per = repeats // blocks
     for b in range(blocks):
-        for i, n in enumerate(sizes):
-            rows[i] += _one(comm, kind, n, per, warmup if b == 0 else min(warmup, 1))
-            if b == blocks - 1:
-                tick(f"{kind} {n} B")
-    return {"kind": kind, "sizes": sizes, "times": rows, "blocks": blocks}
+        for kind, sizes in per_kind.items():
+            for i, n in enumerate(sizes):
+                rows[kind][i] += _one(comm, kind, n, per, warmup if b == 0 else min(warmup, 1))
+                tick(f"{kind} {n} B, pass {b + 1} of {blocks}")
+    return [
+        {"kind": k, "sizes": sizes, "times": rows[k], "blocks": blocks}
+        for k, sizes in per_kind.items()
+    ]
+
+
+def _calls(comm: Any, repeats: int) -> list[dict]:
+    """Each MPI executor's per-run overhead, timed exactly as the measurement loop times a
+    schedule (:mod:`commsim.bench._overhead`)."""
+    from commsim.bench._overhead import call_samples
+    from commsim.exec.mpi import HostMpiBackend, MpiBackend
+
+    out = []
+    for executor in (MpiBackend(comm), HostMpiBackend(comm)):
+        s = call_samples(executor, comm.Get_size(), iters=max(repeats, 20))
+        out.append(
+            {"kind": "call", "sizes": [0], "times": s.times.tolist(), "notes": [f"{executor.name} executor: {n}" for n in s.notes],
+             "executor": executor.name}
+        )  # fmt: skip
+    return out
 
 
 def _run(config: dict[str, Any], workdir: Path, comm: Any) -> None:
@@ -255,16 +296,12 @@ def _run(config: dict[str, Any], workdir: Path, comm: Any) -> None:
     repeats, warmup = int(config["repeats"]), int(config["warmup"])
     blocks = int(config.get("blocks", 1))
     per_kind = {
-        k: (
-            [0]
-            if k == "call"
-            else [s for s in sizes if s <= _EAGER_MAX]
-            if k == "overhead"
-            else sizes
-        )
+        k: [s for s in sizes if s <= _EAGER_MAX] if k == "overhead" else sizes
         for k in kinds
+        if k != "call"
     }
-    total = sum(len(v) for v in per_kind.values())
+    per_kind = {k: v for k, v in per_kind.items() if v}
+    total = blocks * sum(len(v) for v in per_kind.values()) + ("call" in kinds)
     done = [0]
 
     def tick(note: str) -> None:
@@ -272,25 +309,13 @@ def _run(config: dict[str, Any], workdir: Path, comm: Any) -> None:
         if rank == 0:
             _write(workdir / "progress", f"{done[0]}\t{total}\t{note}\n")
 
-    out = []
-    for kind in kinds:
-        if not per_kind[kind]:
-            continue
-        if kind == "call":  # timed exactly as the measurement loop times a schedule
-            from commsim.bench._overhead import call_samples
-            from commsim.exec.mpi import HostMpiBackend, MpiBackend
-
-            for executor in (MpiBackend(comm), HostMpiBackend(comm)):
-                s = call_samples(executor, comm.Get_size(), iters=max(repeats, 20))
-                out.append(
-                    {"kind": "call", "sizes": [0], "times": s.times.tolist(), "notes": [f"{executor.name} executor: {n}" for n in s.notes],
-                     "executor": executor.name}
-                )  # fmt: skip
-            tick("call")
-            continue
-        out.append(_measure(comm, kind, per_kind[kind], repeats, warmup, blocks, tick))
+    out = _measure(comm, per_kind, repeats, warmup, blocks, tick)
+    if "call" in kinds:
+        out += _calls(comm, repeats)
+        tick("call")
     if rank == 0:
-        _write(workdir / "results.json", json.dumps(out))
+        order = {k: i for i, k in enumerate(kinds)}
+        _write(workdir / "results.json", json.dumps(sorted(out, key=lambda d: order[d["kind"]])))
 
 
 def _write(path: Path, text: str) -> None:
