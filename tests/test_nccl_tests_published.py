@@ -27,9 +27,16 @@ LOGS = {
     "oci-a100-1node-all_reduce.log": ("dgx-a100:1", 8, 1, 28, (67108864, 589.5, 199.23)),
     "oci-a100-2node-all_reduce.log": ("dgx-a100:2", 16, 2, 28, (8589934592, 225083, 71.56)),
     "coreweave-gb200-nvl72-all_reduce.log": ("gb200-nvl72:1", 72, 0, 5, (4294967296, 10094, 839.16)),
+    # condensed tables (no host names, no in-place columns): the rank count from busbw/algbw
+    "gcp-a4-b200-1node-all_reduce.log": ("dgx-b200:1", 8, 0, 12, (1073741824, 2576.7, 729.25)),
+    "gcp-a4-b200-2node-all_reduce.log": ("dgx-b200:2", 16, 0, 12, (1073741824, 3328.7, 604.82)),
 }  # fmt: skip
 #: logs that do not name their binary (their headers say how the collective is known)
-COLLECTIVE = {"coreweave-gb200-nvl72-all_reduce.log": "allreduce"}
+COLLECTIVE = {
+    "coreweave-gb200-nvl72-all_reduce.log": "allreduce",
+    "gcp-a4-b200-1node-all_reduce.log": "allreduce",
+    "gcp-a4-b200-2node-all_reduce.log": "allreduce",
+}
 
 
 def test_every_published_log_is_listed():

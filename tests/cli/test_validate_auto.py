@@ -28,6 +28,8 @@ LOGS = {
         "gb200-nvl72:1",
         ("--collective", "allreduce", "--channels", "1", "--protocol", "Simple"),
     ),
+    "gcp-a4-b200-1node-all_reduce.log": ("dgx-b200:1", ("--collective", "allreduce", *TWO)),
+    "gcp-a4-b200-2node-all_reduce.log": ("dgx-b200:2", ("--collective", "allreduce", *TWO)),
 }
 H100_2NODE = str(PUBLISHED / "oci-h100-2node-all_reduce.log")
 

@@ -47,9 +47,18 @@ PRESETS = {
     "oci-a100-1node-all_reduce.log": "dgx-a100:1",
     "oci-a100-2node-all_reduce.log": "dgx-a100:2",
     "coreweave-gb200-nvl72-all_reduce.log": "gb200-nvl72:1",
+    "gcp-a4-b200-1node-all_reduce.log": "dgx-b200:1",
+    "gcp-a4-b200-2node-all_reduce.log": "dgx-b200:2",
 }
 #: logs that do not name their binary (their headers say how the collective is known)
-EXTRA = {"coreweave-gb200-nvl72-all_reduce.log": ("--collective", "allreduce")}
+EXTRA = {
+    name: ("--collective", "allreduce")
+    for name in (
+        "coreweave-gb200-nvl72-all_reduce.log",
+        "gcp-a4-b200-1node-all_reduce.log",
+        "gcp-a4-b200-2node-all_reduce.log",
+    )
+}
 FIT_UP_TO = 16 << 20
 HELD_OUT_FROM = 64 << 20
 
