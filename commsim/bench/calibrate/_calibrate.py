@@ -57,8 +57,9 @@ __all__ = [
 DEFAULT_SIZES = tuple(2**k for k in range(3, 27))
 #: timed repeats per size, and the interleaved measurement blocks (passes over the kinds and
 #: sizes) they are taken in, which the stability check resamples: 30 repeats as 10 blocks of 3
-#: (:mod:`commsim.bench.calibrate._stability`). With 5 blocks of 3, 13 of 15 pairs of six
-#: back-to-back calibrations agreed on every curve; with 10, all 15 (docs/validation.md)
+#: (:mod:`commsim.bench.calibrate._stability`). Of six back-to-back calibrations, all 15 pairs
+#: agreed on every curve with 10 blocks; re-fitted from their first 5 blocks, 7 to 15 pairs per
+#: curve (docs/validation.md)
 DEFAULT_REPEATS = 30
 DEFAULT_BLOCKS = 10
 
