@@ -79,7 +79,8 @@ def _save(fig: Any, path: str | Path) -> Path:
 
 
 def draw_profile(profile: Profile, path: str | Path) -> Path:
-    """One panel per curve: measured medians (IQR bars) over the piecewise fit, breakpoints."""
+    """One panel per curve: the measured points the fit was made to (each size's median, or
+    its blocks' trimmed mean; IQR bars) over the piecewise fit, breakpoints."""
     curves = [c for c in profile.curves.values() if len(c.sizes)]
     if not curves:
         raise UsageError("the profile has no measured points to plot")
@@ -89,7 +90,8 @@ def draw_profile(profile: Profile, path: str | Path) -> Path:
         med, spread = c.median_s[c.sizes > 0], c.spread[c.sizes > 0]
         grid = np.geomspace(x.min(), x.max(), 400)
         ax.plot(grid, c.fit(grid), "-", color="C1", lw=1.5, label="fit")
-        _points(ax, x, med, spread, "C0", "measured (median, IQR)")
+        what = "median" if c.intervals is None else "blocks' trimmed mean"
+        _points(ax, x, med, spread, "C0", f"measured ({what}, IQR)")
         inside = profile.step_reduction() if c.kind == "step" else None
         if inside is not None:  # what the models charge a reduction, against it alone
             ax.plot(grid, inside(grid), "--", color="C3", lw=1.2,

@@ -60,9 +60,11 @@ class FitQuality:
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Curve:
-    """A measured curve and its fit: ``median_s[i]`` at ``sizes[i]`` bytes, ``spread`` IQR/median;
-    ``intervals`` the fit's parameter intervals when it was resampled (``None`` otherwise, and in
-    a profile written before intervals existed)."""
+    """A measured curve and its fit: ``median_s[i]`` the time fitted at ``sizes[i]`` bytes (the
+    median of the repeats; for samples taken in blocks, the 20% trimmed mean of the blocks'
+    medians), ``spread`` IQR/median of the repeats; ``intervals`` the fit's parameter intervals
+    when it was resampled (``None`` otherwise, and in a profile written before intervals
+    existed)."""
 
     kind: str
     fit: PiecewiseLinear
