@@ -1,5 +1,6 @@
-"""Calibration that reproduces (issue #19 item 12): breakpoints that resamples of interleaved
-blocks confirm, an interval for every parameter, and profiles that keep them."""
+"""Calibration that reproduces (issue #19 item 12): the fewest pieces within a tolerance, each
+breakpoint checked by resamples of the blocks, an interval for every parameter, the repeat
+count of the MPI microbenchmarks, and profiles that keep them."""
 
 from __future__ import annotations
 
@@ -233,3 +234,67 @@ def test_compare_profiles_script_applies_the_reproduction_rule(tmp_path, capsys)
     assert script.compare(one, bare)[0]["agree"] is None
     assert script.main([str(one), str(tmp_path / "missing.toml")]) == 2
     assert "compare_profiles:" in capsys.readouterr().err
+
+
+def test_three_blocks_take_their_median_so_one_interrupted_repeat_cannot_move_the_centre():
+    times = np.outer(_curve(N), np.ones(3))
+    times[5, 1] *= 50  # one repeat the OS interrupted, in a run of 3 blocks of one repeat
+    c = fit_stable(Samples("exchange", N, times, "mpi", 2, blocks=3))
+    assert np.allclose(c.median_s, _curve(N))
+
+
+class _OneRank:
+    """A communicator of one rank, as the MPI microbenchmarks use it: barriers pass, rank 0's
+    broadcast is its own value."""
+
+    def Barrier(self):
+        pass
+
+    def bcast(self, value, root=0):
+        return value
+
+    def Get_rank(self):
+        return 0
+
+    def Get_size(self):
+        return 1
+
+
+def test_the_repeat_count_comes_from_a_probe_long_enough_to_trust(monkeypatch):
+    # a fake clock: each operation takes 2 us, and the first call stalls 250 us (cold, the
+    # barrier's exit): one probe operation would read 252 us and set a count of 3
+    from commsim.bench.calibrate import _mpi_bench
+
+    now = [0.0]
+    monkeypatch.setattr(_mpi_bench.time, "perf_counter", lambda: now[0])
+    calls = []
+
+    def op(k):
+        now[0] += 2e-6 * k + (250e-6 if not calls else 0.0)
+        calls.append(k)
+
+    assert _mpi_bench._inner(_OneRank(), op) == 500  # 1 ms / 2 us: the stall's probe ran again
+    assert calls == [1, 1]
+    calls.clear()
+    calls.append(0)  # no stall now: the probe doubles until it lasts 0.2 ms, then runs again
+    assert _mpi_bench._inner(_OneRank(), op) == 500
+    assert calls[1:] == [1, 2, 4, 8, 16, 32, 64, 128, 128]
+    # an operation longer than a repeat: one, and the probe is not timed again
+    calls.clear()
+    assert _mpi_bench._inner(_OneRank(), lambda k: now.__setitem__(0, now[0] + 3e-3 * k)) == 1
+
+
+def test_every_block_is_a_pass_over_every_kind_and_size(monkeypatch):
+    from commsim.bench.calibrate import _mpi_bench
+
+    order, ticks = [], []
+    monkeypatch.setattr(
+        _mpi_bench,
+        "_one",
+        lambda comm, kind, n, per, warmup: order.append((kind, n)) or [1.0] * per,
+    )
+    sizes = {"pingpong": [8, 16], "overhead": [8]}
+    out = _mpi_bench._measure(_OneRank(), sizes, 6, 2, 3, ticks.append)
+    assert order == [("pingpong", 8), ("pingpong", 16), ("overhead", 8)] * 3
+    assert len(ticks) == 9 and [d["kind"] for d in out] == ["pingpong", "overhead"]
+    assert all(len(row) == 6 for d in out for row in d["times"]) and out[0]["blocks"] == 3

@@ -56,8 +56,8 @@ ranks started with mpirun, each repeat as many back-to-back operations as last a
 The repeats are taken in --blocks interleaved passes over every kind and size; each size's
 centre (the mean of the blocks' medians, the 20% highest and lowest left out) is fitted with a
 robust (Huber), relative least-squares line, piecewise: the fewest pieces that put every size
-within 5% of the curve (the breakpoints, an eager/rendezvous switch or a cache level, found
-from the data). 100 resamples of the blocks are fitted again: a breakpoint found in fewer
+within 5% of the curve, or within 3 standard errors where its centre is that uncertain (the
+breakpoints, an eager/rendezvous switch or a cache level, found from the data). 100 resamples of the blocks are fitted again: a breakpoint found in fewer
 than 75% of them is reported ("unstable breakpoints"), and each piece's start, alpha and
 bandwidth get a 95% interval (percentiles of the resamples, widened for the few blocks they
 come from), written into the profile beside the fit with R^2 and the residuals. Two
@@ -115,7 +115,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--blocks",
         type=int_type("--blocks", 1),
         default=None,
-        help="take the repeats in this many interleaved passes over the kinds and sizes; "
+        help="take the repeats in this many blocks (MPI: interleaved passes over every kind and "
+        "size; JAX, CUDA: runs of consecutive repeats); "
         "resamples of the blocks check every breakpoint and give every parameter a 95%% "
         "interval (1: one pass, no intervals, pieces by the BIC; default: the most blocks up "
         f"to {DEFAULT_BLOCKS} that divide --repeats, {DEFAULT_BLOCKS} for {DEFAULT_REPEATS})",
@@ -246,7 +247,7 @@ def _interval_lines(p: Profile) -> list[str]:
             continue
         lines.append(
             f"{kind}: {iv.status} ({iv.replicates} resamples of {iv.blocks} blocks, "
-            f"{100 * iv.level:.0f}% percentile intervals)"
+            f"{100 * iv.level:.0f}% intervals, expanded percentiles)"
         )
         for i in range(len(c.fit.pieces)):
             (s0, s1), (a0, a1), (b0, b1) = iv.start[i], iv.alpha[i], iv.beta[i]

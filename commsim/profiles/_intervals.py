@@ -38,10 +38,13 @@ class FitIntervals:
         beta: ``[pieces, 2]`` seconds per byte.
         support: ``[pieces]`` the share of resamples that found each piece's breakpoint (1 for
             the first piece).
-        level: the intervals' coverage (0.95: the 2.5 % and 97.5 % percentiles).
+        level: the intervals' coverage (0.95), read from the resamples' percentiles at the
+            expanded level for their number of blocks
+            (:func:`commsim.bench.calibrate.expanded_level`).
         replicates: resamples the intervals come from.
         blocks: the independent measurement blocks that were resampled.
-        status: ``"stable"``, or ``"unstable: ..."`` naming what was merged and why.
+        status: ``"stable"``, or ``"unstable breakpoints: ..."`` naming the breakpoints
+            fewer resamples found, and their support.
     """
 
     start: np.ndarray

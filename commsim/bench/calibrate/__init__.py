@@ -71,7 +71,13 @@ if TYPE_CHECKING:
         library_times,
     )
     from commsim.bench.calibrate._samples import KINDS, Samples
-    from commsim.bench.calibrate._stability import REPLICATES, SUPPORT, TOLERANCE, fit_stable
+    from commsim.bench.calibrate._stability import (
+        REPLICATES,
+        SUPPORT,
+        TOLERANCE,
+        expanded_level,
+        fit_stable,
+    )
 
 __all__ = [
     "DEFAULT_BLOCKS",
@@ -95,6 +101,7 @@ __all__ = [
     "cluster_description",
     "cuda_device_samples",
     "default_blocks",
+    "expanded_level",
     "fit_at",
     "fit_cluster",
     "fit_curve",
@@ -158,6 +165,7 @@ __getattr__, __dir__ = lazy_exports(
             "REPLICATES",
             "SUPPORT",
             "TOLERANCE",
+            "expanded_level",
             "fit_stable",
         ),
     },

@@ -112,7 +112,7 @@ def mpi_samples(
 ) -> list[Samples]:
     """Run the MPI microbenchmarks (:mod:`commsim.bench.calibrate._mpi_bench`) on ``nranks``
     processes of one ``mpirun``; one :class:`Samples` per kind, the repeats of each size taken
-    in ``blocks`` interleaved passes over the sizes."""
+    in ``blocks`` interleaved passes over every kind and size."""
     if nranks < 2:
         raise CommsimError(f"calibrating MPI needs at least 2 ranks (a ping-pong), got -p {nranks}")
     bad = [k for k in kinds if k not in KINDS]
@@ -283,8 +283,9 @@ def calibrate(
     The microbenchmarks are the suite the backend's row names (:attr:`BackendInfo.calibration
     <commsim.exec.BackendInfo.calibration>`, a key of :data:`SUITES`); a backend without one is
     refused in one line. The repeats are taken in ``blocks`` blocks (1: each size's back to
-    back, and no intervals; default :func:`default_blocks`), whose resamples decide which
-    breakpoints stay (:mod:`commsim.bench.calibrate._stability`). While a curve has a
+    back, and no intervals; default :func:`default_blocks`), whose resamples check every
+    breakpoint and give every parameter an interval (:mod:`commsim.bench.calibrate._stability`).
+    While a curve has a
     breakpoint its resamples do not confirm, up to ``until_stable`` more rounds measure as many
     blocks again and refit on all of them; a profile still unstable after them says so in a
     note.

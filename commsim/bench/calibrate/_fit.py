@@ -237,7 +237,7 @@ def fit_pieces(
     return _assemble(n, t, splits[int(np.argmin(bic))][1], fits)
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class Splits:
     """The best split of one curve's sizes into every number of pieces up to a maximum
     (:func:`splits_of`): the fit for a tolerance or a piece count is read off, not searched
@@ -250,9 +250,9 @@ class Splits:
 
     def within(self, tolerance: float | np.ndarray) -> tuple[PiecewiseLinear, np.ndarray]:
         r"""The fewest pieces that put every size within ``tolerance`` (relative; one for all
-        sizes or one per size) of its time, or the most pieces where none does (the *min-#* rule of polygonal approximation, Imai
-        and Iri 1986, over the segmented least-squares splits); ``(the fit, relative residuals
-        per size)``. Unlike the BIC, the rule does not read the noise: a noisier run does not
+        sizes or one per size) of its time, or the most pieces where none does (the *min-#*
+        rule of polygonal approximation, Imai and Iri 1986, over the segmented least-squares
+        splits); ``(the fit, relative residuals per size)``. Unlike the BIC, the rule does not read the noise: a noisier run does not
         get fewer pieces, so two runs whose medians agree to better than the tolerance choose
         the same structure."""
         for _, starts in self.best:

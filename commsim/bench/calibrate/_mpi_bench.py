@@ -66,7 +66,7 @@ def _inner(comm: Any, op: Any) -> int:
     every rank. The rate comes from a probe that doubles its count until it lasts
     :data:`_PROBE` (as ``timeit``'s autorange does), each step's continue-or-stop decided by
     rank 0 for everyone: a probe of one operation, cold and dominated by the barrier's exit,
-    read 10-20 µs for an 8-byte exchange that takes 2, so the count came out anywhere from 4
+    read 20-250 µs for an 8-byte exchange that takes 2, so the count came out anywhere from 4
     to 48, and the per-operation times with it (2.0-3.2 µs). The count that reached
     :data:`_PROBE` runs once more and the faster of the two sets the rate, so one interrupted
     probe does not either."""
@@ -80,7 +80,9 @@ def _inner(comm: Any, op: Any) -> int:
     k = 1
     while not comm.bcast((spent := timed(k)) >= _PROBE or k >= _INNER_MAX, root=0):
         k *= 2
-    per = comm.bcast(min(spent, timed(k)) / k, root=0)  # twice: one hiccup cannot set it
+    if comm.bcast(spent / k < _TARGET, root=0):  # else one operation it is, whatever again says
+        spent = min(spent, timed(k))  # twice: one hiccup cannot set the count
+    per = comm.bcast(spent / k, root=0)
     return int(min(max(_TARGET / max(per, 1e-9), 1), _INNER_MAX))
 
 

@@ -39,9 +39,10 @@ KINDS = ("pingpong", "exchange", "step", "reduction", "burst", "overhead", "call
 class Samples:
     """``times[i, j]``: seconds of repeat ``j`` at ``sizes[i]`` bytes, for one ``kind``.
 
-    ``blocks``: the repeats were taken in this many interleaved passes over the sizes, block
-    ``b`` the columns ``b * r .. (b + 1) * r - 1`` (``r = repeats / blocks``); 1 when each
-    size's repeats ran back to back. :meth:`block_medians` gives each block's own medians."""
+    ``blocks``: the repeats were taken in this many blocks (MPI: interleaved passes over every
+    kind and size; JAX and CUDA: runs of consecutive repeats), block ``b`` the columns
+    ``b * r .. (b + 1) * r - 1`` (``r = repeats / blocks``); 1 when each size's repeats ran
+    back to back as one. :meth:`block_medians` gives each block's own medians."""
 
     kind: str
     sizes: np.ndarray  # bytes, [n], increasing
@@ -49,7 +50,7 @@ class Samples:
     backend: str  # "mpi", "jax" or "cuda"
     nranks: int  # processes or devices that ran it (2 for a ping-pong)
     notes: tuple[str, ...] = ()  # why the numbers may not mean what they seem
-    blocks: int = 1  # interleaved passes over the sizes that took the repeats
+    blocks: int = 1  # the blocks that took the repeats (the class docstring)
 
     def __post_init__(self) -> None:
         sizes = np.asarray(self.sizes, dtype=np.float64).reshape(-1)
