@@ -285,10 +285,9 @@ def calibrate(
     refused in one line. The repeats are taken in ``blocks`` blocks (1: each size's back to
     back, and no intervals; default :func:`default_blocks`), whose resamples check every
     breakpoint and give every parameter an interval (:mod:`commsim.bench.calibrate._stability`).
-    While a curve has a
-    breakpoint its resamples do not confirm, up to ``until_stable`` more rounds measure as many
-    blocks again and refit on all of them; a profile still unstable after them says so in a
-    note.
+    While a curve has a breakpoint its resamples do not confirm, up to ``until_stable`` more
+    rounds measure as many blocks again and refit on all of them; a profile still unstable
+    after them says so in a note.
     """
     run = suite_of(backend).run
     blocks = default_blocks(repeats) if blocks is None else blocks

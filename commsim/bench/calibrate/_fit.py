@@ -239,34 +239,24 @@ def fit_pieces(
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Splits:
-    """The best split of one curve's sizes into every number of pieces up to a maximum
-    (:func:`splits_of`): the fit for a tolerance or a piece count is read off, not searched
-    again."""
+    """One curve's best fit with each number of pieces up to a maximum (:func:`splits_of`):
+    the fit for a tolerance or a piece count is read off, not searched or assembled again."""
 
-    sizes: np.ndarray
-    times: np.ndarray
-    best: list[tuple[float, list[int]]]  # (loss, starts) for 1, 2, ... pieces
-    fits: dict[tuple[int, int], tuple[float, float]]
+    fits: list[tuple[PiecewiseLinear, np.ndarray]]  # (fit, relative residuals): 1, 2, ... pieces
 
     def within(self, tolerance: float | np.ndarray) -> tuple[PiecewiseLinear, np.ndarray]:
         r"""The fewest pieces that put every size within ``tolerance`` (relative; one for all
         sizes or one per size) of its time, or the most pieces where none does (the *min-#*
         rule of polygonal approximation, Imai and Iri 1986, over the segmented least-squares
-        splits); ``(the fit, relative residuals per size)``. Unlike the BIC, the rule does not read the noise: a noisier run does not
-        get fewer pieces, so two runs whose medians agree to better than the tolerance choose
-        the same structure."""
-        for _, starts in self.best:
-            fit, resid = _assemble(self.sizes, self.times, starts, self.fits)
-            if (np.abs(resid) <= tolerance).all():
-                break
-        return fit, resid
+        splits); ``(the fit, relative residuals per size)``. Unlike the BIC, the rule does not
+        read the noise: a noisier run does not get fewer pieces, so two runs whose medians
+        agree to better than the tolerance choose the same structure."""
+        return next((f for f in self.fits if (np.abs(f[1]) <= tolerance).all()), self.fits[-1])
 
     def exactly(self, pieces: int) -> PiecewiseLinear | None:
         """The best fit with exactly ``pieces`` pieces, or ``None`` where the sizes do not
         split into that many runs."""
-        if len(self.best) < pieces:
-            return None
-        return _assemble(self.sizes, self.times, self.best[pieces - 1][1], self.fits)[0]
+        return self.fits[pieces - 1][0] if len(self.fits) >= pieces else None
 
 
 def splits_of(
@@ -290,7 +280,7 @@ def splits_of(
     best, fits = _best_splits(
         n, t, sigma=_NOISE_FLOOR, max_pieces=max_pieces, min_points=min_points
     )
-    return Splits(n, t, best, fits)
+    return Splits([_assemble(n, t, starts, fits) for _, starts in best])
 
 
 def _quality(t: np.ndarray, fitted: np.ndarray, resid: np.ndarray) -> FitQuality:
