@@ -30,8 +30,10 @@ Every message carries the same number of bytes (1 KiB: latency-bound, to 256 MiB
 bandwidth-bound).
 
 * commsim: a one-step schedule with every message on a channel of its own (IR rule 6: all
-  start at once), ``Topology(graph, contention="flow", gamma=0)``; its timeline gives each
-  message's end and route.
+  start at once), ``Topology(graph, contention="flow", gamma=0)`` under each flow rule: the
+  default ``fair`` (bytes from a message's start, equal shares, latency after the last byte)
+  and ``cm02`` (SimGrid's own rule: latency first, shares weighted by 1 / path latency); its
+  timeline gives each message's end and route.
 * SimGrid (3.32's Python bindings, ``python3-simgrid``): a Full zone with one host per commsim
   host and **one link per directed commsim link** (commsim's undirected edge is two directed
   links, each with the full bandwidth: SimGrid's split-duplex), and for every pair the route
@@ -40,8 +42,9 @@ bandwidth-bound).
   network model is :func:`compare_simgrid.engine_flags`' (CM02 with factors 1, no TCP window,
   no cross traffic, weight-S 0).
 
-Printed: per set and size, both times of the last message (the step's time), their relative
-error, and the largest relative error of one message's end. Run::
+Printed: per set and size, the times of the last message (the step's time) by SimGrid and
+by commsim under each rule, their relative errors, and the largest relative error of one
+message's end. Run::
 
     python benchmarks/compare_simgrid_multiport.py --simgrid-python /usr/bin/python3
 
@@ -144,14 +147,14 @@ def one_step(src, dst, nranks: int):
                                nchannels=len(src))  # fmt: skip
 
 
-def commsim_side(graph, sets, sizes=SIZES) -> tuple[dict, list[dict]]:
+def commsim_side(graph, sets, sizes=SIZES, flow_rule: str = "fair") -> tuple[dict, list[dict]]:
     """commsim's times and the SimGrid side's input: the network's directed links and, per set
     and size (bytes per message), every message with its route (link ids) as commsim routed
     it. ``sets`` are ``(label, src, dst)``; commsim's rows carry the step's time and each
-    message's end, in the order of the platform's messages."""
+    message's end, in the order of the platform's messages, under ``flow_rule``."""
     from commsim.models import Topology
 
-    model = Topology(graph, contention="flow", gamma=0)
+    model = Topology(graph, contention="flow", gamma=0, flow_rule=flow_rule)
     net = model.network
     platform = {"nhosts": net.nhosts, "bandwidth": net.bandwidth.tolist(),
                 "latency": net.latency.tolist(), "cases": []}  # fmt: skip
@@ -171,13 +174,15 @@ def commsim_side(graph, sets, sizes=SIZES) -> tuple[dict, list[dict]]:
 
 
 # -- the SimGrid side (runs under the SimGrid interpreter, imports nothing of commsim) ------------
-def simgrid_side(model: str) -> None:
-    """Read a platform (``commsim_side``'s) on stdin, print each case's message end times."""
+def simgrid_side(model: str, optim: str = "Lazy") -> None:
+    """Read a platform (``commsim_side``'s) on stdin, print each case's message end times;
+    ``optim``: SimGrid's rate update, ``Lazy`` (its default) or ``Full``."""
     import simgrid
     from compare_simgrid import engine_flags  # this script's directory is sys.path[0]
 
     plat = json.load(sys.stdin)
-    engine = simgrid.Engine(["compare_simgrid_multiport", *engine_flags(model)])
+    flags = [*engine_flags(model), f"--cfg=network/optim:{optim}"]
+    engine = simgrid.Engine(["compare_simgrid_multiport", *flags])
     root = simgrid.NetZone.create_full_zone("root")
     hosts = [root.create_host(f"h{i}", 1e9).seal() for i in range(plat["nhosts"])]
     links = [
@@ -208,28 +213,42 @@ def simgrid_side(model: str) -> None:
     print(json.dumps(out))
 
 
-def run_simgrid(simgrid_python: str, platform: dict, model: str = "CM02") -> list[list[float]]:
+def run_simgrid(
+    simgrid_python: str, platform: dict, model: str = "CM02", optim: str = "Lazy"
+) -> list[list[float]]:
     """Each case's message end times (seconds after the case's start), from SimGrid run under
-    ``simgrid_python`` on ``platform`` (:func:`commsim_side`'s)."""
+    ``simgrid_python`` on ``platform`` (:func:`commsim_side`'s) with rate updates ``optim``."""
     run = subprocess.run(
-        [simgrid_python, __file__, "--simgrid-side", "--model", model],
+        [simgrid_python, __file__, "--simgrid-side", "--model", model, "--optim", optim],
         input=json.dumps(platform), capture_output=True, text=True, check=True,
     )  # fmt: skip
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 # -- the comparison --------------------------------------------------------------------------------
+def _worst(ours: list[float], theirs: list[float]) -> float:
+    """The largest relative difference of one message's end."""
+    return max(abs(a / b - 1) for a, b in zip(ours, theirs, strict=True))
+
+
 def compare(simgrid_python: str, model: str) -> list[dict]:
-    """Every network's sets at every size, timed by both: one row per case."""
+    """Every network's sets at every size, timed by SimGrid (its default lazy rate updates, and
+    full ones) and by commsim under each flow rule: one row per case."""
     rows = []
     for name, graph, sets in networks():
-        platform, ours = commsim_side(graph, sets)
-        theirs = run_simgrid(simgrid_python, platform, model)
-        for case, mine, ends in zip(platform["cases"], ours, theirs, strict=True):
-            worst = max(abs(a / b - 1) for a, b in zip(mine["ends"], ends, strict=True))
-            rows.append({"network": name, "set": case["set"], "size": case["size"],
-                         "messages": len(ends), "simgrid": max(ends), "commsim": mine["time"],
-                         "worst_message": worst})  # fmt: skip
+        platform, fair = commsim_side(graph, sets)
+        _, cm02 = commsim_side(graph, sets, flow_rule="cm02")
+        lazy = run_simgrid(simgrid_python, platform, model)
+        full = run_simgrid(simgrid_python, platform, model, optim="Full")
+        for case, a, b, ends, ends_full in zip(platform["cases"], fair, cm02, lazy, full,
+                                               strict=True):  # fmt: skip
+            rows.append({
+                "network": name, "set": case["set"], "size": case["size"],
+                "messages": len(ends), "simgrid": max(ends), "simgrid_full": max(ends_full),
+                "fair": a["time"], "fair_worst_message": _worst(a["ends"], ends),
+                "cm02": b["time"], "cm02_worst_message": _worst(b["ends"], ends),
+                "cm02_worst_message_full": _worst(b["ends"], ends_full),
+            })  # fmt: skip
     return rows
 
 
@@ -242,23 +261,36 @@ def main() -> int:
     ap.add_argument("--simgrid-python", default="/usr/bin/python3",
                     help="an interpreter with simgrid installed (Debian: python3-simgrid)")  # fmt: skip
     ap.add_argument("--model", default="CM02", help="SimGrid's network/model (CM02, or raw on 4.x)")
+    ap.add_argument("--optim", default="Lazy", help=argparse.SUPPRESS)  # the SimGrid side's
     ap.add_argument("--json", help="also write the rows here")
     ap.add_argument("--simgrid-side", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.simgrid_side:
-        simgrid_side(args.model)
+        simgrid_side(args.model, args.optim)
         return 0
     rows = compare(args.simgrid_python, args.model)
-    print("| network | message set | messages | bytes each | SimGrid (s) | commsim flow (s) | "
-          "error | largest error of one message |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|")
+    print("| network | message set | messages | bytes each | SimGrid (s) | flow, fair (s) | "
+          "error | worst message | flow, cm02 (s) | error | worst message | same, Full |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        err = r["commsim"] / r["simgrid"] - 1
+        cells = [f"{r[rule]:.4e} | {100 * (r[rule] / r['simgrid'] - 1):+.2f} % | "
+                 f"{100 * r[f'{rule}_worst_message']:.1f} %" for rule in ("fair", "cm02")]  # fmt: skip
         print(f"| {r['network']} | {r['set']} | {r['messages']} | {_size(r['size'])} | "
-              f"{r['simgrid']:.4e} | {r['commsim']:.4e} | {100 * err:+.2f} % | "
-              f"{100 * r['worst_message']:.1f} % |")  # fmt: skip
-    worst = max(abs(r["commsim"] / r["simgrid"] - 1) for r in rows)
-    print(f"\nlargest |error| of a step's time: {100 * worst:.2f} %")
+              f"{r['simgrid']:.4e} | {' | '.join(cells)} | "
+              f"{100 * r['cm02_worst_message_full']:.1f} % |")  # fmt: skip
+    for rule in ("fair", "cm02"):
+        worst = max(abs(r[rule] / r["simgrid"] - 1) for r in rows)
+        message = max(r[f"{rule}_worst_message"] for r in rows)
+        print(
+            f"flow_rule={rule}: largest |error| of a step's time {100 * worst:.2f} %, "
+            f"of one message's end {100 * message:.1f} % (SimGrid's lazy updates)"
+        )
+    full = max(abs(r["cm02"] / r["simgrid_full"] - 1) for r in rows)
+    message = max(r["cm02_worst_message_full"] for r in rows)
+    print(
+        f"flow_rule=cm02 against SimGrid's full updates (network/optim:Full): step "
+        f"{100 * full:.2e} %, one message's end {100 * message:.2e} %"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
     return 0

@@ -135,6 +135,18 @@ def _cm02_mixed(b: float) -> float:
     return t1 + (b - sent) / B
 
 
+def test_cm02_flow_rule_gives_the_cm02_time():
+    """Under ``flow_rule="cm02"`` commsim's flow simulation gives the CM02 time worked by hand,
+    at every size where the transfer outlasts a latency (the step's time and the 2-hop
+    messages' ends)."""
+    src, dst = _torus_sets()["neighbours + diagonal"]
+    g = torus((4, 4, 4), bandwidth=B, latency=L)
+    sizes = (64 * 2**10, 2**20, 2**28)
+    _, rows = bench.commsim_side(g, [("mixed", src, dst)], sizes, flow_rule="cm02")
+    for size, row in zip(sizes, rows, strict=True):
+        assert row["time"] == pytest.approx(_cm02_mixed(size), rel=1e-12)
+
+
 @pytest.mark.skipif(_simgrid_python() is None, reason="SimGrid's Python bindings not installed")
 def test_simgrid_pays_latency_first_and_weights_shares_by_it():
     """Why the mixed set disagrees at 64 KiB (docs/validation.md): SimGrid's time is the
@@ -146,3 +158,14 @@ def test_simgrid_pays_latency_first_and_weights_shares_by_it():
     (theirs,) = bench.run_simgrid(_simgrid_python(), platform)
     assert max(theirs) == pytest.approx(_cm02_mixed(b), rel=1e-6)
     assert ours[0]["time"] - max(theirs) == pytest.approx(L, rel=1e-6)
+
+
+@pytest.mark.skipif(_simgrid_python() is None, reason="SimGrid's Python bindings not installed")
+def test_simgrid_full_updates_agree_with_the_cm02_rule_message_by_message():
+    """The DGX-1's all to all (1- and 2-hop routes sharing links): SimGrid with its full rate
+    updates and commsim under ``flow_rule="cm02"`` end every message at the same time."""
+    g = cluster("dgx1-v100:all:nvlink").graph
+    ((label, src, dst),) = [s for s in bench.networks()[1][2] if s[0] == "all to all"]
+    platform, ours = bench.commsim_side(g, [(label, src, dst)], (2**20,), flow_rule="cm02")
+    (theirs,) = bench.run_simgrid(_simgrid_python(), platform, optim="Full")
+    np.testing.assert_allclose(ours[0]["ends"], theirs, rtol=1e-9)

@@ -312,6 +312,7 @@ def _topology_model(
             gamma=gamma,
             protocol=protocol,
             port_rule=network.port_rule,
+            flow_rule=network.flow_rule,
             **stragglers,
         )
     return Topology(
@@ -321,6 +322,7 @@ def _topology_model(
         gamma=_DEFAULT.gamma if gamma is None else gamma,
         protocol=protocol,
         port_rule=network.port_rule,
+        flow_rule=network.flow_rule,
         **stragglers,
     )
 

@@ -25,7 +25,7 @@ from commsim.cli.arguments import add_epilog
 from commsim.cli.errors import UsageError, quote
 from commsim.cli.schedules import ScheduleChoice
 from commsim.errors import ParameterError, UnknownNameError
-from commsim.models import CONTENTION, PORT_RULES
+from commsim.models import CONTENTION, FLOW_RULES, PORT_RULES
 from commsim.topology import (
     GENERATORS,
     Network,
@@ -85,6 +85,7 @@ class NetworkChoice:
     cluster: Cluster | None = None
     contention_given: bool = False
     port_rule: str = "channel"
+    flow_rule: str = "fair"
 
     @property
     def network(self) -> Network:
@@ -348,6 +349,16 @@ def add_network_group(parser: argparse.ArgumentParser) -> None:
         "links; docs/sharp-bits.md, Ports and links)",
     )
     g.add_argument(
+        "--flow-rule",
+        default=None,
+        choices=FLOW_RULES,
+        metavar="RULE",
+        help="with --contention flow: fair: a message's bytes move from its start, links are "
+        "shared equally, its path latency comes after its last byte (default); cm02: SimGrid's "
+        "CM02 model, TCP-like: the path latency first, then shares in proportion to 1 / path "
+        "latency (docs/sharp-bits.md, Flow rules)",
+    )
+    g.add_argument(
         "--set",
         action="append",
         metavar="FIELD=VALUE",
@@ -369,6 +380,12 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     contention = contention_given or "bottleneck"
     rule_given = getattr(args, "port_rule", None)
     port_rule = rule_given or "channel"
+    flow_given = getattr(args, "flow_rule", None)
+    flow_rule = flow_given or "fair"
+    if flow_rule != "fair" and contention != "flow":
+        raise UsageError(
+            f"--flow-rule {flow_rule} is a rule of the flow simulation: add --contention flow"
+        )
     if text is not None and preset is not None:
         raise UsageError("give --topology or --cluster, not both")
     sets = getattr(args, "set", None) or []
@@ -379,13 +396,15 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
         placement = placement_given or c.placement
         _check_port_rule(port_rule, c, preset)
         return NetworkChoice(
-            preset, None, placement, contention, c, contention_given is not None, port_rule
-        )
+            preset, None, placement, contention, c, contention_given is not None, port_rule,
+            flow_rule,
+        )  # fmt: skip
     if text is None:
         for flag, given in (
             ("--placement", placement_given),
             ("--contention", contention_given),
             ("--port-rule", rule_given),
+            ("--flow-rule", flow_given),
         ):
             if given is not None:
                 raise UsageError(f"{flag} needs a network: --topology or --cluster")
@@ -394,7 +413,7 @@ def parse_network(args: argparse.Namespace) -> NetworkChoice | None:
     _check_port_rule(port_rule, network, text)
     return NetworkChoice(
         text, network, placement_given or "linear", contention,
-        contention_given=contention_given is not None, port_rule=port_rule,
+        contention_given=contention_given is not None, port_rule=port_rule, flow_rule=flow_rule,
     )  # fmt: skip
 
 

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from commsim.models._library import PROTOCOLS, Protocol
     from commsim.models._link_ports import PORT_RULES
     from commsim.models._model import Model
+    from commsim.models._network_params import FLOW_RULES
     from commsim.models._prediction import TIE_RTOL, Prediction, fastest, tied
     from commsim.models._protocol_choice import ProtocolChoice
     from commsim.models._trace import ChromeTrace, chrome_trace, step_trace
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTENTION",
+    "FLOW_RULES",
     "PORT_RULES",
     "PROTOCOLS",
     "TIE_RTOL",
@@ -89,6 +91,7 @@ __getattr__, __dir__ = lazy_exports(
         "commsim.models._library": ("PROTOCOLS", "Protocol"),
         "commsim.models._link_ports": ("PORT_RULES",),
         "commsim.models._model": ("Model",),
+        "commsim.models._network_params": ("FLOW_RULES",),
         "commsim.models._prediction": ("TIE_RTOL", "Prediction", "fastest", "tied"),
         "commsim.models._protocol_choice": ("ProtocolChoice",),
         "commsim.models._trace": ("ChromeTrace", "chrome_trace", "step_trace"),

@@ -42,7 +42,7 @@ import numba
 import numpy as np
 
 from commsim._messages import port_messages
-from commsim.errors import ResourceError
+from commsim.errors import ParameterError, ResourceError
 from commsim.models._contention import bottleneck_link, path_latency
 from commsim.models._library import (
     message_efficiency,
@@ -63,8 +63,13 @@ _CHAINS = 4
 
 
 @numba.njit(cache=True, nogil=True)
-def _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen):  # pragma: no cover
-    """Max-min fair rates of the network flows ``active[:nact]`` (progressive filling)."""
+def _maxmin(
+    active, nact, indptr, links, bw, rate, cap, cnt, wsum, used, frozen, weight
+):  # pragma: no cover
+    """Weighted max-min fair rates of the network flows ``active[:nact]`` (progressive
+    filling): every unfrozen flow ``m`` grows at ``weight[m]`` times a common level until a
+    link it crosses is full. Weights of 1 are max-min fairness; ``cnt`` counts a link's
+    unfrozen flows, ``wsum`` sums their weights."""
     nused = 0
     for a in range(nact):
         m = active[a]
@@ -76,7 +81,9 @@ def _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen):  # p
                 used[nused] = link
                 nused += 1
                 cap[link] = bw[link]
+                wsum[link] = 0.0
             cnt[link] += 1
+            wsum[link] += weight[m]
     left = 0
     for a in range(nact):
         if not frozen[active[a]]:
@@ -86,7 +93,7 @@ def _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen):  # p
         for u in range(nused):
             link = used[u]
             if cnt[link] > 0:
-                s = cap[link] / cnt[link]
+                s = cap[link] / wsum[link]
                 if s < delta:
                     delta = s
         if delta == np.inf:
@@ -99,11 +106,11 @@ def _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen):  # p
         for a in range(nact):
             m = active[a]
             if not frozen[m]:
-                rate[m] += delta
+                rate[m] += delta * weight[m]
         for u in range(nused):
             link = used[u]
             if cnt[link] > 0:
-                cap[link] -= delta * cnt[link]
+                cap[link] -= delta * wsum[link]
         for a in range(nact):
             m = active[a]
             if frozen[m]:
@@ -111,7 +118,7 @@ def _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen):  # p
             hit = False
             for e in range(indptr[m], indptr[m + 1]):
                 link = links[e]
-                if cap[link] <= 1e-12 * bw[link] or cap[link] / max(cnt[link], 1) <= 0.0:
+                if cap[link] <= 1e-12 * bw[link] or cap[link] / max(wsum[link], 1e-300) <= 0.0:
                     hit = True
                     break
             if hit:
@@ -119,6 +126,7 @@ def _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen):  # p
                 left -= 1
                 for e in range(indptr[m], indptr[m + 1]):
                     cnt[links[e]] -= 1
+                    wsum[links[e]] -= weight[m]
     for u in range(nused):
         cnt[used[u]] = 0
 
@@ -163,13 +171,15 @@ def _grow_ptr(ptr):  # pragma: no cover
 @numba.njit(cache=True, nogil=True)
 def _simulate(  # pragma: no cover
     src, dst, rnd, work, lat, red_time, indptr, links, bw, seq_indptr, seq_items, clock, is_local,
-    overlap, queues, phase, prev_ptr, prev_items, prev_rates,
+    overlap, queues, phase, prev_ptr, prev_items, prev_rates, lat_first, weight,
 ):  # fmt: skip
     """Run the events; returns per item (start, end, pred), then this run's record of rate
     computations ``(ptr, items, rates)`` for the next size to recall. ``work``: bytes (network
     items) or seconds (local items, which run at rate 1 on no link); ``overlap``: a receiver
     reduces while the message arrives; ``prev_*``: the previous size's record (``ptr = [0]``:
-    none).
+    none). ``lat_first``: a message takes no bandwidth until its path latency ``lat`` is paid
+    and ends with its last byte (SimGrid's CM02), instead of moving bytes from its start and
+    ending ``lat`` after its last byte; ``weight``: each flow's weight in the max-min shares.
 
     ``queues > 1`` (the link-port rule): ranks ``g·queues .. g·queues + queues - 1`` are the
     link queues of one port ``g``; an item of ``phase`` P (messages ``2·step``, local items
@@ -199,6 +209,9 @@ def _simulate(  # pragma: no cover
     nsched = 0
     cap = np.zeros(bw.shape[0])
     cnt = np.zeros(bw.shape[0], dtype=np.int64)
+    wsum = np.zeros(bw.shape[0])
+    delay = lat if lat_first else np.zeros(n)  # from a message's start to its first byte
+    tail = np.zeros(n) if lat_first else lat  # from its last byte to its end
     used = np.empty(bw.shape[0], dtype=np.int64)
     frozen = np.zeros(n, dtype=np.bool_)
     touched = np.empty(2 * n + p, dtype=np.int64)
@@ -290,8 +303,8 @@ def _simulate(  # pragma: no cover
         # the next event: a start or a finish
         t_next = np.inf
         for i in range(nsched):
-            if start[sched[i]] < t_next:
-                t_next = start[sched[i]]
+            if start[sched[i]] + delay[sched[i]] < t_next:
+                t_next = start[sched[i]] + delay[sched[i]]
         for i in range(nact):
             m = active[i]
             f = now + (remaining[m] / rate[m] if rate[m] > 0 else np.inf)
@@ -312,7 +325,7 @@ def _simulate(  # pragma: no cover
                 remaining[m] -= rate[m] * dt
                 left_t = remaining[m] / rate[m] if rate[m] > 0 else np.inf
             if left_t <= tol:
-                e = t_next + lat[m]
+                e = t_next + tail[m]
                 end[m] = e
                 state[m] = 3
                 done += 1
@@ -341,7 +354,7 @@ def _simulate(  # pragma: no cover
         i = 0
         while i < nsched:
             m = sched[i]
-            if start[m] <= now + tol:
+            if start[m] + delay[m] <= now + tol:
                 state[m] = 2
                 remaining[m] = work[m]
                 active[nact] = m
@@ -355,7 +368,7 @@ def _simulate(  # pragma: no cover
                 i += 1
         if changed and nact:
             if not _recall(active, nact, rate, ncalls, prev_ptr, prev_items, prev_rates):
-                _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, used, frozen)
+                _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, wsum, used, frozen, weight)
                 for a in range(nact):
                     if is_local[active[a]]:
                         rate[active[a]] = 1.0
@@ -598,6 +611,7 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
     slow = np.repeat(params.slow_factors(p0), K)
     f = np.maximum(slow[items.src], slow[items.dst])
     init = np.repeat(params.initial_clock(p0, 1)[:, 0], K)
+    lat_first, weight = _sharing(params.flow_rule, routes, items)
 
     def capped_at(k: int) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
         """Routes with each network item's rate cap at size ``k`` as a private link (the
@@ -626,7 +640,8 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
         routed, cls = capped if capped is not None else capped_at(k)
         start, end, pred, *record = _simulate(
             items.src, items.dst, items.rnd, work, routes.lat, red_net, *routed, seq_indptr,
-            seq_items, c, items.local, params.reduction_overlap, queues, phase, *prev,
+            seq_items, c, items.local, params.reduction_overlap, queues, phase, *prev, lat_first,
+            weight,
         )  # fmt: skip
         clock[:, k] = c
         parts[:, k] = _chain_parts(
@@ -659,6 +674,24 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
         with ThreadPoolExecutor(len(chains)) as pool:
             list(pool.map(chain, chains))
     return clock, step_time, parts, out["last"], out["red_net"]
+
+
+def _sharing(rule: str, routes: _Routes, items: _Items) -> tuple[bool, np.ndarray]:
+    """Whether latency comes first, and each item's weight in the max-min shares, under the
+    flow rule (:data:`~commsim.models._network_params.FLOW_RULES`): ``"fair"`` weights every flow 1; ``"cm02"`` (SimGrid's
+    CM02, Velho and Legrand 2009: TCP's RTT unfairness) weights it 1 / its path latency."""
+    n = len(routes.lat)
+    if rule == "fair":
+        return False, np.ones(n)
+    routed = np.diff(routes.indptr) > 0
+    zero = np.flatnonzero(routed & ~items.local & (routes.lat <= 0))
+    if len(zero):
+        raise ParameterError(
+            f"flow_rule='cm02' shares a link in proportion to 1 / each message's path latency: "
+            f"a message of step {int(items.step[zero[0]])} has a route of zero latency; give "
+            f"the links a latency or use flow_rule='fair'"
+        )
+    return True, np.where(routes.lat > 0, 1.0 / np.maximum(routes.lat, 1e-300), 1.0)
 
 
 def _step_times(fin, step, step_ends, nsteps: int, start: float) -> np.ndarray:

@@ -23,7 +23,16 @@ from commsim.models._inputs import as_time
 from commsim.models._library import Protocol, launch_clock
 from commsim.topology import Network
 
-__all__ = ["NetworkParams", "random_skew"]
+__all__ = ["FLOW_RULES", "NetworkParams", "random_skew"]
+
+#: How ``contention="flow"`` shares links and pays latency (:mod:`commsim.models._flow`):
+#: ``"fair"`` (default): a message moves bytes from its start, links are shared max-min fair
+#: (equal shares, as a link's arbiter serves its queues in turn), and its path latency is added
+#: after its last byte; ``"cm02"``: SimGrid's CM02 network model (Velho and Legrand, SIMUTools
+#: 2009; ``network_cm02.cpp``): a message takes no bandwidth until its path latency is paid,
+#: then shares links in proportion to 1 / its path latency (TCP's RTT unfairness), and ends
+#: with its last byte.
+FLOW_RULES = ("fair", "cm02")
 
 
 def random_skew(text: str) -> tuple[float, int]:
@@ -81,6 +90,7 @@ class NetworkParams:
         link_profiles: measured rates by link class (:mod:`commsim.models._link_profiles`):
             a message's rate capped at its size's on every class it crosses; a run with them
             times one size.
+        flow_rule: how the flow simulation shares links and pays latency (:data:`FLOW_RULES`).
 
     Examples:
         >>> from commsim.topology import as_network, switch
@@ -102,6 +112,7 @@ class NetworkParams:
     switch_efficiency: float | np.ndarray = 1.0
     protocol_hops: bool = True
     link_profiles: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    flow_rule: str = "fair"
 
     def initial_clock(self, nranks: int, nsizes: int) -> np.ndarray:
         """``[nranks, nsizes]`` clocks at time 0: each rank's start skew (0 without one), plus

@@ -87,7 +87,7 @@ from commsim.models._link_profiles import (
     capped_classes,
     message_caps,
 )
-from commsim.models._network_params import NetworkParams, random_skew
+from commsim.models._network_params import FLOW_RULES, NetworkParams, random_skew
 from commsim.models._prediction import Prediction
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 from commsim.topology import Network, as_bandwidth, as_network, as_share, place
@@ -104,6 +104,32 @@ __all__ = ["CRITICAL_PATH_BUDGET", "Topology"]
 #: Critical paths are tracked when a schedule has at most this many messages (16 bytes each).
 CRITICAL_PATH_BUDGET = 20_000_000
 _CACHE_ROUNDS = 4096  # distinct rounds whose routes and rates are kept
+
+
+def _check_rules(contention: str, port_rule: str, flow_rule: str) -> None:
+    """One line for an unknown contention mode, port rule or flow rule, or a flow rule given
+    to a static contention mode."""
+    if contention not in CONTENTION:
+        close = difflib.get_close_matches(str(contention), CONTENTION, n=1)
+        hint = f" (did you mean {close[0]}?)" if close else ""
+        raise ParameterError(
+            f"unknown contention {contention!r}{hint}: use {', '.join(CONTENTION)}"
+        )
+    if port_rule not in PORT_RULES:
+        raise ParameterError(
+            f"unknown port_rule {port_rule!r}: use {' or '.join(PORT_RULES)} "
+            "(a port per channel, or per channel and host link)"
+        )
+    if flow_rule not in FLOW_RULES:
+        raise ParameterError(
+            f"unknown flow_rule {flow_rule!r}: use {' or '.join(FLOW_RULES)} "
+            "(equal shares, latency after the bytes; or SimGrid's CM02)"
+        )
+    if flow_rule != "fair" and contention != "flow":
+        raise ParameterError(
+            f"flow_rule={flow_rule!r} is a rule of contention='flow' (the event-driven "
+            f"simulation), got contention={contention!r}"
+        )
 
 
 class Topology:
@@ -151,6 +177,10 @@ class Topology:
             (:class:`commsim.clusters.LinkProfile`, a cluster file's ``[profiles.CLASS]``): a
             message's rate is capped at the profiled rate of its size on every class it
             crosses (:mod:`commsim.models._link_profiles`); each size is then timed on its own.
+        flow_rule: with ``contention="flow"``: ``"fair"`` (default: bytes from a message's
+            start, equal max-min shares, its path latency after its last byte) or ``"cm02"``
+            (SimGrid's CM02 network model, TCP-like: its path latency first, then shares in
+            proportion to 1 / path latency; :data:`~commsim.models._network_params.FLOW_RULES`).
 
     Examples:
         >>> import commsim
@@ -184,19 +214,10 @@ class Topology:
         switch_efficiency: float = 1.0,
         link_profiles: Mapping[str, Any] | None = None,
         fabric_efficiency: float = 1.0,
+        flow_rule: str = "fair",
     ) -> None:
-        if contention not in CONTENTION:
-            close = difflib.get_close_matches(str(contention), CONTENTION, n=1)
-            hint = f" (did you mean {close[0]}?)" if close else ""
-            raise ParameterError(
-                f"unknown contention {contention!r}{hint}: use {', '.join(CONTENTION)}"
-            )
-        if port_rule not in PORT_RULES:
-            raise ParameterError(
-                f"unknown port_rule {port_rule!r}: use {' or '.join(PORT_RULES)} "
-                "(a port per channel, or per channel and host link)"
-            )
-        self.port_rule = port_rule
+        _check_rules(contention, port_rule, flow_rule)
+        self.port_rule, self.flow_rule = port_rule, flow_rule
         net = as_network(network)
         if link_factor:
             net = Network(_apply_link_factor(net.graph, link_factor))
@@ -264,6 +285,7 @@ class Topology:
         driven += [f"in-fabric={self.fabric_efficiency:.0%}"] if self.fabric_efficiency != 1 else []
         extra += f" driven at {','.join(driven)}" if driven else ""
         extra += " ports=link" if self.port_rule == "link" else ""
+        extra += f" flow_rule={self.flow_rule}" if self.flow_rule != "fair" else ""
         extra += f" profiled={','.join(self.link_profiles)}" if self.link_profiles else ""
         place_ = self.placement if isinstance(self.placement, str) else "explicit"
         stragglers = (
@@ -302,6 +324,7 @@ class Topology:
                 {"fabric_efficiency": self.fabric_efficiency} if self.fabric_efficiency != 1 else {}
             ),
             **({"port_rule": self.port_rule} if self.port_rule != "channel" else {}),
+            **({"flow_rule": self.flow_rule} if self.flow_rule != "fair" else {}),
             **(
                 {"link_profiles": {k: _profile_dict(v) for k, v in self.link_profiles.items()}}
                 if self.link_profiles
@@ -495,7 +518,7 @@ class Topology:
         return NetworkParams(
             self.network, self.gamma, self.overhead, self.start_skew, self.slow_ranks,
             self.call_cost, self.reduction_overlap, self.protocol, self.channel_bandwidth,
-            self.switch_shares, link_profiles=self.link_profiles,
+            self.switch_shares, link_profiles=self.link_profiles, flow_rule=self.flow_rule,
         )  # fmt: skip
 
     @property

@@ -33,6 +33,7 @@ OPTIONS = {
     "one-sided": ["--one-sided"],
     "wire": ["--wire", "fp16"],
     "port-rule": ["--port-rule", "link"],
+    "flow-rule": ["--flow-rule", "cm02"],
 }
 
 
