@@ -359,3 +359,36 @@ def test_a_reduction_of_zero_bytes_costs_nothing():
         s = commsim.build("allreduce", name, nranks=8)
         t = with_step.predict(s, np.array([0.0, 4096.0])).time
         assert t[0] == without.predict(s, 0.0).time and t[1] > without.predict(s, 4096.0).time
+
+
+def test_a_launch_bound_curve_says_its_bandwidth_is_not_measured():
+    """A time flat within noise from 8 B to 64 MiB (120 us a copy, a GPU driven by a host that
+    launches slower than the device copies: the H200 run of docs/benchmarks.md) gets a note;
+    curves that grow, and curves over a short span, get none."""
+    flat = _samples("pingpong", lambda n: 1.2e-4 + 0 * n, noise=0.02)
+    p = _profile(Samples("exchange", SIZES, np.outer(1.2e-4 + SIZES / 1e15, np.ones(9)), "cuda", 2))
+    assert not any("hardly grows" in n for n in _profile().notes)
+    (note,) = [n for n in p.notes if "hardly grows" in n]
+    assert note.startswith("exchange: ") and "hides the transfer" in note
+    curve = profile_from_samples([flat], backend="cuda", nranks=2).curves["pingpong"]
+    assert curve.hidden_transfer() is not None
+    short = profile_from_samples(
+        [Samples("pingpong", SIZES[:9], np.full((9, 9), 1e-4), "cuda", 2)], backend="cuda", nranks=2
+    )  # 8 B .. 2 KiB: a fixed cost is what small messages cost
+    assert short.curves["pingpong"].hidden_transfer() is None
+
+
+def test_a_bandwidth_the_noise_leaves_unbounded_prints_as_a_lower_bound():
+    """A blocked fit whose bandwidth interval has no upper end prints ``>=`` its lower end."""
+    from commsim.cli.calibrate import CalibrateResult, render
+
+    rng = np.random.default_rng(3)
+    t = 1.2e-4 * (1 + 0.03 * rng.standard_normal((len(SIZES), 30))) + SIZES[:, None] / 1e14
+    p = profile_from_samples([Samples("pingpong", SIZES, t, "cuda", 2, blocks=10)],
+                             backend="cuda", nranks=2)  # fmt: skip
+    c = p.curves["pingpong"]
+    unbounded = [
+        i for i in range(len(c.fit.pieces)) if c.intervals.beta[i][0] <= 0 < c.fit.pieces[i].beta
+    ]
+    text = render(CalibrateResult(p, (), None), False)
+    assert unbounded and ">=" in text

@@ -24,7 +24,7 @@ from commsim.cli.arguments import int_type, parse_sizes
 from commsim.cli.errors import EXIT_OK, UsageError
 from commsim.cli.output import add_output_group, format_table, say_plot, to_json
 from commsim.exec import BACKENDS
-from commsim.profiles import Profile, save_profile
+from commsim.profiles import Curve, Profile, save_profile
 
 __all__ = [
     "DESCRIPTION",
@@ -192,7 +192,7 @@ def render(result: CalibrateResult, as_json: bool) -> str:
                     kind if i == 0 else "",
                     units.format_size(piece.start, exact=False),
                     units.format_time(piece.alpha),
-                    "-" if piece.beta == 0 else units.format_bandwidth(1 / piece.beta),
+                    _piece_bandwidth(c, i),
                     f"{q.r2:.4f}" if i == 0 else "",
                     f"{100 * q.median_rel_residual:.1f}%" if i == 0 else "",
                     f"{100 * q.max_rel_residual:.1f}%" if i == 0 else "",
@@ -262,6 +262,18 @@ def _interval_lines(p: Profile) -> list[str]:
                 f"{_bw(b1)}..{_bw(b0)}"
             )
     return lines
+
+
+def _piece_bandwidth(c: Curve, i: int) -> str:
+    """Piece ``i``'s fitted bandwidth; ``>=X`` where its interval has no upper end (the time
+    grows by less than the noise over the piece: only a lower bound is measured)."""
+    beta = c.fit.pieces[i].beta
+    if beta == 0:
+        return "-"
+    iv = c.intervals
+    if iv is not None and iv.beta[i][0] <= 0 < iv.beta[i][1]:
+        return f">={units.format_bandwidth(1 / iv.beta[i][1])}"
+    return units.format_bandwidth(1 / beta)
 
 
 def _bw(beta: float) -> str:

@@ -39,6 +39,14 @@ __all__ = ["Curve", "FitQuality", "LogGPParameters", "Profile"]
 FORMAT = "commsim-profile"
 VERSION = 1
 
+#: A curve over at least this size ratio whose time grows by less than :data:`HIDDEN_GROWTH`
+#: has its transfer hidden by a fixed per-operation cost (:meth:`Curve.hidden_transfer`).
+HIDDEN_SPAN = 1024
+#: The least growth of a measured transfer's time over :data:`HIDDEN_SPAN`: a rule, not a
+#: fit: a transfer of the largest size adds at least a quarter of the smallest size's time,
+#: where the noise of a centre (its blocks' spread, 1-8% in docs/validation.md) stays below.
+HIDDEN_GROWTH = 1.25
+
 
 @dataclasses.dataclass(frozen=True)
 class FitQuality:
@@ -86,6 +94,37 @@ class Curve:
     def describe(self) -> str:
         status = f", {self.intervals.status}" if self.intervals is not None else ""
         return f"{self.kind}: {self.fit.describe()} ({self.quality.describe()}{status})"
+
+    def hidden_transfer(self) -> str | None:
+        """Why this curve's bandwidth is not the transport's, or ``None``: over sizes spanning
+        at least :data:`HIDDEN_SPAN`×, the time grows by less than :data:`HIDDEN_GROWTH`×, so
+        a fixed cost per operation (a kernel launch, a call into a library) hides the
+        transfer; a host that enqueues work slower than the device runs it times itself.
+
+        Examples:
+            >>> fit = PiecewiseLinear.hockney(alpha=1.2e-4, beta=0.0)
+            >>> flat = Curve(
+            ...     "pingpong",
+            ...     fit,
+            ...     FitQuality(1.0, 0.0, 0.0, 2),
+            ...     [8, 2**26],
+            ...     [1.22e-4, 1.20e-4],
+            ...     [0.01, 0.01],
+            ... )
+            >>> flat.hidden_transfer().split(":")[0]
+            'pingpong'
+        """
+        if len(self.sizes) < 2 or self.sizes[-1] < HIDDEN_SPAN * max(self.sizes[0], 1.0):
+            return None
+        small, large = float(self.median_s[0]), float(self.median_s[-1])
+        if large >= HIDDEN_GROWTH * float(np.min(self.median_s)):
+            return None
+        return (
+            f"{self.kind}: the time hardly grows with the size ({units.format_time(small)} at "
+            f"{units.format_size(self.sizes[0], exact=False)}, {units.format_time(large)} at "
+            f"{units.format_size(self.sizes[-1], exact=False)}): a fixed cost per operation (a "
+            "launch, a call) hides the transfer, so its fitted bandwidth is not the transport's"
+        )
 
 
 @dataclasses.dataclass(frozen=True)

@@ -253,6 +253,7 @@ def profile_from_samples(
         L = max(float(curves["pingpong"].fit(0.0)) - 2 * o, 0.0)
         loggp = LogGPParameters(L=L, o=o, g=g, G=G)
     notes = tuple(dict.fromkeys(n for s in samples for n in s.notes))
+    notes += tuple(n for c in curves.values() if (n := c.hidden_transfer()) is not None)
     return Profile(
         backend=backend,
         nranks=nranks,
