@@ -15,7 +15,10 @@ from its clock before the round, as in the static modes, even when one of them h
 its other end). Unlike the static modes, a message ends when its bytes are through at the rates it
 actually got, so a flow slowed by a neighbour speeds up when the neighbour finishes, and a
 message of a later round can overlap an earlier one on other ranks. Its path latency is added
-after its last byte: :math:`e = t_\text{last byte} + L_m`; the receiver then reduces for
+after its last byte: :math:`e = t_\text{last byte} + L_m` (under ``flow_rule="cm02"``,
+SimGrid's CM02, it is paid first instead: the message takes no bandwidth until :math:`s + L_m`,
+ends with its last byte, and shares each link in proportion to :math:`1/L_m`, a weighted
+max-min; :data:`~commsim.models._network_params.FLOW_RULES`); the receiver then reduces for
 :math:`b_\text{red}\gamma` (with ``reduction_overlap``, while the message arrives: it is done at
 :math:`\max(e, s + L_m + b_\text{red}\gamma)`, :mod:`commsim.models._library`). Local reductions are items of their rank alone, after its messages
 of the step. With one message per link at a time, this is ``"none"`` exactly.
