@@ -204,3 +204,16 @@ def test_cuda_bad_input_is_one_line():
     with pytest.raises(CommsimError) as e:
         cuda_samples([8], repeats=1, warmup=0, kinds=("overhead",))
     assert "overhead" in _one_line(e)
+
+
+@pytest.mark.parametrize(("repeats", "words"), [(4, "4 blocks: intervals"), (11, "one block of 11")])
+def test_fewer_blocks_than_the_default_say_so(repeats, words):
+    """A calibration of fewer than 10 blocks notes that it reproduces less well (a prime
+    --repeats falls to one block: no intervals at all); the default gets no such note."""
+    from commsim.bench.calibrate import calibrate
+
+    profile, _ = calibrate("cuda", 2, [8, 64], repeats=repeats, warmup=0)
+    assert any(words in n for n in profile.notes)
+    assert not any(
+        "blocks: intervals" in n for n in calibrate("cuda", 2, [8, 64], warmup=0)[0].notes
+    )

@@ -315,7 +315,28 @@ def calibrate(
             f"({', '.join(_unstable(profile))}): the machine's noise moves the breakpoints"
         )
         profile = dataclasses.replace(profile, notes=(*profile.notes, note))
+    few = _few_blocks(repeats, blocks)
+    if few:
+        profile = dataclasses.replace(profile, notes=(*profile.notes, few))
     return profile, samples
+
+
+def _few_blocks(repeats: int, blocks: int) -> str | None:
+    """Why a calibration of fewer than :data:`DEFAULT_BLOCKS` blocks is less reproducible, or
+    ``None``: one block has no intervals and its pieces come from the BIC; with 5 blocks, six
+    back-to-back calibrations moved a curve's piece count (docs/validation.md)."""
+    if blocks >= DEFAULT_BLOCKS:
+        return None
+    if blocks == 1:
+        return (
+            f"one block of {repeats} repeats: no intervals, and pieces by the BIC, which follows "
+            f"each run's noise (give --repeats a multiple of {DEFAULT_BLOCKS}, e.g. "
+            f"{DEFAULT_REPEATS})"
+        )
+    return (
+        f"{blocks} blocks: intervals and breakpoints reproduce less well than with "
+        f"{DEFAULT_BLOCKS} (give --repeats a multiple of {DEFAULT_BLOCKS}, e.g. {DEFAULT_REPEATS})"
+    )
 
 
 def _unstable(profile: Profile) -> list[str]:
