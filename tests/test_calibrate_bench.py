@@ -206,7 +206,9 @@ def test_cuda_bad_input_is_one_line():
     assert "overhead" in _one_line(e)
 
 
-@pytest.mark.parametrize(("repeats", "words"), [(4, "4 blocks: intervals"), (11, "one block of 11")])
+@pytest.mark.parametrize(
+    ("repeats", "words"), [(4, "4 blocks: intervals"), (11, "one block of 11")]
+)
 def test_fewer_blocks_than_the_default_say_so(repeats, words):
     """A calibration of fewer than 10 blocks notes that it reproduces less well (a prime
     --repeats falls to one block: no intervals at all); the default gets no such note."""

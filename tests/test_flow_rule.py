@@ -96,3 +96,19 @@ def test_model_says_its_rule():
     assert "flow_rule=cm02" in m.describe() and m.to_dict()["flow_rule"] == "cm02"
     fair = Topology(_path_graph(), contention="flow")
     assert "flow_rule" not in fair.describe() and "flow_rule" not in fair.to_dict()
+
+
+def test_a_flow_simulation_past_its_effort_limit_is_refused_in_one_line(monkeypatch):
+    """Past :data:`FLOW_EFFORT` the simulation stops and the prediction is refused with a
+    ResourceError naming the way out; under the limit the same schedule is predicted."""
+    import commsim
+    from commsim.errors import ResourceError
+    from commsim.models import _flow
+
+    s = commsim.build("alltoall", "pairwise", nranks=8)
+    model = Topology(ring(8), contention="flow")
+    assert model.predict(s, "1MiB").time > 0
+    monkeypatch.setattr(_flow, "FLOW_EFFORT", 10)
+    with pytest.raises(ResourceError, match=r"gave up after .* use contention='bottleneck'") as e:
+        model.predict(s, "1MiB")
+    assert "\n" not in str(e.value)

@@ -332,11 +332,15 @@ def _panel(
     bar: Progress,
     tuned: Mapping[str, _Tuned],
 ) -> Panel:
-    preds = {
-        a: model.predict(bar.track(s, f"p={nranks} {a}"), sizes)
-        for a, s in schedules.items()
-        if a not in tuned
-    }
+    preds, skipped = {}, dict(skipped)
+    for a, s in schedules.items():
+        if a in tuned:
+            continue
+        try:
+            preds[a] = model.predict(bar.track(s, f"p={nranks} {a}"), sizes)
+        except ResourceError as e:  # a model that gives up on it (flow's effort limit)
+            skipped[a] = one_line(e)
+    schedules = {a: s for a, s in schedules.items() if a in preds or a in tuned}
     times = {
         a: tuned[a].times if a in tuned else np.atleast_1d(np.asarray(preds[a].time))
         for a in schedules

@@ -61,6 +61,17 @@ __all__ = ["MAX_FLOW_MESSAGES", "simulate"]
 
 #: The flow simulation materializes every message; beyond this many it refuses.
 MAX_FLOW_MESSAGES = 20_000_000
+#: The most (flow, rate) entries a size records for the next to recall (16 bytes each: 64 MiB
+#: per chain of sizes). The record grows as the flows in flight at each rate computation, which
+#: can be events × flows (packed_trees, 24 segments, on a 4×4×4 torus: 16 GB before this cap);
+#: beyond it only the first computations are recalled, so the cap costs time, never bits.
+RECALL_ENTRIES = 2**22
+#: The most work (flows and links visited, summed over the filling rounds of every rate
+#: computation) one size's simulation may take before it is refused: a rule that keeps a size
+#: to about a minute on this project's 2-vCPU machine, which visits about 10^8 a second
+#: (packed_trees allgather on a 4×4×4 torus: 3.2·10^9 in 33 s at 4 segments; ring allreduce
+#: on 1,024 GPUs of dgx-h100:128, whose rounds end together, 10^7 in 4 s).
+FLOW_EFFORT = 5 * 10**9
 #: threads, each simulating a chain of neighbouring sizes (one size's arrays in memory each)
 _CHAINS = 4
 
@@ -72,7 +83,8 @@ def _maxmin(
     """Weighted max-min fair rates of the network flows ``active[:nact]`` (progressive
     filling): every unfrozen flow ``m`` grows at ``weight[m]`` times a common level until a
     link it crosses is full. Weights of 1 are max-min fairness; ``cnt`` counts a link's
-    unfrozen flows, ``wsum`` sums their weights."""
+    unfrozen flows, ``wsum`` sums their weights. Returns its work: the flows and links it
+    visited, summed over its filling rounds."""
     nused = 0
     for a in range(nact):
         m = active[a]
@@ -91,7 +103,9 @@ def _maxmin(
     for a in range(nact):
         if not frozen[active[a]]:
             left += 1
+    work = 0
     while left > 0:
+        work += nact + nused
         delta = np.inf
         for u in range(nused):
             link = used[u]
@@ -132,6 +146,7 @@ def _maxmin(
                     wsum[links[e]] -= weight[m]
     for u in range(nused):
         cnt[used[u]] = 0
+    return work
 
 
 @numba.njit(cache=True, nogil=True)
@@ -174,15 +189,20 @@ def _grow_ptr(ptr):  # pragma: no cover
 @numba.njit(cache=True, nogil=True)
 def _simulate(  # pragma: no cover
     src, dst, rnd, work, lat, red_time, indptr, links, bw, seq_indptr, seq_items, clock, is_local,
-    overlap, queues, phase, prev_ptr, prev_items, prev_rates, lat_first, weight,
+    overlap, queues, phase, prev_ptr, prev_items, prev_rates, lat_first, weight, record_limit,
+    effort_limit,
 ):  # fmt: skip
-    """Run the events; returns per item (start, end, pred), then this run's record of rate
+    """Run the events; returns per item (start, end, pred), the items done (all of them unless
+    ``effort_limit`` stopped it) and the effort spent, then this run's record of rate
     computations ``(ptr, items, rates)`` for the next size to recall. ``work``: bytes (network
     items) or seconds (local items, which run at rate 1 on no link); ``overlap``: a receiver
     reduces while the message arrives; ``prev_*``: the previous size's record (``ptr = [0]``:
     none). ``lat_first``: a message takes no bandwidth until its path latency ``lat`` is paid
     and ends with its last byte (SimGrid's CM02), instead of moving bytes from its start and
-    ending ``lat`` after its last byte; ``weight``: each flow's weight in the max-min shares.
+    ending ``lat`` after its last byte; ``weight``: each flow's weight in the max-min shares;
+    ``record_limit``: the most (flow, rate) entries the record keeps (the first computations'
+    only, beyond it); ``effort_limit``: the most work of rate computations (:func:`_maxmin`)
+    before it stops, returning ``done < n`` items ended (the caller refuses the schedule).
 
     ``queues > 1`` (the link-port rule): ranks ``g·queues .. g·queues + queues - 1`` are the
     link queues of one port ``g``; an item of ``phase`` P (messages ``2·step``, local items
@@ -227,6 +247,8 @@ def _simulate(  # pragma: no cover
     now = 0.0
     done = 0
     ncalls = 0  # rate computations so far, and what each gave (for the next size to recall)
+    nrec = 0  # how many of them are recorded: the first, up to record_limit entries in all
+    effort = 0  # the rate computations' work so far (flows and links visited)
     rec_ptr = np.zeros(1024, dtype=np.int64)
     rec_items = np.empty(max(1024, n), dtype=np.int64)
     rec_rates = np.empty(max(1024, n))
@@ -371,26 +393,35 @@ def _simulate(  # pragma: no cover
                 i += 1
         if changed and nact:
             if not _recall(active, nact, rate, ncalls, prev_ptr, prev_items, prev_rates):
-                _maxmin(active, nact, indptr, links, bw, rate, cap, cnt, wsum, used, frozen, weight)
+                effort += _maxmin(
+                    active, nact, indptr, links, bw, rate, cap, cnt, wsum, used, frozen, weight
+                )
+                if effort > effort_limit:
+                    break  # refused by the caller
                 for a in range(nact):
                     if is_local[active[a]]:
                         rate[active[a]] = 1.0
-            if rec_ptr[ncalls] + nact > rec_items.shape[0]:
-                rec_items, rec_rates = _grow(rec_items, rec_rates, rec_ptr[ncalls] + nact)
-            if ncalls + 2 > rec_ptr.shape[0]:
-                rec_ptr = _grow_ptr(rec_ptr)
-            lo = rec_ptr[ncalls]
-            for a in range(nact):
-                rec_items[lo + a] = active[a]
-                rec_rates[lo + a] = rate[active[a]]
             ncalls += 1
-            rec_ptr[ncalls] = lo + nact
-    tot = rec_ptr[ncalls]
+            if nrec + 1 == ncalls and rec_ptr[nrec] + nact <= record_limit:
+                # recorded: the computations 0 .. nrec - 1, a prefix (recall is by index)
+                if rec_ptr[nrec] + nact > rec_items.shape[0]:
+                    rec_items, rec_rates = _grow(rec_items, rec_rates, rec_ptr[nrec] + nact)
+                if nrec + 2 > rec_ptr.shape[0]:
+                    rec_ptr = _grow_ptr(rec_ptr)
+                lo = rec_ptr[nrec]
+                for a in range(nact):
+                    rec_items[lo + a] = active[a]
+                    rec_rates[lo + a] = rate[active[a]]
+                nrec += 1
+                rec_ptr[nrec] = lo + nact
+    tot = rec_ptr[nrec]
     return (
         start,
         end,
         pred,
-        rec_ptr[: ncalls + 1].copy(),
+        done,
+        effort,
+        rec_ptr[: nrec + 1].copy(),
         rec_items[:tot].copy(),
         rec_rates[:tot].copy(),
     )
@@ -634,18 +665,20 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
     step_ends = np.flatnonzero(np.diff(items.step)) + 1  # items are in step order
     out: dict[str, Any] = {"last": None, "red_net": np.zeros(n)}
 
-    def one(k: int, prev: tuple) -> tuple:
+    def one(k: int, prev: tuple, record_limit: int) -> tuple:
         bytes_ = items.units * per_unit[k] * f / efficiency  # + flags
         red_time = items.red * per_unit[k] * params.gamma * slow[items.dst]
         work = np.where(items.local, red_time, bytes_)
         red_net = np.where(items.local, 0.0, red_time)
         c = init.copy()
         routed, cls = capped if capped is not None else capped_at(k)
-        start, end, pred, *record = _simulate(
+        start, end, pred, done, effort, *record = _simulate(
             items.src, items.dst, items.rnd, work, routes.lat, red_net, *routed, seq_indptr,
             seq_items, c, items.local, params.reduction_overlap, queues, phase, *prev, lat_first,
-            weight,
+            weight, record_limit, FLOW_EFFORT,
         )  # fmt: skip
+        if done < n:
+            raise ResourceError(_too_long(items, int(effort)))
         clock[:, k] = c
         parts[:, k] = _chain_parts(
             c, items.src, items.dst, start, end, pred, routes.lat, cls, items.local, nparts,
@@ -663,10 +696,14 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
     def chain(ks: np.ndarray) -> None:
         nothing = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0))  # nothing to recall
         prev = nothing
-        for k in ks:
+        for i, k in enumerate(ks):
             # a size recalls the previous one's rates only where its links are the same: not
-            # where measured profiles cap each size's messages at rates of their own
-            prev = one(int(k), prev if capped is not None else nothing)
+            # where measured profiles cap each size's messages at rates of their own; the
+            # chain's last size records nothing, as no size follows it
+            last = i == len(ks) - 1 or capped is None
+            prev = one(
+                int(k), prev if capped is not None else nothing, 0 if last else RECALL_ENTRIES
+            )
 
     chains = np.array_split(
         np.arange(nsizes), max(1, min(numba.get_num_threads(), _CHAINS, nsizes))
@@ -695,6 +732,16 @@ def _sharing(rule: str, routes: _Routes, items: _Items) -> tuple[bool, np.ndarra
             f"the links a latency or use flow_rule='fair'"
         )
     return True, np.where(routes.lat > 0, 1.0 / np.maximum(routes.lat, 1e-300), 1.0)
+
+
+def _too_long(items: _Items, effort: int) -> str:
+    """Why a flow simulation was stopped, in one line."""
+    return (
+        f"contention='flow' gave up after {effort:.2g} flow and link visits in its max-min "
+        f"computations (its limit, about a minute): this schedule's {len(items.src):,} messages "
+        f"end at many different times, each a new computation over the flows in flight; use "
+        f"contention='bottleneck' or 'maxmin', or fewer segments"
+    )
 
 
 def _step_times(fin, step, step_ends, nsteps: int, start: float) -> np.ndarray:

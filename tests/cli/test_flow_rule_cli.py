@@ -32,3 +32,16 @@ def test_flow_rule_cm02_is_the_models_rule(cli_json):
 def test_bad_flow_rules_are_one_line(cli, args, message):
     rc, _, err = cli(*BASE, *args)
     assert rc == 2 and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_compare_skips_a_row_the_flow_simulation_gives_up_on(cli_json, monkeypatch):
+    """A row the flow simulation refuses (its effort limit) is skipped with its reason; the
+    others are compared."""
+    from commsim.models import _flow
+
+    monkeypatch.setattr(_flow, "FLOW_EFFORT", 10)
+    doc = cli_json("compare", "-c", "allgather", "-a", "ring,direct", "--topology", "ring:8",
+                   "--contention", "flow", "-s", "1MiB")  # fmt: skip
+    (panel,) = doc["results"]
+    assert set(panel["skipped"]) == {"ring", "direct"}
+    assert all("gave up after" in why for why in panel["skipped"].values())
