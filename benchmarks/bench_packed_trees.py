@@ -21,6 +21,7 @@ import commsim
 from commsim.algorithms.packed_rings import format_rings
 from commsim.algorithms.packed_trees import format_trees, suggested_segments
 from commsim.clusters import cluster
+from commsim.errors import ResourceError
 from commsim.models import Topology
 from commsim.topology import pack_rings, pack_trees, torus
 from commsim.tuner import cluster_model
@@ -80,7 +81,11 @@ def torus_rows(pk, quick):
     for name, s in ((f"allgather packed_trees (segments={seg})", trees),
                     ("allgather torus_multiport", multi)):  # fmt: skip
         for mode in ("bottleneck",) if quick else ("bottleneck", "flow"):
-            t = Topology(g, contention=mode).predict(s, GIB).time
+            try:
+                t = Topology(g, contention=mode).predict(s, GIB).time
+            except ResourceError as e:  # flow's effort limit (commsim.models._flow)
+                print(f"| {name} | {mode} | refused: {e} | - |")
+                continue
             print(f"| {name} | {mode} | {t * 1e3:.3f} | {GIB / t / 1e9:.1f} |")
     ar = commsim.build("allreduce", "torus_multiport", nranks=64, dims="4x4x4")
     bound = 2 * 63 / 64 * GIB / (6 * 45e9)
