@@ -109,9 +109,25 @@ def to_json(doc: Any) -> str:
     return json.dumps(plain(doc), indent=2, allow_nan=False)
 
 
+#: the longest parameter value a text header shows whole (``--json`` shows every value whole)
+LONG_PARAM = 60
+
+
 def format_params(params: Mapping[str, Any]) -> str:
-    """``segments=8, k=2`` (the root is shown on its own), or ``-`` when there are none."""
-    return ", ".join(f"{k}={v!r}" for k, v in params.items() if k != "root") or "-"
+    """``segments=8, k=2`` (the root is shown on its own), or ``-`` when there are none; a value
+    longer than :data:`LONG_PARAM` characters (a packing's trees) is cut to its start and
+    its length.
+
+    Examples:
+        >>> format_params({"segments": 8, "trees": "r.0.1." * 40})
+        "segments=8, trees='r.0.1.r.0.1.r.0.1.r.0.1... (242 characters)"
+    """
+
+    def shown(v: Any) -> str:
+        text = repr(v)
+        return text if len(text) <= LONG_PARAM else f"{text[:24]}... ({len(text):,} characters)"
+
+    return ", ".join(f"{k}={shown(v)}" for k, v in params.items() if k != "root") or "-"
 
 
 def format_ratio(time: float, bound: float) -> str:
