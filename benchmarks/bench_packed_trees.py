@@ -65,7 +65,11 @@ def dgx_rows(specs, packings):
         ring = commsim.build("allgather", "packed_rings", nranks=c.ngpus, rings=rings)
         for mode in ("bottleneck", "flow"):
             m = cluster_model(c, contention=mode)
-            a, b = (GIB / m.predict(s, GIB).time / 1e9 for s in (trees, ring))
+            try:
+                a, b = (GIB / m.predict(s, GIB).time / 1e9 for s in (trees, ring))
+            except ResourceError as e:  # flow's effort limit (commsim.models._flow)
+                print(f"| {spec} | {mode} | {seg} | refused: {e} | - | - |")
+                continue
             print(f"| {spec} | {mode} | {seg} | {a:.1f} | {b:.1f}{'' if rings != 'auto' else ' (no ring)'}"
                   f" | {pk.bound * c.ngpus / 1e9:.1f} |")  # fmt: skip
 

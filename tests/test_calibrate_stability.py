@@ -210,7 +210,8 @@ def test_until_stable_measures_more_blocks_and_says_when_it_stays_unstable(monke
     calls.clear()
     monkeypatch.setattr(_calibrate, "fit_stable", fit_stable)
     profile, _ = _calibrate.calibrate("mpi", 2, repeats=15, until_stable=2)
-    assert calls == [5] and not profile.notes  # stable at once: one round
+    assert calls == [5] and not any("unstable" in n for n in profile.notes)  # one round
+    assert any("5 blocks: intervals" in n for n in profile.notes)  # fewer than 10: it says so
 
 
 def test_compare_profiles_script_applies_the_reproduction_rule(tmp_path, capsys):

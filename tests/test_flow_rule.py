@@ -11,7 +11,7 @@ import pytest
 from commsim import Schedule, Step
 from commsim.errors import ParameterError
 from commsim.models import FLOW_RULES, Topology
-from commsim.topology import ring
+from commsim.topology import ring, torus
 
 GB = 1e9  # bytes/s
 US = 1e-6
@@ -67,17 +67,90 @@ def test_rules_agree_where_every_sharing_flow_has_the_same_latency():
         assert t == pytest.approx(2e-6 + 2**20 / 10e9, rel=1e-12)
 
 
-def test_cm02_rule_on_a_whole_schedule_is_never_faster_than_latency_plus_transfer():
-    """Ring allreduce, 8 ranks on a ring: under CM02 every message still pays its path latency
-    and its bytes at most at the link rate, so each step takes at least ``L + b/B``."""
+@pytest.mark.parametrize("port_rule", ["channel", "link"])
+@pytest.mark.parametrize("overlap", [False, True])
+def test_the_rules_agree_on_a_whole_schedule_whose_messages_share_one_latency(port_rule, overlap):
+    """Ring allreduce on a ring: every message crosses one link, so paying the latency first or
+    last and weighting by it change nothing, under either port rule, with or without reductions
+    overlapped."""
     import commsim
 
     s = commsim.build("allreduce", "ring", nranks=8)
     g = ring(8, bandwidth="10GB/s", latency="2us")
-    n = 2**20
-    pred = Topology(g, contention="flow", flow_rule="cm02", gamma=0).predict(s, n)
-    steps = 2 * (8 - 1)
-    assert pred.time >= steps * (2e-6 + n / 8 / 10e9) * (1 - 1e-12)
+    times = [
+        Topology(g, contention="flow", flow_rule=rule, port_rule=port_rule,
+                 reduction_overlap=overlap).predict(s, [2**16, 2**24]).time
+        for rule in FLOW_RULES
+    ]  # fmt: skip
+    np.testing.assert_allclose(times[0], times[1], rtol=1e-12)
+
+
+def _fluid_reference(
+    routes: list, bw: np.ndarray, lat: np.ndarray, b: float, rule: str
+) -> np.ndarray:
+    """Every message's end, all starting at 0 with ``b`` bytes, by a plain event loop written
+    apart from commsim's: rates by weighted progressive filling, recomputed at every start and
+    end; ``cm02``: a message waits its path latency, then shares by 1 / latency; ``fair``:
+    equal shares from 0, the latency added after the last byte."""
+    n = len(routes)
+    path = np.array([lat[r].sum() for r in routes])
+    w = 1 / path if rule == "cm02" else np.ones(n)
+    begin = path if rule == "cm02" else np.zeros(n)
+    left, end, t = np.full(n, b), np.full(n, np.nan), 0.0
+    while np.isnan(end).any():
+        on = np.isnan(end) & (begin <= t * (1 + 1e-12))
+        rate, frozen, cap = np.zeros(n), ~on, bw.astype(float).copy()
+        while not frozen.all():
+            share = np.zeros(len(bw))
+            for m in np.flatnonzero(~frozen):
+                share[routes[m]] += w[m]
+            level = np.min(np.where(share > 0, cap / np.where(share > 0, share, 1), np.inf))
+            rate[~frozen] += level * w[~frozen]
+            cap -= level * share
+            full = set(np.flatnonzero((share > 0) & (cap <= 1e-9 * bw)).tolist())
+            for m in np.flatnonzero(~frozen):
+                frozen[m] = frozen[m] or bool(full & set(routes[m]))
+        waiting = np.isnan(end) & ~on
+        dt = min(np.min(left[on] / rate[on], initial=np.inf),
+                 np.min(begin[waiting] - t, initial=np.inf))  # fmt: skip
+        left[on] -= rate[on] * dt
+        t += dt
+        done = on & (left <= 1e-9 * b)
+        end[done] = t + (0 if rule == "cm02" else path[done])
+    return end
+
+
+@pytest.mark.parametrize("rule", FLOW_RULES)
+@pytest.mark.parametrize("b", [64 * 2**10, 2**20])
+def test_cm02_matches_an_independent_fluid_reference(rule, b):
+    """The DGX-1's NVLink all to all (1- and 2-hop routes sharing links of two rates): every
+    message's end under each rule equals a separately written fluid simulation's."""
+    from commsim.clusters import cluster
+
+    g = cluster("dgx1-v100:all:nvlink").graph
+    src, dst = (np.array(x) for x in zip(*[(a, c) for a in range(8) for c in range(8) if a != c]))
+    model = Topology(g, contention="flow", gamma=0, flow_rule=rule)
+    tl = model.timeline(_together(src.tolist(), dst.tolist(), 8), b)
+    routes = [tl.links[tl.indptr[m] : tl.indptr[m + 1]] for m in range(len(tl.src))]
+    net = model.network
+    want = _fluid_reference(routes, net.bandwidth, net.latency, float(b), rule)
+    np.testing.assert_allclose(tl.end - tl.start, want, rtol=1e-9)
+
+
+def test_a_truncated_record_and_a_chain_of_sizes_change_no_bit(monkeypatch):
+    """Sizes predicted together (recalling rates from the size before, the record cut short
+    at 7 entries) equal each size alone, bit for bit, under both rules."""
+    import commsim
+    from commsim.models import _flow
+
+    s = commsim.build("alltoall", "pairwise", nranks=16)
+    sizes = [2**10, 2**12, 2**14, 2**16]
+    for rule in FLOW_RULES:
+        m = Topology(torus((4, 4)), contention="flow", flow_rule=rule)
+        alone = [float(m.predict(s, x).time) for x in sizes]
+        for limit in (7, _flow.RECALL_ENTRIES):
+            monkeypatch.setattr(_flow, "RECALL_ENTRIES", limit)
+            assert np.asarray(m.predict(s, sizes).time).tolist() == alone
 
 
 def test_bad_rules_are_one_line_errors():
@@ -100,15 +173,33 @@ def test_model_says_its_rule():
 
 def test_a_flow_simulation_past_its_effort_limit_is_refused_in_one_line(monkeypatch):
     """Past :data:`FLOW_EFFORT` the simulation stops and the prediction is refused with a
-    ResourceError naming the way out; under the limit the same schedule is predicted."""
+    ResourceError naming the way out, also from several sizes simulated in parallel chains;
+    the limit that refuses one size refuses it among others too (recalled computations count)."""
     import commsim
     from commsim.errors import ResourceError
     from commsim.models import _flow
 
-    s = commsim.build("alltoall", "pairwise", nranks=8)
-    model = Topology(ring(8), contention="flow")
-    assert model.predict(s, "1MiB").time > 0
-    monkeypatch.setattr(_flow, "FLOW_EFFORT", 10)
-    with pytest.raises(ResourceError, match=r"gave up after .* use contention='bottleneck'") as e:
-        model.predict(s, "1MiB")
-    assert "\n" not in str(e.value)
+    s = commsim.build("alltoall", "pairwise", nranks=16)
+    model = Topology(torus((4, 4)), contention="flow")
+    sizes = [2**10, 2**12, 2**14, 2**16]
+
+    def passes(limit: int, nbytes) -> bool:
+        monkeypatch.setattr(_flow, "FLOW_EFFORT", limit)
+        try:
+            model.predict(s, nbytes)
+        except ResourceError as e:
+            assert "\n" not in str(e) and "use contention='bottleneck'" in str(e)
+            return False
+        return True
+
+    def least(nbytes) -> int:  # the least limit at which this size passes alone
+        lo, hi = 0, 10**9
+        while lo < hi:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if passes(mid, nbytes) else (mid + 1, hi)
+        return lo
+
+    need = max(least(x) for x in sizes)
+    assert need > 0
+    assert passes(need, sizes)  # together, as each alone: the recalled computations count
+    assert not passes(need - 1, sizes)  # refused from the chains of sizes, in one line

@@ -38,6 +38,7 @@ structure). Predictions are those of one size at a time, bit for bit (tested).
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
@@ -62,9 +63,10 @@ __all__ = ["MAX_FLOW_MESSAGES", "simulate"]
 #: The flow simulation materializes every message; beyond this many it refuses.
 MAX_FLOW_MESSAGES = 20_000_000
 #: The most (flow, rate) entries a size records for the next to recall (16 bytes each: 64 MiB
-#: per chain of sizes). The record grows as the flows in flight at each rate computation, which
-#: can be events × flows (packed_trees, 24 segments, on a 4×4×4 torus: 16 GB before this cap);
-#: beyond it only the first computations are recalled, so the cap costs time, never bits.
+#: per chain of sizes, beside the record it recalls from). The record grows as the flows in
+#: flight at each rate computation, which can be events × flows (packed_trees, 24 segments, on
+#: a 4×4×4 torus: the process held 23.8 GB when the kernel killed it, before this cap); beyond
+#: it only the first computations are recalled, so the cap costs time, never bits.
 RECALL_ENTRIES = 2**22
 #: The most work (flows and links visited, summed over the filling rounds of every rate
 #: computation) one size's simulation may take before it is refused: a rule that keeps a size
@@ -80,11 +82,13 @@ _CHAINS = 4
 def _maxmin(
     active, nact, indptr, links, bw, rate, cap, cnt, wsum, used, frozen, weight
 ):  # pragma: no cover
-    """Weighted max-min fair rates of the network flows ``active[:nact]`` (progressive
-    filling): every unfrozen flow ``m`` grows at ``weight[m]`` times a common level until a
-    link it crosses is full. Weights of 1 are max-min fairness; ``cnt`` counts a link's
-    unfrozen flows, ``wsum`` sums their weights. Returns its work: the flows and links it
-    visited, summed over its filling rounds."""
+    r"""Weighted max-min fair rates of the network flows ``active[:nact]`` (progressive
+    filling, Bertsekas and Gallager, *Data Networks*, 6.5.2): every unfrozen flow grows as
+    :math:`r_m = w_m \lambda` with a common level :math:`\lambda`, raised until a link it
+    crosses is full, :math:`\sum_{m \ni \ell} r_m = B_\ell`; its flows then keep their rates.
+    Weights :math:`w_m = 1` are max-min fairness. ``cnt`` counts a link's unfrozen flows,
+    ``wsum`` sums their weights. Returns its work: the flows and links it visited, summed over
+    its filling rounds."""
     nused = 0
     for a in range(nact):
         m = active[a]
@@ -168,9 +172,10 @@ def _recall(active, nact, rate, call, prev_ptr, prev_items, prev_rates):  # prag
 
 
 @numba.njit(cache=True, nogil=True)
-def _grow(items, rates, need):  # pragma: no cover
-    """``items`` and ``rates`` copied into arrays of at least ``need`` entries (doubling)."""
-    size = max(need, 2 * items.shape[0])
+def _grow(items, rates, need, limit):  # pragma: no cover
+    """``items`` and ``rates`` copied into arrays of at least ``need`` entries (doubling, to at
+    most ``limit``)."""
+    size = max(need, min(2 * items.shape[0], limit))
     new_items = np.empty(size, dtype=np.int64)
     new_rates = np.empty(size)
     new_items[: items.shape[0]] = items
@@ -180,8 +185,8 @@ def _grow(items, rates, need):  # pragma: no cover
 
 @numba.njit(cache=True, nogil=True)
 def _grow_ptr(ptr):  # pragma: no cover
-    """``ptr`` copied into an array twice as long."""
-    new = np.zeros(2 * ptr.shape[0], dtype=np.int64)
+    """``ptr`` copied into an array twice as long (zeros after it)."""
+    new = np.zeros(2 * ptr.shape[0], dtype=ptr.dtype)
     new[: ptr.shape[0]] = ptr
     return new
 
@@ -189,12 +194,14 @@ def _grow_ptr(ptr):  # pragma: no cover
 @numba.njit(cache=True, nogil=True)
 def _simulate(  # pragma: no cover
     src, dst, rnd, work, lat, red_time, indptr, links, bw, seq_indptr, seq_items, clock, is_local,
-    overlap, queues, phase, prev_ptr, prev_items, prev_rates, lat_first, weight, record_limit,
-    effort_limit,
+    overlap, queues, phase, prev_ptr, prev_items, prev_rates, prev_work, lat_first, weight,
+    record_limit, effort_limit,
 ):  # fmt: skip
     """Run the events; returns per item (start, end, pred), the items done (all of them unless
     ``effort_limit`` stopped it) and the effort spent, then this run's record of rate
-    computations ``(ptr, items, rates)`` for the next size to recall. ``work``: bytes (network
+    computations ``(ptr, items, rates, work)`` for the next size to recall (``work``: each
+    computation's effort, counted again when it is recalled, so the limit does not depend on
+    which sizes share a chain). ``work``: bytes (network
     items) or seconds (local items, which run at rate 1 on no link); ``overlap``: a receiver
     reduces while the message arrives; ``prev_*``: the previous size's record (``ptr = [0]``:
     none). ``lat_first``: a message takes no bandwidth until its path latency ``lat`` is paid
@@ -250,8 +257,9 @@ def _simulate(  # pragma: no cover
     nrec = 0  # how many of them are recorded: the first, up to record_limit entries in all
     effort = 0  # the rate computations' work so far (flows and links visited)
     rec_ptr = np.zeros(1024, dtype=np.int64)
-    rec_items = np.empty(max(1024, n), dtype=np.int64)
-    rec_rates = np.empty(max(1024, n))
+    rec_work = np.zeros(1024, dtype=np.int64)
+    rec_items = np.empty(min(max(1024, n), max(record_limit, 1)), dtype=np.int64)
+    rec_rates = np.empty(rec_items.shape[0])
 
     def advance(r):
         # Skip rank r's finished items; when its first unfinished item is of a new round, its
@@ -392,26 +400,31 @@ def _simulate(  # pragma: no cover
             else:
                 i += 1
         if changed and nact:
-            if not _recall(active, nact, rate, ncalls, prev_ptr, prev_items, prev_rates):
-                effort += _maxmin(
+            if _recall(active, nact, rate, ncalls, prev_ptr, prev_items, prev_rates):
+                spent = prev_work[ncalls]
+            else:
+                spent = _maxmin(
                     active, nact, indptr, links, bw, rate, cap, cnt, wsum, used, frozen, weight
                 )
-                if effort > effort_limit:
-                    break  # refused by the caller
                 for a in range(nact):
                     if is_local[active[a]]:
                         rate[active[a]] = 1.0
+            effort += spent
+            if effort > effort_limit:
+                break  # refused by the caller
             ncalls += 1
             if nrec + 1 == ncalls and rec_ptr[nrec] + nact <= record_limit:
                 # recorded: the computations 0 .. nrec - 1, a prefix (recall is by index)
                 if rec_ptr[nrec] + nact > rec_items.shape[0]:
-                    rec_items, rec_rates = _grow(rec_items, rec_rates, rec_ptr[nrec] + nact)
+                    need = rec_ptr[nrec] + nact
+                    rec_items, rec_rates = _grow(rec_items, rec_rates, need, record_limit)
                 if nrec + 2 > rec_ptr.shape[0]:
-                    rec_ptr = _grow_ptr(rec_ptr)
+                    rec_ptr, rec_work = _grow_ptr(rec_ptr), _grow_ptr(rec_work)
                 lo = rec_ptr[nrec]
                 for a in range(nact):
                     rec_items[lo + a] = active[a]
                     rec_rates[lo + a] = rate[active[a]]
+                rec_work[nrec] = spent
                 nrec += 1
                 rec_ptr[nrec] = lo + nact
     tot = rec_ptr[nrec]
@@ -424,6 +437,7 @@ def _simulate(  # pragma: no cover
         rec_ptr[: nrec + 1].copy(),
         rec_items[:tot].copy(),
         rec_rates[:tot].copy(),
+        rec_work[:nrec].copy(),
     )
 
 
@@ -645,7 +659,8 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
     slow = np.repeat(params.slow_factors(p0), K)
     f = np.maximum(slow[items.src], slow[items.dst])
     init = np.repeat(params.initial_clock(p0, 1)[:, 0], K)
-    lat_first, weight = _sharing(params.flow_rule, routes, items)
+    lat_first, weight = _sharing(params.flow_rule, routes, items, K)
+    stop = threading.Event()  # set when a size is refused: the other chains stop too
 
     def capped_at(k: int) -> tuple[tuple[np.ndarray, ...], np.ndarray]:
         """Routes with each network item's rate cap at size ``k`` as a private link (the
@@ -678,7 +693,8 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
             weight, record_limit, FLOW_EFFORT,
         )  # fmt: skip
         if done < n:
-            raise ResourceError(_too_long(items, int(effort)))
+            stop.set()
+            _refuse(items, done, int(effort))
         clock[:, k] = c
         parts[:, k] = _chain_parts(
             c, items.src, items.dst, start, end, pred, routes.lat, cls, items.local, nparts,
@@ -694,17 +710,26 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
         return tuple(record)
 
     def chain(ks: np.ndarray) -> None:
-        nothing = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0))  # nothing to recall
-        prev = nothing
+        nothing = (np.zeros(1, np.int64), np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64))
+        prev = nothing  # nothing to recall
         for i, k in enumerate(ks):
+            if stop.is_set():
+                return
             # a size recalls the previous one's rates only where its links are the same: not
             # where measured profiles cap each size's messages at rates of their own; the
             # chain's last size records nothing, as no size follows it
-            last = i == len(ks) - 1 or capped is None
+            record = i < len(ks) - 1 and capped is not None
             prev = one(
-                int(k), prev if capped is not None else nothing, 0 if last else RECALL_ENTRIES
+                int(k), prev if capped is not None else nothing, RECALL_ENTRIES if record else 0
             )
 
+    _in_chains(chain, nsizes)
+    return clock, step_time, parts, out["last"], out["red_net"]
+
+
+def _in_chains(chain: Any, nsizes: int) -> None:
+    """Run ``chain`` on the sizes split into up to :data:`_CHAINS` chains of neighbouring
+    sizes, one Python thread each (the compiled loop releases the GIL)."""
     chains = np.array_split(
         np.arange(nsizes), max(1, min(numba.get_num_threads(), _CHAINS, nsizes))
     )
@@ -713,23 +738,36 @@ def _run_sizes(params, schedule, items, routes, seq_indptr, seq_items, per_unit,
     else:
         with ThreadPoolExecutor(len(chains)) as pool:
             list(pool.map(chain, chains))
-    return clock, step_time, parts, out["last"], out["red_net"]
 
 
-def _sharing(rule: str, routes: _Routes, items: _Items) -> tuple[bool, np.ndarray]:
+def _refuse(items: _Items, done: int, effort: int) -> None:
+    """Raise for a simulation that ended with items left: the effort limit's one line, or an
+    error that says the loop stalled (a schedule it cannot time: a bug)."""
+    n = len(items.src)
+    if effort > FLOW_EFFORT:
+        raise ResourceError(_too_long(items, effort))
+    raise RuntimeError(f"the flow simulation stalled with {n - done:,} of {n:,} items left")
+
+
+def _sharing(rule: str, routes: _Routes, items: _Items, K: int) -> tuple[bool, np.ndarray]:
     """Whether latency comes first, and each item's weight in the max-min shares, under the
-    flow rule (:data:`~commsim.models._network_params.FLOW_RULES`): ``"fair"`` weights every flow 1; ``"cm02"`` (SimGrid's
-    CM02, Velho and Legrand 2009: TCP's RTT unfairness) weights it 1 / its path latency."""
+    flow rule (:data:`~commsim.models._network_params.FLOW_RULES`): ``"fair"`` weights every
+    flow 1; ``"cm02"`` (SimGrid's CM02, Velho and Legrand 2009: TCP's RTT unfairness) weights
+    it 1 / its path latency. ``K``: port ranks per rank (to name a message's ranks)."""
     n = len(routes.lat)
     if rule == "fair":
         return False, np.ones(n)
+    if rule != "cm02":
+        raise ParameterError(f"unknown flow_rule {rule!r}: use 'fair' or 'cm02'")
     routed = np.diff(routes.indptr) > 0
     zero = np.flatnonzero(routed & ~items.local & (routes.lat <= 0))
     if len(zero):
+        m = zero[0]
         raise ParameterError(
             f"flow_rule='cm02' shares a link in proportion to 1 / each message's path latency: "
-            f"a message of step {int(items.step[zero[0]])} has a route of zero latency; give "
-            f"the links a latency or use flow_rule='fair'"
+            f"the message of step {int(items.step[m])} from rank {int(items.src[m]) // K} to "
+            f"rank {int(items.dst[m]) // K} has a route of zero latency; give the links a "
+            f"latency or use flow_rule='fair'"
         )
     return True, np.where(routes.lat > 0, 1.0 / np.maximum(routes.lat, 1e-300), 1.0)
 

@@ -174,18 +174,22 @@ def sweep(
                 raise
             skipped[a] = str(e).splitlines()[0]
     if not planned:
-        raise ParameterError(
-            f"no {collective} algorithm can be built on {nranks} ranks: "
-            + "; ".join(f"{a}: {why}" for a, why in skipped.items())
-        )
+        raise _none_left(f"no {collective} algorithm can be built on {nranks} ranks", skipped)
     label = f"tune {collective} p={nranks}"
-    kept, rows, protos = _predict_families(model, planned, grid, label, progress)
+    kept, rows, protos = _predict_families(model, planned, grid, label, progress, skipped)
+    if not kept:
+        raise _none_left(f"no {collective} algorithm could be predicted on {nranks} ranks", skipped)
     chosen_protocols = (
         np.array(protos, dtype=object) if protos and all(p is not None for p in protos) else None
     )
     return Sweep(
         collective, nranks, model, grid, tuple(kept), np.array(rows), skipped, chosen_protocols
     )
+
+
+def _none_left(what: str, skipped: Mapping[str, str]) -> ParameterError:
+    """The error of a sweep with nothing left: ``what``, then each algorithm's reason."""
+    return ParameterError(f"{what}: " + "; ".join(f"{a}: {why}" for a, why in skipped.items()))
 
 
 def _with_switch_rows(
@@ -229,9 +233,12 @@ def _predict_families(
     grid: np.ndarray,
     label: str,
     progress: bool | None,
+    skipped: dict[str, str],
 ) -> tuple[list[Candidate], list[np.ndarray], list[tuple[str, ...] | None]]:
     """Predict each family's members in order, stopping a family at the first member that
-    improves no size; the candidates predicted, their times and their protocols."""
+    improves no size, or that the model refuses (:class:`~commsim.errors.ResourceError`:
+    flow's effort limit; deeper members cost more); the candidates predicted, their times and
+    their protocols. A family refused at its first member is noted in ``skipped``."""
     total = sum(work(c.schedule) for family in planned for c in family)
     kept: list[Candidate] = []
     rows: list[np.ndarray] = []
@@ -240,7 +247,13 @@ def _predict_families(
         for family in planned:
             previous = None
             for k, c in enumerate(family):
-                times, used = _predict(model, c, grid, bar)
+                try:
+                    times, used = _predict(model, c, grid, bar)
+                except ResourceError as e:
+                    if k == 0:
+                        skipped.setdefault(c.algorithm, str(e).splitlines()[0])
+                    bar.update(sum(work(x.schedule) for x in family[k + 1 :]))
+                    break
                 kept.append(c)
                 rows.append(times)
                 protos.append(used)

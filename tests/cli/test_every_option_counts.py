@@ -15,6 +15,7 @@ PATHS = {
     "hockney": ["-p", "8"],
     "loggp": ["-p", "8", "--model", "loggp"],
     "topology": ["--topology", "switch:8"],
+    "flow": ["--topology", "torus:2x4", "--contention", "flow"],
     "cluster": ["--cluster", "dgx-h100:2"],
     "cluster-hockney": ["--cluster", "dgx-h100:2", "--model", "hockney"],
     "toml": ["--cluster", TOML],

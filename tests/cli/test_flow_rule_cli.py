@@ -45,3 +45,15 @@ def test_compare_skips_a_row_the_flow_simulation_gives_up_on(cli_json, monkeypat
     (panel,) = doc["results"]
     assert set(panel["skipped"]) == {"ring", "direct"}
     assert all("gave up after" in why for why in panel["skipped"].values())
+
+
+def test_tune_skips_what_the_flow_simulation_gives_up_on(cli, monkeypatch):
+    """tune: a candidate the flow simulation refuses is skipped; when every algorithm's first
+    candidate is refused, one line says why (exit 2)."""
+    from commsim.models import _flow
+
+    monkeypatch.setattr(_flow, "FLOW_EFFORT", 10)
+    rc, _, err = cli("tune", "-c", "allgather", "-a", "ring,direct", "--topology", "ring:8",
+                     "--contention", "flow", "-s", "1MiB")  # fmt: skip
+    assert rc == 2 and len(err.strip().splitlines()) == 1
+    assert "could be predicted" in err and "gave up after" in err

@@ -315,7 +315,8 @@ def calibrate(
             f"({', '.join(_unstable(profile))}): the machine's noise moves the breakpoints"
         )
         profile = dataclasses.replace(profile, notes=(*profile.notes, note))
-    few = _few_blocks(repeats, blocks)
+    curves = [s.blocks for s in samples if s.kind not in ("call", "overhead")]
+    few = _few_blocks(repeats, min(curves, default=blocks))  # --until-stable adds blocks
     if few:
         profile = dataclasses.replace(profile, notes=(*profile.notes, few))
     return profile, samples
@@ -327,15 +328,15 @@ def _few_blocks(repeats: int, blocks: int) -> str | None:
     back-to-back calibrations moved a curve's piece count (docs/validation.md)."""
     if blocks >= DEFAULT_BLOCKS:
         return None
+    advice = f"--repeats {DEFAULT_REPEATS} --blocks {DEFAULT_BLOCKS}, the default"
     if blocks == 1:
         return (
             f"one block of {repeats} repeats: no intervals, and pieces by the BIC, which follows "
-            f"each run's noise (give --repeats a multiple of {DEFAULT_BLOCKS}, e.g. "
-            f"{DEFAULT_REPEATS})"
+            f"each run's noise ({advice}, reproduces better)"
         )
     return (
         f"{blocks} blocks: intervals and breakpoints reproduce less well than with "
-        f"{DEFAULT_BLOCKS} (give --repeats a multiple of {DEFAULT_BLOCKS}, e.g. {DEFAULT_REPEATS})"
+        f"{DEFAULT_BLOCKS} ({advice})"
     )
 
 
