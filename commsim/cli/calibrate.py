@@ -272,8 +272,8 @@ def _piece_bandwidth(c: Curve, i: int) -> str:
         return "-"
     iv = c.intervals
     if iv is not None and iv.beta[i][0] <= 0 < iv.beta[i][1]:
-        return f">={units.format_bandwidth(1 / iv.beta[i][1])}"
-    return units.format_bandwidth(1 / beta)
+        return f">={_bw(iv.beta[i][1])}"
+    return _bw(beta)
 
 
 def _bw(beta: float) -> str:

@@ -55,7 +55,7 @@ from commsim.models._library import (
     with_channel_cap,
 )
 from commsim.models._link_profiles import capped_classes, message_caps
-from commsim.models._network_params import NetworkParams
+from commsim.models._network_params import FLOW_RULES, NetworkParams
 from commsim.models._usage import CriticalPath, NetworkUsage, Timeline, route_kinds
 
 __all__ = ["MAX_FLOW_MESSAGES", "simulate"]
@@ -757,8 +757,8 @@ def _sharing(rule: str, routes: _Routes, items: _Items, K: int) -> tuple[bool, n
     n = len(routes.lat)
     if rule == "fair":
         return False, np.ones(n)
-    if rule != "cm02":
-        raise ParameterError(f"unknown flow_rule {rule!r}: use 'fair' or 'cm02'")
+    if rule not in FLOW_RULES:  # the model checks it; params built by hand may not be
+        raise ParameterError(f"unknown flow_rule {rule!r}: use {' or '.join(FLOW_RULES)}")
     routed = np.diff(routes.indptr) > 0
     zero = np.flatnonzero(routed & ~items.local & (routes.lat <= 0))
     if len(zero):
